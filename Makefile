@@ -1,0 +1,13 @@
+# The test command of the README. go vet and the whole test suite.
+.PHONY: test build vet
+
+GO ?= go
+
+test: vet
+	$(GO) test -count=1 -timeout 40m ./...
+
+vet:
+	$(GO) vet ./...
+
+build:
+	$(GO) build -o bin/muster ./cmd/muster
