@@ -1,0 +1,152 @@
+package lifecycle
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Event is something that happened to a group. The set is closed: Observe, Admitted,
+// Rejected, NodesChanged, Cancel and Tick.
+type Event interface {
+	isEvent()
+}
+
+// Observe is a level-triggered observation of the group's member pods. Each Observe
+// replaces the previous one; counts are not deltas.
+type Observe struct {
+	// Members counts member pods that exist and are not terminal-failed (Succeeded pods
+	// count).
+	Members int
+	// Bound counts the Members that are bound to a node.
+	Bound int
+	// Ready counts the Members that are Ready or Succeeded.
+	Ready int
+	// Succeeded counts the Members that Succeeded.
+	Succeeded int
+	// Failed counts member pods in phase Failed (not included in Members).
+	Failed int
+	// Held is the sum of the requests of the bound, non-terminal members: what the group
+	// holds on its nodes now.
+	Held corev1.ResourceList
+}
+
+// Admitted reports that the queue admitted the group with a placement for Planned members.
+type Admitted struct {
+	// Planned is the number of members the placement binds.
+	Planned int
+}
+
+// Rejected reports that an admission attempt failed.
+type Rejected struct {
+	// Impossible is true when the group cannot fit even an empty cluster; false when it
+	// is merely unschedulable now.
+	Impossible bool
+	// Reason is the placement diagnosis, e.g. "0/8 nodes: 8 insufficient nvidia.com/gpu".
+	Reason string
+}
+
+// NodesChanged reports that the set of nodes or their capacity changed, so an Impossible
+// group may fit now.
+type NodesChanged struct{}
+
+// Cancel reports that the group, or its owner, was deleted.
+type Cancel struct{}
+
+// Tick reports that time passed; due timers fire. Deliver it at or after State.WakeAt.
+type Tick struct{}
+
+func (Observe) isEvent()      {}
+func (Admitted) isEvent()     {}
+func (Rejected) isEvent()     {}
+func (NodesChanged) isEvent() {}
+func (Cancel) isEvent()       {}
+func (Tick) isEvent()         {}
+
+// Action is a decision the caller must carry out. The set is closed: Enqueue, Dequeue,
+// EvictAll, Transition and Released.
+type Action interface {
+	isAction()
+	String() string
+}
+
+// Enqueue makes the group eligible for admission.
+type Enqueue struct {
+	// Requeued is true after a failed attempt: the queue orders the group behind groups
+	// of its priority that never failed.
+	Requeued bool
+}
+
+// Dequeue removes the group from its queue. Removing a group that is not queued is a
+// no-op for the caller.
+type Dequeue struct{}
+
+// EvictAll deletes every member of the group, releasing everything it holds.
+type EvictAll struct {
+	// Reason is one of ReasonStartTimeout, ReasonRecoveryTimeout,
+	// ReasonRetryLimitExceeded or ReasonCancelled.
+	Reason string
+	// Message says why, for Events.
+	Message string
+}
+
+// Transition reports a change of phase, for Events and Conditions.
+type Transition struct {
+	From, To Phase
+	// Reason is a CamelCase Reason constant.
+	Reason string
+	// Message is a human-readable explanation.
+	Message string
+}
+
+// Released reports that, after an EvictAll, an observation showed the group holding
+// nothing: no member bound and Held empty. It carries the cleanup time, for metrics.
+type Released struct {
+	// Reason is the Reason of the EvictAll that started the cleanup.
+	Reason string
+	// After is the time from that EvictAll to the observation.
+	After time.Duration
+}
+
+func (Enqueue) isAction()    {}
+func (Dequeue) isAction()    {}
+func (EvictAll) isAction()   {}
+func (Transition) isAction() {}
+func (Released) isAction()   {}
+
+// String renders the action on one line, for logs and test output.
+func (a Enqueue) String() string {
+	if a.Requeued {
+		return "Enqueue requeued"
+	}
+	return "Enqueue"
+}
+
+// String renders the action on one line, for logs and test output.
+func (Dequeue) String() string { return "Dequeue" }
+
+// String renders the action on one line, for logs and test output.
+func (a EvictAll) String() string {
+	return fmt.Sprintf("EvictAll %s: %s", a.Reason, a.Message)
+}
+
+// String renders the action on one line, for logs and test output.
+func (a Transition) String() string {
+	return fmt.Sprintf("Transition %s -> %s %s: %s", a.From, a.To, a.Reason, a.Message)
+}
+
+// String renders the action on one line, for logs and test output.
+func (a Released) String() string {
+	return fmt.Sprintf("Released %s after %s", a.Reason, a.After)
+}
+
+// String renders the observation on one line, for logs and test output.
+func (o Observe) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "members=%d bound=%d ready=%d succeeded=%d failed=%d held=",
+		o.Members, o.Bound, o.Ready, o.Succeeded, o.Failed)
+	b.WriteString(formatResourceList(o.Held))
+	return b.String()
+}

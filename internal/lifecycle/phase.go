@@ -1,0 +1,78 @@
+package lifecycle
+
+// Phase is the stage of a group's lifecycle. The zero value is not a valid phase; a State
+// made by New starts in Gathering.
+type Phase string
+
+const (
+	// Gathering: fewer member pods exist than minMember. The group holds nothing and is not
+	// in any queue.
+	Gathering Phase = "Gathering"
+	// Queued: at least minMember members exist and the group waits for admission.
+	Queued Phase = "Queued"
+	// Binding: the queue admitted the group with a placement; its members are being bound.
+	Binding Phase = "Binding"
+	// Starting: the planned members are bound; the group waits for minMember to be Ready.
+	Starting Phase = "Starting"
+	// Running: at least minMember members are Ready (or Succeeded).
+	Running Phase = "Running"
+	// Recovering: a Running group lost members below minMember and waits for replacements
+	// until its recovery timeout.
+	Recovering Phase = "Recovering"
+	// Backoff: an attempt failed and every member was evicted; the group waits out its
+	// backoff delay before it is queued again.
+	Backoff Phase = "Backoff"
+	// Impossible: the group's shape cannot fit even an empty cluster. It is not retried on a
+	// timer, only re-checked when nodes change.
+	Impossible Phase = "Impossible"
+	// Failed: every allowed attempt failed. Terminal.
+	Failed Phase = "Failed"
+	// Finished: minMember members Succeeded and none is still running. Terminal.
+	Finished Phase = "Finished"
+	// Cancelled: the group or its owner was deleted. Terminal.
+	Cancelled Phase = "Cancelled"
+)
+
+// Terminal reports whether p is a phase the group never leaves: Failed, Finished or
+// Cancelled.
+func (p Phase) Terminal() bool {
+	return p == Failed || p == Finished || p == Cancelled
+}
+
+// Reasons are the CamelCase reasons carried by Transition and EvictAll actions, fit for
+// Kubernetes Events and Conditions.
+const (
+	// ReasonMembersMissing: fewer member pods exist than minMember.
+	ReasonMembersMissing = "MembersMissing"
+	// ReasonMembersPresent: minMember member pods exist; the group is queued.
+	ReasonMembersPresent = "MembersPresent"
+	// ReasonUnschedulable: an admission attempt found no placement now.
+	ReasonUnschedulable = "Unschedulable"
+	// ReasonImpossible: the group's shape cannot fit even an empty cluster.
+	ReasonImpossible = "Impossible"
+	// ReasonNodesChanged: the node set changed, so an Impossible group is re-checked.
+	ReasonNodesChanged = "NodesChanged"
+	// ReasonAdmitted: the queue admitted the group with a complete placement.
+	ReasonAdmitted = "Admitted"
+	// ReasonBound: the planned members are bound to their nodes.
+	ReasonBound = "Bound"
+	// ReasonPodsReady: minMember members are Ready or Succeeded.
+	ReasonPodsReady = "PodsReady"
+	// ReasonMemberLost: a Running group has fewer than minMember Ready members.
+	ReasonMemberLost = "MemberLost"
+	// ReasonRecovered: a Recovering group has minMember Ready members again.
+	ReasonRecovered = "Recovered"
+	// ReasonSucceeded: minMember members Succeeded and none is still running.
+	ReasonSucceeded = "Succeeded"
+	// ReasonStartTimeout: the group was not Ready within its start timeout of admission.
+	ReasonStartTimeout = "StartTimeout"
+	// ReasonRecoveryTimeout: a Recovering group was not whole again within its recovery
+	// timeout.
+	ReasonRecoveryTimeout = "RecoveryTimeout"
+	// ReasonBackoffExpired: the backoff delay after a failed attempt has passed.
+	ReasonBackoffExpired = "BackoffExpired"
+	// ReasonRetryLimitExceeded: an attempt failed and no retries are left.
+	ReasonRetryLimitExceeded = "RetryLimitExceeded"
+	// ReasonCancelled: the group or its owner was deleted.
+	ReasonCancelled = "Cancelled"
+)

@@ -1,0 +1,254 @@
+package lifecycle
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Step applies one event at time now to the group's state under policy p and returns the
+// next state and the actions the caller must carry out, in order. It never modifies s.
+//
+// Every event first integrates what the group held since the previous event (see
+// HeldBeforeReady). Timers fire only on Tick. Terminal phases ignore every event except
+// Observe, which still completes cleanup accounting. Events that do not apply to the
+// current phase (an Admitted that raced with members disappearing, a Rejected for a
+// group no longer queued) are ignored: they return the state with no actions.
+func Step(s State, p Policy, ev Event, now time.Time) (State, []Action) {
+	m := machine{s: s.advance(now), p: p, now: now}
+	if obs, ok := ev.(Observe); ok {
+		m.observe(obs)
+		return m.s, m.actions
+	}
+	if m.s.phase.Terminal() {
+		return m.s, nil
+	}
+	switch ev := ev.(type) {
+	case Admitted:
+		m.admitted(ev)
+	case Rejected:
+		m.rejected(ev)
+	case NodesChanged:
+		if m.s.phase == Impossible {
+			m.enqueueOrGather(ReasonNodesChanged, "node set or capacity changed; re-checking the group")
+		}
+	case Cancel:
+		m.cancel()
+	case Tick:
+		m.tick()
+	}
+	return m.s, m.actions
+}
+
+// machine carries one Step's state, policy, time and the actions decided so far.
+type machine struct {
+	s       State
+	p       Policy
+	now     time.Time
+	actions []Action
+}
+
+func (m *machine) emit(a Action) { m.actions = append(m.actions, a) }
+
+// to moves the group to phase, records reason and message, and emits a Transition.
+func (m *machine) to(phase Phase, reason, message string) {
+	m.emit(Transition{From: m.s.phase, To: phase, Reason: reason, Message: message})
+	m.s.phase, m.s.since = phase, m.now
+	m.s.reason, m.s.message = reason, message
+	m.s.deadline = time.Time{}
+}
+
+// observe records a new observation, completes a pending cleanup if nothing is held any
+// more, and advances the phase as far as the observation allows.
+func (m *machine) observe(o Observe) {
+	o.Held = o.Held.DeepCopy()
+	m.s.obs, m.s.held = o, amountsOf(o.Held)
+	if !m.s.cleanupFrom.IsZero() && o.Bound == 0 && len(m.s.held) == 0 {
+		after := m.now.Sub(m.s.cleanupFrom)
+		m.emit(Released{Reason: m.s.cleanupReason, After: after})
+		m.s.cleanupFrom, m.s.cleanupReason = time.Time{}, ""
+		m.s.cleanedUp, m.s.lastCleanup = true, after
+	}
+	minMember := m.s.minMember
+	switch m.s.phase {
+	case Gathering:
+		if o.Members >= minMember {
+			m.enqueue(ReasonMembersPresent, fmt.Sprintf("%d of %d required member pods exist", o.Members, minMember))
+		} else {
+			m.s.message = gatheringMessage(o.Members, minMember)
+		}
+	case Queued, Impossible:
+		if o.Members < minMember {
+			if m.s.phase == Queued {
+				m.emit(Dequeue{})
+			}
+			m.to(Gathering, ReasonMembersMissing, gatheringMessage(o.Members, minMember))
+		}
+	case Binding, Starting, Running, Recovering:
+		m.progress()
+	}
+}
+
+// progress moves an admitted group forward (or, when Running, into Recovering) as far as
+// the latest observation allows. Several transitions may happen in one step, e.g.
+// Binding → Starting → Running when a late observation shows everything Ready.
+func (m *machine) progress() {
+	o, minMember := m.s.obs, m.s.minMember
+	if m.s.phase == Binding && (o.Bound >= m.s.planned || o.Bound >= minMember) {
+		deadline := m.s.deadline
+		m.to(Starting, ReasonBound, fmt.Sprintf("%d of %d planned members bound", o.Bound, m.s.planned))
+		m.s.deadline = deadline // the start timeout runs from admission, across Binding and Starting
+	}
+	whole := o.Ready >= minMember && o.Members >= minMember
+	if (m.s.phase == Starting || m.s.phase == Recovering) && whole {
+		m.becomeReady()
+	}
+	running := o.Members - o.Succeeded
+	if m.s.phase == Running && running <= 0 && o.Succeeded >= minMember {
+		m.endAttempt(ReasonSucceeded, fmt.Sprintf("%d members succeeded", o.Succeeded))
+		m.to(Finished, ReasonSucceeded, fmt.Sprintf("%d of %d required members succeeded and none is running", o.Succeeded, minMember))
+		return
+	}
+	if m.s.phase == Running && !whole {
+		m.to(Recovering, ReasonMemberLost, fmt.Sprintf("%d of %d required members ready (%d exist, %d failed); recovery-timeout %s",
+			o.Ready, minMember, o.Members, o.Failed, m.p.RecoveryTimeout))
+		m.s.deadline = m.now.Add(m.p.RecoveryTimeout)
+	}
+}
+
+// becomeReady moves a Starting or Recovering group to Running and, the first time in an
+// attempt, records the time to Ready and stops integrating held resources.
+func (m *machine) becomeReady() {
+	o := m.s.obs
+	if m.s.phase == Recovering {
+		m.to(Running, ReasonRecovered, fmt.Sprintf("%d of %d required members ready again", o.Ready, m.s.minMember))
+	} else {
+		m.to(Running, ReasonPodsReady, fmt.Sprintf("%d of %d required members ready %s after admission",
+			o.Ready, m.s.minMember, m.now.Sub(m.s.admittedAt)))
+	}
+	if !m.s.readyInAttempt {
+		m.s.readyInAttempt = true
+		m.s.everReady, m.s.timeToReady = true, m.now.Sub(m.s.admittedAt)
+	}
+}
+
+// enqueue moves the group to Queued and asks the caller to enqueue it, behind groups that
+// never failed if this one has.
+func (m *machine) enqueue(reason, message string) {
+	m.to(Queued, reason, message)
+	m.emit(Enqueue{Requeued: m.s.failures > 0})
+}
+
+// enqueueOrGather queues the group if enough members exist, or goes back to Gathering.
+func (m *machine) enqueueOrGather(reason, message string) {
+	if m.s.obs.Members < m.s.minMember {
+		m.to(Gathering, ReasonMembersMissing, gatheringMessage(m.s.obs.Members, m.s.minMember))
+		return
+	}
+	m.enqueue(reason, message)
+}
+
+// admitted starts a new attempt for a Queued group: its start timeout runs from now.
+func (m *machine) admitted(a Admitted) {
+	if m.s.phase != Queued {
+		return
+	}
+	m.s.attempt++
+	m.s.admittedAt, m.s.planned = m.now, a.Planned
+	m.s.readyInAttempt = false
+	m.to(Binding, ReasonAdmitted, fmt.Sprintf("attempt %d of %d admitted with a placement for %d members; start-timeout %s",
+		m.s.attempt, m.p.maxAttempts(), a.Planned, m.p.StartTimeout))
+	m.s.deadline = m.now.Add(m.p.StartTimeout)
+	m.progress()
+}
+
+// rejected records a failed admission attempt. An Impossible verdict takes the group out
+// of the queue until nodes change; an unschedulable one only updates the reason.
+func (m *machine) rejected(r Rejected) {
+	if m.s.phase != Queued {
+		return
+	}
+	if !r.Impossible {
+		m.s.reason, m.s.message = ReasonUnschedulable, r.Reason
+		return
+	}
+	m.emit(Dequeue{})
+	m.to(Impossible, ReasonImpossible, r.Reason)
+}
+
+// cancel releases everything: the group leaves the queue, every member is evicted, and
+// an attempt in progress is recorded as cancelled.
+func (m *machine) cancel() {
+	const message = "the group or its owner was deleted"
+	if m.attemptActive() {
+		m.endAttempt(ReasonCancelled, message)
+	}
+	m.emit(Dequeue{})
+	m.evict(ReasonCancelled, message)
+	m.to(Cancelled, ReasonCancelled, message)
+}
+
+// tick fires the current phase's timer if it is due.
+func (m *machine) tick() {
+	if m.s.deadline.IsZero() || m.now.Before(m.s.deadline) {
+		return
+	}
+	o, minMember := m.s.obs, m.s.minMember
+	switch m.s.phase {
+	case Binding, Starting:
+		m.fail(ReasonStartTimeout, fmt.Sprintf("start-timeout %s expired in %s with %d of %d required members ready (%d exist, %d bound, %d failed)",
+			m.p.StartTimeout, m.s.phase, o.Ready, minMember, o.Members, o.Bound, o.Failed))
+	case Recovering:
+		m.fail(ReasonRecoveryTimeout, fmt.Sprintf("recovery-timeout %s expired with %d of %d required members ready (%d exist, %d failed)",
+			m.p.RecoveryTimeout, o.Ready, minMember, o.Members, o.Failed))
+	case Backoff:
+		m.enqueueOrGather(ReasonBackoffExpired, fmt.Sprintf("backoff after failed attempt %d expired; requeued behind groups that never failed", m.s.attempt))
+	}
+}
+
+// fail ends the current attempt as failed and evicts every member. The group backs off
+// and retries, or, when no retries are left, fails for good.
+func (m *machine) fail(reason, message string) {
+	m.endAttempt(reason, message)
+	m.s.failures++
+	if m.s.failures >= m.p.maxAttempts() {
+		final := fmt.Sprintf("%d of %d attempts failed; last: %s", m.s.failures, m.p.maxAttempts(), message)
+		m.evict(ReasonRetryLimitExceeded, final)
+		m.to(Failed, ReasonRetryLimitExceeded, final)
+		return
+	}
+	delay := m.p.Backoff(m.s.failures)
+	m.evict(reason, message)
+	m.to(Backoff, reason, fmt.Sprintf("%s; retry %d of %d in %s", message, m.s.failures, m.p.maxAttempts()-1, delay))
+	m.s.deadline = m.now.Add(delay)
+}
+
+// evict asks the caller to delete every member and starts measuring the cleanup, unless
+// an earlier cleanup is still in progress (it is measured from its own EvictAll).
+func (m *machine) evict(reason, message string) {
+	m.emit(EvictAll{Reason: reason, Message: message})
+	if m.s.cleanupFrom.IsZero() {
+		m.s.cleanupFrom, m.s.cleanupReason = m.now, reason
+	}
+}
+
+// attemptActive reports whether the group is admitted and its attempt has not ended.
+func (m *machine) attemptActive() bool {
+	switch m.s.phase {
+	case Binding, Starting, Running, Recovering:
+		return true
+	}
+	return false
+}
+
+// endAttempt appends the current attempt to the history.
+func (m *machine) endAttempt(reason, message string) {
+	m.s.history = append(slices.Clip(m.s.history), Attempt{
+		Number:     m.s.attempt,
+		AdmittedAt: m.s.admittedAt,
+		EndedAt:    m.now,
+		Stage:      m.s.phase,
+		Reason:     reason,
+		Message:    message,
+	})
+}
