@@ -11,3 +11,9 @@ vet:
 
 build:
 	$(GO) build -o bin/muster ./cmd/muster
+
+# Regenerate deepcopy functions (api/...) and CRD YAML (deploy/crd/) with the
+# controller-gen pinned in hack/tools/go.mod. The outputs are committed.
+.PHONY: generate
+generate:
+	GO=$(GO) hack/generate.sh

@@ -77,7 +77,7 @@ func (p Policy) maxAttempts() int {
 
 // Backoff returns the delay after the failed-th failed attempt (failed ≥ 1):
 // BackoffBase·2^(failed-1), capped at BackoffMax, plus a jitter of up to 10% of that
-// capped delay. The jitter is added after the cap, so a capped delay lies between
+// capped delay, in whole milliseconds. The jitter is added after the cap, so a capped delay lies between
 // BackoffMax and 1.1·BackoffMax and capped groups still spread out. It is drawn from a
 // PCG generator seeded with JitterSeed and failed, so it is the same every time for one
 // seed and attempt. Non-positive inputs give a zero delay rather than a panic.
@@ -95,7 +95,7 @@ func (p Policy) Backoff(failed int) time.Duration {
 	}
 	d = min(d, max(p.BackoffMax, p.BackoffBase))
 	rng := rand.New(rand.NewPCG(p.JitterSeed, uint64(failed)))
-	jitter := time.Duration(rng.Int64N(int64(d)/jitterDivisor + 1))
+	jitter := time.Duration(rng.Int64N(int64(d/jitterDivisor/time.Millisecond)+1)) * time.Millisecond
 	if d > math.MaxInt64-jitter {
 		return math.MaxInt64
 	}

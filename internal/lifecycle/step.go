@@ -105,7 +105,7 @@ func (m *machine) progress() {
 	}
 	running := o.Members - o.Succeeded
 	if m.s.phase == Running && running <= 0 && o.Succeeded >= minMember {
-		m.endAttempt(ReasonSucceeded, fmt.Sprintf("%d members succeeded", o.Succeeded))
+		m.endAttempt(ReasonSucceeded, members(o.Succeeded)+" succeeded")
 		m.to(Finished, ReasonSucceeded, fmt.Sprintf("%d of %d required members succeeded and none is running", o.Succeeded, minMember))
 		return
 	}
@@ -156,8 +156,8 @@ func (m *machine) admitted(a Admitted) {
 	m.s.attempt++
 	m.s.admittedAt, m.s.planned = m.now, a.Planned
 	m.s.readyInAttempt = false
-	m.to(Binding, ReasonAdmitted, fmt.Sprintf("attempt %d of %d admitted with a placement for %d members; start-timeout %s",
-		m.s.attempt, m.p.maxAttempts(), a.Planned, m.p.StartTimeout))
+	m.to(Binding, ReasonAdmitted, fmt.Sprintf("attempt %d of %d admitted with a placement for %s; start-timeout %s",
+		m.s.attempt, m.p.maxAttempts(), members(a.Planned), m.p.StartTimeout))
 	m.s.deadline = m.now.Add(m.p.StartTimeout)
 	m.progress()
 }
@@ -251,4 +251,12 @@ func (m *machine) endAttempt(reason, message string) {
 		Reason:     reason,
 		Message:    message,
 	})
+}
+
+// members renders a member count with the right plural.
+func members(n int) string {
+	if n == 1 {
+		return "1 member"
+	}
+	return fmt.Sprintf("%d members", n)
 }

@@ -1,0 +1,28 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupName is the API group of the scheduler-plugins scheduling resources.
+const GroupName = "scheduling.x-k8s.io"
+
+// GroupVersion is the group and version of this package: scheduling.x-k8s.io/v1alpha1.
+var GroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
+
+var (
+	// SchemeBuilder registers PodGroup and PodGroupList with a runtime.Scheme.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+
+	// AddToScheme adds PodGroup and PodGroupList to a scheme under GroupVersion.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+// addKnownTypes registers this package's kinds.
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(GroupVersion, &PodGroup{}, &PodGroupList{})
+	metav1.AddToGroupVersion(scheme, GroupVersion)
+	return nil
+}

@@ -1,0 +1,82 @@
+package v1alpha1
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ConfigurationKind is the kind of muster's configuration file.
+const ConfigurationKind = "Configuration"
+
+// Defaults applied by SetDefaults to fields left unset in a Configuration.
+const (
+	DefaultSchedulerName       = "muster"
+	DefaultQueueName           = "default"
+	DefaultStartTimeout        = 5 * time.Minute
+	DefaultRecoveryTimeout     = 5 * time.Minute
+	DefaultMaxRetries    int32 = 3
+	DefaultBackoffBase         = 30 * time.Second
+	DefaultBackoffMax          = 10 * time.Minute
+	DefaultStarvationThreshold = 10 * time.Minute
+	DefaultLeaseName           = "muster"
+	DefaultLeaseNamespace      = "muster-system"
+	DefaultMetricsAddr         = ":8080"
+	DefaultHealthAddr          = ":8081"
+	DefaultReconcilePeriod     = time.Second
+)
+
+// DisabledAddr, as metricsAddr or healthAddr, turns that server off.
+const DisabledAddr = "0"
+
+// Configuration is muster's versioned configuration file (apiVersion
+// muster.dev/v1alpha1, kind Configuration). It is read from disk at start-up by
+// LoadConfiguration; it is not an object served by the API server.
+type Configuration struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// schedulerName is the spec.schedulerName that marks pods as muster's.
+	// Defaults to "muster".
+	SchedulerName string `json:"schedulerName,omitempty"`
+
+	// defaultQueue is the Queue of groups that name none and whose namespace no
+	// Queue selects. Defaults to "default".
+	DefaultQueue string `json:"defaultQueue,omitempty"`
+
+	// groupDefaults are the per-group settings used where neither the group nor its
+	// Queue sets them. Defaults: startTimeout 5m, recoveryTimeout 5m, maxRetries 3,
+	// backoffBase 30s, backoffMax 10m.
+	GroupDefaults GroupPolicy `json:"groupDefaults,omitempty"`
+
+	// starvationThreshold is how long a group may wait at the head of its queue
+	// before muster reserves capacity for it. Defaults to 10m.
+	StarvationThreshold *metav1.Duration `json:"starvationThreshold,omitempty"`
+
+	// leaderElection configures the Lease that lets one of several muster
+	// replicas act at a time.
+	LeaderElection LeaderElection `json:"leaderElection,omitempty"`
+
+	// metricsAddr is the host:port of the Prometheus metrics server, or "0" for
+	// none. Defaults to ":8080".
+	MetricsAddr string `json:"metricsAddr,omitempty"`
+
+	// healthAddr is the host:port of the /healthz and /readyz server, or "0" for
+	// none. Defaults to ":8081".
+	HealthAddr string `json:"healthAddr,omitempty"`
+
+	// reconcilePeriod is the longest muster waits between two scheduling passes
+	// when no event wakes it earlier. Defaults to 1s.
+	ReconcilePeriod *metav1.Duration `json:"reconcilePeriod,omitempty"`
+}
+
+// LeaderElection configures leader election among muster replicas.
+type LeaderElection struct {
+	// enabled turns leader election on. Defaults to true.
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// leaseName is the name of the coordination.k8s.io Lease. Defaults to "muster".
+	LeaseName string `json:"leaseName,omitempty"`
+
+	// leaseNamespace is the namespace of the Lease. Defaults to "muster-system".
+	LeaseNamespace string `json:"leaseNamespace,omitempty"`
+}

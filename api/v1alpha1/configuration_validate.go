@@ -1,0 +1,159 @@
+package v1alpha1
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// FieldError is one problem with one field of a Configuration or GroupPolicy.
+type FieldError struct {
+	// Path is the field's dotted JSON path, e.g. "groupDefaults.maxRetries".
+	Path string
+	// Value is the offending value as written in messages (strings quoted), or empty
+	// when the field is missing.
+	Value string
+	// Reason says what was expected.
+	Reason string
+}
+
+// Error renders the problem as "path: value: reason", or "path: reason" for a missing
+// field.
+func (e *FieldError) Error() string {
+	if e.Value == "" {
+		return e.Path + ": " + e.Reason
+	}
+	return e.Path + ": " + e.Value + ": " + e.Reason
+}
+
+// Validate reports every problem with c, each as a *FieldError naming the field path and
+// the value, joined with errors.Join. It expects a defaulted Configuration (see
+// SetDefaults): unset fields that have defaults are reported as missing.
+func (c *Configuration) Validate() error {
+	var errs []error
+	if c.APIVersion != GroupVersion.String() {
+		errs = append(errs, &FieldError{"apiVersion", fmt.Sprintf("%q", c.APIVersion),
+			fmt.Sprintf("expected %q", GroupVersion.String())})
+	}
+	if c.Kind != ConfigurationKind {
+		errs = append(errs, &FieldError{"kind", fmt.Sprintf("%q", c.Kind),
+			fmt.Sprintf("expected %q", ConfigurationKind)})
+	}
+	errs = append(errs, dnsSubdomain("schedulerName", c.SchedulerName)...)
+	errs = append(errs, dnsSubdomain("defaultQueue", c.DefaultQueue)...)
+	if err := c.GroupDefaults.Validate("groupDefaults"); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, requireComplete("groupDefaults", c.GroupDefaults)...)
+	errs = append(errs, positiveDuration("starvationThreshold", c.StarvationThreshold, true)...)
+	errs = append(errs, positiveDuration("reconcilePeriod", c.ReconcilePeriod, true)...)
+	errs = append(errs, c.LeaderElection.validate("leaderElection")...)
+	errs = append(errs, listenAddr("metricsAddr", c.MetricsAddr)...)
+	errs = append(errs, listenAddr("healthAddr", c.HealthAddr)...)
+	if c.MetricsAddr == c.HealthAddr && c.MetricsAddr != DisabledAddr && !strings.HasSuffix(c.MetricsAddr, ":0") {
+		errs = append(errs, &FieldError{"healthAddr", fmt.Sprintf("%q", c.HealthAddr),
+			"must differ from metricsAddr"})
+	}
+	return errors.Join(errs...)
+}
+
+// Validate reports every problem with the fields of p that are set, each as a
+// *FieldError whose path starts with path (e.g. "spec.defaults"), joined with
+// errors.Join. Unset fields are valid: they fall back to a less specific policy.
+func (p *GroupPolicy) Validate(path string) error {
+	var errs []error
+	errs = append(errs, positiveDuration(path+".startTimeout", p.StartTimeout, false)...)
+	errs = append(errs, positiveDuration(path+".recoveryTimeout", p.RecoveryTimeout, false)...)
+	if p.MaxRetries != nil && *p.MaxRetries < 0 {
+		errs = append(errs, &FieldError{path + ".maxRetries", strconv.Itoa(int(*p.MaxRetries)), "must be >= 0"})
+	}
+	errs = append(errs, positiveDuration(path+".backoffBase", p.BackoffBase, false)...)
+	errs = append(errs, positiveDuration(path+".backoffMax", p.BackoffMax, false)...)
+	if p.BackoffBase != nil && p.BackoffMax != nil && p.BackoffMax.Duration < p.BackoffBase.Duration {
+		errs = append(errs, &FieldError{path + ".backoffMax", p.BackoffMax.Duration.String(),
+			fmt.Sprintf("must be >= backoffBase (%s)", p.BackoffBase.Duration)})
+	}
+	return errors.Join(errs...)
+}
+
+// validate reports problems with the lease settings; they matter only when leader
+// election is enabled.
+func (l *LeaderElection) validate(path string) []error {
+	if l.Enabled == nil {
+		return []error{&FieldError{Path: path + ".enabled", Reason: "must be set"}}
+	}
+	if !*l.Enabled {
+		return nil
+	}
+	errs := dnsSubdomain(path+".leaseName", l.LeaseName)
+	if msgs := validation.IsDNS1123Label(l.LeaseNamespace); len(msgs) > 0 {
+		errs = append(errs, &FieldError{path + ".leaseNamespace", fmt.Sprintf("%q", l.LeaseNamespace),
+			"must be a namespace name (DNS-1123 label): " + strings.Join(msgs, "; ")})
+	}
+	return errs
+}
+
+// requireComplete reports the fields of a policy that must be set but are not: the
+// configuration's groupDefaults is the last fallback, so it must be complete.
+func requireComplete(path string, p GroupPolicy) []error {
+	var errs []error
+	for _, f := range []struct {
+		name  string
+		unset bool
+	}{
+		{"startTimeout", p.StartTimeout == nil},
+		{"recoveryTimeout", p.RecoveryTimeout == nil},
+		{"maxRetries", p.MaxRetries == nil},
+		{"backoffBase", p.BackoffBase == nil},
+		{"backoffMax", p.BackoffMax == nil},
+	} {
+		if f.unset {
+			errs = append(errs, &FieldError{Path: path + "." + f.name, Reason: "must be set"})
+		}
+	}
+	return errs
+}
+
+// positiveDuration reports a duration that is not > 0, or that is unset when required.
+func positiveDuration(path string, d *metav1.Duration, required bool) []error {
+	switch {
+	case d == nil && required:
+		return []error{&FieldError{Path: path, Reason: "must be set"}}
+	case d != nil && d.Duration <= 0:
+		return []error{&FieldError{path, d.Duration.String(), "must be > 0"}}
+	}
+	return nil
+}
+
+// dnsSubdomain reports a value that is not a DNS-1123 subdomain, the form of object
+// names and of a pod's spec.schedulerName.
+func dnsSubdomain(path, value string) []error {
+	if msgs := validation.IsDNS1123Subdomain(value); len(msgs) > 0 {
+		return []error{&FieldError{path, fmt.Sprintf("%q", value),
+			"must be a DNS-1123 subdomain: " + strings.Join(msgs, "; ")}}
+	}
+	return nil
+}
+
+// listenAddr reports an address that is neither DisabledAddr nor host:port with a port
+// in 0..65535.
+func listenAddr(path, addr string) []error {
+	if addr == DisabledAddr {
+		return nil
+	}
+	bad := &FieldError{path, fmt.Sprintf("%q", addr),
+		fmt.Sprintf(`expected host:port (e.g. ":8080") or %q to disable`, DisabledAddr)}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return []error{bad}
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n > 65535 {
+		return []error{bad}
+	}
+	return nil
+}
