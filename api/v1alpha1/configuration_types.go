@@ -11,19 +11,19 @@ const ConfigurationKind = "Configuration"
 
 // Defaults applied by SetDefaults to fields left unset in a Configuration.
 const (
-	DefaultSchedulerName       = "muster"
-	DefaultQueueName           = "default"
-	DefaultStartTimeout        = 5 * time.Minute
-	DefaultRecoveryTimeout     = 5 * time.Minute
-	DefaultMaxRetries    int32 = 3
-	DefaultBackoffBase         = 30 * time.Second
-	DefaultBackoffMax          = 10 * time.Minute
-	DefaultStarvationThreshold = 10 * time.Minute
-	DefaultLeaseName           = "muster"
-	DefaultLeaseNamespace      = "muster-system"
-	DefaultMetricsAddr         = ":8080"
-	DefaultHealthAddr          = ":8081"
-	DefaultReconcilePeriod     = time.Second
+	DefaultSchedulerName             = "muster"
+	DefaultQueueName                 = "default"
+	DefaultStartTimeout              = 5 * time.Minute
+	DefaultRecoveryTimeout           = 5 * time.Minute
+	DefaultMaxRetries          int32 = 3
+	DefaultBackoffBase               = 30 * time.Second
+	DefaultBackoffMax                = 10 * time.Minute
+	DefaultStarvationThreshold       = 10 * time.Minute
+	DefaultLeaseName                 = "muster"
+	DefaultLeaseNamespace            = "muster-system"
+	DefaultMetricsAddr               = ":8080"
+	DefaultHealthAddr                = ":8081"
+	DefaultReconcilePeriod           = time.Second
 )
 
 // DisabledAddr, as metricsAddr or healthAddr, turns that server off.

@@ -1,3 +1,6 @@
+// Module tools pins the code generators that `make generate` (hack/generate.sh) runs.
+// It is a module of its own so that the generators' k8s.io dependency versions do
+// not meet the main module's replace directives. It holds no packages of its own.
 module github.com/muster-sched/muster/hack/tools
 
 go 1.26.0
