@@ -72,7 +72,7 @@ func ParseConfiguration(data []byte) (*Configuration, error) {
 func checkTypeMeta(jsonData []byte) error {
 	var doc map[string]any
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(jsonData, &doc); err != nil {
-		return fmt.Errorf("decoding configuration: %w", err)
+		return fmt.Errorf("expected a YAML mapping of apiVersion, kind and settings: %w", err)
 	}
 	if doc == nil {
 		return fmt.Errorf("apiVersion: missing, expected %q (empty document)", GroupVersion.String())
