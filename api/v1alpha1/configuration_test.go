@@ -68,6 +68,11 @@ reconcilePeriod: 250ms
 			yaml: `{"apiVersion": "muster.dev/v1alpha1", "kind": "Configuration", "schedulerName": "x"}`,
 			edit: func(c *Configuration) { c.SchedulerName = "x" },
 		},
+		{
+			name: "two servers on any free port",
+			yaml: header + "metricsAddr: 127.0.0.1:0\nhealthAddr: 127.0.0.1:0\n",
+			edit: func(c *Configuration) { c.MetricsAddr, c.HealthAddr = "127.0.0.1:0", "127.0.0.1:0" },
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseConfiguration([]byte(tc.yaml))

@@ -55,7 +55,7 @@ func (c *Configuration) Validate() error {
 	errs = append(errs, c.LeaderElection.validate("leaderElection")...)
 	errs = append(errs, listenAddr("metricsAddr", c.MetricsAddr)...)
 	errs = append(errs, listenAddr("healthAddr", c.HealthAddr)...)
-	if c.MetricsAddr == c.HealthAddr && c.MetricsAddr != DisabledAddr && !strings.HasSuffix(c.MetricsAddr, ":0") {
+	if c.MetricsAddr == c.HealthAddr && c.MetricsAddr != DisabledAddr && !anyPort(c.MetricsAddr) {
 		errs = append(errs, &FieldError{"healthAddr", fmt.Sprintf("%q", c.HealthAddr),
 			"must differ from metricsAddr"})
 	}
@@ -156,4 +156,11 @@ func listenAddr(path, addr string) []error {
 		return []error{bad}
 	}
 	return nil
+}
+
+// anyPort reports whether addr asks for port 0 (any free port), which two servers may
+// both ask for.
+func anyPort(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	return err == nil && port == "0"
 }
