@@ -24,10 +24,10 @@ type scenario struct {
 	hasNew bool
 }
 
-// TestScenarios runs the scenario files in testdata/. Regenerate the expected output with
+// TestScenarios runs the scenario files in testdata/scenarios/. Regenerate the expected output with
 // `go test ./internal/lifecycle -run TestScenarios -rewrite` and review the diff.
 func TestScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
 		sc := &scenario{p: DefaultPolicy(), now: epoch}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			out, err := sc.run(t, d)

@@ -1,0 +1,94 @@
+package lifecycle
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// steps applies events in order, each at its offset from the epoch, and returns the
+// final state with the actions of the last step.
+func steps(t *testing.T, s State, p Policy, evs ...timed) (State, []Action) {
+	t.Helper()
+	var actions []Action
+	for _, e := range evs {
+		s, actions = Step(s, p, e.ev, epoch.Add(e.at))
+	}
+	return s, actions
+}
+
+type timed struct {
+	at time.Duration
+	ev Event
+}
+
+// TestStepKeepsBranchesIndependent steps one state two different ways, both of which end
+// the current attempt, and checks that neither successor sees the other's history: a
+// State is a value even when its history slice has spare capacity.
+func TestStepKeepsBranchesIndependent(t *testing.T) {
+	p := Policy{StartTimeout: time.Minute, RecoveryTimeout: time.Minute, MaxRetries: 5,
+		BackoffBase: time.Second, BackoffMax: time.Second}
+	s, err := New(1, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ = steps(t, s, p, timed{0, Observe{Members: 1}})
+	at := time.Duration(0)
+	for range 3 { // three failed attempts: the history slice now has spare capacity
+		s, _ = steps(t, s, p, timed{at, Admitted{Planned: 1}}, timed{at + time.Minute, Tick{}}, timed{at + time.Hour, Tick{}})
+		at += time.Hour
+	}
+	s, _ = steps(t, s, p, timed{at, Admitted{Planned: 1}})
+
+	timedOut, _ := Step(s, p, Tick{}, epoch.Add(at+time.Minute))
+	cancelled, _ := Step(s, p, Cancel{}, epoch.Add(at+time.Second))
+
+	reasons := func(s State) []string {
+		var out []string
+		for _, a := range s.Attempts() {
+			out = append(out, a.Reason)
+		}
+		return out
+	}
+	want := []string{ReasonStartTimeout, ReasonStartTimeout, ReasonStartTimeout, ReasonStartTimeout}
+	if diff := cmp.Diff(want, reasons(timedOut)); diff != "" {
+		t.Errorf("timed-out branch attempts (-want +got):\n%s", diff)
+	}
+	want[3] = ReasonCancelled
+	if diff := cmp.Diff(want, reasons(cancelled)); diff != "" {
+		t.Errorf("cancelled branch attempts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want[:3], reasons(s)); diff != "" {
+		t.Errorf("original state attempts (-want +got):\n%s", diff)
+	}
+}
+
+// TestStepCopiesObservedHeld checks that a caller reusing its ResourceList after Observe
+// does not change the state.
+func TestStepCopiesObservedHeld(t *testing.T) {
+	s, err := New(1, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := parseHeldOrDie(t, "gpu:2")
+	s, _ = Step(s, DefaultPolicy(), Observe{Members: 1, Bound: 1, Held: held}, epoch)
+	held["nvidia.com/gpu"] = parseHeldOrDie(t, "gpu:7")["nvidia.com/gpu"]
+	s, _ = Step(s, DefaultPolicy(), Tick{}, epoch.Add(10*time.Second))
+	if got, want := s.HeldBeforeReady()["nvidia.com/gpu"], 20.0; got != want {
+		t.Errorf("HeldBeforeReady[nvidia.com/gpu] = %g after the caller changed its list, want %g", got, want)
+	}
+	if got := s.Observed().String(); got != "members=1 bound=1 ready=0 succeeded=0 failed=0 held=nvidia.com/gpu:2" {
+		t.Errorf("Observed() = %s, want the observation as it was delivered", got)
+	}
+}
+
+func parseHeldOrDie(t *testing.T, vals ...string) corev1.ResourceList {
+	t.Helper()
+	l, err := parseHeld(vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
