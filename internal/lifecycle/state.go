@@ -139,6 +139,7 @@ func (s State) HeldBeforeReady() map[corev1.ResourceName]float64 { return s.held
 
 // LastCleanup returns the time from the most recent completed cleanup's EvictAll until an
 // observation showed nothing bound and nothing held, and whether any cleanup completed.
+// A cleanup still pending when the group is admitted again is abandoned, not measured.
 func (s State) LastCleanup() (time.Duration, bool) { return s.lastCleanup, s.cleanedUp }
 
 // CleanupPendingSince returns when the EvictAll of a cleanup still in progress was

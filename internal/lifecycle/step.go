@@ -156,10 +156,14 @@ func (m *machine) admitted(a Admitted) {
 	m.s.attempt++
 	m.s.admittedAt, m.s.planned = m.now, a.Planned
 	m.s.readyInAttempt = false
+	// A cleanup still pending cannot be told apart from the new attempt's members any
+	// more, so it is abandoned rather than measured against them.
+	m.s.cleanupFrom, m.s.cleanupReason = time.Time{}, ""
 	m.to(Binding, ReasonAdmitted, fmt.Sprintf("attempt %d of %d admitted with a placement for %s; start-timeout %s",
 		m.s.attempt, m.p.maxAttempts(), members(a.Planned), m.p.StartTimeout))
 	m.s.deadline = m.now.Add(m.p.StartTimeout)
-	m.progress()
+	// The group advances on the next Observe, not on the latest one: that was taken
+	// before the admission and may still count members evicted from an earlier attempt.
 }
 
 // rejected records a failed admission attempt. An Impossible verdict takes the group out

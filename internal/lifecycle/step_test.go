@@ -92,3 +92,49 @@ func parseHeldOrDie(t *testing.T, vals ...string) corev1.ResourceList {
 	}
 	return l
 }
+
+// BenchmarkStep measures one group's whole lifecycle with a failed first attempt: 14
+// steps, with held resources integrated on each.
+func BenchmarkStep(b *testing.B) {
+	p := DefaultPolicy()
+	held := corev1.ResourceList{}
+	for _, v := range []string{"gpu:8", "cpu:32", "memory:256Gi"} {
+		l, err := parseHeld([]string{v})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for k, q := range l {
+			held[k] = q
+		}
+	}
+	seq := []timed{
+		{0, Observe{Members: 8}},
+		{time.Second, Admitted{Planned: 8}},
+		{2 * time.Second, Observe{Members: 8, Bound: 8, Held: held}},
+		{time.Minute, Observe{Members: 8, Bound: 8, Ready: 4, Held: held}},
+		{11 * time.Minute, Tick{}},
+		{11*time.Minute + 10*time.Second, Observe{Members: 8}},
+		{12 * time.Minute, Tick{}},
+		{13 * time.Minute, Admitted{Planned: 8}},
+		{13*time.Minute + time.Second, Observe{Members: 8, Bound: 8, Held: held}},
+		{14 * time.Minute, Observe{Members: 8, Bound: 8, Ready: 8, Held: held}},
+		{time.Hour, Observe{Members: 7, Bound: 7, Ready: 7, Held: held}},
+		{time.Hour + time.Minute, Observe{Members: 8, Bound: 8, Ready: 8, Held: held}},
+		{2 * time.Hour, Observe{Members: 8, Bound: 8, Ready: 8, Succeeded: 8}},
+		{2 * time.Hour, Tick{}},
+	}
+	start, err := New(8, epoch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s := start
+		for _, e := range seq {
+			s, _ = Step(s, p, e.ev, epoch.Add(e.at))
+		}
+		if s.Phase() != Finished {
+			b.Fatalf("sequence ended in %s, want %s", s.Phase(), Finished)
+		}
+	}
+}
