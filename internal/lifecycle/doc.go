@@ -20,5 +20,11 @@
 //
 // Alongside the phase, State keeps the per-group measurements the guide asks for: time
 // from admission until minMember members were Ready, resource-seconds held before the
-// group was Ready, and the cleanup time from an eviction until nothing is held.
+// group was Ready (integrated exactly between observations), and the cleanup time from an
+// EvictAll until an observation shows no member bound and nothing held. Cleanup ends on
+// "nothing bound" rather than "no member exists" because job controllers recreate evicted
+// members at once, unbound; when it ends, Step emits a Released action carrying the time.
+//
+// Scenario files in testdata/scenarios document every transition; regenerate their
+// expected output with `go test ./internal/lifecycle -run TestScenarios -rewrite`.
 package lifecycle

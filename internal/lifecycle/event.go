@@ -94,6 +94,7 @@ type EvictAll struct {
 
 // Transition reports a change of phase, for Events and Conditions.
 type Transition struct {
+	// From and To are the phases before and after.
 	From, To Phase
 	// Reason is a CamelCase Reason constant.
 	Reason string

@@ -64,7 +64,7 @@ func (m *machine) observe(o Observe) {
 	o.Held = o.Held.DeepCopy()
 	m.s.obs, m.s.held = o, amountsOf(o.Held)
 	if !m.s.cleanupFrom.IsZero() && o.Bound == 0 && len(m.s.held) == 0 {
-		after := m.now.Sub(m.s.cleanupFrom)
+		after := max(m.now.Sub(m.s.cleanupFrom), 0) // a clock that went backwards measures 0
 		m.emit(Released{Reason: m.s.cleanupReason, After: after})
 		m.s.cleanupFrom, m.s.cleanupReason = time.Time{}, ""
 		m.s.cleanedUp, m.s.lastCleanup = true, after
