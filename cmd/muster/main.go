@@ -23,8 +23,11 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	sandboxCmd := newSandboxCmd()
 	root.AddCommand(
 		newDemoCmd(),
+		sandboxCmd,
 	)
+	defaultToSandbox(root, sandboxCmd)
 	return root
 }

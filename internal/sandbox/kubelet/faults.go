@@ -1,0 +1,94 @@
+package kubelet
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Annotations that inject behaviour into the simulated kubelet. They are read from
+// the pod (or, for AnnotationDown, the node) every time the kubelet syncs it.
+const (
+	// AnnotationFailInit ("true") keeps the pod initialising forever: its first init
+	// container (or, with none, its containers) waits in CrashLoopBackOff and the
+	// pod never becomes Ready.
+	AnnotationFailInit = "sandbox.muster.dev/fail-init"
+	// AnnotationReadyAfter (a duration such as "30s") is how long the containers run
+	// before the pod becomes Ready; it overrides Timing.ReadyDelay.
+	AnnotationReadyAfter = "sandbox.muster.dev/ready-after"
+	// AnnotationRunFor (a duration such as "10m") is how long the containers run
+	// before they exit; it overrides Timing.RunFor.
+	AnnotationRunFor = "sandbox.muster.dev/run-for"
+	// AnnotationExitCode (an integer, default "0") is the exit code of the
+	// containers when they exit: 0 makes the pod Succeeded, anything else Failed.
+	AnnotationExitCode = "sandbox.muster.dev/exit-code"
+	// AnnotationDown ("true") on a Node turns it NotReady and fails its pods.
+	AnnotationDown = "sandbox.muster.dev/down"
+)
+
+// faults is what a pod's annotations ask the kubelet to simulate.
+type faults struct {
+	failInit   bool
+	readyAfter time.Duration
+	runFor     time.Duration
+	exitCode   int32
+}
+
+// parseFaults reads the fault annotations of pod, starting from the defaults in t.
+// An annotation with a malformed value is an error naming the annotation and value.
+func parseFaults(pod *v1.Pod, t Timing) (faults, error) {
+	f := faults{readyAfter: t.ReadyDelay, runFor: t.RunFor}
+	a := pod.Annotations
+	if v, ok := a[AnnotationFailInit]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return f, fmt.Errorf("annotation %s: expected true or false, found %q", AnnotationFailInit, v)
+		}
+		f.failInit = b
+	}
+	var err error
+	if f.readyAfter, err = durationAnnotation(a, AnnotationReadyAfter, f.readyAfter); err != nil {
+		return f, err
+	}
+	if f.runFor, err = durationAnnotation(a, AnnotationRunFor, f.runFor); err != nil {
+		return f, err
+	}
+	if v, ok := a[AnnotationExitCode]; ok {
+		code, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return f, fmt.Errorf("annotation %s: expected an integer exit code, found %q", AnnotationExitCode, v)
+		}
+		f.exitCode = int32(code)
+	}
+	return f, nil
+}
+
+// durationAnnotation parses annotation key of a as a non-negative duration, or
+// returns def when it is absent.
+func durationAnnotation(a map[string]string, key string, def time.Duration) (time.Duration, error) {
+	v, ok := a[key]
+	if !ok {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return def, fmt.Errorf("annotation %s: expected a non-negative duration such as 30s, found %q", key, v)
+	}
+	return d, nil
+}
+
+// nodeDown reports whether node carries AnnotationDown set to a true value. A
+// malformed value counts as up and is reported as an error.
+func nodeDown(node *v1.Node) (bool, error) {
+	v, ok := node.Annotations[AnnotationDown]
+	if !ok {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("node %s annotation %s: expected true or false, found %q", node.Name, AnnotationDown, v)
+	}
+	return b, nil
+}

@@ -1,0 +1,425 @@
+// Package kubelet simulates the kubelets of a sandbox cluster. Every Node in the
+// cluster is simulated (the sandbox has no real kubelet): a pod bound to a node is
+// admitted or rejected the way a kubelet admits it (OutOf<resource> when its requests
+// do not fit what the node's other pods leave of its allocatable), then goes Pending
+// (ContainerCreating for Timing.PullDelay) → Running → Ready after Timing.ReadyDelay,
+// and Succeeded or Failed after Timing.RunFor if set. Annotations on the pod change
+// that (AnnotationFailInit, AnnotationReadyAfter, AnnotationRunFor,
+// AnnotationExitCode); AnnotationDown on a node turns it NotReady and fails its pods.
+// Pods being deleted from a node are removed at once, as a kubelet confirms a delete.
+//
+// Time comes from an injected clock (k8s.io/utils/clock), so tests can drive the
+// timeline with a fake clock instead of sleeping.
+//
+// Why not KWOK: sigs.k8s.io/kwok v0.8.0 compiles in this module, but its stages
+// cannot express two of the behaviours above — a stage selects on one object, so
+// "fail the pods of a down node" has no selector, and KWOK has no kubelet admission,
+// so a pod that does not fit would run anyway instead of failing OutOf<resource>.
+// Its delays and templates read the wall clock, so tests could not inject time, and
+// it would add a dependency tree to the module for about 500 lines of code here.
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Timing is the default timeline of a pod on a simulated node.
+type Timing struct {
+	// PullDelay is how long a bound pod stays Pending in ContainerCreating.
+	PullDelay time.Duration
+	// ReadyDelay is how long its containers run before the pod is Ready, unless the
+	// pod sets AnnotationReadyAfter.
+	ReadyDelay time.Duration
+	// RunFor is how long its containers run before they exit; 0 runs them until the
+	// pod is deleted. AnnotationRunFor overrides it.
+	RunFor time.Duration
+}
+
+// DefaultTiming is a timeline that looks like a fast real cluster: two seconds to
+// pull images, Ready one second after the containers start, running until deleted.
+func DefaultTiming() Timing {
+	return Timing{PullDelay: 2 * time.Second, ReadyDelay: time.Second}
+}
+
+// Config configures a Kubelet.
+type Config struct {
+	// Client talks to the cluster's API server. Required.
+	Client kubernetes.Interface
+	// Clock is the source of time for the pod timeline; nil means the real clock.
+	Clock clock.WithTicker
+	// Timing is the default pod timeline.
+	Timing Timing
+	// Workers is the number of pods synced in parallel; 0 means 8.
+	Workers int
+}
+
+// retryDelay is how long a pod or node waits before a failed sync is retried.
+const retryDelay = time.Second
+
+// nodeIndex indexes pods by spec.nodeName.
+const nodeIndex = "nodeName"
+
+// Kubelet simulates the kubelet of every node in a cluster. Create it with New, run
+// it with Start, and end it with Stop.
+type Kubelet struct {
+	client  kubernetes.Interface
+	clock   clock.WithTicker
+	timing  Timing
+	workers int
+
+	factory   informers.SharedInformerFactory
+	pods      corelisters.PodLister
+	podIndex  cache.Indexer
+	nodes     corelisters.NodeLister
+	synced    []cache.InformerSynced
+	podQueue  workqueue.TypedDelayingInterface[string]
+	nodeQueue workqueue.TypedDelayingInterface[string]
+
+	mu       sync.Mutex
+	admitted map[types.UID]*admission
+	usage    map[string]*nodeUsage
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// admission records a pod the kubelet accepted on a node.
+type admission struct {
+	node     string
+	requests v1.ResourceList
+	boundAt  time.Time
+	done     bool
+}
+
+// nodeUsage is what the admitted, unfinished pods of one node request together.
+type nodeUsage struct {
+	requests v1.ResourceList
+	pods     int
+}
+
+// New returns a Kubelet for the cluster cfg.Client talks to. It fails if the client
+// is missing or a delay is negative.
+func New(cfg Config) (*Kubelet, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("kubelet config: expected a client, found nil")
+	}
+	for name, d := range map[string]time.Duration{
+		"PullDelay": cfg.Timing.PullDelay, "ReadyDelay": cfg.Timing.ReadyDelay, "RunFor": cfg.Timing.RunFor,
+	} {
+		if d < 0 {
+			return nil, fmt.Errorf("kubelet timing %s: expected a non-negative duration, found %s", name, d)
+		}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 8
+	}
+	k := &Kubelet{
+		client:   cfg.Client,
+		clock:    cfg.Clock,
+		timing:   cfg.Timing,
+		workers:  cfg.Workers,
+		factory:  informers.NewSharedInformerFactory(cfg.Client, 0),
+		admitted: map[types.UID]*admission{},
+		usage:    map[string]*nodeUsage{},
+		podQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
+			Clock: cfg.Clock,
+		}),
+		nodeQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
+			Clock: cfg.Clock,
+		}),
+	}
+	if err := k.watch(); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// Clock is the clock the kubelet reads time from.
+func (k *Kubelet) Clock() clock.WithTicker { return k.clock }
+
+// Timing is the kubelet's default pod timeline.
+func (k *Kubelet) Timing() Timing { return k.timing }
+
+// watch sets up the pod and node informers and their event handlers.
+func (k *Kubelet) watch() error {
+	podInformer := k.factory.Core().V1().Pods()
+	nodeInformer := k.factory.Core().V1().Nodes()
+	err := podInformer.Informer().AddIndexers(cache.Indexers{nodeIndex: func(obj any) ([]string, error) {
+		if pod, ok := obj.(*v1.Pod); ok && pod.Spec.NodeName != "" {
+			return []string{pod.Spec.NodeName}, nil
+		}
+		return nil, nil
+	}})
+	if err != nil {
+		return fmt.Errorf("indexing pods by node: %w", err)
+	}
+	k.pods = podInformer.Lister()
+	k.podIndex = podInformer.Informer().GetIndexer()
+	k.nodes = nodeInformer.Lister()
+	k.synced = []cache.InformerSynced{podInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced}
+
+	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    k.enqueuePod,
+		UpdateFunc: func(_, obj any) { k.enqueuePod(obj) },
+		DeleteFunc: k.podDeleted,
+	}); err != nil {
+		return fmt.Errorf("watching pods: %w", err)
+	}
+	if _, err := nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { k.enqueueNode(nil, obj) },
+		UpdateFunc: k.enqueueNode,
+	}); err != nil {
+		return fmt.Errorf("watching nodes: %w", err)
+	}
+	return nil
+}
+
+// Start runs the kubelet until Stop is called (or ctx is cancelled): it starts the
+// informers, waits for their caches, and starts the workers.
+func (k *Kubelet) Start(ctx context.Context) error {
+	ctx, k.cancel = context.WithCancel(ctx)
+	k.wg.Go(func() {
+		<-ctx.Done()
+		k.podQueue.ShutDown()
+		k.nodeQueue.ShutDown()
+	})
+	k.factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), k.synced...) {
+		k.Stop()
+		return fmt.Errorf("kubelet: waiting for pod and node caches: %w", context.Cause(ctx))
+	}
+	for range k.workers {
+		k.wg.Go(func() {
+			for k.processNext(ctx, k.podQueue, k.syncPod) {
+			}
+		})
+	}
+	k.wg.Go(func() {
+		for k.processNext(ctx, k.nodeQueue, k.syncNode) {
+		}
+	})
+	return nil
+}
+
+// Stop ends the kubelet and waits until all its goroutines have returned.
+func (k *Kubelet) Stop() {
+	if k.cancel != nil {
+		k.cancel()
+	}
+	k.wg.Wait()
+	k.factory.Shutdown()
+}
+
+// processNext syncs one key of q; it returns false once q is shut down. A failed
+// sync is retried after retryDelay.
+func (k *Kubelet) processNext(ctx context.Context, q workqueue.TypedDelayingInterface[string], sync func(context.Context, string) error) bool {
+	key, quit := q.Get()
+	if quit {
+		return false
+	}
+	defer q.Done(key)
+	if err := sync(ctx, key); err != nil {
+		if ctx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "Simulated kubelet sync failed, will retry", "key", key)
+			q.AddAfter(key, retryDelay)
+		}
+	}
+	return true
+}
+
+// enqueuePod queues a bound pod for a sync.
+func (k *Kubelet) enqueuePod(obj any) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok || pod.Spec.NodeName == "" {
+		return
+	}
+	k.podQueue.Add(cache.MetaObjectToName(pod).String())
+}
+
+// podDeleted releases what a deleted pod held on its node.
+func (k *Kubelet) podDeleted(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if pod, ok := obj.(*v1.Pod); ok {
+		k.forget(pod.UID)
+	}
+}
+
+// enqueueNode queues a node for a sync, and its pods too when it went up or down.
+func (k *Kubelet) enqueueNode(oldObj, obj any) {
+	node, ok := obj.(*v1.Node)
+	if !ok {
+		return
+	}
+	k.nodeQueue.Add(node.Name)
+	if old, ok := oldObj.(*v1.Node); ok && old.Annotations[AnnotationDown] == node.Annotations[AnnotationDown] {
+		return
+	}
+	pods, err := k.podIndex.ByIndex(nodeIndex, node.Name)
+	if err != nil {
+		return
+	}
+	for _, obj := range pods {
+		k.enqueuePod(obj)
+	}
+}
+
+// syncPod moves the pod named key one step along its timeline.
+func (k *Kubelet) syncPod(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return fmt.Errorf("pod key %q: %w", key, err)
+	}
+	pod, err := k.pods.Pods(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	node, err := k.nodes.Get(pod.Spec.NodeName)
+	if apierrors.IsNotFound(err) {
+		return nil // bound to a node that does not exist: no kubelet would see it
+	} else if err != nil {
+		return err
+	}
+	if pod.DeletionTimestamp != nil {
+		return k.confirmDelete(ctx, pod)
+	}
+	if terminal(pod.Status.Phase) {
+		k.finish(pod.UID)
+		return nil
+	}
+	status, next := k.desired(ctx, pod, node, k.clock.Now())
+	if terminal(status.Phase) {
+		k.finish(pod.UID)
+	}
+	if !equality.Semantic.DeepEqual(status, pod.Status) {
+		updated := pod.DeepCopy()
+		updated.Status = status
+		_, err := k.client.CoreV1().Pods(ns).UpdateStatus(ctx, updated, metav1UpdateOptions)
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil // the informer brings the newer pod, or its deletion
+		} else if err != nil {
+			return fmt.Errorf("updating status of pod %s: %w", key, err)
+		}
+	}
+	if next > 0 {
+		k.podQueue.AddAfter(key, next)
+	}
+	return nil
+}
+
+// desired is the status pod should have at now on node, and how long until it
+// changes next (0: not on its own).
+func (k *Kubelet) desired(ctx context.Context, pod *v1.Pod, node *v1.Node, now time.Time) (v1.PodStatus, time.Duration) {
+	if down, err := nodeDown(node); err != nil {
+		klog.FromContext(ctx).Error(err, "Ignoring malformed annotation, node counts as up")
+	} else if down {
+		msg := fmt.Sprintf("node %s is down (annotation %s)", node.Name, AnnotationDown)
+		return failedStatus(pod, ReasonNodeLost, msg, now), 0
+	}
+	f, err := parseFaults(pod, k.timing)
+	if err != nil {
+		return failedStatus(pod, ReasonInvalidAnnotation, err.Error(), now), 0
+	}
+	boundAt, rej := k.admit(pod, node, now)
+	if rej != nil {
+		return failedStatus(pod, rej.Reason, rej.Message, now), 0
+	}
+	return renderStatus(pod, boundAt, now, f, k.timing.PullDelay)
+}
+
+// admit returns when pod was admitted to node, admitting it at now if it fits what
+// the node's other admitted pods leave free. A pod that already has a start time
+// (the kubelet restarted) is adopted without a check.
+func (k *Kubelet) admit(pod *v1.Pod, node *v1.Node, now time.Time) (time.Time, *rejection) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if a, ok := k.admitted[pod.UID]; ok {
+		return a.boundAt, nil
+	}
+	u := k.usage[node.Name]
+	if u == nil {
+		u = &nodeUsage{requests: v1.ResourceList{}}
+		k.usage[node.Name] = u
+	}
+	req := podRequests(pod)
+	boundAt := now
+	if pod.Status.StartTime != nil {
+		boundAt = pod.Status.StartTime.Time
+	} else if rej := fit(req, u.requests, node.Status.Allocatable, u.pods); rej != nil {
+		return time.Time{}, rej
+	}
+	k.admitted[pod.UID] = &admission{node: node.Name, requests: req, boundAt: boundAt}
+	addTo(u.requests, req)
+	u.pods++
+	return boundAt, nil
+}
+
+// finish releases what a pod that reached a terminal phase held on its node.
+func (k *Kubelet) finish(uid types.UID) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.release(uid)
+}
+
+// forget releases what a deleted pod held and drops its record.
+func (k *Kubelet) forget(uid types.UID) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.release(uid)
+	delete(k.admitted, uid)
+}
+
+// release subtracts an admitted pod's requests from its node's usage, once.
+// The caller holds k.mu.
+func (k *Kubelet) release(uid types.UID) {
+	a, ok := k.admitted[uid]
+	if !ok || a.done {
+		return
+	}
+	a.done = true
+	u := k.usage[a.node]
+	for name, q := range a.requests {
+		cur := u.requests[name]
+		cur.Sub(q)
+		u.requests[name] = cur
+	}
+	u.pods--
+}
+
+// confirmDelete removes a pod that is being deleted, as the kubelet does once its
+// containers are gone.
+func (k *Kubelet) confirmDelete(ctx context.Context, pod *v1.Pod) error {
+	err := k.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, deleteNowOptions(pod.UID))
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	k.forget(pod.UID)
+	return nil
+}
+
+// terminal reports whether phase is final.
+func terminal(phase v1.PodPhase) bool {
+	return phase == v1.PodSucceeded || phase == v1.PodFailed
+}

@@ -1,0 +1,132 @@
+package sandbox
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Preset names.
+const (
+	// PresetSeed is 8 nodes with one GPU each: the two-jobs example of the design.
+	PresetSeed = "seed"
+	// PresetDGX is 16 DGX-like nodes with 8 GPUs each, in 4 racks.
+	PresetDGX = "dgx"
+	// PresetPAI is the machine mix of Alibaba PAI (cluster-trace-gpu-v2020), scaled.
+	PresetPAI = "pai"
+)
+
+// Presets lists the preset names Preset accepts.
+func Presets() []string { return []string{PresetSeed, PresetDGX, PresetPAI} }
+
+// PresetOptions are the inputs some presets need.
+type PresetOptions struct {
+	// PAITrace is the path of pai-machine-spec.csv, for PresetPAI.
+	PAITrace string
+	// PAIScale multiplies the number of machines of each shape, for PresetPAI; each
+	// shape keeps at least one node. 1 is the full 1,896 machines.
+	PAIScale float64
+}
+
+// Preset returns the named preset cluster.
+func Preset(name string, opts PresetOptions) (Cluster, error) {
+	switch name {
+	case PresetSeed:
+		return Cluster{Pools: []NodePool{{
+			Name: "gpu", Count: 8, CPU: "16", Memory: "64Gi", GPUs: 1, GPUProduct: "NVIDIA-A100-SXM4-40GB",
+		}}}, nil
+	case PresetDGX:
+		return Cluster{Pools: []NodePool{{
+			Name: "dgx", Count: 16, CPU: "128", Memory: "1Ti", GPUs: 8, GPUProduct: "NVIDIA-H100-80GB-HBM3", Racks: 4,
+		}}}, nil
+	case PresetPAI:
+		return PAICluster(opts.PAITrace, opts.PAIScale)
+	}
+	return Cluster{}, fmt.Errorf("preset: expected one of %s, found %q", strings.Join(Presets(), ", "), name)
+}
+
+// paiShape is one machine shape of the PAI trace.
+type paiShape struct {
+	gpuType string
+	cpu     int
+	memGiB  int
+	gpus    int
+}
+
+// PAICluster builds a cluster from the PAI machine trace at path (header-less
+// columns machine,gpu_type,cap_cpu,cap_mem,cap_gpu; memory in GiB): one pool per
+// machine shape, named after it, with round(count × scale) nodes (at least one).
+func PAICluster(path string, scale float64) (Cluster, error) {
+	if !(scale > 0) || math.IsInf(scale, 0) {
+		return Cluster{}, fmt.Errorf("pai scale: expected a number greater than zero, found %v", scale)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return Cluster{}, fmt.Errorf("pai trace: %w", err)
+	}
+	defer f.Close()
+	counts, err := readPAIShapes(f)
+	if err != nil {
+		return Cluster{}, fmt.Errorf("pai trace %s: %w", path, err)
+	}
+	shapes := make([]paiShape, 0, len(counts))
+	for s := range counts {
+		shapes = append(shapes, s)
+	}
+	sort.Slice(shapes, func(i, j int) bool { return shapes[i].name() < shapes[j].name() })
+	var c Cluster
+	for _, s := range shapes {
+		n := max(1, int(math.Round(float64(counts[s])*scale)))
+		pool := NodePool{
+			Name: s.name(), Count: n, CPU: strconv.Itoa(s.cpu), Memory: strconv.Itoa(s.memGiB) + "Gi", GPUs: s.gpus,
+		}
+		if s.gpus > 0 {
+			pool.GPUProduct = s.gpuType
+		}
+		c.Pools = append(c.Pools, pool)
+	}
+	if err := c.Validate(); err != nil {
+		return Cluster{}, fmt.Errorf("pai trace %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// name is the pool name of the shape, e.g. "pai-v100m32-96c-384g-8gpu".
+func (s paiShape) name() string {
+	return fmt.Sprintf("pai-%s-%dc-%dg-%dgpu", strings.ToLower(s.gpuType), s.cpu, s.memGiB, s.gpus)
+}
+
+// readPAIShapes counts the machines of each shape in the trace.
+func readPAIShapes(r io.Reader) (map[paiShape]int, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = 5
+	counts := map[paiShape]int{}
+	for line := 1; ; line++ {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+		s := paiShape{gpuType: rec[1]}
+		for i, dst := range []*int{&s.cpu, &s.memGiB, &s.gpus} {
+			col := []string{"cap_cpu", "cap_mem", "cap_gpu"}[i]
+			v, err := strconv.Atoi(rec[i+2])
+			if err != nil || v < 0 {
+				return nil, fmt.Errorf("line %d column %s: expected a non-negative integer, found %q", line, col, rec[i+2])
+			}
+			*dst = v
+		}
+		counts[s]++
+	}
+	if len(counts) == 0 {
+		return nil, errors.New("expected at least one machine, found none")
+	}
+	return counts, nil
+}
