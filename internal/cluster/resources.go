@@ -1,0 +1,152 @@
+// Package cluster is muster's point-in-time model of a cluster's nodes and of what is bound
+// to them. It is the input of every placement decision. It does no I/O: the controller
+// builds a Snapshot from informers, the simulator from its own events.
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// Resources is a resource vector in canonical integer units: millicores for cpu, bytes for
+// memory and storage, and a plain count for everything else (pods, nvidia.com/gpu).
+// A missing name means zero.
+type Resources map[corev1.ResourceName]int64
+
+// FromList converts a Kubernetes ResourceList to canonical units.
+func FromList(list corev1.ResourceList) Resources {
+	r := make(Resources, len(list))
+	for name, q := range list {
+		r[name] = canonical(name, q)
+	}
+	return r
+}
+
+func canonical(name corev1.ResourceName, q resource.Quantity) int64 {
+	if name == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+// Quantity converts one canonical amount back to a Kubernetes quantity.
+func Quantity(name corev1.ResourceName, v int64) resource.Quantity {
+	switch name {
+	case corev1.ResourceCPU:
+		return *resource.NewMilliQuantity(v, resource.DecimalSI)
+	case corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+		return *resource.NewQuantity(v, resource.BinarySI)
+	default:
+		return *resource.NewQuantity(v, resource.DecimalSI)
+	}
+}
+
+// List converts r to a Kubernetes ResourceList, omitting zero amounts.
+func (r Resources) List() corev1.ResourceList {
+	out := make(corev1.ResourceList, len(r))
+	for name, v := range r {
+		if v != 0 {
+			out[name] = Quantity(name, v)
+		}
+	}
+	return out
+}
+
+// Clone returns a copy of r.
+func (r Resources) Clone() Resources {
+	out := make(Resources, len(r))
+	for k, v := range r {
+		out[k] = v
+	}
+	return out
+}
+
+// Add adds o to r in place.
+func (r Resources) Add(o Resources) {
+	for k, v := range o {
+		r[k] += v
+	}
+}
+
+// Sub subtracts o from r in place.
+func (r Resources) Sub(o Resources) {
+	for k, v := range o {
+		r[k] -= v
+	}
+}
+
+// Scaled returns r multiplied by n.
+func (r Resources) Scaled(n int64) Resources {
+	out := make(Resources, len(r))
+	for k, v := range r {
+		out[k] = v * n
+	}
+	return out
+}
+
+// Names returns the resource names with a non-zero amount, sorted.
+func (r Resources) Names() []corev1.ResourceName {
+	names := make([]corev1.ResourceName, 0, len(r))
+	for k, v := range r {
+		if v != 0 {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// IsZero reports whether every amount in r is zero.
+func (r Resources) IsZero() bool {
+	for _, v := range r {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Format renders one amount of a resource the way kubectl would ("500m", "8Gi", "4").
+func Format(name corev1.ResourceName, v int64) string {
+	q := Quantity(name, v)
+	return q.String()
+}
+
+// String renders r as "{cpu: 4, nvidia.com/gpu: 1}", with names sorted.
+func (r Resources) String() string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, name := range r.Names() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s: %s", name, Format(name, r[name]))
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// IsExtended reports whether name is an extended resource such as nvidia.com/gpu, as
+// opposed to cpu, memory, storage and the pod count.
+func IsExtended(name corev1.ResourceName) bool {
+	switch name {
+	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage,
+		corev1.ResourcePods, corev1.ResourceStorage:
+		return false
+	}
+	return !strings.HasPrefix(string(name), "hugepages-")
+}
+
+// PodRequests returns what a pod asks of a node, with upstream semantics (init containers,
+// sidecars, pod overhead and pod-level resources, through k8s.io/component-helpers), plus
+// one unit of the "pods" resource.
+func PodRequests(pod *corev1.Pod) Resources {
+	r := FromList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+	r[corev1.ResourcePods] = 1
+	return r
+}

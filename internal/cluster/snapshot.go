@@ -1,0 +1,222 @@
+package cluster
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// NodeInfo is one node of a Snapshot: the node object, its allocatable resources in
+// canonical units, and the sum of requests of the pods bound to it.
+type NodeInfo struct {
+	// Node is the node object. Placement reads its labels, taints and conditions.
+	Node *corev1.Node
+	// Allocatable is the node's allocatable resources, including the "pods" count.
+	Allocatable Resources
+	// Requested is the sum of PodRequests of the non-terminal pods bound to the node.
+	Requested Resources
+}
+
+// Name returns the node's name.
+func (n *NodeInfo) Name() string { return n.Node.Name }
+
+// Free returns how much of resource name is not yet requested on the node.
+func (n *NodeInfo) Free(name corev1.ResourceName) int64 {
+	return n.Allocatable[name] - n.Requested[name]
+}
+
+// Ready reports whether the node's Ready condition is True.
+func (n *NodeInfo) Ready() bool {
+	for _, c := range n.Node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Fits reports how many copies of req fit in the node's free resources right now.
+// A request naming a resource the node does not have fits zero times; an empty request
+// fits without bound and reports max int.
+func (n *NodeInfo) Fits(req Resources) int {
+	count := int64(1<<62 - 1)
+	for name, need := range req {
+		if need <= 0 {
+			continue
+		}
+		free := n.Free(name)
+		if free < need {
+			return 0
+		}
+		count = min(count, free/need)
+	}
+	return int(min(count, 1<<31-1))
+}
+
+// Snapshot is a mutable, point-in-time view of the cluster. Placement assumes pods onto it
+// tentatively and reverts what it does not keep. It is not safe for concurrent use.
+type Snapshot struct {
+	nodes  []*NodeInfo // sorted by name
+	byName map[string]*NodeInfo
+	// bound records, for each pod key (namespace/name) counted in Requested, where and how
+	// much, so that removing a pod is exact.
+	bound map[string]boundPod
+}
+
+type boundPod struct {
+	node     string
+	requests Resources
+}
+
+// New builds a snapshot from nodes and pods. Pods that are bound (spec.nodeName set) and not
+// terminal (Succeeded or Failed) count against their node; pods on unknown nodes are ignored.
+func New(nodes []*corev1.Node, pods []*corev1.Pod) *Snapshot {
+	s := &Snapshot{
+		byName: make(map[string]*NodeInfo, len(nodes)),
+		bound:  make(map[string]boundPod, len(pods)),
+	}
+	for _, n := range nodes {
+		s.SetNode(n)
+	}
+	for _, p := range pods {
+		s.AddPod(p)
+	}
+	return s
+}
+
+// Nodes returns the nodes sorted by name. The slice is owned by the snapshot.
+func (s *Snapshot) Nodes() []*NodeInfo { return s.nodes }
+
+// Node returns the named node, or nil.
+func (s *Snapshot) Node(name string) *NodeInfo { return s.byName[name] }
+
+// Len returns the number of nodes.
+func (s *Snapshot) Len() int { return len(s.nodes) }
+
+// SetNode adds a node or replaces its object, keeping what is bound to it.
+func (s *Snapshot) SetNode(n *corev1.Node) {
+	if info, ok := s.byName[n.Name]; ok {
+		info.Node = n
+		info.Allocatable = FromList(n.Status.Allocatable)
+		return
+	}
+	info := &NodeInfo{Node: n, Allocatable: FromList(n.Status.Allocatable), Requested: Resources{}}
+	i, _ := slices.BinarySearchFunc(s.nodes, n.Name, func(a *NodeInfo, name string) int {
+		return strings.Compare(a.Name(), name)
+	})
+	s.nodes = slices.Insert(s.nodes, i, info)
+	s.byName[n.Name] = info
+	for _, b := range s.bound {
+		if b.node == n.Name {
+			info.Requested.Add(b.requests)
+		}
+	}
+}
+
+// RemoveNode removes a node. Pods bound to it stay recorded and count again if the node
+// comes back.
+func (s *Snapshot) RemoveNode(name string) {
+	if _, ok := s.byName[name]; !ok {
+		return
+	}
+	delete(s.byName, name)
+	s.nodes = slices.DeleteFunc(s.nodes, func(n *NodeInfo) bool { return n.Name() == name })
+}
+
+// PodKey returns the key a snapshot uses for a pod: namespace/name.
+func PodKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// AddPod records a pod if it is bound and not terminal; it replaces an earlier record of the
+// same pod. It reports whether the pod now counts against a node.
+func (s *Snapshot) AddPod(p *corev1.Pod) bool {
+	key := PodKey(p)
+	s.RemovePod(key)
+	if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	b := boundPod{node: p.Spec.NodeName, requests: PodRequests(p)}
+	s.bound[key] = b
+	if info := s.byName[b.node]; info != nil {
+		info.Requested.Add(b.requests)
+	}
+	return true
+}
+
+// RemovePod forgets a pod by key.
+func (s *Snapshot) RemovePod(key string) {
+	b, ok := s.bound[key]
+	if !ok {
+		return
+	}
+	delete(s.bound, key)
+	if info := s.byName[b.node]; info != nil {
+		info.Requested.Sub(b.requests)
+	}
+}
+
+// Assume counts req against node n, which must belong to this snapshot, until the
+// returned revert function is called. It is how placement makes tentative assignments;
+// reverts must run last in, first out.
+func (s *Snapshot) Assume(n *NodeInfo, req Resources) (revert func()) {
+	n.Requested.Add(req)
+	return func() { n.Requested.Sub(req) }
+}
+
+// Bind records a pod as bound to node, as AddPod would once the binding is observed.
+// The engine uses it to keep its snapshot current between observations.
+func (s *Snapshot) Bind(p *corev1.Pod, node string) {
+	cp := *p
+	cp.Spec.NodeName = node
+	s.AddPod(&cp)
+}
+
+// Clone returns a deep copy of the snapshot's accounting; node objects are shared, since
+// the snapshot never mutates them.
+func (s *Snapshot) Clone() *Snapshot {
+	c := &Snapshot{
+		nodes:  make([]*NodeInfo, len(s.nodes)),
+		byName: make(map[string]*NodeInfo, len(s.nodes)),
+		bound:  make(map[string]boundPod, len(s.bound)),
+	}
+	for i, n := range s.nodes {
+		cp := &NodeInfo{Node: n.Node, Allocatable: n.Allocatable, Requested: n.Requested.Clone()}
+		c.nodes[i] = cp
+		c.byName[cp.Name()] = cp
+	}
+	for k, v := range s.bound {
+		c.bound[k] = v
+	}
+	return c
+}
+
+// Empty returns a copy of the snapshot's nodes with nothing bound: the cluster as it would
+// be if every pod finished. Placement uses it to tell Impossible from Unschedulable.
+func (s *Snapshot) Empty() *Snapshot {
+	c := &Snapshot{
+		nodes:  make([]*NodeInfo, len(s.nodes)),
+		byName: make(map[string]*NodeInfo, len(s.nodes)),
+		bound:  map[string]boundPod{},
+	}
+	for i, n := range s.nodes {
+		cp := &NodeInfo{Node: n.Node, Allocatable: n.Allocatable, Requested: Resources{}}
+		c.nodes[i] = cp
+		c.byName[cp.Name()] = cp
+	}
+	return c
+}
+
+// Usage returns the non-zero requested resources of every node, for tests and metrics.
+func (s *Snapshot) Usage() map[string]Resources {
+	out := make(map[string]Resources, len(s.nodes))
+	for _, n := range s.nodes {
+		used := Resources{}
+		for k, v := range n.Requested {
+			if v != 0 {
+				used[k] = v
+			}
+		}
+		out[n.Name()] = used
+	}
+	return out
+}

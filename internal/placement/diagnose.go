@@ -1,0 +1,118 @@
+package placement
+
+import (
+	"github.com/muster-sched/muster/internal/cluster"
+)
+
+// diagnose explains a failed placement. The snapshot is as it was before the attempt.
+func (p *placer) diagnose() *Diagnosis {
+	d := &Diagnosis{
+		Code:      Unschedulable,
+		Group:     p.g.Name,
+		MinMember: p.g.MinMember,
+		Members:   len(p.g.Members),
+		Placed:    p.best,
+		Topology:  p.topology,
+	}
+	for _, s := range p.shapes {
+		d.Shapes = append(d.Shapes, p.diagnoseShape(s))
+	}
+	if room, ok := p.fitsEmpty(); !ok {
+		d.Code = Impossible
+		d.EmptyRoom = room
+		for i, s := range p.shapes {
+			d.Shapes[i].Shortfall = p.shortfall(s)
+		}
+	}
+	return d
+}
+
+// diagnoseShape counts, over every node, why it cannot take one member of s now.
+func (p *placer) diagnoseShape(s *shape) ShapeDiagnosis {
+	sd := ShapeDiagnosis{Shape: s.name(), Members: len(s.members), Requests: withoutPods(s.req), Nodes: p.snap.Len()}
+	hist := map[NodeReason]int{}
+	key, pinned := p.g.Topology.Required, p.g.Topology.Domain
+	for _, n := range p.snap.Nodes() {
+		if key != "" {
+			v, ok := n.Node.Labels[key]
+			if !ok {
+				hist[NodeReason{Kind: MissingTopologyLabel, Detail: key}]++
+				continue
+			}
+			if pinned != "" && v != pinned {
+				hist[NodeReason{Kind: OutsideDomain, Detail: key + "=" + pinned}]++
+				continue
+			}
+		}
+		if r, bad := p.reject(n, s); bad {
+			hist[r]++
+			continue
+		}
+		k := n.Fits(s.req)
+		if k == 0 {
+			for _, r := range resourceReasons(n, s) {
+				hist[r]++
+			}
+			continue
+		}
+		sd.Available++
+		sd.Room += k
+	}
+	sd.Room = min(sd.Room, len(s.members))
+	sd.Reasons = countReasons(hist)
+	return sd
+}
+
+// fitsEmpty reports whether the group could be placed on the cluster with nothing bound,
+// every node healthy and nothing reserved, and, when not, how many members it could take.
+func (p *placer) fitsEmpty() (room int, ok bool) {
+	empty := &placer{
+		snap:   p.snap.Empty(),
+		g:      p.g,
+		shapes: p.shapes,
+		health: ignoreHealth,
+		scarce: p.scarce,
+	}
+	empty.g.Topology.Domain = ""
+	if plan := empty.place(); plan != nil {
+		return len(plan.Assignments), true
+	}
+	return empty.best, false
+}
+
+// shortfall finds, for a shape that fits no eligible node even when empty, the resource
+// with the largest gap between need and the largest eligible node's allocatable amount.
+func (p *placer) shortfall(s *shape) *Shortfall {
+	largest := cluster.Resources{}
+	eligible := 0
+	for _, n := range p.snap.Nodes() {
+		if _, bad := staticReason(n, s, ignoreHealth); bad {
+			continue
+		}
+		eligible++
+		for name := range s.req {
+			largest[name] = max(largest[name], n.Allocatable[name])
+		}
+	}
+	if eligible == 0 {
+		return nil
+	}
+	var worst *Shortfall
+	for _, name := range s.req.Names() {
+		need := s.req[name]
+		if largest[name] >= need {
+			continue
+		}
+		if worst == nil || need-largest[name] > worst.Need-worst.Largest {
+			worst = &Shortfall{Resource: name, Need: need, Largest: largest[name], Eligible: eligible}
+		}
+	}
+	return worst
+}
+
+// withoutPods drops the implicit pod count from a request, for display.
+func withoutPods(r cluster.Resources) cluster.Resources {
+	out := r.Clone()
+	delete(out, "pods")
+	return out
+}

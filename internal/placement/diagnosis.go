@@ -1,0 +1,194 @@
+package placement
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/cluster"
+)
+
+// Code classifies a failed placement; the queue and lifecycle branch on it.
+type Code string
+
+const (
+	// Unschedulable: the group would fit the cluster if it were empty, but not now. The
+	// group waits in its queue and is tried again when capacity is released.
+	Unschedulable Code = "Unschedulable"
+	// Impossible: the group cannot fit even an empty cluster with every node healthy. The
+	// group is not retried on a timer, only re-checked when nodes change.
+	Impossible Code = "Impossible"
+)
+
+// ReasonKind names why a node was rejected for a member, in kube-scheduler's terms.
+type ReasonKind string
+
+// Node rejection reasons. Each renders as upstream kube-scheduler's filter message.
+const (
+	NodeNotReady         ReasonKind = "NodeNotReady"
+	NodeUnschedulable    ReasonKind = "NodeUnschedulable"
+	NodeAffinityMismatch ReasonKind = "NodeAffinityMismatch"
+	UntoleratedTaint     ReasonKind = "UntoleratedTaint"
+	InsufficientResource ReasonKind = "InsufficientResource"
+	TooManyPods          ReasonKind = "TooManyPods"
+	MissingTopologyLabel ReasonKind = "MissingTopologyLabel"
+	OutsideDomain        ReasonKind = "OutsideDomain"
+	Reserved             ReasonKind = "Reserved"
+)
+
+// NodeReason is one reason a node cannot take a member. Detail carries the taint, resource
+// name, label key or domain the reason is about.
+type NodeReason struct {
+	Kind   ReasonKind
+	Detail string
+}
+
+// String renders the reason as kube-scheduler's filters do.
+func (r NodeReason) String() string {
+	switch r.Kind {
+	case NodeNotReady:
+		return "node(s) were not ready"
+	case NodeUnschedulable:
+		return "node(s) were unschedulable"
+	case NodeAffinityMismatch:
+		return "node(s) didn't match Pod's node affinity/selector"
+	case UntoleratedTaint:
+		return "node(s) had untolerated taint " + r.Detail
+	case InsufficientResource:
+		return "Insufficient " + r.Detail
+	case TooManyPods:
+		return "Too many pods"
+	case MissingTopologyLabel:
+		return "node(s) lacked topology label " + r.Detail
+	case OutsideDomain:
+		return "node(s) were outside the group's domain " + r.Detail
+	case Reserved:
+		return "node(s) were reserved for a waiting group"
+	}
+	return string(r.Kind) + " " + r.Detail
+}
+
+// ReasonCount is a reason with the number of nodes it applied to.
+type ReasonCount struct {
+	NodeReason
+	Nodes int
+}
+
+// Shortfall says that no eligible node, even empty, has enough of one resource for one
+// member: "needs 8 nvidia.com/gpu on one node; largest eligible node has 4".
+type Shortfall struct {
+	Resource corev1.ResourceName
+	Need     int64
+	Largest  int64
+	// Eligible counts the nodes that passed every other predicate.
+	Eligible int
+}
+
+// ShapeDiagnosis explains one shape of members: identical pods of the group.
+type ShapeDiagnosis struct {
+	// Shape names the shape by its first member and count ("job-worker-0 ×8").
+	Shape string
+	// Members is the number of members of this shape.
+	Members int
+	// Requests is what one member asks of a node.
+	Requests cluster.Resources
+	// Nodes is the number of nodes considered; Available of them could take one member now.
+	Nodes, Available int
+	// Room is how many members of this shape the available nodes could take now, alone.
+	Room int
+	// Reasons counts the nodes rejected for each reason, most frequent first.
+	Reasons []ReasonCount
+	// Shortfall is set when the shape fits no eligible node even on an empty cluster.
+	Shortfall *Shortfall
+}
+
+// Diagnosis explains why a group could not be placed. It is the only source of the text
+// that conditions, events and `muster explain` show.
+type Diagnosis struct {
+	Code      Code
+	Group     string
+	MinMember int
+	Members   int
+	// Placed is how many members the best attempt could place before it gave up.
+	Placed int
+	Shapes []ShapeDiagnosis
+	// EmptyRoom, for an Impossible group whose every shape fits some node, is how many
+	// members an empty cluster could take.
+	EmptyRoom int
+	// Topology explains a required-domain failure, when there was one.
+	Topology string
+}
+
+// Error makes a Diagnosis usable as an error.
+func (d *Diagnosis) Error() string { return d.String() }
+
+// String renders the diagnosis in one line per shape, joined by "; ".
+func (d *Diagnosis) String() string {
+	var parts []string
+	if d.Code == Impossible {
+		parts = d.impossibleText()
+	} else {
+		parts = append(parts, fmt.Sprintf("%d of minMember %d members can be placed now", d.Placed, d.MinMember))
+		for _, s := range d.Shapes {
+			parts = append(parts, fmt.Sprintf("%s %s: %s", s.Shape, s.Requests, nodesText(s.Available, s.Nodes, s.Reasons, "available")))
+		}
+	}
+	if d.Topology != "" {
+		parts = append(parts, d.Topology)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (d *Diagnosis) impossibleText() []string {
+	if d.MinMember > d.Members {
+		return []string{fmt.Sprintf("minMember %d is larger than the group's %d members", d.MinMember, d.Members)}
+	}
+	var parts []string
+	for _, s := range d.Shapes {
+		switch {
+		case s.Shortfall != nil:
+			parts = append(parts, fmt.Sprintf("%s needs %s %s on one node; largest eligible node has %s",
+				s.Shape, cluster.Format(s.Shortfall.Resource, s.Shortfall.Need), s.Shortfall.Resource,
+				cluster.Format(s.Shortfall.Resource, s.Shortfall.Largest)))
+		case s.Available == 0 && len(s.Reasons) > 0:
+			parts = append(parts, fmt.Sprintf("%s %s: %s", s.Shape, s.Requests, nodesText(0, s.Nodes, s.Reasons, "eligible")))
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, fmt.Sprintf("group needs %d members on one placement; the whole cluster, empty, can take %d",
+			d.MinMember, d.EmptyRoom))
+	}
+	return parts
+}
+
+// nodesText renders "0/8 nodes are available: 4 Insufficient nvidia.com/gpu, 4 node(s) had
+// untolerated taint {gpu: a100}", as kube-scheduler's FitError does.
+func nodesText(ok, total int, reasons []ReasonCount, word string) string {
+	s := fmt.Sprintf("%d/%d nodes are %s", ok, total, word)
+	if len(reasons) == 0 {
+		return s
+	}
+	texts := make([]string, len(reasons))
+	for i, r := range reasons {
+		texts[i] = fmt.Sprintf("%d %s", r.Nodes, r.NodeReason)
+	}
+	return s + ": " + strings.Join(texts, ", ")
+}
+
+// countReasons turns a reason histogram into a sorted list: most nodes first, then text.
+func countReasons(h map[NodeReason]int) []ReasonCount {
+	out := make([]ReasonCount, 0, len(h))
+	for r, n := range h {
+		out = append(out, ReasonCount{NodeReason: r, Nodes: n})
+	}
+	slices.SortFunc(out, func(a, b ReasonCount) int {
+		if c := cmp.Compare(b.Nodes, a.Nodes); c != 0 {
+			return c
+		}
+		return strings.Compare(a.String(), b.String())
+	})
+	return out
+}

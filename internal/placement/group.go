@@ -1,0 +1,157 @@
+// Package placement decides, in one step, whether a group of pods can be placed whole on a
+// cluster snapshot, and where. It is muster's guarantee in code: a group gets a node for at
+// least MinMember members computed on one snapshot, or it gets nothing, and then a
+// structured Diagnosis says why (Unschedulable now, or Impossible even on an empty cluster).
+//
+// Per-pod predicates follow upstream kube-scheduler semantics through
+// k8s.io/component-helpers: resource requests (init containers, sidecars, overhead,
+// extended resources), nodeSelector and required node affinity, taints and tolerations
+// (NoSchedule and NoExecute), unschedulable and NotReady nodes, and the node's pod count.
+//
+// The package is pure: no client, no clock, no goroutines.
+package placement
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/muster-sched/muster/internal/cluster"
+)
+
+// Member is one pod of a group that needs a node.
+type Member struct {
+	// Name identifies the member in plans and diagnoses (usually namespace/name).
+	Name string
+	// Pod carries the scheduling constraints: requests, nodeSelector, affinity, tolerations.
+	Pod *corev1.Pod
+}
+
+// Topology constrains where a group's members may go, by node label key.
+type Topology struct {
+	// Required, when set, is a node label key; all members must land on nodes sharing one
+	// value of it (one rack, one zone). Nodes without the label are not eligible.
+	Required string
+	// Domain, with Required, pins the value: members already running chose it.
+	Domain string
+	// Preferred, when set, is a node label key; placement uses as few of its values as it can.
+	Preferred string
+}
+
+// Group is a placement request: the members still needing nodes, and how many of them must
+// be placed for the request to succeed.
+type Group struct {
+	// Name names the group in plans and diagnoses.
+	Name string
+	// MinMember is how many of Members must get a node; Place returns a plan for at least
+	// this many, or none. Values above len(Members) can never be satisfied.
+	MinMember int
+	// Members are the pods to place, in order of preference.
+	Members []Member
+	// Topology constrains the members' nodes.
+	Topology Topology
+}
+
+// Assignment puts one member on one node.
+type Assignment struct {
+	Member string
+	Node   string
+}
+
+// Plan is a complete placement for a group: at least MinMember assignments, computed on one
+// snapshot. Members left out (beyond MinMember, when not all fit) are listed in Unplaced.
+type Plan struct {
+	Group       string
+	Assignments []Assignment
+	Unplaced    []string
+	// Domain is the value of the required topology key the plan uses, if any.
+	Domain string
+
+	undo []func()
+}
+
+// Revert removes the plan's assumptions from the snapshot it was placed on, last in,
+// first out. Callers use it for what-if placements; a plan that is kept is never reverted.
+func (p *Plan) Revert() {
+	for i := len(p.undo) - 1; i >= 0; i-- {
+		p.undo[i]()
+	}
+	p.undo = nil
+}
+
+// NodeOf returns the node assigned to member, or "".
+func (p *Plan) NodeOf(member string) string {
+	for _, a := range p.Assignments {
+		if a.Member == member {
+			return a.Node
+		}
+	}
+	return ""
+}
+
+// shape is a set of members with identical scheduling constraints; placement and diagnosis
+// work per shape, so a thousand identical workers cost as much as one.
+type shape struct {
+	key      string
+	pod      *corev1.Pod
+	req      cluster.Resources
+	members  []Member
+	affinity nodeaffinity.RequiredNodeAffinity
+}
+
+// name describes a shape for diagnoses: its first member and how many it stands for.
+func (s *shape) name() string {
+	if len(s.members) == 1 {
+		return s.members[0].Name
+	}
+	return fmt.Sprintf("%s ×%d", s.members[0].Name, len(s.members))
+}
+
+// shapesOf splits members into shapes, keeping first-appearance order.
+func shapesOf(members []Member) []*shape {
+	var out []*shape
+	byKey := map[string]*shape{}
+	for _, m := range members {
+		key := shapeKey(m.Pod)
+		s := byKey[key]
+		if s == nil {
+			s = &shape{
+				key:      key,
+				pod:      m.Pod,
+				req:      cluster.PodRequests(m.Pod),
+				affinity: nodeaffinity.GetRequiredNodeAffinity(m.Pod),
+			}
+			byKey[key] = s
+			out = append(out, s)
+		}
+		s.members = append(s.members, m)
+	}
+	return out
+}
+
+// shapeKey renders everything about a pod that placement reads. Pods from one template
+// (the workers of a job) share a key.
+func shapeKey(p *corev1.Pod) string {
+	var b strings.Builder
+	b.WriteString(cluster.PodRequests(p).String())
+	keys := make([]string, 0, len(p.Spec.NodeSelector))
+	for k := range p.Spec.NodeSelector {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "|%s=%s", k, p.Spec.NodeSelector[k])
+	}
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		b.WriteString("|aff:")
+		b.WriteString(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.String())
+	}
+	for _, t := range p.Spec.Tolerations {
+		b.WriteString("|tol:")
+		b.WriteString(t.String())
+	}
+	return b.String()
+}

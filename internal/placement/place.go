@@ -1,0 +1,283 @@
+package placement
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/cluster"
+)
+
+// Options adjust one placement.
+type Options struct {
+	// Exclude, when set, reports nodes this group may not use: capacity reserved for a
+	// group that has waited past the starvation threshold.
+	Exclude func(node string) bool
+}
+
+// Place computes a plan for at least g.MinMember members of g on the snapshot, in one
+// decision. On success the plan's assignments are assumed on s (call Plan.Revert to undo
+// them). On failure s is exactly as before and the Diagnosis says why.
+func Place(s *cluster.Snapshot, g Group, opts Options) (*Plan, *Diagnosis) {
+	if g.MinMember > len(g.Members) {
+		return nil, &Diagnosis{Code: Impossible, Group: g.Name, MinMember: g.MinMember, Members: len(g.Members)}
+	}
+	shapes := shapesOf(g.Members)
+	p := &placer{snap: s, g: g, shapes: shapes, opts: opts, health: checkHealth}
+	p.scarce = scarceResource(shapes)
+	orderShapes(shapes, p.scarce)
+	if plan := p.place(); plan != nil {
+		return plan, nil
+	}
+	return nil, p.diagnose()
+}
+
+// placer carries one placement attempt.
+type placer struct {
+	snap   *cluster.Snapshot
+	g      Group
+	shapes []*shape
+	opts   Options
+	health health
+	scarce corev1.ResourceName
+
+	best     int    // most members any attempt placed, for the diagnosis
+	topology string // why no required domain worked
+}
+
+// attempt is the outcome of filling some nodes with the group's members.
+type attempt struct {
+	assignments []Assignment
+	unplaced    []string
+	undo        []func()
+	// broken counts nodes that were whole on the scarce resource before this attempt.
+	broken int
+}
+
+func (a *attempt) revert() {
+	for i := len(a.undo) - 1; i >= 0; i-- {
+		a.undo[i]()
+	}
+	a.undo = nil
+}
+
+func (p *placer) place() *Plan {
+	if key := p.g.Topology.Required; key != "" {
+		return p.placeInDomain(key)
+	}
+	var tiers [][]*cluster.NodeInfo
+	if key := p.g.Topology.Preferred; key != "" {
+		tiers = p.preferredTiers(key)
+	} else {
+		tiers = [][]*cluster.NodeInfo{p.snap.Nodes()}
+	}
+	a := p.fill(tiers)
+	if len(a.assignments) < p.g.MinMember {
+		p.best = max(p.best, len(a.assignments))
+		a.revert()
+		return nil
+	}
+	return p.plan(a, "")
+}
+
+func (p *placer) plan(a *attempt, domain string) *Plan {
+	return &Plan{Group: p.g.Name, Assignments: a.assignments, Unplaced: a.unplaced, Domain: domain, undo: a.undo}
+}
+
+// placeInDomain tries every value of the required key and keeps the one that breaks the
+// fewest whole nodes, then the tightest fit, then the first by name.
+func (p *placer) placeInDomain(key string) *Plan {
+	domains, names := p.domains(key)
+	if pinned := p.g.Topology.Domain; pinned != "" {
+		names = slices.DeleteFunc(names, func(n string) bool { return n != pinned })
+	}
+	bestName, bestBroken, bestFree := "", 0, int64(0)
+	for _, name := range names {
+		a := p.fill([][]*cluster.NodeInfo{domains[name]})
+		placed := len(a.assignments)
+		a.revert()
+		p.best = max(p.best, placed)
+		if placed < p.g.MinMember {
+			continue
+		}
+		free := freeOf(domains[name], p.scarce)
+		if bestName == "" || a.broken < bestBroken || (a.broken == bestBroken && free < bestFree) {
+			bestName, bestBroken, bestFree = name, a.broken, free
+		}
+	}
+	if bestName == "" {
+		p.topology = fmt.Sprintf("no value of %s among %d can take %d members (the best takes %d)",
+			key, len(names), p.g.MinMember, p.best)
+		return nil
+	}
+	a := p.fill([][]*cluster.NodeInfo{domains[bestName]})
+	return p.plan(a, bestName)
+}
+
+// domains groups the snapshot's nodes by their value of key, with the values sorted.
+func (p *placer) domains(key string) (map[string][]*cluster.NodeInfo, []string) {
+	out := map[string][]*cluster.NodeInfo{}
+	for _, n := range p.snap.Nodes() {
+		if v, ok := n.Node.Labels[key]; ok {
+			out[v] = append(out[v], n)
+		}
+	}
+	names := make([]string, 0, len(out))
+	for v := range out {
+		names = append(names, v)
+	}
+	slices.Sort(names)
+	return out, names
+}
+
+// preferredTiers orders domains by how many members of the group's first shape they can
+// take now, largest first, so that filling them in order uses the fewest domains. Nodes
+// without the label come last.
+func (p *placer) preferredTiers(key string) [][]*cluster.NodeInfo {
+	domains, names := p.domains(key)
+	room := map[string]int{}
+	for _, name := range names {
+		for _, n := range domains[name] {
+			if _, bad := p.reject(n, p.shapes[0]); !bad {
+				room[name] += n.Fits(p.shapes[0].req)
+			}
+		}
+	}
+	slices.SortStableFunc(names, func(a, b string) int { return cmp.Compare(room[b], room[a]) })
+	tiers := make([][]*cluster.NodeInfo, 0, len(names)+1)
+	for _, name := range names {
+		tiers = append(tiers, domains[name])
+	}
+	var rest []*cluster.NodeInfo
+	for _, n := range p.snap.Nodes() {
+		if _, ok := n.Node.Labels[key]; !ok {
+			rest = append(rest, n)
+		}
+	}
+	return append(tiers, rest)
+}
+
+// candidate is a node that can take count more members of the shape being filled.
+type candidate struct {
+	node  *cluster.NodeInfo
+	count int
+}
+
+// fill places each shape's members, in order, on the tiers' nodes, tier by tier, the
+// tightest node first within a tier. It assumes every assignment on the snapshot.
+func (p *placer) fill(tiers [][]*cluster.NodeInfo) *attempt {
+	a := &attempt{}
+	for _, s := range p.shapes {
+		left := s.members
+		for _, tier := range tiers {
+			if len(left) == 0 {
+				break
+			}
+			for _, c := range p.candidates(tier, s) {
+				take := min(c.count, len(left))
+				for _, m := range left[:take] {
+					a.assume(p.snap, c.node, m, s.req, p.scarce)
+				}
+				left = left[take:]
+				if len(left) == 0 {
+					break
+				}
+			}
+		}
+		for _, m := range left {
+			a.unplaced = append(a.unplaced, m.Name)
+		}
+	}
+	return a
+}
+
+func (a *attempt) assume(snap *cluster.Snapshot, n *cluster.NodeInfo, m Member, req cluster.Resources, scarce corev1.ResourceName) {
+	if n.Allocatable[scarce] > 0 && n.Requested[scarce] == 0 {
+		a.broken++
+	}
+	a.undo = append(a.undo, snap.Assume(n, req))
+	a.assignments = append(a.assignments, Assignment{Member: m.Name, Node: n.Name()})
+}
+
+// candidates returns the nodes of tier that pass every predicate for s and have room for at
+// least one member, best first: most allocated on the scarce resource (so whole nodes stay
+// free for big gangs), then by name.
+func (p *placer) candidates(tier []*cluster.NodeInfo, s *shape) []candidate {
+	var out []candidate
+	for _, n := range tier {
+		if _, bad := p.reject(n, s); bad {
+			continue
+		}
+		if k := n.Fits(s.req); k > 0 {
+			out = append(out, candidate{node: n, count: k})
+		}
+	}
+	needsScarce := s.req[p.scarce] > 0
+	slices.SortFunc(out, func(a, b candidate) int {
+		if needsScarce {
+			if c := cmp.Compare(a.node.Free(p.scarce), b.node.Free(p.scarce)); c != 0 {
+				return c
+			}
+		} else {
+			// Members that do not need the scarce resource go where there is none of it.
+			if c := cmp.Compare(a.node.Allocatable[p.scarce], b.node.Allocatable[p.scarce]); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(a.node.Free(corev1.ResourceCPU), b.node.Free(corev1.ResourceCPU)); c != 0 {
+				return c
+			}
+		}
+		return strings.Compare(a.node.Name(), b.node.Name())
+	})
+	return out
+}
+
+// reject applies the static predicates and the caller's exclusions.
+func (p *placer) reject(n *cluster.NodeInfo, s *shape) (NodeReason, bool) {
+	if p.opts.Exclude != nil && p.opts.Exclude(n.Name()) {
+		return NodeReason{Kind: Reserved}, true
+	}
+	return staticReason(n, s, p.health)
+}
+
+// scarceResource is the resource placement packs on: the extended resource the group asks
+// most of in total (nvidia.com/gpu, typically), or cpu when it asks for none.
+func scarceResource(shapes []*shape) corev1.ResourceName {
+	totals := cluster.Resources{}
+	for _, s := range shapes {
+		for name, v := range s.req {
+			if cluster.IsExtended(name) {
+				totals[name] += v * int64(len(s.members))
+			}
+		}
+	}
+	best, bestV := corev1.ResourceCPU, int64(0)
+	for _, name := range totals.Names() {
+		if totals[name] > bestV {
+			best, bestV = name, totals[name]
+		}
+	}
+	return best
+}
+
+// orderShapes puts the biggest members first (on the scarce resource, then cpu), the
+// classic first-fit-decreasing order, keeping the given order among equals.
+func orderShapes(shapes []*shape, scarce corev1.ResourceName) {
+	slices.SortStableFunc(shapes, func(a, b *shape) int {
+		if c := cmp.Compare(b.req[scarce], a.req[scarce]); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.req[corev1.ResourceCPU], a.req[corev1.ResourceCPU])
+	})
+}
+
+func freeOf(nodes []*cluster.NodeInfo, name corev1.ResourceName) int64 {
+	var total int64
+	for _, n := range nodes {
+		total += n.Free(name)
+	}
+	return total
+}
