@@ -24,13 +24,15 @@ func single(pod *corev1.Pod) placement.Group {
 // TestPredicates checks each per-pod predicate on a one-node cluster: the pod either gets
 // the node or is refused with kube-scheduler's reason.
 func TestPredicates(t *testing.T) {
-	cpu := func(q string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)} }
+	cpu := func(q string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
+	}
 	tests := []struct {
-		name string
-		node *corev1.Node
+		name  string
+		node  *corev1.Node
 		bound []*corev1.Pod
-		pod  *corev1.Pod
-		want string // "" = placed; otherwise a substring of the diagnosis
+		pod   *corev1.Pod
+		want  string // "" = placed; otherwise a substring of the diagnosis
 	}{
 		{"extended resource fits", gt.Node("n").GPU(4).Obj(), nil, gt.Pod("p").GPU(4).Obj(), ""},
 		{"extended resource short", gt.Node("n").GPU(4).Obj(), []*corev1.Pod{gt.Pod("x").GPU(2).Node("n").Obj()}, gt.Pod("p").GPU(4).Obj(), "0/1 nodes are available: 1 Insufficient nvidia.com/gpu"},
@@ -152,8 +154,10 @@ func TestImpossibleVersusUnschedulable(t *testing.T) {
 			want:  "needs 8 nvidia.com/gpu on one node; largest eligible node has 4",
 		},
 		{
-			name:  "no eligible node at all",
-			nodes: append(gt.Nodes("t", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1).Label("pool", "gpu").Taint("gpu", "a100", corev1.TaintEffectNoSchedule) }), gt.Nodes("s", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1).Label("pool", "cpu") })...),
+			name: "no eligible node at all",
+			nodes: append(gt.Nodes("t", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder {
+				return b.GPU(1).Label("pool", "gpu").Taint("gpu", "a100", corev1.TaintEffectNoSchedule)
+			}), gt.Nodes("s", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1).Label("pool", "cpu") })...),
 			group: gt.Group("g").Members(1).GPU(1).With(func(p *gt.PodBuilder) *gt.PodBuilder { return p.Selector("pool", "gpu") }).Build(),
 			code:  placement.Impossible,
 			want:  "g-worker-0 {nvidia.com/gpu: 1}: 0/8 nodes are eligible: 4 node(s) didn't match Pod's node affinity/selector, 4 node(s) had untolerated taint {gpu: a100}",
@@ -173,8 +177,10 @@ func TestImpossibleVersusUnschedulable(t *testing.T) {
 			want:  "minMember 3 is larger than the group's 2 members",
 		},
 		{
-			name:  "busy now, fits when empty",
-			nodes: append(gpuNodes("n", 4, 1), gt.Nodes("t", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1).Taint("gpu", "a100", corev1.TaintEffectNoSchedule) })...),
+			name: "busy now, fits when empty",
+			nodes: append(gpuNodes("n", 4, 1), gt.Nodes("t", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder {
+				return b.GPU(1).Taint("gpu", "a100", corev1.TaintEffectNoSchedule)
+			})...),
 			bound: []*corev1.Pod{gt.Pod("x0").GPU(1).Node("n-0").Obj(), gt.Pod("x1").GPU(1).Node("n-1").Obj()},
 			group: gt.Group("g").Members(4).GPU(1).Build(),
 			code:  placement.Unschedulable,
