@@ -15,9 +15,11 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -142,9 +144,16 @@ func (s *Sandbox) startAPIServer() (err error) {
 	return nil
 }
 
-// configureLogging sends klog's output (used by the Kubernetes libraries) to w only.
+// configureLogging sends klog's output (used by the Kubernetes libraries) to w only,
+// errors included.
 func configureLogging(w io.Writer) {
-	klog.LogToStderr(false)
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	for name, value := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL"} {
+		if err := fs.Set(name, value); err != nil {
+			panic(fmt.Sprintf("klog flag %s=%s: %v", name, value, err)) // klog's own flags: cannot fail
+		}
+	}
 	klog.SetOutput(w)
 }
 
@@ -156,6 +165,19 @@ func (s *Sandbox) RESTConfig() *rest.Config {
 // Kubelet returns the simulated kubelet of the sandbox's nodes.
 func (s *Sandbox) Kubelet() *kubelet.Kubelet {
 	return s.kubelet
+}
+
+// ListenAddresses returns the host:port addresses the sandbox listens on: the API
+// server's and etcd's client and peer ports. After Stop, none accepts connections.
+func (s *Sandbox) ListenAddresses() []string {
+	addrs := []string{strings.TrimPrefix(s.restConfig.Host, "https://")}
+	for _, l := range s.etcd.Clients {
+		addrs = append(addrs, l.Addr().String())
+	}
+	for _, p := range s.etcd.Peers {
+		addrs = append(addrs, p.Listener.Addr().String())
+	}
+	return addrs
 }
 
 // WriteKubeconfig writes a kubeconfig file for kubectl and other clients to path,

@@ -1,0 +1,277 @@
+package sandbox_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/muster-sched/muster/internal/sandbox"
+	"github.com/muster-sched/muster/internal/sandbox/kubelet"
+	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
+)
+
+func TestMain(m *testing.M) {
+	seed, err := sandbox.Preset(sandbox.PresetSeed, sandbox.PresetOptions{})
+	if err != nil {
+		panic(err)
+	}
+	os.Exit(sandboxtest.Run(m, sandboxtest.Options{Cluster: seed, FakeClock: true, VerifyStop: true}))
+}
+
+// gpuPool is a pool of n nodes with gpus GPUs each, named for one test.
+func gpuPool(name string, n, gpus int) sandbox.NodePool {
+	return sandbox.NodePool{Name: name, Count: n, CPU: "16", Memory: "64Gi", GPUs: gpus}
+}
+
+func TestSeedPresetNodesHaveCapacity(t *testing.T) {
+	t.Parallel()
+	env := sandboxtest.Shared(t)
+	nodes, err := env.Kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: sandbox.LabelPool + "=gpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 8 {
+		t.Fatalf("expected 8 seed nodes, found %d", len(nodes.Items))
+	}
+	for _, n := range nodes.Items {
+		gpus := n.Status.Allocatable[sandbox.ResourceGPU]
+		if gpus.Value() != 1 {
+			t.Errorf("node %s: expected 1 allocatable nvidia.com/gpu, found %s", n.Name, gpus.String())
+		}
+		if !nodeReady(&n) {
+			t.Errorf("node %s: expected Ready, found conditions %v", n.Name, n.Status.Conditions)
+		}
+	}
+}
+
+func TestBoundPodBecomesRunningThenReady(t *testing.T) {
+	t.Parallel()
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	nodes := env.CreateNodes(t, gpuPool("ready", 1, 8))
+	pod := env.CreatePod(t, sandboxtest.Pod(ns, "worker-0").GPUs(1).InitContainer("setup").Obj())
+	env.Bind(t, pod, nodes[0])
+
+	got := env.WaitForPod(t, pod, "Ready", sandboxtest.PodReady)
+	if got.Status.Phase != v1.PodRunning {
+		t.Errorf("expected phase Running, found %s", got.Status.Phase)
+	}
+	if s := got.Status.ContainerStatuses; len(s) != 1 || s[0].State.Running == nil || !s[0].Ready {
+		t.Errorf("expected container main running and ready, found %+v", s)
+	}
+	if s := got.Status.InitContainerStatuses; len(s) != 1 || s[0].State.Terminated == nil || s[0].State.Terminated.ExitCode != 0 {
+		t.Errorf("expected init container setup completed, found %+v", s)
+	}
+}
+
+func TestFailInitNeverBecomesReady(t *testing.T) {
+	t.Parallel()
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	nodes := env.CreateNodes(t, gpuPool("failinit", 1, 8))
+	pod := env.CreatePod(t, sandboxtest.Pod(ns, "worker-0").GPUs(1).InitContainer("rendezvous").
+		Annotate(kubelet.AnnotationFailInit, "true").Obj())
+	env.Bind(t, pod, nodes[0])
+
+	crashing := func(p *v1.Pod) bool {
+		s := p.Status.InitContainerStatuses
+		return len(s) == 1 && s[0].State.Waiting != nil && s[0].State.Waiting.Reason == "CrashLoopBackOff"
+	}
+	env.WaitForPod(t, pod, "in CrashLoopBackOff", crashing)
+	// Let a long simulated time pass: the pod must still be initialising.
+	for range 20 {
+		env.Clock.Step(time.Minute)
+	}
+	got := env.WaitForPod(t, pod, "still in CrashLoopBackOff", crashing)
+	if got.Status.Phase != v1.PodPending || sandboxtest.PodReady(got) {
+		t.Errorf("expected Pending and not Ready, found phase %s conditions %v", got.Status.Phase, got.Status.Conditions)
+	}
+}
+
+func TestReadyAfterDelaysReadiness(t *testing.T) {
+	t.Parallel()
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	nodes := env.CreateNodes(t, gpuPool("readyafter", 1, 8))
+	pod := env.CreatePod(t, sandboxtest.Pod(ns, "worker-0").Annotate(kubelet.AnnotationReadyAfter, "30s").Obj())
+	env.Bind(t, pod, nodes[0])
+
+	got := env.WaitForPod(t, pod, "Ready", sandboxtest.PodReady)
+	started := got.Status.ContainerStatuses[0].State.Running.StartedAt.Time
+	readyAt := condition(got, v1.PodReady).LastTransitionTime.Time
+	if d := readyAt.Sub(started); d != 30*time.Second {
+		t.Errorf("expected Ready 30s after the container started, found %s", d)
+	}
+}
+
+func TestRunForEndsThePod(t *testing.T) {
+	t.Parallel()
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	nodes := env.CreateNodes(t, gpuPool("runfor", 1, 8))
+	for _, tc := range []struct {
+		name     string
+		exitCode string
+		phase    v1.PodPhase
+	}{
+		{name: "succeeds", exitCode: "0", phase: v1.PodSucceeded},
+		{name: "fails", exitCode: "3", phase: v1.PodFailed},
+	} {
+		pod := env.CreatePod(t, sandboxtest.Pod(ns, tc.name).GPUs(1).
+			Annotate(kubelet.AnnotationRunFor, "10m").Annotate(kubelet.AnnotationExitCode, tc.exitCode).Obj())
+		env.Bind(t, pod, nodes[0])
+		env.WaitForPod(t, pod, "Ready", sandboxtest.PodReady)
+		got := env.WaitForPod(t, pod, string(tc.phase), sandboxtest.PodPhase(tc.phase))
+		term := got.Status.ContainerStatuses[0].State.Terminated
+		if term == nil || term.ExitCode == 0 != (tc.phase == v1.PodSucceeded) {
+			t.Errorf("%s: expected container terminated with exit code %s, found %+v", tc.name, tc.exitCode, got.Status.ContainerStatuses[0].State)
+			continue
+		}
+		if ran := term.FinishedAt.Sub(term.StartedAt.Time); ran != 10*time.Minute {
+			t.Errorf("%s: expected the container to run 10m, found %s", tc.name, ran)
+		}
+	}
+}
+
+func TestNodeDownFailsItsPods(t *testing.T) {
+	t.Parallel()
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	nodes := env.CreateNodes(t, gpuPool("down", 1, 8))
+	pod := env.CreatePod(t, sandboxtest.Pod(ns, "worker-0").GPUs(1).Obj())
+	env.Bind(t, pod, nodes[0])
+	env.WaitForPod(t, pod, "Ready", sandboxtest.PodReady)
+
+	patch := []byte(`{"metadata":{"annotations":{"` + kubelet.AnnotationDown + `":"true"}}}`)
+	ctx := context.Background()
+	if _, err := env.Kube.CoreV1().Nodes().Patch(ctx, nodes[0], types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := env.WaitForPod(t, pod, "Failed", sandboxtest.PodPhase(v1.PodFailed))
+	if got.Status.Reason != kubelet.ReasonNodeLost {
+		t.Errorf("expected reason %s, found %q", kubelet.ReasonNodeLost, got.Status.Reason)
+	}
+	env.WaitFor(t, "node NotReady with the unreachable taint", func(ctx context.Context) (bool, error) {
+		n, err := env.Kube.CoreV1().Nodes().Get(ctx, nodes[0], metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return !nodeReady(n) && len(n.Spec.Taints) == 1 && n.Spec.Taints[0].Key == v1.TaintNodeUnreachable, nil
+	})
+}
+
+func TestPodThatDoesNotFitIsRejected(t *testing.T) {
+	t.Parallel()
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	nodes := env.CreateNodes(t, gpuPool("nofit", 1, 2))
+	first := env.CreatePod(t, sandboxtest.Pod(ns, "first").GPUs(2).Obj())
+	env.Bind(t, first, nodes[0])
+	env.WaitForPod(t, first, "Running", sandboxtest.PodPhase(v1.PodRunning))
+
+	second := env.CreatePod(t, sandboxtest.Pod(ns, "second").GPUs(1).Obj())
+	env.Bind(t, second, nodes[0])
+	got := env.WaitForPod(t, second, "Failed", sandboxtest.PodPhase(v1.PodFailed))
+	if want := "OutOfnvidia.com/gpu"; got.Status.Reason != want {
+		t.Errorf("expected reason %s, found %q (message %q)", want, got.Status.Reason, got.Status.Message)
+	}
+}
+
+func TestDeletingABoundPodCompletes(t *testing.T) {
+	t.Parallel()
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	nodes := env.CreateNodes(t, gpuPool("delete", 1, 1))
+	pod := env.CreatePod(t, sandboxtest.Pod(ns, "worker-0").GPUs(1).Obj())
+	env.Bind(t, pod, nodes[0])
+	env.WaitForPod(t, pod, "Running", sandboxtest.PodPhase(v1.PodRunning))
+
+	ctx := context.Background()
+	if err := env.Kube.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env.WaitFor(t, "the pod to be gone", func(ctx context.Context) (bool, error) {
+		_, err := env.Kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	// Its GPU is free again: a new pod is admitted on the one-GPU node.
+	next := env.CreatePod(t, sandboxtest.Pod(ns, "worker-1").GPUs(1).Obj())
+	env.Bind(t, next, nodes[0])
+	env.WaitForPod(t, next, "Running", sandboxtest.PodPhase(v1.PodRunning))
+}
+
+func TestMalformedAnnotationFailsThePod(t *testing.T) {
+	t.Parallel()
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	nodes := env.CreateNodes(t, gpuPool("badannotation", 1, 1))
+	pod := env.CreatePod(t, sandboxtest.Pod(ns, "worker-0").Annotate(kubelet.AnnotationRunFor, "soon").Obj())
+	env.Bind(t, pod, nodes[0])
+	got := env.WaitForPod(t, pod, "Failed", sandboxtest.PodPhase(v1.PodFailed))
+	want := `annotation sandbox.muster.dev/run-for: expected a non-negative duration such as 30s, found "soon"`
+	if got.Status.Reason != kubelet.ReasonInvalidAnnotation || got.Status.Message != want {
+		t.Errorf("expected reason %s message %q, found %q %q", kubelet.ReasonInvalidAnnotation, want, got.Status.Reason, got.Status.Message)
+	}
+}
+
+func TestCRDsAreEstablished(t *testing.T) {
+	t.Parallel()
+	env := sandboxtest.Shared(t)
+	for _, name := range []string{"queues.muster.dev", "podgroups.scheduling.x-k8s.io", "podgroups.scheduling.volcano.sh"} {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := env.Client.Get(context.Background(), ctrlclient.ObjectKey{Name: name}, crd); err != nil {
+			t.Errorf("CRD %s: %v", name, err)
+		}
+	}
+}
+
+func TestKubeconfigReachesTheSandbox(t *testing.T) {
+	t.Parallel()
+	env := sandboxtest.Shared(t)
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.Sandbox.WriteKubeconfig(path); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{}); err != nil {
+		t.Errorf("reading namespace default through the kubeconfig: %v", err)
+	}
+}
+
+// nodeReady reports whether n's Ready condition is True.
+func nodeReady(n *v1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// condition returns p's condition t; the test fails later on a zero value.
+func condition(p *v1.Pod, t v1.PodConditionType) v1.PodCondition {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return v1.PodCondition{}
+}

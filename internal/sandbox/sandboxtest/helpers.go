@@ -1,0 +1,224 @@
+package sandboxtest
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/muster-sched/muster/internal/sandbox"
+)
+
+// Timeouts of the helpers.
+const (
+	// WaitTimeout bounds every Wait helper.
+	WaitTimeout = 30 * time.Second
+	// pollInterval is how often Wait helpers check (and step a fake clock).
+	pollInterval = 20 * time.Millisecond
+)
+
+// nonName matches runs of characters not allowed in a DNS-1123 label.
+var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// Namespace creates a namespace for the test, named after it, and deletes its pods
+// and itself when the test ends. (With no controller-manager, a deleted namespace
+// stays Terminating; its name is never reused.)
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	base := strings.Trim(nonName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	if len(base) > 40 {
+		base = strings.Trim(base[:40], "-")
+	}
+	name := base + "-" + rand.String(5)
+	ctx := context.Background()
+	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := e.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		zero := int64(0)
+		err := e.Kube.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		if err != nil {
+			t.Errorf("deleting pods of namespace %s: %v", name, err)
+		}
+		if err := e.Kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting namespace %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// CreateNodes creates the nodes of pool and deletes them when the test ends. It
+// returns their names.
+func (e *Env) CreateNodes(t testing.TB, pool sandbox.NodePool) []string {
+	t.Helper()
+	c := sandbox.Cluster{Pools: []sandbox.NodePool{pool}}
+	nodes, err := c.Nodes()
+	if err != nil {
+		t.Fatalf("node pool %s: %v", pool.Name, err)
+	}
+	ctx := context.Background()
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	t.Cleanup(func() {
+		for _, name := range names {
+			err := e.Kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting node %s: %v", name, err)
+			}
+		}
+	})
+	if err := sandbox.CreateNodes(ctx, e.Kube, c); err != nil {
+		t.Fatalf("creating node pool %s: %v", pool.Name, err)
+	}
+	return names
+}
+
+// PodBuilder builds a pod for a test; start one with Pod.
+type PodBuilder struct{ pod *v1.Pod }
+
+// Pod starts a pod named name in namespace ns with one container "main" that
+// requests 100m CPU and 128Mi memory.
+func Pod(ns, name string) *PodBuilder {
+	return &PodBuilder{pod: &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1.PodSpec{
+			RestartPolicy: v1.RestartPolicyNever,
+			Containers: []v1.Container{{
+				Name: "main", Image: "registry.example/trainer:v1",
+				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+					v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("128Mi"),
+				}},
+			}},
+		},
+	}}
+}
+
+// GPUs makes the main container request and limit n nvidia.com/gpu.
+func (b *PodBuilder) GPUs(n int64) *PodBuilder {
+	q := *resource.NewQuantity(n, resource.DecimalSI)
+	c := &b.pod.Spec.Containers[0]
+	c.Resources.Requests[sandbox.ResourceGPU] = q
+	c.Resources.Limits = v1.ResourceList{sandbox.ResourceGPU: q}
+	return b
+}
+
+// Annotate sets annotation key to value.
+func (b *PodBuilder) Annotate(key, value string) *PodBuilder {
+	if b.pod.Annotations == nil {
+		b.pod.Annotations = map[string]string{}
+	}
+	b.pod.Annotations[key] = value
+	return b
+}
+
+// InitContainer adds an init container named name.
+func (b *PodBuilder) InitContainer(name string) *PodBuilder {
+	b.pod.Spec.InitContainers = append(b.pod.Spec.InitContainers, v1.Container{Name: name, Image: "registry.example/init:v1"})
+	return b
+}
+
+// SchedulerName sets spec.schedulerName.
+func (b *PodBuilder) SchedulerName(name string) *PodBuilder {
+	b.pod.Spec.SchedulerName = name
+	return b
+}
+
+// Obj returns the built pod.
+func (b *PodBuilder) Obj() *v1.Pod { return b.pod.DeepCopy() }
+
+// CreatePod creates pod and returns it as created.
+func (e *Env) CreatePod(t testing.TB, pod *v1.Pod) *v1.Pod {
+	t.Helper()
+	got, err := e.Kube.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating pod %s/%s: %v", pod.Namespace, pod.Name, err)
+	}
+	return got
+}
+
+// Bind binds pod to node through the Binding subresource, as a scheduler does.
+func (e *Env) Bind(t testing.TB, pod *v1.Pod, node string) {
+	t.Helper()
+	b := &v1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		Target:     v1.ObjectReference{Kind: "Node", Name: node},
+	}
+	if err := e.Kube.CoreV1().Pods(pod.Namespace).Bind(context.Background(), b, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("binding pod %s/%s to %s: %v", pod.Namespace, pod.Name, node, err)
+	}
+}
+
+// WaitFor polls cond until it returns true, stepping the fake clock (if any) on
+// every poll, and fails the test after WaitTimeout naming what it waited for.
+func (e *Env) WaitFor(t testing.TB, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, WaitTimeout, true, func(ctx context.Context) (bool, error) {
+		done, err := cond(ctx)
+		if !done && err == nil && e.Clock != nil {
+			e.Clock.Step(e.step)
+		}
+		return done, err
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// WaitForPod waits until cond holds for the current version of pod and returns
+// that version. On timeout the failure names what and shows the pod's last status.
+func (e *Env) WaitForPod(t testing.TB, pod *v1.Pod, what string, cond func(*v1.Pod) bool) *v1.Pod {
+	t.Helper()
+	var last *v1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, WaitTimeout, true, func(ctx context.Context) (bool, error) {
+		got, err := e.Kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = got
+		if cond(got) {
+			return true, nil
+		}
+		if e.Clock != nil {
+			e.Clock.Step(e.step)
+		}
+		return false, nil
+	})
+	if err != nil {
+		status := "never read"
+		if last != nil {
+			status = fmt.Sprintf("phase %s reason %q message %q conditions %v", last.Status.Phase, last.Status.Reason, last.Status.Message, last.Status.Conditions)
+		}
+		t.Fatalf("waiting for pod %s/%s to be %s: %v; last seen: %s", pod.Namespace, pod.Name, what, err, status)
+	}
+	return last
+}
+
+// PodReady holds when the pod's Ready condition is True.
+func PodReady(p *v1.Pod) bool { return PodCondition(p, v1.PodReady) == v1.ConditionTrue }
+
+// PodPhase returns a predicate that holds when the pod is in phase.
+func PodPhase(phase v1.PodPhase) func(*v1.Pod) bool {
+	return func(p *v1.Pod) bool { return p.Status.Phase == phase }
+}
+
+// PodCondition returns the status of the pod's condition t, or "" if it has none.
+func PodCondition(p *v1.Pod, t v1.PodConditionType) v1.ConditionStatus {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
+}
