@@ -1,0 +1,47 @@
+package placement
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Signature renders everything about a group that Place reads apart from names: each
+// member shape with its count, in order of first appearance, MinMember and the topology.
+// Groups with one signature get the same outcome from Place on the same snapshot with the
+// same options, so a caller that saw one fail need not place the others.
+func Signature(g Group) string {
+	var keys []string
+	counts := map[string]int{}
+	for _, m := range g.Members {
+		k := shapeKey(m.Pod)
+		if counts[k] == 0 {
+			keys = append(keys, k)
+		}
+		counts[k]++
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "min=%d;required=%s;domain=%s;preferred=%s", g.MinMember,
+		g.Topology.Required, g.Topology.Domain, g.Topology.Preferred)
+	for _, k := range keys {
+		fmt.Fprintf(&b, ";%d*%s", counts[k], k)
+	}
+	return b.String()
+}
+
+// For returns a copy of d that describes g, a group with the same Signature as the group d
+// was computed for: the group and shape names are g's, everything else is d's.
+func (d *Diagnosis) For(g Group) *Diagnosis {
+	out := *d
+	out.Group = g.Name
+	out.Members = len(g.Members)
+	shapes := shapesOf(g.Members)
+	orderShapes(shapes, scarceResource(shapes))
+	out.Shapes = make([]ShapeDiagnosis, len(d.Shapes))
+	copy(out.Shapes, d.Shapes)
+	for i := range out.Shapes {
+		if i < len(shapes) {
+			out.Shapes[i].Shape = shapes[i].name()
+		}
+	}
+	return &out
+}

@@ -1,0 +1,238 @@
+// Package queue is muster's admission queue: it holds the groups waiting to run, orders
+// them, and admits them in one decision with placement, within their queues' quotas.
+//
+// Schedule walks every queued group once per call, in order, and for each one either
+// admits it (a placement.Plan computed on the caller's snapshot, whose charge fits the
+// queue's quota) or says why it waits. Quota and fit are one decision: a plan that would
+// exceed the quota is reverted and the group waits. A group that does not fit does not
+// block smaller groups behind it (backfill), except where a starving group holds a
+// reservation: a group that has waited past Options.StarvationThreshold and still does
+// not fit reserves the nodes it would use once their pods finish, and the groups behind it
+// may only use the other nodes until it is admitted.
+//
+// Order, across all queues: queue priority (higher first), group priority (higher first),
+// groups that never failed before requeued ones, (re)queue time, then key. Weighted
+// fairness between queues is not implemented yet.
+//
+// The package is pure: no client, no clock (time is passed in), no goroutines.
+package queue
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/placement"
+)
+
+// Queue is a named quota that groups are admitted against.
+type Queue struct {
+	// Name identifies the queue; entries name it.
+	Name string
+	// Quota caps the summed charge of the queue's admitted groups per resource. A nil
+	// Quota is unlimited, and so is every resource it does not list.
+	Quota cluster.Resources
+	// Priority orders queues: every group of a higher-priority queue comes before every
+	// group of a lower one.
+	Priority int32
+}
+
+// Entry is a group waiting for admission.
+type Entry struct {
+	// Key identifies the group.
+	Key string
+	// Queue names the queue the group is charged to.
+	Queue string
+	// Priority orders groups, higher first.
+	Priority int32
+	// QueuedAt is when the group was (re)queued; older first, and the start of its wait
+	// for the starvation threshold.
+	QueuedAt time.Time
+	// Requeued marks a group that failed before: it comes after the groups of its
+	// priority that never failed.
+	Requeued bool
+	// Group is the placement request: members to place, MinMember and topology.
+	Group placement.Group
+	// MinCharge, when set, is a floor for the quota charge, per resource (the source
+	// API's minResources).
+	MinCharge cluster.Resources
+}
+
+// Options configure a Manager.
+type Options struct {
+	// StarvationThreshold is how long a group may wait without fitting before it gets a
+	// reservation. Zero reserves for any group that does not fit at once.
+	StarvationThreshold time.Duration
+}
+
+// QueueStatus is a queue with its current usage.
+type QueueStatus struct {
+	Queue
+	// Used is the summed charge of the groups that hold quota in the queue.
+	Used cluster.Resources
+	// Admitted counts the groups that hold quota in the queue.
+	Admitted int
+	// Waiting counts the queued groups that name the queue.
+	Waiting int
+}
+
+// Manager holds the queues, the waiting groups, the quota held by admitted groups and the
+// reservation. It is not safe for concurrent use.
+type Manager struct {
+	opts    Options
+	queues  map[string]Queue
+	entries map[string]*item
+	charges map[string]charge
+	used    map[string]cluster.Resources // by queue
+	reserve *Reservation
+}
+
+// item is a queued entry with what Schedule needs of it, computed once at Push.
+type item struct {
+	Entry
+	signature string
+	// requests is each member's request, by member name, without the pod count.
+	requests map[string]cluster.Resources
+	// least is a lower bound of the charge of any plan for the group.
+	least cluster.Resources
+}
+
+// charge is quota held by one group.
+type charge struct {
+	queue string
+	res   cluster.Resources
+}
+
+// New returns an empty Manager.
+func New(opts Options) *Manager {
+	return &Manager{
+		opts:    opts,
+		queues:  map[string]Queue{},
+		entries: map[string]*item{},
+		charges: map[string]charge{},
+		used:    map[string]cluster.Resources{},
+	}
+}
+
+// SetQueue adds a queue or replaces its quota and priority. Charges already held stay.
+func (m *Manager) SetQueue(q Queue) {
+	q.Quota = q.Quota.Clone()
+	m.queues[q.Name] = q
+}
+
+// RemoveQueue forgets a queue. Its groups stay queued and wait with QueueNotFound; the
+// charges held in it stay recorded and count again if it comes back.
+func (m *Manager) RemoveQueue(name string) { delete(m.queues, name) }
+
+// Queues returns every queue with its usage, sorted by name.
+func (m *Manager) Queues() []QueueStatus {
+	out := make([]QueueStatus, 0, len(m.queues))
+	for _, q := range m.queues {
+		st := QueueStatus{Queue: q, Used: m.usedBy(q.Name).Clone()}
+		for _, c := range m.charges {
+			if c.queue == q.Name {
+				st.Admitted++
+			}
+		}
+		for _, it := range m.entries {
+			if it.Queue == q.Name {
+				st.Waiting++
+			}
+		}
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b QueueStatus) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Push queues a group, replacing a queued group of the same key.
+func (m *Manager) Push(e Entry) {
+	it := &item{Entry: e, signature: placement.Signature(e.Group), requests: map[string]cluster.Resources{}}
+	for _, mem := range e.Group.Members {
+		r := cluster.PodRequests(mem.Pod)
+		delete(r, corev1.ResourcePods)
+		it.requests[mem.Name] = r
+	}
+	it.least = leastCharge(e.Group, it.requests, e.MinCharge)
+	m.entries[e.Key] = it
+}
+
+// Remove takes a group out of the queue, and drops its reservation if it holds one.
+func (m *Manager) Remove(key string) {
+	delete(m.entries, key)
+	if m.reserve != nil && m.reserve.Key == key {
+		m.reserve = nil
+	}
+}
+
+// Charge records that group key holds r of queue's quota (it is admitted or running),
+// replacing what it held before. Schedule records the charge of the groups it admits.
+func (m *Manager) Charge(key, queue string, r cluster.Resources) {
+	m.Release(key)
+	r = r.Clone()
+	m.charges[key] = charge{queue: queue, res: r}
+	used := m.used[queue]
+	if used == nil {
+		used = cluster.Resources{}
+		m.used[queue] = used
+	}
+	used.Add(r)
+}
+
+// Release records that group key no longer holds quota.
+func (m *Manager) Release(key string) {
+	c, ok := m.charges[key]
+	if !ok {
+		return
+	}
+	delete(m.charges, key)
+	m.used[c.queue].Sub(c.res)
+}
+
+func (m *Manager) usedBy(queue string) cluster.Resources {
+	if u := m.used[queue]; u != nil {
+		return u
+	}
+	return cluster.Resources{}
+}
+
+// leastCharge bounds from below the charge of any plan placing at least MinMember members:
+// per resource, the sum of the MinMember smallest member requests, raised to floor.
+func leastCharge(g placement.Group, requests map[string]cluster.Resources, floor cluster.Resources) cluster.Resources {
+	out := cluster.Resources{}
+	names := map[corev1.ResourceName]bool{}
+	for _, r := range requests {
+		for name := range r {
+			names[name] = true
+		}
+	}
+	k := min(max(g.MinMember, 0), len(g.Members))
+	amounts := make([]int64, len(g.Members))
+	for name := range names {
+		for i, mem := range g.Members {
+			amounts[i] = requests[mem.Name][name]
+		}
+		slices.Sort(amounts)
+		var sum int64
+		for _, v := range amounts[:k] {
+			sum += v
+		}
+		if sum != 0 {
+			out[name] = sum
+		}
+	}
+	raise(out, floor)
+	return out
+}
+
+// raise lifts each amount of r to at least floor's.
+func raise(r, floor cluster.Resources) {
+	for name, v := range floor {
+		if r[name] < v {
+			r[name] = v
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package queue
+
+import (
+	"cmp"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/placement"
+)
+
+// reservationNodes returns the nodes a starving group would use if the pods now on them
+// finished, chosen among the nodes with the most free scarce resource now, so that its
+// wait is the shortest: the group is placed on the empty cluster restricted to the k
+// most-free nodes, for the smallest k that fits (by bisection). It returns nil when the
+// group does not fit the empty cluster at all.
+func reservationNodes(s *cluster.Snapshot, it *item) []string {
+	scarce := scarceOf(it)
+	nodes := slices.Clone(s.Nodes()) // sorted by name, which breaks ties below
+	slices.SortStableFunc(nodes, func(a, b *cluster.NodeInfo) int {
+		return cmp.Compare(b.Free(scarce), a.Free(scarce))
+	})
+	rank := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		rank[n.Name()] = i
+	}
+	empty := s.Empty()
+	try := func(k int) *placement.Plan {
+		plan, _ := placement.Place(empty, it.Group, placement.Options{
+			Exclude: func(node string) bool { return rank[node] >= k },
+		})
+		if plan != nil {
+			plan.Revert()
+		}
+		return plan
+	}
+	best := try(len(nodes))
+	if best == nil {
+		return nil
+	}
+	lo, hi := 1, len(nodes) // the smallest k that fits is in [lo, hi]; best fits hi
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if plan := try(mid); plan != nil {
+			hi, best = mid, plan
+		} else {
+			lo = mid + 1
+		}
+	}
+	var out []string
+	for _, a := range best.Assignments {
+		out = append(out, a.Node)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// scarceOf is the resource a group's wait depends on: the extended resource it asks most
+// of in total (nvidia.com/gpu, typically), or cpu when it asks for none. It matches what
+// placement packs on.
+func scarceOf(it *item) corev1.ResourceName {
+	totals := cluster.Resources{}
+	for _, r := range it.requests {
+		for name, v := range r {
+			if cluster.IsExtended(name) {
+				totals[name] += v
+			}
+		}
+	}
+	best, bestV := corev1.ResourceCPU, int64(0)
+	for _, name := range totals.Names() {
+		if totals[name] > bestV {
+			best, bestV = name, totals[name]
+		}
+	}
+	return best
+}

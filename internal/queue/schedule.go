@@ -1,0 +1,257 @@
+package queue
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/placement"
+)
+
+// Admission is a group Schedule admitted: its plan is assumed on the snapshot and its
+// charge is recorded against its queue.
+type Admission struct {
+	Entry
+	// Plan is where the members go; the binder binds exactly this.
+	Plan *placement.Plan
+	// Charge is what the group holds of its queue's quota until Release.
+	Charge cluster.Resources
+}
+
+// Waiting is a group that stays queued after Schedule, with why.
+type Waiting struct {
+	Entry
+	Reason Reason
+	// Position is the group's place, from 1, among the waiting groups of its queue.
+	Position int
+}
+
+// Reservation holds nodes for a starving group: the nodes it would use if the pods on them
+// finished. Groups ordered behind it may not use them.
+type Reservation struct {
+	// Key is the group the nodes are held for.
+	Key string
+	// Nodes are the reserved nodes, sorted.
+	Nodes []string
+	// Since is when the group first got a reservation.
+	Since time.Time
+}
+
+// Result is what one Schedule call decided.
+type Result struct {
+	// Admitted lists the groups admitted, in order; they have left the queue.
+	Admitted []Admission
+	// Waiting lists the groups still queued, in order, with why.
+	Waiting []Waiting
+	// Reservation is the reservation in force after the call, or nil.
+	Reservation *Reservation
+}
+
+// Schedule decides every queued group, in order, on snapshot s at time now. Admitted
+// groups' plans stay assumed on s, they leave the queue, and their charges are recorded;
+// every other group waits, and s is as it was for it.
+//
+// When a group fails placement, the later groups with the same placement.Signature and
+// the same exclusions fail the same way in this call without being placed again: the
+// snapshot only fills up during a call.
+func (m *Manager) Schedule(s *cluster.Snapshot, now time.Time) Result {
+	if m.reserve != nil && m.entries[m.reserve.Key] == nil {
+		m.reserve = nil
+	}
+	p := &pass{m: m, snap: s, now: now, failed: map[string]Reason{}}
+	if m.reserve != nil {
+		p.reserved = nodeSet(m.reserve.Nodes)
+	}
+	for _, it := range m.ordered() {
+		p.decide(it)
+	}
+	positions := map[string]int{}
+	for i := range p.res.Waiting {
+		w := &p.res.Waiting[i]
+		positions[w.Queue]++
+		w.Position = positions[w.Queue]
+	}
+	if r := m.reserve; r != nil {
+		p.res.Reservation = &Reservation{Key: r.Key, Nodes: slices.Clone(r.Nodes), Since: r.Since}
+	}
+	return p.res
+}
+
+// ordered returns the queued groups in admission order.
+func (m *Manager) ordered() []*item {
+	type ranked struct {
+		it    *item
+		queue int32
+	}
+	rs := make([]ranked, 0, len(m.entries))
+	for _, it := range m.entries {
+		rs = append(rs, ranked{it: it, queue: m.queues[it.Queue].Priority})
+	}
+	slices.SortFunc(rs, func(a, b ranked) int {
+		if c := cmp.Compare(b.queue, a.queue); c != 0 {
+			return c
+		}
+		return compareEntries(&a.it.Entry, &b.it.Entry)
+	})
+	out := make([]*item, len(rs))
+	for i, r := range rs {
+		out[i] = r.it
+	}
+	return out
+}
+
+// compareEntries orders two groups of queues of equal priority: priority, higher first;
+// never-failed before requeued; (re)queue time, older first; key.
+func compareEntries(a, b *Entry) int {
+	if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+		return c
+	}
+	if a.Requeued != b.Requeued {
+		if a.Requeued {
+			return 1
+		}
+		return -1
+	}
+	if c := a.QueuedAt.Compare(b.QueuedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Key, b.Key)
+}
+
+// pass is one Schedule call.
+type pass struct {
+	m    *Manager
+	snap *cluster.Snapshot
+	now  time.Time
+	// failed caches placement failures by signature and exclusion.
+	failed map[string]Reason
+	// reserved is the current reservation's node set.
+	reserved map[string]bool
+	// behind is set once the walk has passed the reservation's holder: from then on the
+	// reserved nodes are excluded.
+	behind bool
+	res    Result
+}
+
+// decide admits one group or records why it waits.
+func (p *pass) decide(it *item) {
+	q, ok := p.m.queues[it.Queue]
+	if !ok {
+		p.wait(it, Reason{Kind: QueueNotFound, Queue: it.Queue})
+		return
+	}
+	if r, over := overQuota(q, p.m.usedBy(q.Name), it.least); over {
+		p.wait(it, r)
+		return
+	}
+	excluded := p.m.reserve != nil && p.behind
+	opts, cacheKey := placement.Options{}, it.signature
+	if excluded {
+		opts.Exclude = func(node string) bool { return p.reserved[node] }
+		cacheKey += "\x00" + p.m.reserve.Key
+	}
+	if r, ok := p.failed[cacheKey]; ok {
+		if r.Diagnosis != nil {
+			r.Diagnosis = r.Diagnosis.For(it.Group)
+		}
+		p.fail(it, r)
+		return
+	}
+	plan, diag := placement.Place(p.snap, it.Group, opts)
+	if plan != nil {
+		c := it.chargeOf(plan)
+		if r, over := overQuota(q, p.m.usedBy(q.Name), c); over {
+			// The least charge fits the whole quota, so a plan for fewer members
+			// might too: this one is over only for now.
+			plan.Revert()
+			r.Kind = QuotaExceeded
+			p.wait(it, r)
+			return
+		}
+		p.admit(it, plan, c)
+		return
+	}
+	r := Reason{Kind: Placement, Diagnosis: diag}
+	if excluded && diag.Code == placement.Unschedulable {
+		if free, _ := placement.Place(p.snap, it.Group, placement.Options{}); free != nil {
+			free.Revert()
+			r = Reason{Kind: Reserved, ReservedFor: p.m.reserve.Key}
+		}
+	}
+	p.failed[cacheKey] = r
+	p.fail(it, r)
+}
+
+// fail records a placement failure, and gives the group the reservation when it is the
+// first starving group in order that could fit an empty cluster.
+func (p *pass) fail(it *item, r Reason) {
+	p.wait(it, r)
+	starving := r.Kind == Placement && !r.Impossible() && p.now.Sub(it.QueuedAt) >= p.m.opts.StarvationThreshold
+	switch {
+	case starving && (p.m.reserve == nil || p.holds(it) || !p.behind):
+		// No reservation yet, or this group is ahead of the one holding it.
+		p.reserveFor(it)
+	case p.holds(it):
+		// Requeued since, or impossible now: the reservation would only idle nodes.
+		p.m.reserve = nil
+	}
+}
+
+// wait records that a group stays queued; a reservation holder that waits for anything
+// but placement loses its reservation, since nodes would not help it.
+func (p *pass) wait(it *item, r Reason) {
+	p.res.Waiting = append(p.res.Waiting, Waiting{Entry: it.Entry, Reason: r})
+	if p.holds(it) && r.Kind != Placement {
+		p.m.reserve = nil
+	}
+}
+
+func (p *pass) admit(it *item, plan *placement.Plan, c cluster.Resources) {
+	if p.holds(it) {
+		p.m.reserve = nil
+	}
+	delete(p.m.entries, it.Key)
+	p.m.Charge(it.Key, it.Queue, c)
+	p.res.Admitted = append(p.res.Admitted, Admission{Entry: it.Entry, Plan: plan, Charge: c})
+}
+
+func (p *pass) holds(it *item) bool { return p.m.reserve != nil && p.m.reserve.Key == it.Key }
+
+// reserveFor gives it the reservation, or refreshes the one it holds, and excludes the
+// nodes for every group after it.
+func (p *pass) reserveFor(it *item) {
+	nodes := reservationNodes(p.snap, it)
+	if nodes == nil {
+		if p.holds(it) {
+			p.m.reserve = nil
+		}
+		return
+	}
+	since := p.now
+	if p.holds(it) {
+		since = p.m.reserve.Since
+	}
+	p.m.reserve = &Reservation{Key: it.Key, Nodes: nodes, Since: since}
+	p.reserved = nodeSet(nodes)
+	p.behind = true
+}
+
+// chargeOf sums the requests of the plan's placed members, raised to the group's MinCharge.
+func (it *item) chargeOf(plan *placement.Plan) cluster.Resources {
+	out := cluster.Resources{}
+	for _, a := range plan.Assignments {
+		out.Add(it.requests[a.Member])
+	}
+	raise(out, it.MinCharge)
+	return out
+}
+
+func nodeSet(nodes []string) map[string]bool {
+	out := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		out[n] = true
+	}
+	return out
+}
