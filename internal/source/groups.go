@@ -1,0 +1,186 @@
+package source
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+
+	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	volcanov1beta1 "github.com/muster-sched/muster/api/volcano/v1beta1"
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/engine"
+)
+
+// PriorityResolver returns the value of the PriorityClass named priorityClassName, and
+// false when there is no such class. A nil PriorityResolver knows no class.
+type PriorityResolver func(priorityClassName string) (int32, bool)
+
+// resolve looks a class up, tolerating a nil resolver.
+func (r PriorityResolver) resolve(name string) (int32, bool) {
+	if r == nil {
+		return 0, false
+	}
+	return r(name)
+}
+
+// FromCoscheduling translates a scheduler-plugins PodGroup. Its API carries no priority,
+// so the group's priority is the highest of its member pods' (see FromLabels); pods may
+// be empty while the group gathers.
+func FromCoscheduling(pg *spv1alpha1.PodGroup, pods []*corev1.Pod, prio PriorityResolver) engine.GroupSpec {
+	spec := newSpec(Ref{Source: engine.Coscheduling, Namespace: pg.Namespace, Name: pg.Name})
+	checkMinMember(&spec, "spec.minMember", pg.Spec.MinMember)
+	spec.MinResources = resources(pg.Spec.MinResources)
+	if _, overridden := pg.Annotations[musterv1alpha1.StartTimeoutAnnotation]; !overridden {
+		if s := pg.Spec.ScheduleTimeoutSeconds; s != nil {
+			if *s < 1 {
+				spec.Invalid = append(spec.Invalid, fmt.Sprintf("spec.scheduleTimeoutSeconds: %d: must be at least 1", *s))
+			} else {
+				d := time.Duration(*s) * time.Second
+				spec.Policy.StartTimeout = &d
+			}
+		}
+	}
+	spec.Priority = memberPriority(&spec, pods, prio)
+	applyAnnotations(&spec, objectLookup(pg.Annotations))
+	return spec
+}
+
+// FromVolcano translates a Volcano PodGroup.
+func FromVolcano(pg *volcanov1beta1.PodGroup, prio PriorityResolver) engine.GroupSpec {
+	spec := newSpec(Ref{Source: engine.Volcano, Namespace: pg.Namespace, Name: pg.Name})
+	checkMinMember(&spec, "spec.minMember", pg.Spec.MinMember)
+	if pg.Spec.MinResources != nil {
+		spec.MinResources = resources(*pg.Spec.MinResources)
+	}
+	if pg.Spec.Queue != volcanov1beta1.DefaultQueue {
+		spec.Queue = pg.Spec.Queue
+	}
+	spec.Priority = classPriority(&spec, "spec.priorityClassName", pg.Spec.PriorityClassName, prio)
+	_, topologySet := pg.Annotations[musterv1alpha1.TopologyAnnotation]
+	if nt := pg.Spec.NetworkTopology; nt != nil && nt.Mode != volcanov1beta1.SoftNetworkTopologyMode && !topologySet {
+		spec.Invalid = append(spec.Invalid, fmt.Sprintf(
+			"spec.networkTopology.mode: %q: muster does not model HyperNode tiers; set %s to a node label key instead",
+			string(volcanov1beta1.HardNetworkTopologyMode), musterv1alpha1.TopologyAnnotation))
+	}
+	applyAnnotations(&spec, objectLookup(pg.Annotations))
+	return spec
+}
+
+// IsBasic reports whether a Native PodGroup has the basic policy: no gang, each member
+// scheduled on its own as a group of one.
+func IsBasic(pg *schedulingv1beta1.PodGroup) bool {
+	return pg.Spec.SchedulingPolicy.Basic != nil && pg.Spec.SchedulingPolicy.Gang == nil
+}
+
+// FromNative translates a Kubernetes PodGroup. For the basic policy it returns MinMember 1;
+// the controller schedules each member alone (see IsBasic and the package documentation).
+func FromNative(pg *schedulingv1beta1.PodGroup, prio PriorityResolver) engine.GroupSpec {
+	spec := newSpec(Ref{Source: engine.Native, Namespace: pg.Namespace, Name: pg.Name})
+	switch policy := pg.Spec.SchedulingPolicy; {
+	case policy.Gang != nil && policy.Basic != nil:
+		spec.Invalid = append(spec.Invalid, "spec.schedulingPolicy: both basic and gang are set: expected exactly one")
+	case policy.Gang != nil:
+		checkMinMember(&spec, "spec.schedulingPolicy.gang.minCount", policy.Gang.MinCount)
+	case policy.Basic != nil:
+		spec.MinMember = 1
+	default:
+		spec.Invalid = append(spec.Invalid, "spec.schedulingPolicy: neither basic nor gang is set: expected exactly one")
+	}
+	if pg.Spec.Priority != nil {
+		spec.Priority = *pg.Spec.Priority
+	} else {
+		spec.Priority = classPriority(&spec, "spec.priorityClassName", pg.Spec.PriorityClassName, prio)
+	}
+	if c := pg.Spec.SchedulingConstraints; c != nil && len(c.Topology) > 0 {
+		spec.Topology.Required = c.Topology[0].Key
+	}
+	applyAnnotations(&spec, objectLookup(pg.Annotations))
+	return spec
+}
+
+// FromLabels translates a plain group: pods labelled muster.dev/group, with no group
+// object. MinMember comes from the muster.dev/min-member annotation, which is required and
+// on which the pods that carry it must agree; the per-group annotations are read from the
+// pods the same way. The group's priority is the highest of its pods'.
+func FromLabels(ref Ref, pods []*corev1.Pod, prio PriorityResolver) engine.GroupSpec {
+	spec := newSpec(ref)
+	look := podsLookup(&spec, pods)
+	key := musterv1alpha1.MinMemberAnnotation
+	switch v, ok := look(key); {
+	case ok:
+		if n, ok := parseCount(&spec, key, v, 1); ok {
+			spec.MinMember = n
+		}
+	case len(spec.Invalid) == 0:
+		spec.Invalid = append(spec.Invalid, fmt.Sprintf(
+			"%s: not set on any member: expected a whole number of 1 or more", annotationField(key)))
+	}
+	spec.Priority = memberPriority(&spec, pods, prio)
+	applyAnnotations(&spec, look)
+	return spec
+}
+
+// FromSingle translates a pod of muster's that names no group: a group of one, keyed by the
+// pod's name, with the per-group annotations read from the pod. A muster.dev/min-member
+// other than "1" is Invalid, since without the muster.dev/group label the pod has no peers.
+func FromSingle(pod *corev1.Pod, prio PriorityResolver) engine.GroupSpec {
+	spec := newSpec(Ref{Source: engine.Single, Namespace: pod.Namespace, Name: pod.Name})
+	spec.MinMember = 1
+	if v, ok := pod.Annotations[musterv1alpha1.MinMemberAnnotation]; ok && v != "1" {
+		invalidAnnotation(&spec, musterv1alpha1.MinMemberAnnotation, v, fmt.Sprintf(
+			"the pod has no %s label, so it is a group of one", musterv1alpha1.GroupLabel))
+	}
+	spec.Priority = memberPriority(&spec, []*corev1.Pod{pod}, prio)
+	applyAnnotations(&spec, objectLookup(pod.Annotations))
+	return spec
+}
+
+// checkMinMember sets spec.MinMember, recording a value below 1.
+func checkMinMember(spec *engine.GroupSpec, field string, n int32) {
+	spec.MinMember = int(n)
+	if n < 1 {
+		spec.Invalid = append(spec.Invalid, fmt.Sprintf("%s: %d: must be at least 1", field, n))
+	}
+}
+
+// classPriority resolves a group's priorityClassName; "" is priority 0.
+func classPriority(spec *engine.GroupSpec, field, class string, prio PriorityResolver) int32 {
+	if class == "" {
+		return 0
+	}
+	v, ok := prio.resolve(class)
+	if !ok {
+		spec.Invalid = append(spec.Invalid, fmt.Sprintf("%s: %q: no such PriorityClass", field, class))
+	}
+	return v
+}
+
+// memberPriority is the highest priority among pods: spec.priority, set by the API
+// server's Priority admission, or else spec.priorityClassName through the resolver.
+func memberPriority(spec *engine.GroupSpec, pods []*corev1.Pod, prio PriorityResolver) int32 {
+	var highest int32
+	for i, p := range pods {
+		v := int32(0)
+		switch {
+		case p.Spec.Priority != nil:
+			v = *p.Spec.Priority
+		case p.Spec.PriorityClassName != "":
+			v = classPriority(spec, "pod "+p.Name+": spec.priorityClassName", p.Spec.PriorityClassName, prio)
+		}
+		if i == 0 || v > highest {
+			highest = v
+		}
+	}
+	return highest
+}
+
+// resources converts a minResources list; an empty list is no minimum.
+func resources(list corev1.ResourceList) cluster.Resources {
+	if len(list) == 0 {
+		return nil
+	}
+	return cluster.FromList(list)
+}

@@ -1,0 +1,208 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// ErrUnknownOwnerKind is returned (wrapped) for an owner whose kind declares replicas in a
+// way this package does not know.
+var ErrUnknownOwnerKind = errors.New("unknown owner kind")
+
+// Role is one kind of replica an owner declares: a PyTorchJob's Master or Worker, a
+// JobSet's replicated job, or a Job's parallelism.
+type Role struct {
+	// Name is the replica type, or the replicated job's name.
+	Name string
+	// Replicas is the number of pods of this role.
+	Replicas int
+	// Jobs, for a JobSet, is the number of Jobs of this role, each running
+	// Replicas/Jobs pods; 0 otherwise.
+	Jobs int
+}
+
+// replicaSpecs are the Kubeflow kinds whose spec maps replica types to {replicas}: the
+// field holding the map, per apiVersion and kind.
+var replicaSpecs = map[string]string{
+	"kubeflow.org/v1/PyTorchJob":  "pytorchReplicaSpecs",
+	"kubeflow.org/v1/TFJob":       "tfReplicaSpecs",
+	"kubeflow.org/v1/MPIJob":      "mpiReplicaSpecs",
+	"kubeflow.org/v2beta1/MPIJob": "mpiReplicaSpecs",
+	"kubeflow.org/v1/XGBoostJob":  "xgbReplicaSpecs",
+	"kubeflow.org/v1/PaddleJob":   "paddleReplicaSpecs",
+	"kubeflow.org/v1/JAXJob":      "jaxReplicaSpecs",
+}
+
+// OwnerRoles returns the replicas owner declares, per role, applying the defaults its
+// controller applies: batch/v1 Job (spec.parallelism, default 1); the training-operator
+// v1 kinds PyTorchJob, TFJob, MPIJob and the other Kubeflow jobs (spec.*ReplicaSpecs.*.replicas,
+// default 1); mpi-operator's kubeflow.org/v2beta1 MPIJob (Launcher default 1, Worker
+// default 0); JobSet jobset.x-k8s.io/v1alpha2 (spec.replicatedJobs[].replicas, default 1,
+// times template.spec.parallelism, default 1). Kubeflow roles are in name order, JobSet
+// roles in spec order. Any other kind is an error wrapping ErrUnknownOwnerKind.
+func OwnerRoles(owner *unstructured.Unstructured) ([]Role, error) {
+	gvk := owner.GroupVersionKind()
+	var roles []Role
+	var err error
+	switch key := owner.GetAPIVersion() + "/" + gvk.Kind; {
+	case key == "batch/v1/Job":
+		roles, err = jobRoles(owner.Object)
+	case key == "jobset.x-k8s.io/v1alpha2/JobSet":
+		roles, err = jobSetRoles(owner.Object)
+	case replicaSpecs[key] != "":
+		roles, err = kubeflowRoles(owner.Object, replicaSpecs[key], key == "kubeflow.org/v2beta1/MPIJob")
+	default:
+		return nil, fmt.Errorf("%s %s: %w %s of %s: expected a batch/v1 Job, a kubeflow.org training job or a jobset.x-k8s.io/v1alpha2 JobSet",
+			gvk.Kind, owner.GetName(), ErrUnknownOwnerKind, gvk.Kind, owner.GetAPIVersion())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", gvk.Kind, owner.GetName(), err)
+	}
+	return roles, nil
+}
+
+// OwnerReplicas returns the number of pods owner declares, over all its roles (see
+// OwnerRoles for the kinds it understands).
+func OwnerReplicas(owner *unstructured.Unstructured) (int, error) {
+	roles, err := OwnerRoles(owner)
+	if err != nil {
+		return 0, err
+	}
+	return totalReplicas(roles), nil
+}
+
+// DescribeOwner renders what owner declares, for diagnoses:
+// "PyTorchJob train declares 9 replicas (Master 1, Worker 8)".
+func DescribeOwner(owner *unstructured.Unstructured) (string, error) {
+	roles, err := OwnerRoles(owner)
+	if err != nil {
+		return "", err
+	}
+	n := totalReplicas(roles)
+	noun := "replicas"
+	if n == 1 {
+		noun = "replica"
+	}
+	return fmt.Sprintf("%s %s declares %d %s (%s)", owner.GetKind(), owner.GetName(), n, noun, FormatRoles(roles)), nil
+}
+
+// FormatRoles renders a per-role replica breakdown: "Master 1, Worker 8", or for a JobSet
+// "workers 8 (2 jobs × 4 pods), driver 1".
+func FormatRoles(roles []Role) string {
+	parts := make([]string, len(roles))
+	for i, r := range roles {
+		parts[i] = fmt.Sprintf("%s %d", r.Name, r.Replicas)
+		if r.Jobs > 1 {
+			parts[i] += fmt.Sprintf(" (%d jobs × %d pods)", r.Jobs, r.Replicas/r.Jobs)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func totalReplicas(roles []Role) int {
+	n := 0
+	for _, r := range roles {
+		n += r.Replicas
+	}
+	return n
+}
+
+func jobRoles(obj map[string]any) ([]Role, error) {
+	p, err := count(obj, 1, "spec", "parallelism")
+	if err != nil {
+		return nil, err
+	}
+	return []Role{{Name: "parallelism", Replicas: p}}, nil
+}
+
+func kubeflowRoles(obj map[string]any, field string, mpiV2 bool) ([]Role, error) {
+	raw, found, err := unstructured.NestedFieldNoCopy(obj, "spec", field)
+	if err != nil || !found {
+		return nil, fmt.Errorf("spec.%s: not set: expected a map of replica types", field)
+	}
+	specs, ok := raw.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("spec.%s: %T: expected a map of replica types", field, raw)
+	}
+	var roles []Role
+	for _, name := range slices.Sorted(maps.Keys(specs)) {
+		def := 1
+		if mpiV2 && name == "Worker" {
+			def = 0 // mpi-operator v2beta1 defaults Worker replicas to 0.
+		}
+		n, err := count(obj, def, "spec", field, name, "replicas")
+		if err != nil {
+			return nil, err
+		}
+		roles = append(roles, Role{Name: name, Replicas: n})
+	}
+	return roles, nil
+}
+
+func jobSetRoles(obj map[string]any) ([]Role, error) {
+	raw, found, err := unstructured.NestedFieldNoCopy(obj, "spec", "replicatedJobs")
+	if err != nil || !found {
+		return nil, errors.New("spec.replicatedJobs: not set: expected a list of replicated jobs")
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, fmt.Errorf("spec.replicatedJobs: %T: expected a list of replicated jobs", raw)
+	}
+	roles := make([]Role, 0, len(list))
+	for i, item := range list {
+		rj, ok := item.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("spec.replicatedJobs[%d]: %T: expected an object", i, item)
+		}
+		name, _, _ := unstructured.NestedString(rj, "name")
+		jobs, err := count(rj, 1, "replicas")
+		if err == nil {
+			var par int
+			par, err = count(rj, 1, "template", "spec", "parallelism")
+			if err == nil {
+				roles = append(roles, Role{Name: name, Replicas: jobs * par, Jobs: jobs})
+				continue
+			}
+		}
+		return nil, fmt.Errorf("spec.replicatedJobs[%d].%w", i, err)
+	}
+	return roles, nil
+}
+
+// count reads a non-negative integer field, def when absent. Errors name the field path.
+func count(obj map[string]any, def int, path ...string) (int, error) {
+	field := strings.Join(path, ".")
+	raw, found, err := unstructured.NestedFieldNoCopy(obj, path...)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", field, err)
+	}
+	if !found || raw == nil {
+		return def, nil
+	}
+	var n int64
+	switch v := raw.(type) {
+	case int64:
+		n = v
+	case int32:
+		n = int64(v)
+	case int:
+		n = int64(v)
+	case float64:
+		if v != math.Trunc(v) || math.Abs(v) > math.MaxInt32 {
+			return 0, fmt.Errorf("%s: %v: expected a whole number", field, v)
+		}
+		n = int64(v)
+	default:
+		return 0, fmt.Errorf("%s: %#v: expected a whole number, found %T", field, raw, raw)
+	}
+	if n < 0 || n > math.MaxInt32 {
+		return 0, fmt.Errorf("%s: %d: expected a whole number of 0 or more", field, n)
+	}
+	return int(n), nil
+}
