@@ -150,3 +150,18 @@ func PodRequests(pod *corev1.Pod) Resources {
 	r[corev1.ResourcePods] = 1
 	return r
 }
+
+// Equal reports whether r and o hold the same amounts, treating missing names as zero.
+func (r Resources) Equal(o Resources) bool {
+	for k, v := range r {
+		if o[k] != v {
+			return false
+		}
+	}
+	for k, v := range o {
+		if r[k] != v {
+			return false
+		}
+	}
+	return true
+}

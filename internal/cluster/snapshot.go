@@ -220,3 +220,9 @@ func (s *Snapshot) Usage() map[string]Resources {
 	}
 	return out
 }
+
+// Bound reports whether the pod with key counts against a node.
+func (s *Snapshot) Bound(key string) bool {
+	_, ok := s.bound[key]
+	return ok
+}

@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/placement"
+	"github.com/muster-sched/muster/internal/queue"
+)
+
+// admit runs one admission pass over every queued group.
+func (e *Engine) admit(now time.Time, out *Output) {
+	e.schedule = false
+	res := e.queue.Schedule(e.snap, now)
+	for _, a := range res.Admitted {
+		g := e.groups[a.Entry.Key]
+		if g == nil {
+			a.Plan.Revert()
+			continue
+		}
+		e.bindPlan(g, a.Plan, out)
+		g.queued, g.waiting, g.waitingKind = false, "", ""
+		e.step(g, lifecycle.Admitted{Planned: len(a.Plan.Assignments)}, now, out)
+		e.arm(g)
+		e.dirty[g.key] = true // observe the binds on the next Step
+	}
+	e.nextStarve = time.Time{}
+	for _, w := range res.Waiting {
+		g := e.groups[w.Entry.Key]
+		if g == nil {
+			continue
+		}
+		text := w.Reason.String()
+		kind := waitingKind(w.Reason)
+		if kind != g.waitingKind {
+			typ := Normal
+			if w.Reason.Impossible() {
+				typ = Warning
+			}
+			out.Events = append(out.Events, Event{Group: g.key, Type: typ, Reason: kind, Message: text})
+		}
+		g.waiting, g.waitingKind = text, kind
+		e.step(g, lifecycle.Rejected{Impossible: w.Reason.Impossible(), Reason: text}, now, out)
+		e.arm(g)
+		if e.cfg.StarvationThreshold > 0 && !w.Reason.Impossible() {
+			due := w.Entry.QueuedAt.Add(e.cfg.StarvationThreshold)
+			if due.After(now) && (e.nextStarve.IsZero() || due.Before(e.nextStarve)) {
+				e.nextStarve = due
+			}
+		}
+	}
+}
+
+// bindPlan turns an assumed plan into recorded binds: the snapshot counts each member on its
+// node from now on, as it will once the bind is observed.
+func (e *Engine) bindPlan(g *group, plan *placement.Plan, out *Output) {
+	plan.Revert()
+	if plan.Domain != "" {
+		g.domain = plan.Domain
+	}
+	for _, a := range plan.Assignments {
+		p := g.members[a.Member]
+		if p == nil {
+			continue
+		}
+		e.snap.Bind(p, a.Node)
+		g.pending[a.Member] = a.Node
+		out.Binds = append(out.Binds, Bind{Group: g.key, Pod: a.Member, Node: a.Node})
+	}
+}
+
+// placeReplacements places unbound members of groups that already hold their placement
+// (Starting, Running, Recovering): replacements for lost members, and members beyond
+// minMember that did not fit at admission. Each is placed alone, in the group's domain.
+func (e *Engine) placeReplacements(out *Output) {
+	for _, key := range sortedKeys(e.replace) {
+		g := e.groups[key]
+		if g == nil || !g.started {
+			delete(e.replace, key)
+			continue
+		}
+		switch g.state.Phase() {
+		case lifecycle.Starting, lifecycle.Running, lifecycle.Recovering:
+		default:
+			delete(e.replace, key)
+			continue
+		}
+		members := g.unplaced()
+		if len(members) == 0 {
+			delete(e.replace, key)
+			continue
+		}
+		topo := g.spec.Topology
+		topo.Domain = g.domain
+		plan, _ := placement.Place(e.snap, placement.Group{Name: g.key, MinMember: 1, Members: members, Topology: topo}, placement.Options{})
+		if plan != nil {
+			e.bindPlan(g, plan, out)
+			e.dirty[g.key] = true
+		}
+	}
+}
+
+// wakeAt is the earliest time a group's timer or a starvation reservation is due.
+func (e *Engine) wakeAt() time.Time {
+	w := e.nextTimer()
+	if t := e.nextStarve; !t.IsZero() && (w.IsZero() || t.Before(w)) {
+		w = t
+	}
+	return w
+}
+
+// BindFailed reports that a bind the engine asked for failed. It frees the node's capacity again; the member is placed anew.
+func (e *Engine) BindFailed(podKey string) {
+	gk, ok := e.podGroup[podKey]
+	if !ok {
+		return
+	}
+	g := e.groups[gk]
+	if g == nil {
+		return
+	}
+	if _, ok := g.pending[podKey]; ok {
+		delete(g.pending, podKey)
+		if p := g.members[podKey]; p != nil {
+			e.snap.AddPod(p) // re-records the pod as it is: unbound, so it counts nowhere
+		}
+		e.dirty[gk] = true
+		e.schedule = true
+	}
+}
+
+// waitingKind names why a group waits, for events and status: the queue's reason kind,
+// with placement failures split into Unschedulable and Impossible.
+func waitingKind(r queue.Reason) string {
+	if r.Kind == queue.Placement && r.Diagnosis != nil {
+		return string(r.Diagnosis.Code)
+	}
+	return string(r.Kind)
+}

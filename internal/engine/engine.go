@@ -1,0 +1,193 @@
+package engine
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/queue"
+)
+
+// Config holds the engine's defaults.
+type Config struct {
+	// DefaultQueue is the queue of groups that name none.
+	DefaultQueue string
+	// Policy is the lifecycle policy of groups whose queue and spec set nothing.
+	Policy lifecycle.Policy
+	// StarvationThreshold is how long a group may wait before capacity is reserved for it.
+	StarvationThreshold time.Duration
+}
+
+// Queue is a queue as the engine sees it: the admission queue's view plus the lifecycle
+// defaults for its groups.
+type Queue struct {
+	Name     string
+	Quota    cluster.Resources
+	Priority int32
+	Defaults PolicyOverrides
+}
+
+// Engine is the decision core. It is not safe for concurrent use.
+type Engine struct {
+	cfg    Config
+	snap   *cluster.Snapshot
+	queue  *queue.Manager
+	queues map[string]Queue
+	groups map[string]*group
+	// podGroup maps each member pod's key to its group's key.
+	podGroup map[string]string
+	// dirty holds the groups whose members or spec changed since the last Step.
+	dirty map[string]bool
+	// nodesChanged is set when nodes were added, removed or changed capacity.
+	nodesChanged bool
+	// schedule is set when the next Step must run an admission pass: something was
+	// queued, capacity was released, or a reservation may be due.
+	schedule bool
+	// replace holds groups with members to place outside the queue (replacements).
+	replace map[string]bool
+	// timers holds the groups' wake-ups.
+	timers timers
+	// nextStarve is when the oldest waiting group crosses the starvation threshold.
+	nextStarve time.Time
+}
+
+// New returns an engine with no nodes, pods, groups or queues.
+func New(cfg Config) *Engine {
+	return &Engine{
+		cfg:      cfg,
+		snap:     cluster.New(nil, nil),
+		queue:    queue.New(queue.Options{StarvationThreshold: cfg.StarvationThreshold}),
+		queues:   map[string]Queue{},
+		groups:   map[string]*group{},
+		podGroup: map[string]string{},
+		dirty:    map[string]bool{},
+		replace:  map[string]bool{},
+	}
+}
+
+// Snapshot returns the engine's cluster snapshot, for diagnosis and tests. Callers must not
+// modify it.
+func (e *Engine) Snapshot() *cluster.Snapshot { return e.snap }
+
+// SetNode adds or updates a node.
+func (e *Engine) SetNode(n *corev1.Node) {
+	old := e.snap.Node(n.Name)
+	if old == nil || !sameCapacity(old.Node, n) {
+		e.nodesChanged = true
+	}
+	e.snap.SetNode(n)
+	e.schedule = true
+}
+
+func sameCapacity(a, b *corev1.Node) bool {
+	if a.Spec.Unschedulable != b.Spec.Unschedulable || len(a.Spec.Taints) != len(b.Spec.Taints) {
+		return false
+	}
+	if !cluster.FromList(a.Status.Allocatable).Equal(cluster.FromList(b.Status.Allocatable)) {
+		return false
+	}
+	return readyOf(a) == readyOf(b)
+}
+
+func readyOf(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// RemoveNode removes a node.
+func (e *Engine) RemoveNode(name string) {
+	e.snap.RemoveNode(name)
+	e.nodesChanged = true
+}
+
+// SetPod adds or updates a pod. groupKey is the key of the group the pod is a member of,
+// or "" for pods that are not muster's: those only count against their node.
+func (e *Engine) SetPod(p *corev1.Pod, groupKey string) {
+	key := cluster.PodKey(p)
+	wasBound := e.snap.Bound(key)
+	if !e.snap.AddPod(p) && wasBound {
+		e.schedule = true // the pod finished or failed: its capacity is free
+	}
+	if old, ok := e.podGroup[key]; ok && old != groupKey {
+		e.dropMember(old, key)
+	}
+	if groupKey == "" {
+		delete(e.podGroup, key)
+		return
+	}
+	e.podGroup[key] = groupKey
+	g := e.groupFor(groupKey)
+	g.members[key] = p
+	if p.Spec.NodeName != "" {
+		delete(g.pending, key)
+	}
+	e.dirty[groupKey] = true
+}
+
+// RemovePod forgets a pod that was deleted.
+func (e *Engine) RemovePod(key string) {
+	if e.snap.Bound(key) {
+		e.schedule = true
+	}
+	e.snap.RemovePod(key)
+	if gk, ok := e.podGroup[key]; ok {
+		e.dropMember(gk, key)
+		delete(e.podGroup, key)
+	}
+}
+
+func (e *Engine) dropMember(groupKey, podKey string) {
+	if g := e.groups[groupKey]; g != nil {
+		delete(g.members, podKey)
+		delete(g.pending, podKey)
+		delete(g.evicting, podKey)
+		e.dirty[groupKey] = true
+	}
+}
+
+// SetGroup adds or updates a group's spec.
+func (e *Engine) SetGroup(spec GroupSpec) {
+	g := e.groupFor(spec.Key)
+	g.spec = spec
+	g.hasSpec = true
+	e.dirty[spec.Key] = true
+}
+
+// RemoveGroup reports that a group's object (or, for Labels and Single groups, its last
+// pod) is gone: the group is cancelled and everything it holds is released.
+func (e *Engine) RemoveGroup(key string) {
+	if g := e.groups[key]; g != nil {
+		g.removed = true
+		e.dirty[key] = true
+	}
+}
+
+// SetQueue adds or updates a queue.
+func (e *Engine) SetQueue(q Queue) {
+	e.queues[q.Name] = q
+	e.queue.SetQueue(queue.Queue{Name: q.Name, Quota: q.Quota, Priority: q.Priority})
+	e.nodesChanged = true // a larger quota may make a QuotaNeverEnough group possible
+	e.schedule = true
+}
+
+// RemoveQueue removes a queue; its groups wait with QueueNotFound.
+func (e *Engine) RemoveQueue(name string) {
+	delete(e.queues, name)
+	e.queue.RemoveQueue(name)
+	e.schedule = true
+}
+
+func (e *Engine) groupFor(key string) *group {
+	g := e.groups[key]
+	if g == nil {
+		g = &group{key: key, members: map[string]*corev1.Pod{}, pending: map[string]string{}}
+		e.groups[key] = g
+	}
+	return g
+}

@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/placement"
+)
+
+// group is the engine's record of one group.
+type group struct {
+	key     string
+	spec    GroupSpec
+	hasSpec bool
+	removed bool
+	members map[string]*corev1.Pod
+	// pending maps members whose bind was issued but not yet observed to their node.
+	pending map[string]string
+	// evicting holds members the engine asked to delete; they are never placed again.
+	evicting map[string]bool
+
+	started bool
+	state   lifecycle.State
+	// armed is the wake-up last pushed on the engine's timer heap.
+	armed  time.Time
+	policy lifecycle.Policy
+
+	queued   bool
+	requeued bool
+	queuedAt time.Time
+	// waiting is why the group is not admitted, from the last admission pass.
+	waiting     string
+	waitingKind string
+	// invalid is the last reported list of spec problems, to report each once.
+	invalid string
+	// domain is the required-topology value the group's members use.
+	domain string
+}
+
+// memberKeys returns the group's member pod keys, sorted.
+func (g *group) memberKeys() []string {
+	keys := make([]string, 0, len(g.members))
+	for k := range g.members {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// live reports whether a member pod still counts: it exists and has not failed.
+func live(p *corev1.Pod) bool { return p.Status.Phase != corev1.PodFailed }
+
+func terminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
+}
+
+func podReady(p *corev1.Pod) bool {
+	if p.Status.Phase == corev1.PodSucceeded {
+		return true
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// nodeOf returns where a member is, or is being, bound.
+func (g *group) nodeOf(key string, p *corev1.Pod) string {
+	if p.Spec.NodeName != "" {
+		return p.Spec.NodeName
+	}
+	return g.pending[key]
+}
+
+// observe counts the group's members for the lifecycle.
+func (g *group) observe() (lifecycle.Observe, cluster.Resources) {
+	var o lifecycle.Observe
+	held := cluster.Resources{}
+	for key, p := range g.members {
+		if !live(p) {
+			o.Failed++
+			continue
+		}
+		o.Members++
+		if p.Status.Phase == corev1.PodSucceeded {
+			o.Succeeded++
+		}
+		if podReady(p) {
+			o.Ready++
+		}
+		if g.nodeOf(key, p) != "" {
+			o.Bound++
+			if !terminal(p) {
+				held.Add(cluster.PodRequests(p))
+			}
+		}
+	}
+	delete(held, corev1.ResourcePods)
+	o.Held = held.List()
+	return o, held
+}
+
+// unplaced returns the members that need a node: live, not terminal, unbound, not being
+// evicted, sorted by key.
+func (g *group) unplaced() []placement.Member {
+	var out []placement.Member
+	for _, key := range g.memberKeys() {
+		p := g.members[key]
+		if terminal(p) || g.nodeOf(key, p) != "" || g.evicting[key] || p.DeletionTimestamp != nil {
+			continue
+		}
+		out = append(out, placement.Member{Name: key, Pod: p})
+	}
+	return out
+}
+
+// boundLive counts members bound and not terminal.
+func (g *group) boundLive() int {
+	n := 0
+	for key, p := range g.members {
+		if !terminal(p) && g.nodeOf(key, p) != "" && !g.evicting[key] {
+			n++
+		}
+	}
+	return n
+}
+
+// policyFor merges overrides over the queue's defaults over the configuration's.
+func policyFor(base lifecycle.Policy, layers ...PolicyOverrides) lifecycle.Policy {
+	p := base
+	for _, o := range layers {
+		if o.StartTimeout != nil {
+			p.StartTimeout = *o.StartTimeout
+		}
+		if o.RecoveryTimeout != nil {
+			p.RecoveryTimeout = *o.RecoveryTimeout
+		}
+		if o.MaxRetries != nil {
+			p.MaxRetries = *o.MaxRetries
+		}
+		if o.BackoffBase != nil {
+			p.BackoffBase = *o.BackoffBase
+		}
+		if o.BackoffMax != nil {
+			p.BackoffMax = *o.BackoffMax
+		}
+	}
+	return p
+}

@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/placement"
+)
+
+// Source names the API a group came from.
+type Source string
+
+// The group APIs muster accepts (DESIGN §2).
+const (
+	// Coscheduling is scheduler-plugins' PodGroup, scheduling.x-k8s.io/v1alpha1, joined by
+	// the pod label scheduling.x-k8s.io/pod-group (Kubeflow training-operator, Trainer v2).
+	Coscheduling Source = "Coscheduling"
+	// Volcano is Volcano's PodGroup, scheduling.volcano.sh/v1beta1, joined by the pod
+	// annotation scheduling.k8s.io/group-name.
+	Volcano Source = "Volcano"
+	// Native is Kubernetes 1.37's PodGroup, scheduling.k8s.io/v1beta1, joined by
+	// pod.spec.schedulingGroup.podGroupName.
+	Native Source = "Native"
+	// Labels is a group with no object: pods labelled muster.dev/group with the
+	// muster.dev/min-member annotation.
+	Labels Source = "Labels"
+	// Single is a pod of muster's with no group: a group of one.
+	Single Source = "Single"
+)
+
+// GroupSpec is what muster knows of a group from its API object (or its pods, for Labels
+// and Single groups), translated by package source. Members are the pods that name it.
+type GroupSpec struct {
+	// Key identifies the group: SOURCE/namespace/name, so that two APIs' objects of one
+	// name do not merge.
+	Key       string
+	Source    Source
+	Namespace string
+	Name      string
+	// MinMember is the number of members that must be placed and Ready together.
+	MinMember int
+	// Queue names the queue; "" means the configured default.
+	Queue string
+	// Priority orders groups within a queue, higher first.
+	Priority int32
+	// MinResources, when set, is charged against the queue's quota if it is larger than
+	// the plan's requests (the source API's minResources).
+	MinResources cluster.Resources
+	// Topology is the required and preferred domain label keys.
+	Topology placement.Topology
+	// Policy overrides the queue's and the configuration's lifecycle defaults.
+	Policy PolicyOverrides
+	// Owner is the controller that owns the members, when known, for diagnoses such as
+	// "the PyTorchJob declares 9 replicas but 8 pods joined the group".
+	Owner *Owner
+	// Invalid lists problems with the group's definition, each naming the field and the
+	// value. A group with problems is not scheduled; the problems become its condition.
+	Invalid []string
+}
+
+// PolicyOverrides are per-group lifecycle settings; nil fields fall back to the queue's
+// defaults, then the configuration's.
+type PolicyOverrides struct {
+	StartTimeout    *time.Duration
+	RecoveryTimeout *time.Duration
+	MaxRetries      *int
+	BackoffBase     *time.Duration
+	BackoffMax      *time.Duration
+}
+
+// Owner is the workload controller object behind a group's members.
+type Owner struct {
+	APIVersion string
+	Kind       string
+	Name       string
+	// Replicas is the number of pods the owner declares, or 0 when unknown.
+	Replicas int
+}

@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/lifecycle"
+)
+
+// Status is what the engine knows of one group: the source of conditions, `muster
+// explain` and the metrics.
+type Status struct {
+	Key   string
+	Spec  GroupSpec
+	Queue string
+	// Phase is the lifecycle phase; "" while the group's object has not been seen or its
+	// spec is invalid.
+	Phase   lifecycle.Phase
+	Reason  string
+	Message string
+	// Invalid is the spec's problems, when it has any.
+	Invalid string
+	// Waiting is why the last admission pass did not admit the group, and WaitingKind its
+	// structured kind (QueueNotFound, QuotaExceeded, Placement, ...).
+	Waiting     string
+	WaitingKind string
+	Observed    lifecycle.Observe
+	Policy      lifecycle.Policy
+	WakeAt      time.Time
+	AdmittedAt  time.Time
+	Attempts    []lifecycle.Attempt
+	Failures    int
+	// TimeToReady is from the admission of the attempt that became Ready to minMember Ready.
+	TimeToReady     time.Duration
+	EverReady       bool
+	HeldBeforeReady map[corev1.ResourceName]float64
+	Cleanup         time.Duration
+	CleanedUp       bool
+	// Placement maps member pod keys to their nodes, bound or being bound.
+	Placement map[string]string
+	Domain    string
+}
+
+// Group returns the status of the group with key.
+func (e *Engine) Group(key string) (Status, bool) {
+	g := e.groups[key]
+	if g == nil {
+		return Status{}, false
+	}
+	st := Status{
+		Key: key, Spec: g.spec, Queue: e.queueOf(g), Invalid: g.invalid,
+		Waiting: g.waiting, WaitingKind: g.waitingKind, Policy: g.policy, Domain: g.domain,
+		Placement: map[string]string{},
+	}
+	for k, p := range g.members {
+		if n := g.nodeOf(k, p); n != "" {
+			st.Placement[k] = n
+		}
+	}
+	if !g.started {
+		st.Observed, _ = g.observe()
+		return st, true
+	}
+	s := g.state
+	st.Phase, st.Reason, st.Message = s.Phase(), s.Reason(), s.Message()
+	st.Observed, st.WakeAt, st.AdmittedAt = s.Observed(), s.WakeAt(), s.AdmittedAt()
+	st.Attempts, st.Failures = s.Attempts(), s.Failures()
+	st.TimeToReady, st.EverReady = s.TimeToReady()
+	st.HeldBeforeReady = s.HeldBeforeReady()
+	st.Cleanup, st.CleanedUp = s.LastCleanup()
+	return st, true
+}
+
+// Groups returns the keys of every group the engine tracks, sorted.
+func (e *Engine) Groups() []string { return sortedKeys(e.groups) }

@@ -1,0 +1,216 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/placement"
+	"github.com/muster-sched/muster/internal/queue"
+)
+
+// Step advances every group that changed or whose timer is due, runs an admission pass
+// when one may admit something, places replacement members of running groups, and
+// returns what the caller must do.
+func (e *Engine) Step(now time.Time) Output {
+	var out Output
+	if e.nodesChanged {
+		for key, g := range e.groups {
+			if g.started && g.state.Phase() == lifecycle.Impossible {
+				e.dirty[key] = true
+			}
+		}
+	}
+	e.due(now)
+	for _, key := range sortedKeys(e.dirty) {
+		if g := e.groups[key]; g != nil {
+			e.advance(g, now, &out)
+		}
+	}
+	clear(e.dirty)
+	e.nodesChanged = false
+	if e.schedule || (!e.nextStarve.IsZero() && !e.nextStarve.After(now)) {
+		e.admit(now, &out)
+	}
+	e.placeReplacements(&out)
+	out.WakeAt = e.wakeAt()
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// advance feeds one group's news to its state machine.
+func (e *Engine) advance(g *group, now time.Time, out *Output) {
+	if g.hasSpec && (g.spec.Source == Labels || g.spec.Source == Single) && len(g.members) == 0 {
+		g.removed = true
+	}
+	if !g.started && !e.start(g, now, out) {
+		e.forget(g)
+		return
+	}
+	if !g.started {
+		return
+	}
+	if g.removed && !g.state.Phase().Terminal() {
+		e.step(g, lifecycle.Cancel{}, now, out)
+	}
+	obs, held := g.observe()
+	e.step(g, obs, now, out)
+	if g.state.Phase() == lifecycle.Impossible && e.nodesChanged {
+		e.step(g, lifecycle.NodesChanged{}, now, out)
+	}
+	if w := g.state.WakeAt(); !w.IsZero() && !w.After(now) {
+		e.step(g, lifecycle.Tick{}, now, out)
+	}
+	if held.IsZero() {
+		e.queue.Release(g.key)
+	} else {
+		e.queue.Charge(g.key, e.queueOf(g), held)
+	}
+	if g.queued {
+		e.push(g)
+	}
+	if len(g.unplaced()) > 0 {
+		switch g.state.Phase() {
+		case lifecycle.Starting, lifecycle.Running, lifecycle.Recovering:
+			e.replace[g.key] = true
+		}
+	}
+	e.arm(g)
+	e.forget(g)
+}
+
+// start creates the group's state once its spec is known and valid. It reports false when
+// the group should be dropped (removed before it ever started).
+func (e *Engine) start(g *group, now time.Time, out *Output) bool {
+	if g.removed {
+		return false
+	}
+	if !g.hasSpec {
+		return true // members name a group object not seen yet; wait for it
+	}
+	if problems := strings.Join(g.spec.Invalid, "; "); problems != "" {
+		if problems != g.invalid {
+			g.invalid = problems
+			out.Events = append(out.Events, Event{Group: g.key, Type: Warning, Reason: "InvalidGroup", Message: problems})
+		}
+		return true
+	}
+	st, err := lifecycle.New(g.spec.MinMember, now)
+	if err != nil {
+		g.invalid = fmt.Sprintf("spec.minMember: %d: %v", g.spec.MinMember, err)
+		out.Events = append(out.Events, Event{Group: g.key, Type: Warning, Reason: "InvalidGroup", Message: g.invalid})
+		return true
+	}
+	q := e.queues[e.queueOf(g)]
+	g.policy = policyFor(e.cfg.Policy, q.Defaults, g.spec.Policy)
+	g.policy.JitterSeed = seedOf(g.key)
+	if err := g.policy.Validate(); err != nil {
+		g.invalid = err.Error()
+		out.Events = append(out.Events, Event{Group: g.key, Type: Warning, Reason: "InvalidGroup", Message: g.invalid})
+		return true
+	}
+	g.state, g.started, g.invalid = st, true, ""
+	return true
+}
+
+// forget drops a cancelled group once nothing of it is left.
+func (e *Engine) forget(g *group) {
+	if g.removed && len(g.members) == 0 && (!g.started || g.state.Phase().Terminal()) {
+		e.queue.Remove(g.key)
+		e.queue.Release(g.key)
+		delete(e.groups, g.key)
+	}
+}
+
+func seedOf(key string) uint64 {
+	var h uint64 = 14695981039346656037
+	for i := 0; i < len(key); i++ {
+		h ^= uint64(key[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+func (e *Engine) queueOf(g *group) string {
+	if g.spec.Queue != "" {
+		return g.spec.Queue
+	}
+	return e.cfg.DefaultQueue
+}
+
+// step applies one event and carries out the actions that concern the engine.
+func (e *Engine) step(g *group, ev lifecycle.Event, now time.Time, out *Output) {
+	var actions []lifecycle.Action
+	g.state, actions = lifecycle.Step(g.state, g.policy, ev, now)
+	for _, a := range actions {
+		switch a := a.(type) {
+		case lifecycle.Enqueue:
+			g.queued, g.requeued, g.queuedAt = true, a.Requeued, now
+			e.push(g)
+		case lifecycle.Dequeue:
+			g.queued = false
+			e.queue.Remove(g.key)
+		case lifecycle.EvictAll:
+			e.evictAll(g, a, out)
+		case lifecycle.Transition:
+			out.Events = append(out.Events, transitionEvent(g.key, a))
+		case lifecycle.Released:
+			out.Released = append(out.Released, Release{Group: g.key, After: a.After})
+		}
+	}
+}
+
+func transitionEvent(key string, t lifecycle.Transition) Event {
+	typ := Normal
+	switch t.To {
+	case lifecycle.Impossible, lifecycle.Failed, lifecycle.Backoff, lifecycle.Recovering:
+		typ = Warning
+	}
+	return Event{Group: key, Type: typ, Reason: t.Reason, Message: t.Message}
+}
+
+func (e *Engine) evictAll(g *group, a lifecycle.EvictAll, out *Output) {
+	if g.evicting == nil {
+		g.evicting = map[string]bool{}
+	}
+	for _, key := range g.memberKeys() {
+		if g.evicting[key] {
+			continue
+		}
+		g.evicting[key] = true
+		out.Evictions = append(out.Evictions, Eviction{Group: g.key, Pod: key, Reason: a.Reason, Message: a.Message})
+	}
+	clear(g.pending)
+	g.domain = ""
+}
+
+// push offers the group's unplaced members to the admission queue.
+func (e *Engine) push(g *group) {
+	members := g.unplaced()
+	need := min(g.spec.MinMember-g.boundLive(), len(members))
+	e.queue.Push(queue.Entry{
+		Key:       g.key,
+		Queue:     e.queueOf(g),
+		Priority:  g.spec.Priority,
+		QueuedAt:  g.queuedAt,
+		Requeued:  g.requeued,
+		MinCharge: g.spec.MinResources,
+		Group: placement.Group{
+			Name:      g.key,
+			MinMember: max(need, 1),
+			Members:   members,
+			Topology:  g.spec.Topology,
+		},
+	})
+	e.schedule = true
+}

@@ -1,0 +1,208 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/muster-sched/muster/internal/engine"
+)
+
+// Job is a distributed training job: Workers identical pods that make progress only while
+// at least MinMember of them are Ready together, as a fixed-world-size job does.
+type Job struct {
+	Name      string
+	Workers   int
+	GPU       int64
+	MinMember int
+	// RunFor is the useful work: the job finishes RunFor after MinMember workers are Ready.
+	RunFor time.Duration
+	// ReadyAfter is the time from bind to Ready (image pull, init, rendezvous).
+	ReadyAfter time.Duration
+	// FailInit lists worker indexes that never become Ready (a bad init container).
+	FailInit []int
+	Queue    string
+	Priority int32
+	Policy   engine.PolicyOverrides
+
+	// Submitted, Whole, Ready and Finished are when the job was submitted, when MinMember
+	// members were first bound together, Ready together, and when it finished.
+	Submitted, Whole, Ready, Finished time.Time
+	// HeldIncomplete is GPU-seconds bound to the job while fewer than MinMember members
+	// were bound: capacity held by an incomplete group.
+	HeldIncomplete float64
+	// Evictions counts member pods the scheduler evicted.
+	Evictions int
+	Cancelled bool
+
+	pods    map[int]string // worker index → current pod key
+	gen     map[int]int    // worker index → recreation count
+	started bool
+	// run counts starts of useful work; a finish timer of an earlier run is void.
+	run int
+}
+
+// GroupKey is the key of the job's group.
+func (j *Job) GroupKey() string { return string(engine.Coscheduling) + "/default/" + j.Name }
+
+// Submit creates a job's group and pods, as training-operator would.
+func (w *World) Submit(j *Job) {
+	if j.MinMember == 0 {
+		j.MinMember = j.Workers
+	}
+	j.Submitted = w.now
+	j.pods, j.gen = map[int]string{}, map[int]int{}
+	w.jobs[j.Name] = j
+	w.sched.SetGroup(engine.GroupSpec{
+		Key: j.GroupKey(), Source: engine.Coscheduling, Namespace: "default", Name: j.Name,
+		MinMember: j.MinMember, Queue: j.Queue, Priority: j.Priority, Policy: j.Policy,
+	})
+	for i := 0; i < j.Workers; i++ {
+		w.createPod(j, i)
+	}
+	w.logf("%s: submitted, %d workers × %d GPU, minMember %d", j.Name, j.Workers, j.GPU, j.MinMember)
+}
+
+// Job returns a submitted job by name.
+func (w *World) Job(name string) *Job { return w.jobs[name] }
+
+// Jobs returns the jobs sorted by name.
+func (w *World) Jobs() []*Job {
+	out := make([]*Job, 0, len(w.jobs))
+	for _, j := range w.jobs {
+		out = append(out, j)
+	}
+	slices.SortFunc(out, func(a, b *Job) int { return compareStrings(a.Name, b.Name) })
+	return out
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (w *World) createPod(j *Job, i int) {
+	name := fmt.Sprintf("%s-%d", j.Name, i)
+	if g := j.gen[i]; g > 0 {
+		name = fmt.Sprintf("%s-%d-r%d", j.Name, i, g)
+	}
+	q := resource.MustParse(fmt.Sprint(j.GPU))
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+		Spec: corev1.PodSpec{
+			SchedulerName: "muster",
+			Containers: []corev1.Container{{Name: "worker", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{GPU: q}, Limits: corev1.ResourceList{GPU: q},
+			}}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	key := p.Namespace + "/" + p.Name
+	j.pods[i] = key
+	w.pods[key] = p
+	w.podJob[key] = member{job: j, index: i}
+	w.sched.SetPod(p, j.GroupKey())
+}
+
+// apply carries out a scheduler's decisions: binds start the simulated kubelet, evictions
+// delete pods and let the job controller recreate them.
+func (w *World) apply(out engine.Output) {
+	bound := map[string]int{}
+	for _, b := range out.Binds {
+		p := w.pods[b.Pod]
+		if p == nil || p.Spec.NodeName != "" {
+			continue
+		}
+		p = p.DeepCopy()
+		p.Spec.NodeName = b.Node
+		w.pods[b.Pod] = p
+		w.sched.SetPod(p, b.Group)
+		bound[shortKey(b.Group)]++
+		w.startKubelet(b.Pod)
+	}
+	for _, name := range sortedCounts(bound) {
+		w.logf("%s: %d pods bound", name, bound[name])
+	}
+	evicted := map[string]int{}
+	reasons := map[string]string{}
+	for _, ev := range out.Evictions {
+		if j, _ := w.jobOf(ev.Pod); j != nil {
+			j.Evictions++
+		}
+		if w.deletePod(ev.Pod) {
+			evicted[shortKey(ev.Group)]++
+			reasons[shortKey(ev.Group)] = ev.Reason
+		}
+	}
+	for _, name := range sortedCounts(evicted) {
+		w.logf("%s: %d pods evicted (%s)", name, evicted[name], reasons[name])
+	}
+}
+
+func sortedCounts(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// jobOf finds the job and worker index of a pod key.
+func (w *World) jobOf(key string) (*Job, int) {
+	if m, ok := w.podJob[key]; ok {
+		return m.job, m.index
+	}
+	return nil, -1
+}
+
+// member locates a pod in its job.
+type member struct {
+	job   *Job
+	index int
+}
+
+// deletePod removes a pod; its job controller recreates it unless the job is done.
+func (w *World) deletePod(key string) bool {
+	if _, ok := w.pods[key]; !ok {
+		return false
+	}
+	delete(w.pods, key)
+	w.sched.RemovePod(key)
+	j, i := w.jobOf(key)
+	delete(w.podJob, key)
+	if j == nil {
+		return true
+	}
+	w.checkProgress(j)
+	if !j.Cancelled && j.Finished.IsZero() {
+		j.gen[i]++
+		w.createPod(j, i)
+	}
+	return true
+}
+
+// boundGPUs returns the GPUs bound to the job's live pods and how many pods are bound.
+func (j *Job) boundGPUs(w *World) (int64, int) {
+	var gpus int64
+	n := 0
+	for _, key := range j.pods {
+		p := w.pods[key]
+		if p == nil || p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		gpus += gpusOf(p)
+		n++
+	}
+	return gpus, n
+}

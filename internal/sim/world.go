@@ -1,0 +1,214 @@
+// Package sim is a discrete-event model of a GPU cluster under a scheduler: nodes, pods
+// that a simulated kubelet starts, makes Ready and completes, and job controllers that
+// recreate evicted pods. The scheduler under test sees only what a real one would (nodes,
+// pods, group objects) and answers with binds and evictions. muster's engine is one such
+// scheduler; PodByPod, a model of the default scheduler, is another. The world measures
+// what the guide asks for, the same way for every scheduler.
+//
+// Time is simulated: nothing here reads a clock or sleeps.
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/engine"
+)
+
+// Scheduler is what the world drives. *engine.Engine implements it.
+type Scheduler interface {
+	SetNode(n *corev1.Node)
+	RemoveNode(name string)
+	SetPod(p *corev1.Pod, groupKey string)
+	RemovePod(key string)
+	SetGroup(spec engine.GroupSpec)
+	RemoveGroup(key string)
+	Step(now time.Time) engine.Output
+}
+
+var _ Scheduler = (*engine.Engine)(nil)
+
+// Epoch is the simulated time at which every world starts.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// World is a simulated cluster driven by one scheduler.
+type World struct {
+	now    time.Time
+	sched  Scheduler
+	nodes  map[string]*corev1.Node
+	pods   map[string]*corev1.Pod
+	jobs   map[string]*Job
+	podJob map[string]member
+	events events
+	seq    int
+	// Timeline collects what happened, one line each, for tests and the demo.
+	Timeline []string
+	// heldIncomplete integrates, per job, GPUs bound to a job that has fewer than its
+	// minimum members bound: capacity held by an incomplete group.
+	lastAccount time.Time
+	// wake is the scheduler's requested wake-up.
+	wake time.Time
+}
+
+// New returns an empty world at Epoch driven by sched.
+func New(sched Scheduler) *World {
+	return &World{
+		now:         Epoch,
+		sched:       sched,
+		nodes:       map[string]*corev1.Node{},
+		pods:        map[string]*corev1.Pod{},
+		jobs:        map[string]*Job{},
+		podJob:      map[string]member{},
+		lastAccount: Epoch,
+	}
+}
+
+// Now returns the simulated time.
+func (w *World) Now() time.Time { return w.now }
+
+// Elapsed returns the simulated time since Epoch.
+func (w *World) Elapsed() time.Duration { return w.now.Sub(Epoch) }
+
+// AddNode adds a node.
+func (w *World) AddNode(n *corev1.Node) {
+	w.nodes[n.Name] = n
+	w.sched.SetNode(n)
+}
+
+// Nodes returns the node names, sorted.
+func (w *World) Nodes() []string {
+	names := make([]string, 0, len(w.nodes))
+	for n := range w.nodes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// logf appends a timeline line stamped with the elapsed time.
+func (w *World) logf(format string, args ...any) {
+	w.Timeline = append(w.Timeline, fmt.Sprintf("%-7s %s", fmtDur(w.Elapsed()), fmt.Sprintf(format, args...)))
+}
+
+func fmtDur(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	s = strings.TrimSuffix(s, "m0s")
+	if strings.HasSuffix(d.Round(time.Second).String(), "m0s") {
+		s += "m"
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// at schedules f at t.
+func (w *World) at(t time.Time, f func()) {
+	w.seq++
+	heap.Push(&w.events, event{at: t, seq: w.seq, do: f})
+}
+
+// RunFor advances simulated time by d, running every event and scheduler wake-up due.
+func (w *World) RunFor(d time.Duration) { w.RunUntil(w.now.Add(d)) }
+
+// RunUntil advances simulated time to t.
+func (w *World) RunUntil(t time.Time) {
+	w.settle()
+	for {
+		next := t
+		if w.events.Len() > 0 && w.events[0].at.Before(next) {
+			next = w.events[0].at
+		}
+		if wake := w.wake; !wake.IsZero() && wake.After(w.now) && wake.Before(next) {
+			next = wake
+		}
+		if !next.After(w.now) && (w.events.Len() == 0 || w.events[0].at.After(w.now)) {
+			break
+		}
+		w.advance(next)
+		for w.events.Len() > 0 && !w.events[0].at.After(w.now) {
+			heap.Pop(&w.events).(event).do()
+		}
+		w.settle()
+		if !w.now.Before(t) {
+			break
+		}
+	}
+	w.advance(t)
+	w.settle()
+}
+
+// advance moves the clock, integrating the held-by-incomplete measure.
+func (w *World) advance(t time.Time) {
+	if !t.After(w.now) {
+		return
+	}
+	d := t.Sub(w.now).Seconds()
+	for _, j := range w.jobs {
+		if gpus, bound := j.boundGPUs(w); bound < j.MinMember {
+			j.HeldIncomplete += float64(gpus) * d
+		}
+	}
+	w.now = t
+}
+
+// settle lets the scheduler act on what changed until it asks for nothing more.
+func (w *World) settle() {
+	for i := 0; i < 100; i++ {
+		out := w.sched.Step(w.now)
+		w.wake = out.WakeAt
+		for _, ev := range out.Events {
+			w.logf("%s %s: %s", shortKey(ev.Group), ev.Reason, ev.Message)
+		}
+		if len(out.Binds) == 0 && len(out.Evictions) == 0 {
+			return
+		}
+		w.apply(out)
+	}
+}
+
+func shortKey(key string) string {
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
+		return key[i+1:]
+	}
+	return key
+}
+
+// events is a time-ordered heap of world events; seq keeps insertion order among equals.
+type events []event
+
+type event struct {
+	at  time.Time
+	seq int
+	do  func()
+}
+
+func (e events) Len() int { return len(e) }
+func (e events) Less(i, j int) bool {
+	if !e[i].at.Equal(e[j].at) {
+		return e[i].at.Before(e[j].at)
+	}
+	return e[i].seq < e[j].seq
+}
+func (e events) Swap(i, j int) { e[i], e[j] = e[j], e[i] }
+func (e *events) Push(x any)   { *e = append(*e, x.(event)) }
+func (e *events) Pop() any {
+	old := *e
+	x := old[len(old)-1]
+	*e = old[:len(old)-1]
+	return x
+}
+
+// gpusOf returns the GPUs a pod requests.
+func gpusOf(p *corev1.Pod) int64 {
+	return cluster.PodRequests(p)[GPU]
+}
+
+// GPU is the accelerator resource of simulated nodes.
+const GPU corev1.ResourceName = "nvidia.com/gpu"
