@@ -71,7 +71,8 @@ type Options struct {
 // QueueStatus is a queue with its current usage.
 type QueueStatus struct {
 	Queue
-	// Used is the summed charge of the groups that hold quota in the queue.
+	// Used is the summed charge of the groups that hold quota in the queue, without
+	// zero amounts.
 	Used cluster.Resources
 	// Admitted counts the groups that hold quota in the queue.
 	Admitted int
@@ -131,7 +132,12 @@ func (m *Manager) RemoveQueue(name string) { delete(m.queues, name) }
 func (m *Manager) Queues() []QueueStatus {
 	out := make([]QueueStatus, 0, len(m.queues))
 	for _, q := range m.queues {
-		st := QueueStatus{Queue: q, Used: m.usedBy(q.Name).Clone()}
+		st := QueueStatus{Queue: q, Used: cluster.Resources{}}
+		for name, v := range m.used[q.Name] {
+			if v != 0 {
+				st.Used[name] = v
+			}
+		}
 		for _, c := range m.charges {
 			if c.queue == q.Name {
 				st.Admitted++

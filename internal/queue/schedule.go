@@ -161,16 +161,7 @@ func (p *pass) decide(it *item) {
 	}
 	plan, diag := placement.Place(p.snap, it.Group, opts)
 	if plan != nil {
-		c := it.chargeOf(plan)
-		if r, over := overQuota(q, p.m.usedBy(q.Name), c); over {
-			// The least charge fits the whole quota, so a plan for fewer members
-			// might too: this one is over only for now.
-			plan.Revert()
-			r.Kind = QuotaExceeded
-			p.wait(it, r)
-			return
-		}
-		p.admit(it, plan, c)
+		p.admitWithinQuota(it, q, plan, opts)
 		return
 	}
 	r := Reason{Kind: Placement, Diagnosis: diag}
@@ -182,6 +173,41 @@ func (p *pass) decide(it *item) {
 	}
 	p.failed[cacheKey] = r
 	p.fail(it, r)
+}
+
+// admitWithinQuota admits it with plan if the plan's charge fits the queue's quota. A plan
+// that places more than MinMember members and is over quota is replaced by one for the
+// first MinMember members (the preferred ones), which may fit. Otherwise the plan is
+// reverted, leaving the snapshot as it was, and the group waits with QuotaExceeded.
+func (p *pass) admitWithinQuota(it *item, q Queue, plan *placement.Plan, opts placement.Options) {
+	used := p.m.usedBy(q.Name)
+	c := it.chargeOf(plan)
+	r, over := overQuota(q, used, c)
+	if over && len(plan.Assignments) > it.Group.MinMember {
+		plan.Revert()
+		g := it.Group
+		g.Members = g.Members[:g.MinMember]
+		if plan, _ = placement.Place(p.snap, g, opts); plan == nil {
+			// Cannot happen on a snapshot the larger plan fitted; wait as over quota.
+			p.wait(it, asExceeded(r))
+			return
+		}
+		c = it.chargeOf(plan)
+		r, over = overQuota(q, used, c)
+	}
+	if over {
+		plan.Revert()
+		p.wait(it, asExceeded(r))
+		return
+	}
+	p.admit(it, plan, c)
+}
+
+// asExceeded reports a plan over quota as QuotaExceeded: the group's least charge fits
+// the whole quota (Schedule checked), so some plan may fit once usage drops.
+func asExceeded(r Reason) Reason {
+	r.Kind = QuotaExceeded
+	return r
 }
 
 // fail records a placement failure, and gives the group the reservation when it is the
