@@ -91,9 +91,9 @@ func invalidAnnotation(spec *engine.GroupSpec, key, value, expected string) {
 // API set, and records each malformed value in spec.Invalid.
 func applyAnnotations(spec *engine.GroupSpec, look lookup) {
 	if v, ok := look(musterv1alpha1.QueueAnnotation); ok {
-		if errs := validation.IsDNS1123Subdomain(v); len(errs) > 0 {
+		if len(validation.IsDNS1123Subdomain(v)) > 0 {
 			invalidAnnotation(spec, musterv1alpha1.QueueAnnotation, v,
-				"expected a Queue name: "+strings.Join(errs, "; "))
+				"expected a Queue name: lower-case letters, digits, '-' and '.'")
 		} else {
 			spec.Queue = v
 		}
@@ -162,8 +162,8 @@ func parseCount(spec *engine.GroupSpec, key, v string, min int) (int, bool) {
 
 // labelKey checks that an annotation value is a node label key.
 func labelKey(spec *engine.GroupSpec, key, v string) bool {
-	if errs := validation.IsQualifiedName(v); len(errs) > 0 {
-		invalidAnnotation(spec, key, v, "expected a node label key: "+strings.Join(errs, "; "))
+	if len(validation.IsQualifiedName(v)) > 0 {
+		invalidAnnotation(spec, key, v, `expected a node label key such as "topology.kubernetes.io/zone"`)
 		return false
 	}
 	return true
