@@ -1,0 +1,167 @@
+package queue_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	gt "github.com/muster-sched/muster/internal/gangtest"
+	"github.com/muster-sched/muster/internal/queue"
+)
+
+// busyNodes is four 4-GPU nodes with 3, 1, 2 and 4 GPUs in use: n-1 and n-2 are the most
+// free.
+func busyNodes() *cluster.Snapshot {
+	return cluster.New(gpuNodes("n", 4, 4), []*corev1.Pod{
+		gt.Pod("x0").GPU(3).Node("n-0").Obj(),
+		gt.Pod("x1").GPU(1).Node("n-1").Obj(),
+		gt.Pod("x2").GPU(2).Node("n-2").Obj(),
+		gt.Pod("x3").GPU(4).Node("n-3").Obj(),
+	})
+}
+
+const gangWait = "wait gang #1: 0 of minMember 2 members can be placed now; gang-worker-0 ×2 {nvidia.com/gpu: 4}: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu"
+
+// reserveStep is one Schedule call of a sequence on one Manager.
+type reserveStep struct {
+	do   func(m *queue.Manager)
+	snap func() *cluster.Snapshot // busyNodes when nil
+	now  time.Duration
+	want []string
+}
+
+func runSteps(t *testing.T, m *queue.Manager, steps []reserveStep) {
+	t.Helper()
+	for i, st := range steps {
+		if st.do != nil {
+			st.do(m)
+		}
+		snap := busyNodes
+		if st.snap != nil {
+			snap = st.snap
+		}
+		got := summary(m.Schedule(snap(), t0.Add(st.now)))
+		if diff := cmp.Diff(st.want, got); diff != "" {
+			t.Errorf("step %d at %s (-want +got):\n%s", i, st.now, diff)
+		}
+	}
+}
+
+func newReserveManager(entries ...*entryBuilder) *queue.Manager {
+	m := queue.New(queue.Options{StarvationThreshold: 5 * time.Minute})
+	m.SetQueue(queue.Queue{Name: "team-a"})
+	for _, e := range entries {
+		m.Push(e.build())
+	}
+	return m
+}
+
+// TestReservationBackfill checks that a starving gang reserves the most-free nodes it would
+// use, that later groups backfill only the rest, and that a group ahead of it in order is
+// not held back.
+func TestReservationBackfill(t *testing.T) {
+	push := func(e *entryBuilder) func(*queue.Manager) { return func(m *queue.Manager) { m.Push(e.build()) } }
+	m := newReserveManager(entry("gang", 2, 4))
+	runSteps(t, m, []reserveStep{{
+		now:  4 * time.Minute,
+		want: []string{gangWait},
+	}, {
+		do:   push(entry("two", 1, 2).at(5 * time.Minute)),
+		now:  5 * time.Minute,
+		want: []string{gangWait, "wait two #2: fits only on nodes reserved for starving group gang", "reserve gang since 5m0s: n-1,n-2"},
+	}, {
+		do:  push(entry("one", 1, 1).at(6 * time.Minute)),
+		now: 6 * time.Minute,
+		want: []string{
+			"admit one {nvidia.com/gpu: 1} on n-0",
+			gangWait,
+			"wait two #2: fits only on nodes reserved for starving group gang",
+			"reserve gang since 5m0s: n-1,n-2",
+		},
+	}, {
+		do:  push(entry("vip", 1, 2).prio(1).at(7 * time.Minute)),
+		now: 7 * time.Minute,
+		want: []string{
+			"admit vip {nvidia.com/gpu: 2} on n-2",
+			"wait gang #1: 0 of minMember 2 members can be placed now; gang-worker-0 ×2 {nvidia.com/gpu: 4}: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu",
+			"wait two #2: fits only on nodes reserved for starving group gang",
+			"reserve gang since 5m0s: n-0,n-1",
+		},
+	}})
+}
+
+// TestReservationLifetime checks when a reservation is given, moved and dropped.
+func TestReservationLifetime(t *testing.T) {
+	t.Run("an impossible group never gets one", func(t *testing.T) {
+		m := newReserveManager(entry("huge", 1, 8))
+		runSteps(t, m, []reserveStep{{
+			now:  time.Hour,
+			want: []string{"wait huge #1: huge-worker-0 needs 8 nvidia.com/gpu on one node; largest eligible node has 4 (impossible)"},
+		}})
+	})
+	t.Run("dropped when the group is removed", func(t *testing.T) {
+		m := newReserveManager(entry("gang", 2, 4), entry("two", 1, 2).at(time.Minute))
+		runSteps(t, m, []reserveStep{{
+			now:  5 * time.Minute,
+			want: []string{gangWait, "wait two #2: fits only on nodes reserved for starving group gang", "reserve gang since 5m0s: n-1,n-2"},
+		}, {
+			do:   func(m *queue.Manager) { m.Remove("gang") },
+			now:  6 * time.Minute,
+			want: []string{"admit two {nvidia.com/gpu: 2} on n-2"},
+		}})
+	})
+	t.Run("dropped when the group is requeued", func(t *testing.T) {
+		m := newReserveManager(entry("gang", 2, 4))
+		runSteps(t, m, []reserveStep{{
+			now:  5 * time.Minute,
+			want: []string{gangWait, "reserve gang since 5m0s: n-1,n-2"},
+		}, {
+			do:   func(m *queue.Manager) { m.Push(entry("gang", 2, 4).requeued().at(6 * time.Minute).build()) },
+			now:  6 * time.Minute,
+			want: []string{gangWait},
+		}})
+	})
+	t.Run("dropped when the group is admitted", func(t *testing.T) {
+		m := newReserveManager(entry("gang", 2, 4), entry("two", 1, 2).at(time.Minute))
+		runSteps(t, m, []reserveStep{{
+			now:  5 * time.Minute,
+			want: []string{gangWait, "wait two #2: fits only on nodes reserved for starving group gang", "reserve gang since 5m0s: n-1,n-2"},
+		}, {
+			snap: func() *cluster.Snapshot { return cluster.New(gpuNodes("n", 3, 4), nil) },
+			now:  6 * time.Minute,
+			want: []string{"admit gang {nvidia.com/gpu: 8} on n-0,n-1", "admit two {nvidia.com/gpu: 2} on n-2"},
+		}})
+	})
+	t.Run("dropped when the group waits for quota", func(t *testing.T) {
+		m := newReserveManager(entry("gang", 2, 4))
+		runSteps(t, m, []reserveStep{{
+			now:  5 * time.Minute,
+			want: []string{gangWait, "reserve gang since 5m0s: n-1,n-2"},
+		}, {
+			do: func(m *queue.Manager) {
+				m.SetQueue(queue.Queue{Name: "team-a", Quota: gpus(8)})
+				m.Charge("running", "team-a", gpus(1))
+			},
+			now:  6 * time.Minute,
+			want: []string{"wait gang #1: needs 8 nvidia.com/gpu, queue team-a has 1 of 8 in use"},
+		}})
+	})
+	t.Run("moves to a starving group ahead in order", func(t *testing.T) {
+		m := newReserveManager(entry("gang", 2, 4).at(time.Minute))
+		runSteps(t, m, []reserveStep{{
+			now:  6 * time.Minute,
+			want: []string{gangWait, "reserve gang since 6m0s: n-1,n-2"},
+		}, {
+			do:  func(m *queue.Manager) { m.Push(entry("first", 1, 4).prio(1).build()) },
+			now: 7 * time.Minute,
+			want: []string{
+				"wait first #1: 0 of minMember 1 members can be placed now; first-worker-0 {nvidia.com/gpu: 4}: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu",
+				"wait gang #2: 0 of minMember 2 members can be placed now; gang-worker-0 ×2 {nvidia.com/gpu: 4}: 0/4 nodes are available: 3 Insufficient nvidia.com/gpu, 1 node(s) were reserved for a waiting group",
+				"reserve first since 7m0s: n-1",
+			},
+		}})
+	})
+}
