@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 
 	"github.com/muster-sched/muster/internal/sandbox"
@@ -37,6 +37,10 @@ type sandboxFlags struct {
 
 // newSandboxCmd returns `muster sandbox`.
 func newSandboxCmd() *cobra.Command {
+	// The Kubernetes packages the sandbox embeds register flags such as --version on
+	// pflag.CommandLine, which cobra merges into every command; muster reads none of
+	// them, so they would only be advertised and ignored.
+	pflag.CommandLine = pflag.NewFlagSet(os.Args[0], pflag.ExitOnError)
 	f := &sandboxFlags{timing: kubelet.DefaultTiming()}
 	cmd := &cobra.Command{
 		Use:   "sandbox",
@@ -138,12 +142,16 @@ func (f *sandboxFlags) cluster() (sandbox.Cluster, string, error) {
 		}
 		return c, "cluster file " + f.clusterFile, nil
 	}
+	flag := "--preset"
+	if f.preset == sandbox.PresetPAI {
+		if !(f.paiScale > 0) {
+			return sandbox.Cluster{}, "", fmt.Errorf("--pai-scale: expected a number greater than zero, found %v", f.paiScale)
+		}
+		flag = "--pai-trace" // with a valid scale, only the trace can be wrong
+	}
 	c, err := sandbox.Preset(f.preset, sandbox.PresetOptions{PAITrace: f.paiTrace, PAIScale: f.paiScale})
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return sandbox.Cluster{}, "", fmt.Errorf("--pai-trace: %w", err)
-		}
-		return sandbox.Cluster{}, "", fmt.Errorf("--preset: %w", err)
+		return sandbox.Cluster{}, "", fmt.Errorf("%s: %w", flag, err)
 	}
 	return c, "preset " + f.preset, nil
 }
