@@ -32,12 +32,9 @@ func (e *Engine) admit(now time.Time, out *Output) {
 		}
 		text := w.Reason.String()
 		kind := waitingKind(w.Reason)
-		if kind != g.waitingKind {
-			typ := Normal
-			if w.Reason.Impossible() {
-				typ = Warning
-			}
-			out.Events = append(out.Events, Event{Group: g.key, Type: typ, Reason: kind, Message: text})
+		// An Impossible verdict is reported by the lifecycle's transition.
+		if kind != g.waitingKind && !w.Reason.Impossible() {
+			out.Events = append(out.Events, Event{Group: g.key, Type: Normal, Reason: kind, Message: text})
 		}
 		g.waiting, g.waitingKind = text, kind
 		e.step(g, lifecycle.Rejected{Impossible: w.Reason.Impossible(), Reason: text}, now, out)

@@ -29,8 +29,10 @@ type Status struct {
 	Policy      lifecycle.Policy
 	WakeAt      time.Time
 	AdmittedAt  time.Time
-	Attempts    []lifecycle.Attempt
-	Failures    int
+	// Attempt counts admissions so far; Attempts lists those that ended.
+	Attempt  int
+	Attempts []lifecycle.Attempt
+	Failures int
 	// TimeToReady is from the admission of the attempt that became Ready to minMember Ready.
 	TimeToReady     time.Duration
 	EverReady       bool
@@ -65,7 +67,7 @@ func (e *Engine) Group(key string) (Status, bool) {
 	s := g.state
 	st.Phase, st.Reason, st.Message = s.Phase(), s.Reason(), s.Message()
 	st.Observed, st.WakeAt, st.AdmittedAt = s.Observed(), s.WakeAt(), s.AdmittedAt()
-	st.Attempts, st.Failures = s.Attempts(), s.Failures()
+	st.Attempt, st.Attempts, st.Failures = s.Attempt(), s.Attempts(), s.Failures()
 	st.TimeToReady, st.EverReady = s.TimeToReady()
 	st.HeldBeforeReady = s.HeldBeforeReady()
 	st.Cleanup, st.CleanedUp = s.LastCleanup()
