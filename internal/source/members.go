@@ -63,3 +63,22 @@ func checkSchedulerNames(spec *engine.GroupSpec, pods []*corev1.Pod, schedulerNa
 	spec.Invalid = append(spec.Invalid, fmt.Sprintf("spec.schedulerName: members disagree: %s: expected %q on every member",
 		describeSplit(byName), schedulerName))
 }
+
+// Gathering explains a group that has fewer members than its minimum: how many pods joined,
+// how they join, the minimum, and (when owner is known) what the owner declares, e.g.
+// "members joined: 8 of the 9 spec.minMember requires (pods that carry the
+// scheduling.x-k8s.io/pod-group label); MPIJob pi declares 9 replicas (Launcher 1, Worker 8)".
+// When the owner declares at least the minimum, the missing members are replicas that have
+// not joined the group, such as a launcher without the group label.
+func Gathering(spec engine.GroupSpec, members int, owner *unstructured.Unstructured) string {
+	msg := fmt.Sprintf("members joined: %d of the %d %s requires (pods that %s)",
+		members, spec.MinMember, minMemberField(spec.Source), JoinedBy(spec.Source))
+	if owner == nil {
+		return msg
+	}
+	desc, err := DescribeOwner(owner)
+	if err != nil {
+		return msg + "; owner " + err.Error()
+	}
+	return msg + "; " + desc
+}
