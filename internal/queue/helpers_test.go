@@ -41,6 +41,11 @@ func (b *entryBuilder) prio(p int32) *entryBuilder              { b.e.Priority =
 func (b *entryBuilder) requeued() *entryBuilder                 { b.e.Requeued = true; return b }
 func (b *entryBuilder) min(n int) *entryBuilder                 { b.group.Min(n); return b }
 func (b *entryBuilder) floor(r cluster.Resources) *entryBuilder { b.e.MinCharge = r; return b }
+func (b *entryBuilder) with(f func(*gt.PodBuilder) *gt.PodBuilder) *entryBuilder {
+	b.group.With(f)
+	return b
+}
+
 func (b *entryBuilder) at(d time.Duration) *entryBuilder {
 	b.e.QueuedAt = t0.Add(d)
 	return b

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/muster-sched/muster/internal/cluster"
+	gt "github.com/muster-sched/muster/internal/gangtest"
 	"github.com/muster-sched/muster/internal/queue"
 )
 
@@ -140,6 +141,21 @@ func TestScheduleBackfill(t *testing.T) {
 			"admit a {nvidia.com/gpu: 3} on n-0",
 			"wait b #1: 1 of minMember 3 members can be placed now; b-worker-0 ×3 {nvidia.com/gpu: 1}: 1/1 nodes are available",
 			"wait c #2: 1 of minMember 3 members can be placed now; c-worker-0 ×3 {nvidia.com/gpu: 1}: 1/1 nodes are available",
+		},
+	}, {
+		name:  "a failure stands only for groups of the same signature",
+		nodes: []*corev1.Node{gt.Node("n-0").GPU(4).Label("pool", "a").Obj()},
+		entries: []*entryBuilder{
+			entry("picky", 1, 1).with(func(p *gt.PodBuilder) *gt.PodBuilder { return p.Selector("pool", "b") }),
+			entry("plain", 1, 1).at(time.Second),
+			entry("four", 4, 1).at(2 * time.Second),
+			entry("two", 2, 1).min(1).at(3 * time.Second),
+		},
+		want: []string{
+			"admit plain {nvidia.com/gpu: 1} on n-0",
+			"admit two {nvidia.com/gpu: 2} on n-0",
+			"wait picky #1: picky-worker-0 {nvidia.com/gpu: 1}: 0/1 nodes are eligible: 1 node(s) didn't match Pod's node affinity/selector (impossible)",
+			"wait four #2: 3 of minMember 4 members can be placed now; four-worker-0 ×4 {nvidia.com/gpu: 1}: 1/1 nodes are available",
 		},
 	}}
 	for _, tc := range tests {
