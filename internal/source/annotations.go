@@ -107,10 +107,14 @@ func applyAnnotations(spec *engine.GroupSpec, look lookup) {
 		{musterv1alpha1.BackoffBaseAnnotation, &spec.Policy.BackoffBase},
 		{musterv1alpha1.BackoffMaxAnnotation, &spec.Policy.BackoffMax},
 	}
+	var backoffMax string
 	for _, d := range durations {
 		if v, ok := look(d.key); ok {
 			if dur, ok := parseDuration(spec, d.key, v); ok {
 				*d.dst = &dur
+			}
+			if d.key == musterv1alpha1.BackoffMaxAnnotation {
+				backoffMax = v
 			}
 		}
 	}
@@ -120,8 +124,7 @@ func applyAnnotations(spec *engine.GroupSpec, look lookup) {
 		}
 	}
 	if base, bmax := spec.Policy.BackoffBase, spec.Policy.BackoffMax; base != nil && bmax != nil && *bmax < *base {
-		v, _ := look(musterv1alpha1.BackoffMaxAnnotation)
-		invalidAnnotation(spec, musterv1alpha1.BackoffMaxAnnotation, v,
+		invalidAnnotation(spec, musterv1alpha1.BackoffMaxAnnotation, backoffMax,
 			fmt.Sprintf("must be at least %s (%s)", musterv1alpha1.BackoffBaseAnnotation, *base))
 	}
 	if v, ok := look(musterv1alpha1.TopologyAnnotation); ok {
@@ -150,11 +153,11 @@ func parseDuration(spec *engine.GroupSpec, key, v string) (time.Duration, bool) 
 	return d, true
 }
 
-// parseCount parses a decimal integer annotation of at least min.
-func parseCount(spec *engine.GroupSpec, key, v string, min int) (int, bool) {
+// parseCount parses a decimal integer annotation of at least least.
+func parseCount(spec *engine.GroupSpec, key, v string, least int) (int, bool) {
 	n, err := strconv.Atoi(v)
-	if err != nil || n < min {
-		invalidAnnotation(spec, key, v, fmt.Sprintf("expected a whole number of %d or more", min))
+	if err != nil || n < least {
+		invalidAnnotation(spec, key, v, fmt.Sprintf("expected a whole number of %d or more", least))
 		return 0, false
 	}
 	return n, true

@@ -50,7 +50,7 @@ func checkSchedulerNames(spec *engine.GroupSpec, pods []*corev1.Pod, schedulerNa
 	for _, p := range pods {
 		byName[p.Spec.SchedulerName] = append(byName[p.Spec.SchedulerName], p.Name)
 	}
-	if _, ours := byName[schedulerName]; ours && len(byName) == 1 || len(byName) == 0 {
+	if _, ours := byName[schedulerName]; len(byName) == 0 || (ours && len(byName) == 1) {
 		return
 	}
 	if len(byName) == 1 {
