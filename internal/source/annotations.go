@@ -153,7 +153,7 @@ func parseDuration(spec *engine.GroupSpec, key, v string) (time.Duration, bool) 
 	return d, true
 }
 
-// parseCount parses a decimal integer annotation of at least least.
+// parseCount parses a decimal integer annotation no smaller than least.
 func parseCount(spec *engine.GroupSpec, key, v string, least int) (int, bool) {
 	n, err := strconv.Atoi(v)
 	if err != nil || n < least {
