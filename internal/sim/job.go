@@ -36,6 +36,9 @@ type Job struct {
 	// HeldIncomplete is GPU-seconds bound to the job while fewer than MinMember members
 	// were bound: capacity held by an incomplete group.
 	HeldIncomplete float64
+	// HeldBeforeReady is GPU-seconds bound to the job before MinMember members were first
+	// Ready together: resource-hours held before useful progress.
+	HeldBeforeReady float64
 	// Evictions counts member pods the scheduler evicted.
 	Evictions int
 	Cancelled bool
@@ -58,14 +61,43 @@ func (w *World) Submit(j *Job) {
 	j.Submitted = w.now
 	j.pods, j.gen = map[int]string{}, map[int]int{}
 	w.jobs[j.Name] = j
-	w.sched.SetGroup(engine.GroupSpec{
-		Key: j.GroupKey(), Source: engine.Coscheduling, Namespace: "default", Name: j.Name,
-		MinMember: j.MinMember, Queue: j.Queue, Priority: j.Priority, Policy: j.Policy,
-	})
+	w.sched.SetGroup(w.groupSpec(j))
 	for i := 0; i < j.Workers; i++ {
 		w.createPod(j, i)
 	}
 	w.logf("%s: submitted, %d workers × %d GPU, minMember %d", j.Name, j.Workers, j.GPU, j.MinMember)
+}
+
+// SubmitInterleaved submits jobs whose controllers create their pods at the same time, so
+// the pods arrive interleaved (a-0, b-0, a-1, b-1, ...), as two operators reconciling at
+// once produce them.
+func (w *World) SubmitInterleaved(jobs ...*Job) {
+	most := 0
+	for _, j := range jobs {
+		if j.MinMember == 0 {
+			j.MinMember = j.Workers
+		}
+		j.Submitted = w.now
+		j.pods, j.gen = map[int]string{}, map[int]int{}
+		w.jobs[j.Name] = j
+		w.sched.SetGroup(w.groupSpec(j))
+		w.logf("%s: submitted, %d workers × %d GPU, minMember %d", j.Name, j.Workers, j.GPU, j.MinMember)
+		most = max(most, j.Workers)
+	}
+	for i := 0; i < most; i++ {
+		for _, j := range jobs {
+			if i < j.Workers {
+				w.createPod(j, i)
+			}
+		}
+	}
+}
+
+func (w *World) groupSpec(j *Job) engine.GroupSpec {
+	return engine.GroupSpec{
+		Key: j.GroupKey(), Source: engine.Coscheduling, Namespace: "default", Name: j.Name,
+		MinMember: j.MinMember, Queue: j.Queue, Priority: j.Priority, Policy: j.Policy,
+	}
 }
 
 // Job returns a submitted job by name.

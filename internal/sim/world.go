@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
@@ -151,8 +152,12 @@ func (w *World) advance(t time.Time) {
 	}
 	d := t.Sub(w.now).Seconds()
 	for _, j := range w.jobs {
-		if gpus, bound := j.boundGPUs(w); bound < j.MinMember {
+		gpus, bound := j.boundGPUs(w)
+		if bound < j.MinMember {
 			j.HeldIncomplete += float64(gpus) * d
+		}
+		if j.Ready.IsZero() {
+			j.HeldBeforeReady += float64(gpus) * d
 		}
 	}
 	w.now = t
@@ -212,3 +217,18 @@ func gpusOf(p *corev1.Pod) int64 {
 
 // GPU is the accelerator resource of simulated nodes.
 const GPU corev1.ResourceName = "nvidia.com/gpu"
+
+func gpuNode(name string, gpus int64) *corev1.Node {
+	n := &corev1.Node{}
+	n.Name = name
+	n.Labels = map[string]string{"kubernetes.io/hostname": name}
+	n.Status.Allocatable = corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("32"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+		GPU:                   *resource.NewQuantity(gpus, resource.DecimalSI),
+	}
+	n.Status.Capacity = n.Status.Allocatable.DeepCopy()
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	return n
+}
