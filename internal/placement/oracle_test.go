@@ -1,0 +1,172 @@
+package placement_test
+
+import (
+	"flag"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"pgregory.net/rapid"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	gt "github.com/muster-sched/muster/internal/gangtest"
+	"github.com/muster-sched/muster/internal/placement"
+)
+
+// oracleCase is a small random cluster and group.
+type oracleCase struct {
+	nodes []*corev1.Node
+	bound []*corev1.Pod
+	group placement.Group
+	mixed bool
+}
+
+func drawCase(t *rapid.T) oracleCase {
+	var c oracleCase
+	nodeCount := rapid.IntRange(1, 4).Draw(t, "nodes")
+	for i := 0; i < nodeCount; i++ {
+		b := gt.Node(fmt.Sprintf("n-%d", i)).GPU(int64(rapid.IntRange(0, 4).Draw(t, "gpu"))).
+			CPU(fmt.Sprint(rapid.IntRange(1, 4).Draw(t, "cpu")))
+		if rapid.Bool().Draw(t, "labelled") {
+			b.Label("pool", "a")
+		}
+		if rapid.IntRange(0, 9).Draw(t, "taint") == 0 {
+			b.Taint("dedicated", "x", corev1.TaintEffectNoSchedule)
+		}
+		c.nodes = append(c.nodes, b.Obj())
+		if used := rapid.IntRange(0, 2).Draw(t, "used"); used > 0 {
+			c.bound = append(c.bound, gt.Pod(fmt.Sprintf("x-%d", i)).GPU(int64(used)).Node(b.Obj().Name).Obj())
+		}
+	}
+	shapes := rapid.IntRange(1, 2).Draw(t, "shapes")
+	c.mixed = shapes > 1
+	for s := 0; s < shapes; s++ {
+		gpu := int64(rapid.IntRange(0, 3).Draw(t, "member-gpu"))
+		cpu := rapid.IntRange(0, 3).Draw(t, "member-cpu")
+		selector := rapid.IntRange(0, 3).Draw(t, "selector") == 0
+		count := rapid.IntRange(1, 3).Draw(t, "count")
+		for m := 0; m < count; m++ {
+			name := fmt.Sprintf("s%d-m%d", s, m)
+			p := gt.Pod(name)
+			if gpu > 0 {
+				p.GPU(gpu)
+			}
+			if cpu > 0 {
+				p.Req(corev1.ResourceCPU, fmt.Sprint(cpu))
+			}
+			if selector {
+				p.Selector("pool", "a")
+			}
+			c.group.Members = append(c.group.Members, placement.Member{Name: name, Pod: p.Obj()})
+		}
+	}
+	c.group.Name = "g"
+	c.group.MinMember = rapid.IntRange(1, len(c.group.Members)).Draw(t, "min")
+	return c
+}
+
+// oracle tries every assignment of members to nodes (or to none) and reports the most
+// members any valid assignment places.
+func oracle(c oracleCase) int {
+	snap := cluster.New(c.nodes, c.bound)
+	nodes := snap.Nodes()
+	best := 0
+	var try func(i, placed int)
+	try = func(i, placed int) {
+		if i == len(c.group.Members) {
+			best = max(best, placed)
+			return
+		}
+		if placed+len(c.group.Members)-i <= best {
+			return
+		}
+		m := c.group.Members[i]
+		req := cluster.PodRequests(m.Pod)
+		for _, n := range nodes {
+			if !eligible(n, m.Pod) || n.Fits(req) == 0 {
+				continue
+			}
+			undo := snap.Assume(n, req)
+			try(i+1, placed+1)
+			undo()
+		}
+		try(i+1, placed)
+	}
+	try(0, 0)
+	return best
+}
+
+// eligible is the oracle's own statement of the static predicates used in drawCase.
+func eligible(n *cluster.NodeInfo, p *corev1.Pod) bool {
+	for k, v := range p.Spec.NodeSelector {
+		if n.Node.Labels[k] != v {
+			return false
+		}
+	}
+	return len(n.Node.Spec.Taints) == 0
+}
+
+// TestAgainstOracle checks placement against brute force on random small clusters: every
+// plan is valid (predicates, capacity, at least minMember), a plan always exists when all
+// members share one shape and the oracle finds one, and for mixed shapes the match rate
+// with the oracle is reported and must stay at or above 99%.
+func TestAgainstOracle(t *testing.T) {
+	// The match rate needs more cases than rapid's default 100 to mean anything.
+	if f := flag.Lookup("rapid.checks"); f != nil && f.Value.String() == f.DefValue {
+		if err := f.Value.Set("2000"); err != nil {
+			t.Fatal(err)
+		}
+		defer f.Value.Set(f.DefValue) //nolint:errcheck // restoring the default cannot fail
+	}
+	var mixed, mixedMatch int
+	rapid.Check(t, func(t *rapid.T) {
+		c := drawCase(t)
+		snap := cluster.New(c.nodes, c.bound)
+		plan, diag := placement.Place(snap, c.group, placement.Options{})
+		possible := oracle(c) >= c.group.MinMember
+		if plan != nil {
+			checkPlan(t, c, plan)
+		}
+		if c.mixed {
+			mixed++
+			if (plan != nil) == possible {
+				mixedMatch++
+			}
+			return
+		}
+		if possible && plan == nil {
+			t.Fatalf("oracle places %d members (min %d) but Place failed: %v", oracle(c), c.group.MinMember, diag)
+		}
+	})
+	if mixed > 0 {
+		rate := float64(mixedMatch) / float64(mixed)
+		t.Logf("mixed shapes: placement agreed with the oracle on %d of %d cases (%.1f%%)", mixedMatch, mixed, 100*rate)
+		if rate < 0.99 {
+			t.Errorf("mixed-shape match rate %.1f%% is below 99%%", 100*rate)
+		}
+	}
+}
+
+// checkPlan re-validates a plan from scratch: no predicate or capacity is violated.
+func checkPlan(t *rapid.T, c oracleCase, plan *placement.Plan) {
+	if len(plan.Assignments) < c.group.MinMember {
+		t.Fatalf("plan places %d members, fewer than minMember %d", len(plan.Assignments), c.group.MinMember)
+	}
+	fresh := cluster.New(c.nodes, c.bound)
+	pods := map[string]*corev1.Pod{}
+	for _, m := range c.group.Members {
+		pods[m.Name] = m.Pod
+	}
+	for _, a := range plan.Assignments {
+		n := fresh.Node(a.Node)
+		p := pods[a.Member]
+		if !eligible(n, p) {
+			t.Fatalf("member %s placed on ineligible node %s", a.Member, a.Node)
+		}
+		req := cluster.PodRequests(p)
+		if n.Fits(req) == 0 {
+			t.Fatalf("member %s does not fit node %s: free %v", a.Member, a.Node, n.Requested)
+		}
+		fresh.Assume(n, req)
+	}
+}
