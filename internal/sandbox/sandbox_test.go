@@ -2,6 +2,8 @@ package sandbox_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/muster-sched/muster/internal/sandbox"
@@ -72,6 +75,9 @@ func TestBoundPodBecomesRunningThenReady(t *testing.T) {
 	}
 	if s := got.Status.InitContainerStatuses; len(s) != 1 || s[0].State.Terminated == nil || s[0].State.Terminated.ExitCode != 0 {
 		t.Errorf("expected init container setup completed, found %+v", s)
+	}
+	if got.Status.PodIP == "" || got.Status.HostIP == "" {
+		t.Errorf("expected a pod IP and a host IP, found %q and %q", got.Status.PodIP, got.Status.HostIP)
 	}
 }
 
@@ -274,4 +280,36 @@ func condition(p *v1.Pod, t v1.PodConditionType) v1.PodCondition {
 		}
 	}
 	return v1.PodCondition{}
+}
+
+// BenchmarkBoundPodsBecomeRunning measures how fast bound pods become Running:
+// 16 clients create and bind pods in parallel, as a scheduler would, and the
+// simulated kubelet takes each to Running through the API server.
+func BenchmarkBoundPodsBecomeRunning(b *testing.B) {
+	env := sandboxtest.Shared(b)
+	ns := env.Namespace(b)
+	nodes := env.CreateNodes(b, sandbox.NodePool{Name: "bench", Count: 100, CPU: "64", Memory: "256Gi"})
+	pods := env.Kube.CoreV1().Pods(ns)
+	errs := make([]error, b.N)
+	b.ResetTimer()
+	workqueue.ParallelizeUntil(context.Background(), 16, b.N, func(i int) {
+		ctx := context.Background()
+		pod, err := pods.Create(ctx, sandboxtest.Pod(ns, fmt.Sprintf("pod-%d", i)).Obj(), metav1.CreateOptions{})
+		if err == nil {
+			binding := &v1.Binding{
+				ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: pod.UID},
+				Target:     v1.ObjectReference{Kind: "Node", Name: nodes[i%len(nodes)]},
+			}
+			err = pods.Bind(ctx, binding, metav1.CreateOptions{})
+		}
+		errs[i] = err
+	})
+	if err := errors.Join(errs...); err != nil {
+		b.Fatal(err)
+	}
+	env.WaitFor(b, fmt.Sprintf("%d pods Running", b.N), func(ctx context.Context) (bool, error) {
+		running, err := pods.List(ctx, metav1.ListOptions{FieldSelector: "status.phase=Running"})
+		return err == nil && len(running.Items) == b.N, err
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pods/s")
 }

@@ -94,6 +94,7 @@ type Kubelet struct {
 	mu       sync.Mutex
 	admitted map[types.UID]*admission
 	usage    map[string]*nodeUsage
+	nextIP   int
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -104,6 +105,7 @@ type admission struct {
 	node     string
 	requests v1.ResourceList
 	boundAt  time.Time
+	podIP    string
 	done     bool
 }
 
@@ -342,21 +344,23 @@ func (k *Kubelet) desired(ctx context.Context, pod *v1.Pod, node *v1.Node, now t
 	if err != nil {
 		return failedStatus(pod, ReasonInvalidAnnotation, err.Error(), now), 0
 	}
-	boundAt, rej := k.admit(pod, node, now)
+	a, rej := k.admit(pod, node, now)
 	if rej != nil {
 		return failedStatus(pod, rej.Reason, rej.Message, now), 0
 	}
-	return renderStatus(pod, boundAt, now, f, k.timing.PullDelay)
+	status, next := renderStatus(pod, a.boundAt, now, f, k.timing.PullDelay)
+	setAddresses(&status, node, a.podIP)
+	return status, next
 }
 
-// admit returns when pod was admitted to node, admitting it at now if it fits what
+// admit returns the admission of pod to node, admitting it at now if it fits what
 // the node's other admitted pods leave free. A pod that already has a start time
-// (the kubelet restarted) is adopted without a check.
-func (k *Kubelet) admit(pod *v1.Pod, node *v1.Node, now time.Time) (time.Time, *rejection) {
+// (the kubelet restarted) is adopted without a check, keeping its pod IP.
+func (k *Kubelet) admit(pod *v1.Pod, node *v1.Node, now time.Time) (admission, *rejection) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if a, ok := k.admitted[pod.UID]; ok {
-		return a.boundAt, nil
+		return *a, nil
 	}
 	u := k.usage[node.Name]
 	if u == nil {
@@ -364,16 +368,20 @@ func (k *Kubelet) admit(pod *v1.Pod, node *v1.Node, now time.Time) (time.Time, *
 		k.usage[node.Name] = u
 	}
 	req := podRequests(pod)
-	boundAt := now
+	a := &admission{node: node.Name, requests: req, boundAt: now, podIP: pod.Status.PodIP}
 	if pod.Status.StartTime != nil {
-		boundAt = pod.Status.StartTime.Time
+		a.boundAt = pod.Status.StartTime.Time
 	} else if rej := fit(req, u.requests, node.Status.Allocatable, u.pods); rej != nil {
-		return time.Time{}, rej
+		return admission{}, rej
 	}
-	k.admitted[pod.UID] = &admission{node: node.Name, requests: req, boundAt: boundAt}
+	if a.podIP == "" {
+		k.nextIP++
+		a.podIP = podIP(k.nextIP)
+	}
+	k.admitted[pod.UID] = a
 	addTo(u.requests, req)
 	u.pods++
-	return boundAt, nil
+	return *a, nil
 }
 
 // finish releases what a pod that reached a terminal phase held on its node.

@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -263,4 +264,21 @@ func setCondition(s *v1.PodStatus, t v1.PodConditionType, status v1.ConditionSta
 func stamp(t time.Time) *metav1.Time {
 	mt := metav1.NewTime(t).Rfc3339Copy()
 	return &mt
+}
+
+// setAddresses sets the pod's host IP (the node's internal IP, if it has one) and
+// its pod IP, as the kubelet does once the pod sandbox exists.
+func setAddresses(s *v1.PodStatus, node *v1.Node, podIP string) {
+	for _, a := range node.Status.Addresses {
+		if a.Type == v1.NodeInternalIP {
+			s.HostIP, s.HostIPs = a.Address, []v1.HostIP{{IP: a.Address}}
+			break
+		}
+	}
+	s.PodIP, s.PodIPs = podIP, []v1.PodIP{{IP: podIP}}
+}
+
+// podIP is the n-th (from 1) pod IP the kubelet hands out, from 10.128.0.0/10.
+func podIP(n int) string {
+	return fmt.Sprintf("10.%d.%d.%d", 128+(n>>16)&63, (n>>8)&255, n&255)
 }
