@@ -67,7 +67,7 @@ func (e *Engine) bindPlan(g *group, plan *placement.Plan, out *Output) {
 }
 
 // placeReplacements places unbound members of groups that already hold their placement
-// (Starting, Running, Recovering): replacements for lost members, and members beyond
+// (Binding, Starting, Running, Recovering): binds that failed, replacements for lost members, and members beyond
 // minMember that did not fit at admission. Each is placed alone, in the group's domain.
 func (e *Engine) placeReplacements(out *Output) {
 	for _, key := range sortedKeys(e.replace) {
@@ -77,7 +77,7 @@ func (e *Engine) placeReplacements(out *Output) {
 			continue
 		}
 		switch g.state.Phase() {
-		case lifecycle.Starting, lifecycle.Running, lifecycle.Recovering:
+		case lifecycle.Binding, lifecycle.Starting, lifecycle.Running, lifecycle.Recovering:
 		default:
 			delete(e.replace, key)
 			continue

@@ -81,7 +81,7 @@ func (e *Engine) advance(g *group, now time.Time, out *Output) {
 	}
 	if len(g.unplaced()) > 0 {
 		switch g.state.Phase() {
-		case lifecycle.Starting, lifecycle.Running, lifecycle.Recovering:
+		case lifecycle.Binding, lifecycle.Starting, lifecycle.Running, lifecycle.Recovering:
 			e.replace[g.key] = true
 		}
 	}

@@ -1,0 +1,82 @@
+package engine_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/muster-sched/muster/internal/engine"
+	gt "github.com/muster-sched/muster/internal/gangtest"
+	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/sim"
+)
+
+// TestInvalidGroups: a group whose definition is wrong gets one Warning event naming the
+// field and value, and none of its pods is bound.
+func TestInvalidGroups(t *testing.T) {
+	tests := []struct {
+		name string
+		spec engine.GroupSpec
+		want string
+	}{
+		{"minMember zero", engine.GroupSpec{MinMember: 0}, "spec.minMember: 0"},
+		{"source problem", engine.GroupSpec{MinMember: 1, Invalid: []string{`spec.queue: "a b": not a valid queue name`}}, `spec.queue: "a b"`},
+		{"bad policy", engine.GroupSpec{MinMember: 1, Policy: engine.PolicyOverrides{StartTimeout: ptr(int64(-1))}}, "StartTimeout must be greater than 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := sim.NewEngine()
+			e.SetNode(gt.Node("n-0").GPU(1).Obj())
+			tc.spec.Key, tc.spec.Source = "Coscheduling/default/g", engine.Coscheduling
+			e.SetGroup(tc.spec)
+			e.SetPod(gt.Pod("g-0").GPU(1).Obj(), tc.spec.Key)
+			out := e.Step(sim.Epoch)
+			if len(out.Binds) != 0 {
+				t.Fatalf("invalid group was bound: %+v", out.Binds)
+			}
+			if len(out.Events) != 1 || out.Events[0].Reason != "InvalidGroup" || out.Events[0].Type != engine.Warning {
+				t.Fatalf("events = %+v, want one Warning InvalidGroup", out.Events)
+			}
+			if !strings.Contains(out.Events[0].Message, tc.want) {
+				t.Fatalf("message %q does not name %q", out.Events[0].Message, tc.want)
+			}
+			if again := e.Step(sim.Epoch); len(again.Events) != 0 {
+				t.Fatalf("the problem was reported twice: %+v", again.Events)
+			}
+			st, _ := e.Group(tc.spec.Key)
+			if st.Invalid == "" || st.Phase != "" {
+				t.Fatalf("status = phase %q invalid %q, want no phase and the problem", st.Phase, st.Invalid)
+			}
+		})
+	}
+}
+
+func ptr(ns int64) *time.Duration { d := time.Duration(ns); return &d }
+
+// TestBindFailed: a failed bind frees the node and the member is placed again.
+func TestBindFailed(t *testing.T) {
+	e := sim.NewEngine()
+	e.SetNode(gt.Node("n-0").GPU(1).Obj())
+	key := "Single/default/p"
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Single, MinMember: 1})
+	e.SetPod(gt.Pod("p").GPU(1).Obj(), key)
+	out := e.Step(sim.Epoch)
+	want := []engine.Bind{{Group: key, Pod: "default/p", Node: "n-0"}}
+	if d := cmp.Diff(want, out.Binds); d != "" {
+		t.Fatalf("binds (-want +got):\n%s", d)
+	}
+	e.BindFailed("default/p")
+	if free := e.Snapshot().Node("n-0").Free(gt.GPU); free != 1 {
+		t.Fatalf("after a failed bind n-0 has %d GPU free, want 1", free)
+	}
+	out = e.Step(sim.Epoch)
+	if d := cmp.Diff(want, out.Binds); d != "" {
+		t.Fatalf("after the failed bind, binds (-want +got):\n%s", d)
+	}
+	st, _ := e.Group(key)
+	if st.Phase != lifecycle.Binding || st.Attempt != 1 {
+		t.Fatalf("phase %s attempt %d, want Binding in attempt 1: a failed bind is not a failed attempt", st.Phase, st.Attempt)
+	}
+}
