@@ -16,6 +16,8 @@ type NodeInfo struct {
 	Allocatable Resources
 	// Requested is the sum of PodRequests of the non-terminal pods bound to the node.
 	Requested Resources
+
+	ready bool
 }
 
 // Name returns the node's name.
@@ -27,13 +29,29 @@ func (n *NodeInfo) Free(name corev1.ResourceName) int64 {
 }
 
 // Ready reports whether the node's Ready condition is True.
-func (n *NodeInfo) Ready() bool {
-	for _, c := range n.Node.Status.Conditions {
+func (n *NodeInfo) Ready() bool { return n.ready }
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue
 		}
 	}
 	return false
+}
+
+// FitsVector is Fits for a request given as parallel slices of names and amounts, which
+// callers that test one request against many nodes precompute.
+func (n *NodeInfo) FitsVector(names []corev1.ResourceName, needs []int64) int {
+	count := int64(1<<31 - 1)
+	for i, name := range names {
+		free := n.Allocatable[name] - n.Requested[name]
+		if free < needs[i] {
+			return 0
+		}
+		count = min(count, free/needs[i])
+	}
+	return int(count)
 }
 
 // Fits reports how many copies of req fit in the node's free resources right now.
@@ -99,9 +117,10 @@ func (s *Snapshot) SetNode(n *corev1.Node) {
 	if info, ok := s.byName[n.Name]; ok {
 		info.Node = n
 		info.Allocatable = FromList(n.Status.Allocatable)
+		info.ready = nodeReady(n)
 		return
 	}
-	info := &NodeInfo{Node: n, Allocatable: FromList(n.Status.Allocatable), Requested: Resources{}}
+	info := &NodeInfo{Node: n, Allocatable: FromList(n.Status.Allocatable), Requested: Resources{}, ready: nodeReady(n)}
 	i, _ := slices.BinarySearchFunc(s.nodes, n.Name, func(a *NodeInfo, name string) int {
 		return strings.Compare(a.Name(), name)
 	})
@@ -180,7 +199,7 @@ func (s *Snapshot) Clone() *Snapshot {
 		bound:  make(map[string]boundPod, len(s.bound)),
 	}
 	for i, n := range s.nodes {
-		cp := &NodeInfo{Node: n.Node, Allocatable: n.Allocatable, Requested: n.Requested.Clone()}
+		cp := &NodeInfo{Node: n.Node, Allocatable: n.Allocatable, Requested: n.Requested.Clone(), ready: n.ready}
 		c.nodes[i] = cp
 		c.byName[cp.Name()] = cp
 	}
@@ -199,7 +218,7 @@ func (s *Snapshot) Empty() *Snapshot {
 		bound:  map[string]boundPod{},
 	}
 	for i, n := range s.nodes {
-		cp := &NodeInfo{Node: n.Node, Allocatable: n.Allocatable, Requested: Resources{}}
+		cp := &NodeInfo{Node: n.Node, Allocatable: n.Allocatable, Requested: Resources{}, ready: n.ready}
 		c.nodes[i] = cp
 		c.byName[cp.Name()] = cp
 	}

@@ -48,7 +48,7 @@ func (p *placer) diagnoseShape(s *shape) ShapeDiagnosis {
 			hist[r]++
 			continue
 		}
-		k := n.Fits(s.req)
+		k := s.fits(n)
 		if k == 0 {
 			for _, r := range resourceReasons(n, s) {
 				hist[r]++

@@ -100,7 +100,13 @@ type shape struct {
 	req      cluster.Resources
 	members  []Member
 	affinity nodeaffinity.RequiredNodeAffinity
+	// names and needs are req's positive amounts as parallel slices, for fits.
+	names []corev1.ResourceName
+	needs []int64
 }
+
+// fits is how many members of s the node can take now.
+func (s *shape) fits(n *cluster.NodeInfo) int { return n.FitsVector(s.names, s.needs) }
 
 // name describes a shape for diagnoses: its first member and how many it stands for.
 func (s *shape) name() string {
@@ -123,6 +129,12 @@ func shapesOf(members []Member) []*shape {
 				pod:      m.Pod,
 				req:      cluster.PodRequests(m.Pod),
 				affinity: nodeaffinity.GetRequiredNodeAffinity(m.Pod),
+			}
+			for _, name := range s.req.Names() {
+				if s.req[name] > 0 {
+					s.names = append(s.names, name)
+					s.needs = append(s.needs, s.req[name])
+				}
 			}
 			byKey[key] = s
 			out = append(out, s)

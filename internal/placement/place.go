@@ -142,7 +142,7 @@ func (p *placer) preferredTiers(key string) [][]*cluster.NodeInfo {
 	for _, name := range names {
 		for _, n := range domains[name] {
 			if _, bad := p.reject(n, p.shapes[0]); !bad {
-				room[name] += n.Fits(p.shapes[0].req)
+				room[name] += p.shapes[0].fits(n)
 			}
 		}
 	}
@@ -176,7 +176,7 @@ func (p *placer) fill(tiers [][]*cluster.NodeInfo) *attempt {
 			if len(left) == 0 {
 				break
 			}
-			for _, c := range p.candidates(tier, s) {
+			for _, c := range p.candidates(tier, s, len(left)) {
 				take := min(c.count, len(left))
 				for _, m := range left[:take] {
 					a.assume(p.snap, c.node, m, s.req, p.scarce)
@@ -204,35 +204,46 @@ func (a *attempt) assume(snap *cluster.Snapshot, n *cluster.NodeInfo, m Member, 
 
 // candidates returns the nodes of tier that pass every predicate for s and have room for at
 // least one member, best first: most allocated on the scarce resource (so whole nodes stay
-// free for big gangs), then by name.
-func (p *placer) candidates(tier []*cluster.NodeInfo, s *shape) []candidate {
+// free for big gangs), then by name. When one member is wanted only the best is returned.
+func (p *placer) candidates(tier []*cluster.NodeInfo, s *shape, wanted int) []candidate {
 	var out []candidate
 	for _, n := range tier {
 		if _, bad := p.reject(n, s); bad {
 			continue
 		}
-		if k := n.Fits(s.req); k > 0 {
-			out = append(out, candidate{node: n, count: k})
+		k := s.fits(n)
+		if k == 0 {
+			continue
+		}
+		c := candidate{node: n, count: k}
+		if wanted == 1 && len(out) == 1 {
+			if p.better(s, c, out[0]) < 0 {
+				out[0] = c
+			}
+			continue
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b candidate) int { return p.better(s, a, b) })
+	return out
+}
+
+// better orders candidates for shape s: negative when a is the better node.
+func (p *placer) better(s *shape, a, b candidate) int {
+	if s.req[p.scarce] > 0 {
+		if c := cmp.Compare(a.node.Free(p.scarce), b.node.Free(p.scarce)); c != 0 {
+			return c
+		}
+	} else {
+		// Members that do not need the scarce resource go where there is none of it.
+		if c := cmp.Compare(a.node.Allocatable[p.scarce], b.node.Allocatable[p.scarce]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.node.Free(corev1.ResourceCPU), b.node.Free(corev1.ResourceCPU)); c != 0 {
+			return c
 		}
 	}
-	needsScarce := s.req[p.scarce] > 0
-	slices.SortFunc(out, func(a, b candidate) int {
-		if needsScarce {
-			if c := cmp.Compare(a.node.Free(p.scarce), b.node.Free(p.scarce)); c != 0 {
-				return c
-			}
-		} else {
-			// Members that do not need the scarce resource go where there is none of it.
-			if c := cmp.Compare(a.node.Allocatable[p.scarce], b.node.Allocatable[p.scarce]); c != 0 {
-				return c
-			}
-			if c := cmp.Compare(a.node.Free(corev1.ResourceCPU), b.node.Free(corev1.ResourceCPU)); c != 0 {
-				return c
-			}
-		}
-		return strings.Compare(a.node.Name(), b.node.Name())
-	})
-	return out
+	return strings.Compare(a.node.Name(), b.node.Name())
 }
 
 // reject applies the static predicates and the caller's exclusions.
