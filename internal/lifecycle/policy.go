@@ -35,10 +35,10 @@ type Policy struct {
 }
 
 // DefaultPolicy returns the policy used when neither the group nor its queue sets one:
-// 10m start timeout, 5m recovery timeout, 3 retries, backoff from 30s capped at 10m.
+// 5m start timeout, 5m recovery timeout, 3 retries, backoff from 30s capped at 10m.
 func DefaultPolicy() Policy {
 	return Policy{
-		StartTimeout:    10 * time.Minute,
+		StartTimeout:    5 * time.Minute,
 		RecoveryTimeout: 5 * time.Minute,
 		MaxRetries:      3,
 		BackoffBase:     30 * time.Second,
