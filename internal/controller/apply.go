@@ -1,0 +1,241 @@
+package controller
+
+import (
+	"context"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	volcanov1beta1 "github.com/muster-sched/muster/api/volcano/v1beta1"
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/source"
+)
+
+// apply reads every changed object from the cache and tells the engine.
+func (s *scheduler) apply(ctx context.Context, c *changes) {
+	if c.empty() && len(s.specDirty) == 0 {
+		return
+	}
+	cache := s.mgr.GetCache()
+	for name := range c.nodes {
+		n := &corev1.Node{}
+		if err := cache.Get(ctx, types.NamespacedName{Name: name}, n); err == nil {
+			s.eng.SetNode(n)
+		} else if apierrors.IsNotFound(err) {
+			s.eng.RemoveNode(name)
+		}
+	}
+	for name := range c.queues {
+		s.applyQueue(ctx, name)
+	}
+	for ref := range c.groups {
+		s.applyGroupObject(ctx, ref)
+	}
+	for key := range c.pods {
+		s.applyPod(ctx, key)
+	}
+	for _, key := range sortedKeys(s.specDirty) {
+		s.translate(key)
+	}
+	clear(s.specDirty)
+}
+
+// applyGroupObject records a group object, or cancels its group when it is gone.
+func (s *scheduler) applyGroupObject(ctx context.Context, ref source.Ref) {
+	key := ref.Key()
+	obj := apiOf(ref.Source).newObject()
+	err := s.mgr.GetCache().Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj)
+	switch {
+	case err == nil:
+		s.objects[key] = obj
+		s.specDirty[key] = true
+	case apierrors.IsNotFound(err):
+		if _, ok := s.objects[key]; ok {
+			delete(s.objects, key)
+			delete(s.written, key)
+			delete(s.conditions, key)
+			s.eng.RemoveGroup(key)
+		}
+	default:
+		s.log.Error(err, "reading a group object from the cache", "group", key)
+	}
+}
+
+// applyPod records a pod, or removes it when it is gone (recreating it if muster
+// evicted it and it has no controller).
+func (s *scheduler) applyPod(ctx context.Context, key string) {
+	p := &corev1.Pod{}
+	err := s.mgr.GetCache().Get(ctx, splitKey(key), p)
+	if err != nil && !apierrors.IsNotFound(err) {
+		s.log.Error(err, "reading a pod from the cache", "pod", key)
+		return
+	}
+	old := s.pods[key]
+	if old != nil && (err != nil || old.UID != p.UID) {
+		s.forgetPod(key, old)
+	}
+	if err != nil {
+		s.recreateIfRecorded(ctx, key, nil)
+		return
+	}
+	if r := s.recreate[key]; r != nil && r.uid != p.UID {
+		s.recreateIfRecorded(ctx, key, p)
+	}
+	ref := source.GroupOf(p)
+	gk := ref.Key()
+	s.pods[key] = p
+	if s.podIsOurs(p) {
+		s.eng.SetPod(p, gk)
+	} else {
+		s.eng.SetPod(p, "")
+		if ref.Source == engine.Single {
+			return
+		}
+	}
+	if s.members[gk] == nil {
+		s.members[gk] = map[string]*corev1.Pod{}
+	}
+	s.members[gk][key] = p
+	s.specDirty[gk] = true
+}
+
+// forgetPod removes a pod that is gone or was replaced by one of the same name.
+func (s *scheduler) forgetPod(key string, old *corev1.Pod) {
+	gk := source.GroupOf(old).Key()
+	delete(s.pods, key)
+	s.eng.RemovePod(key)
+	if m := s.members[gk]; m != nil {
+		delete(m, key)
+		if len(m) == 0 {
+			delete(s.members, gk)
+		}
+		s.specDirty[gk] = true
+	}
+}
+
+// translate computes a group's spec from its object and members and sets it.
+func (s *scheduler) translate(key string) {
+	ref := refOfKey(key)
+	pods := s.memberList(key)
+	var spec engine.GroupSpec
+	switch obj := s.objects[key].(type) {
+	case *spv1alpha1.PodGroup:
+		spec = source.FromCoscheduling(obj, s.ours(pods), s.priority)
+	case *volcanov1beta1.PodGroup:
+		spec = source.FromVolcano(obj, s.priority)
+	case *schedulingv1beta1.PodGroup:
+		spec = source.FromNative(obj, s.priority)
+	default:
+		ours := s.ours(pods)
+		switch {
+		case len(ours) == 0:
+			return // an object group not seen yet, or a plain group with no pod left
+		case ref.Source == engine.Labels:
+			spec = source.FromLabels(ref, ours, s.priority)
+		case ref.Source == engine.Single:
+			spec = source.FromSingle(ours[0], s.priority)
+		default:
+			return // members name a group object not seen yet: they wait for it
+		}
+	}
+	source.CheckMembers(&spec, pods, nil, s.cfg.SchedulerName)
+	s.eng.SetGroup(spec)
+}
+
+// memberList returns a group's pods sorted by key.
+func (s *scheduler) memberList(key string) []*corev1.Pod {
+	m := s.members[key]
+	out := make([]*corev1.Pod, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		out = append(out, m[k])
+	}
+	return out
+}
+
+// ours returns the pods that are muster's.
+func (s *scheduler) ours(pods []*corev1.Pod) []*corev1.Pod {
+	return slices.DeleteFunc(slices.Clone(pods), func(p *corev1.Pod) bool { return !s.podIsOurs(p) })
+}
+
+// priority resolves a PriorityClass from the cache.
+func (s *scheduler) priority(name string) (int32, bool) {
+	pc := &schedulingv1.PriorityClass{}
+	if err := s.mgr.GetCache().Get(context.Background(), types.NamespacedName{Name: name}, pc); err != nil {
+		return 0, false
+	}
+	return pc.Value, true
+}
+
+// applyQueue sets a Queue, or removes it when it is gone.
+func (s *scheduler) applyQueue(ctx context.Context, name string) {
+	q := &musterv1alpha1.Queue{}
+	err := s.mgr.GetCache().Get(ctx, client.ObjectKey{Name: name}, q)
+	switch {
+	case err == nil:
+		s.eng.SetQueue(engineQueue(q))
+	case apierrors.IsNotFound(err):
+		s.eng.RemoveQueue(name)
+		if name == s.cfg.DefaultQueue {
+			s.ensureDefaultQueue()
+		}
+	default:
+		s.log.Error(err, "reading a Queue from the cache", "queue", name)
+	}
+}
+
+// ensureDefaultQueue makes the default queue unlimited when no Queue object names it.
+func (s *scheduler) ensureDefaultQueue() {
+	if s.queuesServed {
+		q := &musterv1alpha1.Queue{}
+		if err := s.mgr.GetCache().Get(context.Background(), client.ObjectKey{Name: s.cfg.DefaultQueue}, q); err == nil {
+			return
+		}
+	}
+	s.log.Info("no Queue object names the default queue; it is unlimited", "queue", s.cfg.DefaultQueue)
+	s.eng.SetQueue(engine.Queue{Name: s.cfg.DefaultQueue})
+}
+
+// engineQueue translates a Queue object.
+func engineQueue(q *musterv1alpha1.Queue) engine.Queue {
+	out := engine.Queue{Name: q.Name, Priority: q.Spec.Priority}
+	if len(q.Spec.Quota) > 0 {
+		out.Quota = cluster.FromList(q.Spec.Quota)
+	}
+	if d := q.Spec.Defaults; d != nil {
+		if d.StartTimeout != nil {
+			out.Defaults.StartTimeout = &d.StartTimeout.Duration
+		}
+		if d.RecoveryTimeout != nil {
+			out.Defaults.RecoveryTimeout = &d.RecoveryTimeout.Duration
+		}
+		if d.MaxRetries != nil {
+			n := int(*d.MaxRetries)
+			out.Defaults.MaxRetries = &n
+		}
+		if d.BackoffBase != nil {
+			out.Defaults.BackoffBase = &d.BackoffBase.Duration
+		}
+		if d.BackoffMax != nil {
+			out.Defaults.BackoffMax = &d.BackoffMax.Duration
+		}
+	}
+	return out
+}
+
+// sortedKeys returns a map's keys, sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,180 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/engine"
+)
+
+// Plan is the placement in flight that muster records, as JSON in the
+// muster.dev/placement annotation, before the first bind of a group (DESIGN §7).
+type Plan struct {
+	// Group is the group's key.
+	Group string `json:"group"`
+	// Attempt counts the group's admissions, starting at 1.
+	Attempt int `json:"attempt"`
+	// Pods maps member pod names (in the group's namespace) to their assignment.
+	Pods map[string]Assignment `json:"pods"`
+}
+
+// Assignment is one member's node in a Plan, and the UID of the pod it was made for.
+type Assignment struct {
+	Node string    `json:"node"`
+	UID  types.UID `json:"uid"`
+}
+
+// bindAll records each group's plan and binds its members concurrently. It reports
+// whether a bind failed, so that the engine must place those members anew.
+func (s *scheduler) bindAll(ctx context.Context, binds []engine.Bind) bool {
+	byGroup := map[string][]engine.Bind{}
+	var order []string
+	for _, b := range binds {
+		if byGroup[b.Group] == nil {
+			order = append(order, b.Group)
+		}
+		byGroup[b.Group] = append(byGroup[b.Group], b)
+	}
+	failed := false
+	for _, gk := range order {
+		if !s.bindGroup(ctx, gk, byGroup[gk]) {
+			failed = true
+		}
+	}
+	return failed
+}
+
+// bindGroup writes the plan of one group, binds its members, and clears the plan. It
+// reports whether every bind succeeded.
+func (s *scheduler) bindGroup(ctx context.Context, gk string, binds []engine.Bind) bool {
+	plan := Plan{Group: gk, Attempt: 1, Pods: map[string]Assignment{}}
+	if st, ok := s.eng.Group(gk); ok {
+		plan.Attempt = max(len(st.Attempts), 1)
+	}
+	for _, b := range binds {
+		if p := s.pods[b.Pod]; p != nil {
+			plan.Pods[p.Name] = Assignment{Node: b.Node, UID: p.UID}
+		}
+	}
+	if err := s.writePlan(ctx, gk, plan.names(), &plan); err != nil {
+		s.log.Error(err, "recording the plan before binding; the group is placed again", "group", gk)
+		for _, b := range binds {
+			s.eng.BindFailed(b.Pod)
+		}
+		return false
+	}
+	errs := s.bindPods(ctx, binds)
+	ok := true
+	for i, err := range errs {
+		if err != nil && !errors.Is(err, errSkipped) {
+			ok = false
+			s.log.Error(err, "binding a pod", "pod", binds[i].Pod, "node", binds[i].Node)
+			s.podEvent(binds[i].Pod, corev1.EventTypeWarning, "FailedBinding", err.Error())
+			s.eng.BindFailed(binds[i].Pod)
+		}
+	}
+	if ctx.Err() == nil && s.completed(binds, errs) {
+		if err := s.writePlan(ctx, gk, plan.names(), nil); err != nil {
+			s.log.Error(err, "clearing the plan after binding", "group", gk)
+		}
+	}
+	return ok
+}
+
+// completed reports whether every bind was issued: none was skipped by BeforeBind.
+func (s *scheduler) completed(binds []engine.Bind, errs []error) bool {
+	for i := range binds {
+		if errors.Is(errs[i], errSkipped) {
+			return false
+		}
+	}
+	return true
+}
+
+// errSkipped marks a bind that BeforeBind skipped.
+var errSkipped = errors.New("bind skipped by BeforeBind")
+
+// bindPods binds pods concurrently through the Binding subresource and returns each
+// bind's error. A pod that is already bound is never bound again.
+func (s *scheduler) bindPods(ctx context.Context, binds []engine.Bind) []error {
+	errs := make([]error, len(binds))
+	var wg sync.WaitGroup
+	for i, b := range binds {
+		if s.beforeBind != nil && !s.beforeBind(b.Pod, b.Node) {
+			errs[i] = errSkipped
+			continue
+		}
+		p := s.pods[b.Pod]
+		if p == nil {
+			errs[i] = fmt.Errorf("binding %s: expected the pod in the cache, found none", b.Pod)
+			continue
+		}
+		if p.Spec.NodeName != "" {
+			errs[i] = fmt.Errorf("binding %s to %s: expected an unbound pod, found it bound to %s", b.Pod, b.Node, p.Spec.NodeName)
+			continue
+		}
+		wg.Go(func() { errs[i] = s.bindPod(ctx, p, b.Node) })
+	}
+	wg.Wait()
+	return errs
+}
+
+// bindPod binds p to node through the Binding subresource.
+func (s *scheduler) bindPod(ctx context.Context, p *corev1.Pod, node string) error {
+	binding := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}
+	if err := s.kube.CoreV1().Pods(p.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("binding %s/%s to %s: %w", p.Namespace, p.Name, node, err)
+	}
+	return nil
+}
+
+// writePlan records plan on the group object, or on the member pods named for groups
+// with no object; a nil plan removes the record.
+func (s *scheduler) writePlan(ctx context.Context, gk string, names []string, plan *Plan) error {
+	var value any // JSON null deletes the annotation in a merge patch
+	if plan != nil {
+		data, err := json.Marshal(plan)
+		if err != nil {
+			return fmt.Errorf("encoding the plan of %s: %w", gk, err)
+		}
+		value = string(data)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"annotations": map[string]any{musterv1alpha1.PlacementAnnotation: value},
+	}})
+	if err != nil {
+		return fmt.Errorf("encoding the plan patch of %s: %w", gk, err)
+	}
+	ref := refOfKey(gk)
+	if api := apiOf(ref.Source); api != nil {
+		_, err := s.dyn.Resource(api.gvr).Namespace(ref.Namespace).Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err != nil {
+			return fmt.Errorf("writing %s on %s %s/%s: %w", musterv1alpha1.PlacementAnnotation, api.gvr.Resource, ref.Namespace, ref.Name, err)
+		}
+		return nil
+	}
+	for _, name := range names {
+		_, err := s.kube.CoreV1().Pods(ref.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err != nil && (plan != nil || !apierrors.IsNotFound(err)) {
+			return fmt.Errorf("writing %s on pod %s/%s: %w", musterv1alpha1.PlacementAnnotation, ref.Namespace, name, err)
+		}
+	}
+	return nil
+}
+
+// names returns the planned pods' names, sorted.
+func (p *Plan) names() []string {
+	return sortedKeys(p.Pods)
+}

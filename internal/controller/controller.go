@@ -1,0 +1,137 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	volcanov1beta1 "github.com/muster-sched/muster/api/volcano/v1beta1"
+)
+
+// Options configures a controller.
+type Options struct {
+	// Config reaches the API server.
+	Config *rest.Config
+	// Configuration is muster's configuration, complete and valid (see
+	// musterv1alpha1.LoadConfiguration); nil means every default.
+	Configuration *musterv1alpha1.Configuration
+	// Clock is the engine's clock; nil means the real clock.
+	Clock clock.WithTicker
+	// Log receives the controller's log lines; the zero value discards them.
+	Log logr.Logger
+	// BeforeBind, when set, is called before each bind; returning false skips that bind
+	// as if the process had died before issuing it. Tests use it to stop muster between
+	// the binds of one plan.
+	BeforeBind func(pod, node string) bool
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election; zero keeps
+	// controller-runtime's defaults.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// Scheme returns a scheme with every type the controller reads or writes.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, spv1alpha1.AddToScheme, volcanov1beta1.AddToScheme,
+		musterv1alpha1.AddToScheme, schedulingv1beta1.AddToScheme, schedulingv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("building the scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Run runs muster's scheduler until ctx is done: a manager that serves metrics and
+// health probes, elects a leader, and, on the leader, the scheduling loop. It returns
+// nil when ctx ends, or the error that stopped it.
+func Run(ctx context.Context, opts Options) error {
+	mgr, err := NewManager(opts)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// NewManager returns a manager with the scheduler added as a leader-elected runnable.
+func NewManager(opts Options) (manager.Manager, error) {
+	if opts.Config == nil {
+		return nil, errors.New("controller: expected a rest.Config, found nil")
+	}
+	cfg := opts.Configuration
+	if cfg == nil {
+		cfg = musterv1alpha1.DefaultConfiguration()
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	mopts := manager.Options{
+		Scheme:                        scheme,
+		Logger:                        opts.Log,
+		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsAddr},
+		HealthProbeBindAddress:        cfg.HealthAddr,
+		LeaderElection:                *cfg.LeaderElection.Enabled,
+		LeaderElectionID:              cfg.LeaderElection.LeaseName,
+		LeaderElectionNamespace:       cfg.LeaderElection.LeaseNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	}
+	if opts.LeaseDuration > 0 {
+		mopts.LeaseDuration, mopts.RenewDeadline, mopts.RetryPeriod = &opts.LeaseDuration, &opts.RenewDeadline, &opts.RetryPeriod
+	}
+	// Custom resources have no protobuf encoding: the manager's clients speak JSON.
+	rc := rest.CopyConfig(opts.Config)
+	rc.ContentType, rc.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	mgr, err := ctrl.NewManager(rc, mopts)
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding the readiness check: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(opts.Config)
+	if err != nil {
+		return nil, fmt.Errorf("creating a clientset: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(opts.Config)
+	if err != nil {
+		return nil, fmt.Errorf("creating a dynamic client: %w", err)
+	}
+	s := &scheduler{
+		cfg: cfg, clock: opts.Clock, log: opts.Log, mgr: mgr, kube: kube, dyn: dyn,
+		beforeBind: opts.BeforeBind, recorder: mgr.GetEventRecorder("muster"),
+	}
+	if err := mgr.Add(s); err != nil {
+		return nil, fmt.Errorf("adding the scheduler: %w", err)
+	}
+	return mgr, nil
+}
+
+// podIsOurs reports whether pod is muster's to schedule.
+func (s *scheduler) podIsOurs(p *corev1.Pod) bool {
+	return p.Spec.SchedulerName == s.cfg.SchedulerName
+}

@@ -1,0 +1,160 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/engine"
+)
+
+// Keys of the ConfigMaps that record pods muster recreates.
+const (
+	// RecreateLabel marks a ConfigMap that records a pod muster evicted and will
+	// create again, because no controller owns it.
+	RecreateLabel = "muster.dev/recreate"
+	recordPodKey  = "pod"
+	recordUIDKey  = "uid"
+)
+
+// recreation is a recorded pod waiting for its old pod to be gone.
+type recreation struct {
+	uid       types.UID
+	pod       *corev1.Pod
+	configMap string
+}
+
+// evict deletes a member pod, with an Event saying why. A pod that no controller owns
+// is recorded first and created again once it is gone.
+func (s *scheduler) evict(ctx context.Context, ev engine.Eviction) {
+	if p := s.pods[ev.Pod]; p != nil {
+		s.evictPod(ctx, p, ev)
+	}
+}
+
+// evictPod deletes p, recording it first when no controller owns it.
+func (s *scheduler) evictPod(ctx context.Context, p *corev1.Pod, ev engine.Eviction) {
+	if p.DeletionTimestamp != nil {
+		return
+	}
+	if metav1.GetControllerOf(p) == nil && s.recreate[ev.Pod] == nil {
+		r, err := s.record(ctx, p)
+		if err != nil {
+			s.log.Error(err, "recording a pod before evicting it; it is not evicted", "pod", ev.Pod)
+			return
+		}
+		s.recreate[ev.Pod] = r
+	}
+	s.event(p, corev1.EventTypeWarning, ev.Reason, ev.Message)
+	uid := p.UID
+	err := s.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		s.log.Error(err, "evicting a pod", "pod", ev.Pod)
+	}
+}
+
+// recordName is the ConfigMap that records pod name: the name itself when it fits.
+func recordName(name string) string {
+	const prefix = "muster-recreate-"
+	if len(prefix)+len(name) <= 253 {
+		return prefix + name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return prefix + hex.EncodeToString(sum[:16])
+}
+
+// record writes the ConfigMap from which pod is created again.
+func (s *scheduler) record(ctx context.Context, p *corev1.Pod) (*recreation, error) {
+	again := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, Annotations: map[string]string{},
+		},
+		Spec: *p.Spec.DeepCopy(),
+	}
+	for k, v := range p.Annotations {
+		if k != musterv1alpha1.PlacementAnnotation {
+			again.Annotations[k] = v
+		}
+	}
+	again.Spec.NodeName = ""
+	data, err := json.Marshal(again)
+	if err != nil {
+		return nil, fmt.Errorf("encoding pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: recordName(p.Name), Namespace: p.Namespace, Labels: map[string]string{RecreateLabel: "true"}},
+		Data:       map[string]string{recordPodKey: string(data), recordUIDKey: string(p.UID)},
+	}
+	cms := s.kube.CoreV1().ConfigMaps(p.Namespace)
+	_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+	}
+	return &recreation{uid: p.UID, pod: again, configMap: cm.Name}, nil
+}
+
+// recreateIfRecorded creates a recorded pod again once its old pod is gone (current
+// is nil), and forgets the record once a pod of that name exists that is not the old
+// one.
+func (s *scheduler) recreateIfRecorded(ctx context.Context, key string, current *corev1.Pod) {
+	r := s.recreate[key]
+	if r == nil || (current != nil && current.UID == r.uid) {
+		return
+	}
+	if current == nil {
+		_, err := s.kube.CoreV1().Pods(r.pod.Namespace).Create(ctx, r.pod.DeepCopy(), metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			s.log.V(1).Info("recreated an evicted pod that has no controller", "pod", key)
+		case apierrors.IsAlreadyExists(err):
+		default:
+			s.log.Error(err, "recreating an evicted pod that has no controller; dropping its record", "pod", key)
+		}
+	}
+	delete(s.recreate, key)
+	err := s.kube.CoreV1().ConfigMaps(r.pod.Namespace).Delete(ctx, r.configMap, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		s.log.Error(err, "deleting the record of a recreated pod", "configMap", r.pod.Namespace+"/"+r.configMap)
+	}
+}
+
+// loadRecords reads the records a previous leader left, and carries each out: a pod
+// still present is evicted again, a pod gone is created again.
+func (s *scheduler) loadRecords(ctx context.Context) error {
+	list, err := s.kube.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: RecreateLabel + "=true"})
+	if err != nil {
+		return fmt.Errorf("listing the records of pods to recreate: %w", err)
+	}
+	for i := range list.Items {
+		cm := &list.Items[i]
+		p := &corev1.Pod{}
+		if err := json.Unmarshal([]byte(cm.Data[recordPodKey]), p); err != nil {
+			s.log.Error(err, "ignoring a malformed record of a pod to recreate", "configMap", cm.Namespace+"/"+cm.Name)
+			continue
+		}
+		key := podKey(p)
+		s.recreate[key] = &recreation{uid: types.UID(cm.Data[recordUIDKey]), pod: p, configMap: cm.Name}
+		current := &corev1.Pod{}
+		if err := s.mgr.GetCache().Get(ctx, splitKey(key), current); err != nil {
+			current = nil
+		}
+		if current != nil && current.UID == s.recreate[key].uid {
+			uid := current.UID
+			_ = s.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			continue
+		}
+		s.recreateIfRecorded(ctx, key, current)
+	}
+	return nil
+}

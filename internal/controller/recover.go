@@ -1,0 +1,139 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/engine"
+)
+
+// recoverInFlight carries out the recreation records and settles the plans a previous
+// leader left in flight, before the loop schedules anything: a plan whose members are
+// only partly bound is completed when the rest still fit on their nodes, and undone
+// (its bound members evicted) otherwise. A pod already bound is never bound again.
+func (s *scheduler) recoverInFlight(ctx context.Context) error {
+	if err := s.loadRecords(ctx); err != nil {
+		return err
+	}
+	plans, err := s.findPlans(ctx)
+	if err != nil {
+		return err
+	}
+	if len(plans) == 0 {
+		return nil
+	}
+	var nodes corev1.NodeList
+	var pods corev1.PodList
+	if err := s.mgr.GetCache().List(ctx, &nodes); err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	if err := s.mgr.GetCache().List(ctx, &pods); err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	snap := cluster.New(ptrs(nodes.Items), ptrs(pods.Items))
+	for _, key := range sortedKeys(plans) {
+		s.settle(ctx, snap, plans[key])
+	}
+	return nil
+}
+
+func ptrs[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
+
+// findPlans returns the plans recorded on group objects and pods, by group key.
+func (s *scheduler) findPlans(ctx context.Context) (map[string]*Plan, error) {
+	plans := map[string]*Plan{}
+	read := func(obj client.Object) {
+		v, ok := obj.GetAnnotations()[musterv1alpha1.PlacementAnnotation]
+		if !ok {
+			return
+		}
+		p := &Plan{}
+		if err := json.Unmarshal([]byte(v), p); err != nil || p.Group == "" {
+			s.log.Error(err, "ignoring a malformed plan", "object", obj.GetNamespace()+"/"+obj.GetName(), "value", v)
+			return
+		}
+		plans[p.Group] = p
+	}
+	for _, api := range groupAPIs {
+		if !s.apis[api.source] {
+			continue
+		}
+		list, err := s.dyn.Resource(api.gvr).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", api.gvr.GroupResource(), err)
+		}
+		for i := range list.Items {
+			read(&list.Items[i])
+		}
+	}
+	var pods corev1.PodList
+	if err := s.mgr.GetCache().List(ctx, &pods); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	for i := range pods.Items {
+		read(&pods.Items[i])
+	}
+	return plans, nil
+}
+
+// settle completes or undoes one plan in flight, then clears it.
+func (s *scheduler) settle(ctx context.Context, snap *cluster.Snapshot, plan *Plan) {
+	ns := refOfKey(plan.Group).Namespace
+	var bound, unbound []*corev1.Pod
+	for _, name := range plan.names() {
+		p := &corev1.Pod{}
+		if err := s.mgr.GetCache().Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil || p.UID != plan.Pods[name].UID {
+			continue
+		}
+		if p.Spec.NodeName != "" {
+			bound = append(bound, p)
+		} else {
+			unbound = append(unbound, p)
+		}
+	}
+	if len(bound) > 0 && len(unbound) > 0 {
+		if s.fits(snap, plan, unbound) {
+			s.log.Info("completing a plan in flight", "group", plan.Group, "bound", len(bound), "binding", len(unbound))
+			for _, p := range unbound {
+				if err := s.bindPod(ctx, p, plan.Pods[p.Name].Node); err != nil {
+					s.log.Error(err, "completing a plan in flight", "group", plan.Group)
+				}
+			}
+		} else {
+			s.log.Info("undoing a plan in flight whose nodes no longer fit", "group", plan.Group, "evicting", len(bound))
+			for _, p := range bound {
+				s.evictPod(ctx, p, engine.Eviction{Group: plan.Group, Pod: podKey(p), Reason: "PlanUndone",
+					Message: fmt.Sprintf("%d of %d planned members were bound when muster stopped and the rest no longer fit", len(bound), len(bound)+len(unbound))})
+			}
+		}
+	}
+	if err := s.writePlan(ctx, plan.Group, plan.names(), nil); err != nil {
+		s.log.Error(err, "clearing a settled plan", "group", plan.Group)
+	}
+}
+
+// fits reports whether every unbound pod still fits on its planned node, assuming
+// each on the snapshot.
+func (s *scheduler) fits(snap *cluster.Snapshot, plan *Plan, unbound []*corev1.Pod) bool {
+	for _, p := range unbound {
+		n := snap.Node(plan.Pods[p.Name].Node)
+		if n == nil || !n.Ready() || n.Fits(cluster.PodRequests(p)) < 1 {
+			return false
+		}
+		snap.Bind(p, n.Name())
+	}
+	return true
+}

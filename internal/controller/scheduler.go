@@ -1,0 +1,164 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/source"
+)
+
+// scheduler is the leader-elected runnable that owns the engine. Every field below
+// changes is owned by the loop goroutine.
+type scheduler struct {
+	cfg        *musterv1alpha1.Configuration
+	clock      clock.WithTicker
+	log        logr.Logger
+	mgr        manager.Manager
+	kube       kubernetes.Interface
+	dyn        dynamic.Interface
+	recorder   recorder.EventRecorder
+	beforeBind func(pod, node string) bool
+
+	changes      *changes
+	apis         map[engine.Source]bool
+	queuesServed bool
+
+	eng *engine.Engine
+	// pods holds every pod the engine knows, by key.
+	pods map[string]*corev1.Pod
+	// members holds each group's pods by key: muster's members, and pods of other
+	// schedulers that name the group (for the schedulerName diagnosis).
+	members map[string]map[string]*corev1.Pod
+	// objects holds the group objects by group key.
+	objects map[string]client.Object
+	// specDirty holds the groups whose spec must be translated again.
+	specDirty map[string]bool
+	// recreate holds the recorded pods to create again once their old pod is gone.
+	recreate map[string]*recreation
+	// written holds the last status written per group, to write only changes.
+	written map[string]string
+	// conditions holds the conditions last written per group.
+	conditions map[string][]metav1.Condition
+}
+
+var _ manager.LeaderElectionRunnable = (*scheduler)(nil)
+
+// NeedLeaderElection reports that only the leader schedules.
+func (s *scheduler) NeedLeaderElection() bool { return true }
+
+// Start runs the scheduler until ctx is done: it watches, completes or undoes the plans
+// a previous leader left in flight, then runs the loop.
+func (s *scheduler) Start(ctx context.Context) error {
+	s.changes = newChanges()
+	s.eng = engine.New(s.engineConfig())
+	s.pods, s.members = map[string]*corev1.Pod{}, map[string]map[string]*corev1.Pod{}
+	s.objects, s.specDirty = map[string]client.Object{}, map[string]bool{}
+	s.recreate, s.written = map[string]*recreation{}, map[string]string{}
+	s.conditions = map[string][]metav1.Condition{}
+	if err := s.watch(ctx); err != nil {
+		return err
+	}
+	if err := s.recoverInFlight(ctx); err != nil {
+		return err
+	}
+	s.log.Info("scheduling", "schedulerName", s.cfg.SchedulerName, "defaultQueue", s.cfg.DefaultQueue)
+	s.loop(ctx)
+	return nil
+}
+
+// engineConfig translates the configuration into the engine's defaults.
+func (s *scheduler) engineConfig() engine.Config {
+	d := s.cfg.GroupDefaults
+	return engine.Config{
+		DefaultQueue: s.cfg.DefaultQueue,
+		Policy: lifecycle.Policy{
+			StartTimeout:    d.StartTimeout.Duration,
+			RecoveryTimeout: d.RecoveryTimeout.Duration,
+			MaxRetries:      int(*d.MaxRetries),
+			BackoffBase:     d.BackoffBase.Duration,
+			BackoffMax:      d.BackoffMax.Duration,
+		},
+		StarvationThreshold: s.cfg.StarvationThreshold.Duration,
+	}
+}
+
+// loop applies changes, steps the engine and carries out its output until ctx is done.
+func (s *scheduler) loop(ctx context.Context) {
+	timer := s.clock.NewTimer(0)
+	defer timer.Stop()
+	s.ensureDefaultQueue()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.changes.wake:
+		case <-timer.C():
+		}
+		again := true
+		var wakeAt time.Time
+		for again && ctx.Err() == nil {
+			s.apply(ctx, s.changes.take())
+			out := s.eng.Step(s.clock.Now())
+			again = s.carryOut(ctx, out)
+			s.writeStatuses(ctx)
+			wakeAt = out.WakeAt
+		}
+		timer.Stop()
+		timer.Reset(s.sleep(wakeAt))
+	}
+}
+
+// sleep returns how long to wait for wakeAt, at most the reconcile period.
+func (s *scheduler) sleep(wakeAt time.Time) time.Duration {
+	d := s.cfg.ReconcilePeriod.Duration
+	if !wakeAt.IsZero() {
+		d = min(d, max(wakeAt.Sub(s.clock.Now()), 0))
+	}
+	return d
+}
+
+// carryOut records the output's events, evicts and binds; it reports whether the
+// engine must step again at once (a bind failed).
+func (s *scheduler) carryOut(ctx context.Context, out engine.Output) bool {
+	for _, ev := range out.Events {
+		s.groupEvent(ev.Group, string(ev.Type), ev.Reason, ev.Message)
+	}
+	for _, ev := range out.Evictions {
+		s.evict(ctx, ev)
+	}
+	return s.bindAll(ctx, out.Binds)
+}
+
+// podKey returns namespace/name.
+func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// splitKey splits namespace/name.
+func splitKey(key string) types.NamespacedName {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '/' {
+			return types.NamespacedName{Namespace: key[:i], Name: key[i+1:]}
+		}
+	}
+	return types.NamespacedName{Name: key}
+}
+
+// refOfKey parses a group key SOURCE/namespace/name.
+func refOfKey(key string) source.Ref {
+	src := splitKey(key)
+	nn := splitKey(src.Name)
+	return source.Ref{Source: engine.Source(src.Namespace), Namespace: nn.Namespace, Name: nn.Name}
+}

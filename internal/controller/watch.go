@@ -1,0 +1,179 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	volcanov1beta1 "github.com/muster-sched/muster/api/volcano/v1beta1"
+	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/source"
+)
+
+// groupAPI is one PodGroup API muster reads, with the resource it is served as.
+type groupAPI struct {
+	source engine.Source
+	gvr    schema.GroupVersionResource
+	// statusSubresource is whether status is written through the status subresource;
+	// Volcano's CRD has none, so its status is part of the main resource.
+	statusSubresource bool
+	newObject         func() client.Object
+}
+
+// groupAPIs are the PodGroup APIs in the order they are discovered.
+var groupAPIs = []groupAPI{
+	{engine.Coscheduling, spv1alpha1.GroupVersion.WithResource("podgroups"), true, func() client.Object { return &spv1alpha1.PodGroup{} }},
+	{engine.Volcano, volcanov1beta1.GroupVersion.WithResource("podgroups"), false, func() client.Object { return &volcanov1beta1.PodGroup{} }},
+	{engine.Native, schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups"), true, func() client.Object { return &schedulingv1beta1.PodGroup{} }},
+}
+
+// apiOf returns the group API of source, or nil for Labels and Single groups.
+func apiOf(src engine.Source) *groupAPI {
+	for i := range groupAPIs {
+		if groupAPIs[i].source == src {
+			return &groupAPIs[i]
+		}
+	}
+	return nil
+}
+
+// changes is what the informers saw change since the loop last looked: the keys of
+// the objects to read again from the cache. It is the only state the informer
+// handlers and the loop share.
+type changes struct {
+	mu     sync.Mutex
+	nodes  map[string]bool
+	pods   map[string]bool
+	groups map[source.Ref]bool
+	queues map[string]bool
+	wake   chan struct{}
+}
+
+func newChanges() *changes {
+	c := &changes{wake: make(chan struct{}, 1)}
+	c.reset()
+	return c
+}
+
+func (c *changes) reset() {
+	c.nodes, c.pods, c.groups, c.queues = map[string]bool{}, map[string]bool{}, map[source.Ref]bool{}, map[string]bool{}
+}
+
+// mark records a change with f and wakes the loop.
+func (c *changes) mark(f func()) {
+	c.mu.Lock()
+	f()
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the changes so far and starts a new batch.
+func (c *changes) take() *changes {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := &changes{nodes: c.nodes, pods: c.pods, groups: c.groups, queues: c.queues}
+	c.reset()
+	return out
+}
+
+func (c *changes) empty() bool {
+	return len(c.nodes)+len(c.pods)+len(c.groups)+len(c.queues) == 0
+}
+
+// handler returns informer handlers that mark the key of every changed object.
+func (c *changes) handler(mark func(set *changes, obj client.Object)) toolscache.ResourceEventHandler {
+	on := func(obj any) {
+		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if o, ok := obj.(client.Object); ok {
+			c.mark(func() { mark(c, o) })
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    on,
+		UpdateFunc: func(_, obj any) { on(obj) },
+		DeleteFunc: on,
+	}
+}
+
+// servedAPIs returns the group APIs the cluster serves, logging one line for each it
+// skips, and whether it serves Queues.
+func (s *scheduler) servedAPIs() (apis []groupAPI, queues bool) {
+	served := func(gvr schema.GroupVersionResource) bool {
+		list, err := s.kube.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+		if err != nil {
+			return false
+		}
+		for _, r := range list.APIResources {
+			if r.Name == gvr.Resource {
+				return true
+			}
+		}
+		return false
+	}
+	for _, api := range groupAPIs {
+		if served(api.gvr) {
+			apis = append(apis, api)
+			continue
+		}
+		s.log.Info("skipping a PodGroup API the cluster does not serve", "api", api.gvr.GroupVersion().String(), "source", api.source)
+	}
+	queues = served(musterv1alpha1.GroupVersion.WithResource("queues"))
+	if !queues {
+		s.log.Info("the cluster does not serve muster's Queue API; every group uses the unlimited default queue",
+			"api", musterv1alpha1.GroupVersion.String())
+	}
+	return apis, queues
+}
+
+// watch registers the informer handlers and waits for the caches to sync.
+func (s *scheduler) watch(ctx context.Context) error {
+	apis, queues := s.servedAPIs()
+	s.apis = map[engine.Source]bool{}
+	type watched struct {
+		obj  client.Object
+		mark func(*changes, client.Object)
+	}
+	list := []watched{
+		{&corev1.Node{}, func(c *changes, o client.Object) { c.nodes[o.GetName()] = true }},
+		{&corev1.Pod{}, func(c *changes, o client.Object) { c.pods[o.GetNamespace()+"/"+o.GetName()] = true }},
+		{&schedulingv1.PriorityClass{}, func(*changes, client.Object) {}},
+	}
+	for _, api := range apis {
+		s.apis[api.source] = true
+		src := api.source
+		list = append(list, watched{api.newObject(), func(c *changes, o client.Object) {
+			c.groups[source.Ref{Source: src, Namespace: o.GetNamespace(), Name: o.GetName()}] = true
+		}})
+	}
+	if queues {
+		list = append(list, watched{&musterv1alpha1.Queue{}, func(c *changes, o client.Object) { c.queues[o.GetName()] = true }})
+	}
+	s.queuesServed = queues
+	for _, w := range list {
+		inf, err := s.mgr.GetCache().GetInformer(ctx, w.obj)
+		if err != nil {
+			return fmt.Errorf("watching %T: %w", w.obj, err)
+		}
+		if _, err := inf.AddEventHandler(s.changes.handler(w.mark)); err != nil {
+			return fmt.Errorf("watching %T: %w", w.obj, err)
+		}
+	}
+	if !s.mgr.GetCache().WaitForCacheSync(ctx) {
+		return fmt.Errorf("waiting for the caches to sync: %w", ctx.Err())
+	}
+	return nil
+}
