@@ -49,8 +49,8 @@ const (
 	GroupLabel = "muster.dev/group"
 
 	// MinMemberAnnotation is the pod annotation giving a plain group's minimum
-	// member count, as a decimal integer >= 1. Without it a plain group needs one
-	// member.
+	// member count, as a decimal integer >= 1. A plain group whose pods lack it is
+	// invalid: muster reports the missing annotation rather than guess a minimum.
 	MinMemberAnnotation = "muster.dev/min-member"
 
 	// PlacementAnnotation is written by muster on the group object (on the member
