@@ -48,6 +48,10 @@ type Job struct {
 	started bool
 	// run counts starts of useful work; a finish timer of an earlier run is void.
 	run int
+	// reserved is GPUs a scheduler holds for the job's pods without binding them.
+	reserved int64
+	// rates is what the job contributes to the world's measures now.
+	rates rates
 }
 
 // GroupKey is the key of the job's group.
@@ -142,6 +146,7 @@ func (w *World) createPod(j *Job, i int) {
 	key := p.Namespace + "/" + p.Name
 	j.pods[i] = key
 	w.pods[key] = p
+	w.touch(j)
 	w.podJob[key] = member{job: j, index: i}
 	w.sched.SetPod(p, j.GroupKey())
 }
@@ -159,6 +164,9 @@ func (w *World) apply(out engine.Output) {
 		p.Spec.NodeName = b.Node
 		w.pods[b.Pod] = p
 		w.sched.SetPod(p, b.Group)
+		if j, _ := w.jobOf(b.Pod); j != nil {
+			w.touch(j)
+		}
 		bound[shortKey(b.Group)]++
 		w.startKubelet(b.Pod)
 	}
@@ -216,6 +224,7 @@ func (w *World) deletePod(key string) bool {
 	if j == nil {
 		return true
 	}
+	w.touch(j)
 	w.checkProgress(j)
 	if !j.Cancelled && j.Finished.IsZero() {
 		j.gen[i]++

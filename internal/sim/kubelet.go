@@ -31,6 +31,7 @@ func (w *World) startKubelet(key string) {
 		}
 		w.pods[key] = p
 		w.sched.SetPod(p, j.GroupKey())
+		w.touch(j)
 		w.checkProgress(j)
 	})
 	w.checkProgress(j)
@@ -39,6 +40,7 @@ func (w *World) startKubelet(key string) {
 // checkProgress starts a job's useful work when MinMember members are Ready together, and
 // pauses it when they no longer are (a fixed-world-size job stops at a lost worker).
 func (w *World) checkProgress(j *Job) {
+	w.touch(j)
 	if _, bound := j.boundGPUs(w); bound >= j.MinMember && j.Whole.IsZero() {
 		j.Whole = w.now
 	}
@@ -92,7 +94,27 @@ func (w *World) finish(j *Job) {
 		w.pods[key] = p
 		w.sched.SetPod(p, j.GroupKey())
 	}
+	w.touch(j)
 	w.logf("%s: finished", j.Name)
+	if w.opts.CollectFinished {
+		w.done = append(w.done, j)
+	}
+}
+
+// collect deletes finished jobs' pods and groups.
+func (w *World) collect() {
+	for _, j := range w.done {
+		for _, key := range j.pods {
+			if _, ok := w.pods[key]; ok {
+				delete(w.pods, key)
+				delete(w.podJob, key)
+				w.sched.RemovePod(key)
+			}
+		}
+		w.sched.RemoveGroup(j.GroupKey())
+		w.touch(j)
+	}
+	w.done = w.done[:0]
 }
 
 // KillPod fails one worker's pod (its process died); the job controller replaces it.
@@ -117,6 +139,7 @@ func (w *World) failPod(key, reason string) {
 	w.pods[key] = p
 	j, _ := w.jobOf(key)
 	if j != nil {
+		w.touch(j)
 		w.sched.SetPod(p, j.GroupKey())
 		w.logf("%s: pod %s failed (%s)", j.Name, shortKey(key), reason)
 	}

@@ -50,23 +50,37 @@ type World struct {
 	seq    int
 	// Timeline collects what happened, one line each, for tests and the demo.
 	Timeline []string
-	// heldIncomplete integrates, per job, GPUs bound to a job that has fewer than its
-	// minimum members bound: capacity held by an incomplete group.
-	lastAccount time.Time
 	// wake is the scheduler's requested wake-up.
 	wake time.Time
+
+	opts Options
+	// touched holds jobs whose rates must be recomputed; accruing, jobs whose rates are
+	// not all zero. Together they keep the per-event cost independent of the job count.
+	touched, accruing map[*Job]bool
+	total             rates
+	usefulGPUSeconds  float64
+	occupancy         []Occupancy
+	stall             Stall
+	stalls            []Stall
+	// done holds finished jobs to collect after the scheduler has seen them finish.
+	done []*Job
 }
 
 // New returns an empty world at Epoch driven by sched.
-func New(sched Scheduler) *World {
+func New(sched Scheduler) *World { return NewWithOptions(sched, Options{}) }
+
+// NewWithOptions returns an empty world at Epoch driven by sched, adjusted by opts.
+func NewWithOptions(sched Scheduler, opts Options) *World {
 	return &World{
-		now:         Epoch,
-		sched:       sched,
-		nodes:       map[string]*corev1.Node{},
-		pods:        map[string]*corev1.Pod{},
-		jobs:        map[string]*Job{},
-		podJob:      map[string]member{},
-		lastAccount: Epoch,
+		now:      Epoch,
+		sched:    sched,
+		nodes:    map[string]*corev1.Node{},
+		pods:     map[string]*corev1.Pod{},
+		jobs:     map[string]*Job{},
+		podJob:   map[string]member{},
+		touched:  map[*Job]bool{},
+		accruing: map[*Job]bool{},
+		opts:     opts,
 	}
 }
 
@@ -94,6 +108,9 @@ func (w *World) Nodes() []string {
 
 // logf appends a timeline line stamped with the elapsed time.
 func (w *World) logf(format string, args ...any) {
+	if w.opts.Quiet {
+		return
+	}
 	w.Timeline = append(w.Timeline, fmt.Sprintf("%-7s %s", fmtDur(w.Elapsed()), fmt.Sprintf(format, args...)))
 }
 
@@ -145,34 +162,21 @@ func (w *World) RunUntil(t time.Time) {
 	w.settle()
 }
 
-// advance moves the clock, integrating the held-by-incomplete measure.
-func (w *World) advance(t time.Time) {
-	if !t.After(w.now) {
-		return
-	}
-	d := t.Sub(w.now).Seconds()
-	for _, j := range w.jobs {
-		gpus, bound := j.boundGPUs(w)
-		if bound < j.MinMember {
-			j.HeldIncomplete += float64(gpus) * d
-		}
-		if j.Ready.IsZero() {
-			j.HeldBeforeReady += float64(gpus) * d
-		}
-	}
-	w.now = t
-}
-
 // settle lets the scheduler act on what changed until it asks for nothing more.
 func (w *World) settle() {
 	for i := 0; i < 100; i++ {
 		out := w.sched.Step(w.now)
 		w.wake = out.WakeAt
+		w.noteReservations()
 		for _, ev := range out.Events {
 			w.logf("%s %s: %s", shortKey(ev.Group), ev.Reason, ev.Message)
 		}
 		if len(out.Binds) == 0 && len(out.Evictions) == 0 {
-			return
+			if len(w.done) == 0 {
+				return
+			}
+			w.collect()
+			continue
 		}
 		w.apply(out)
 	}
