@@ -19,6 +19,8 @@ func (e *Engine) admit(now time.Time, out *Output) {
 			continue
 		}
 		e.bindPlan(g, a.Plan, out)
+		out.Admitted = append(out.Admitted, Admission{Group: g.key, Queue: a.Entry.Queue, Waited: now.Sub(g.queuedAt)})
+		out.decision("admitted")
 		g.queued, g.waiting, g.waitingKind = false, "", ""
 		e.step(g, lifecycle.Admitted{Planned: len(a.Plan.Assignments)}, now, out)
 		e.arm(g)
@@ -32,6 +34,7 @@ func (e *Engine) admit(now time.Time, out *Output) {
 		}
 		text := w.Reason.String()
 		kind := waitingKind(w.Reason)
+		out.decision(decisionOf(w.Reason))
 		// An Impossible verdict is reported by the lifecycle's transition.
 		if kind != g.waitingKind && !w.Reason.Impossible() {
 			out.Events = append(out.Events, Event{Group: g.key, Type: Normal, Reason: kind, Message: text})
@@ -133,4 +136,19 @@ func waitingKind(r queue.Reason) string {
 		return string(r.Diagnosis.Code)
 	}
 	return string(r.Kind)
+}
+
+// decisionOf names a waiting group's decision for the decisions metric.
+func decisionOf(r queue.Reason) string {
+	switch {
+	case r.Impossible():
+		return "impossible"
+	case r.Kind == queue.QuotaExceeded:
+		return "quota"
+	case r.Kind == queue.QueueNotFound:
+		return "queue-not-found"
+	case r.Kind == queue.Reserved:
+		return "reserved"
+	}
+	return "unschedulable"
 }

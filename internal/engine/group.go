@@ -39,6 +39,8 @@ type group struct {
 	invalid string
 	// domain is the required-topology value the group's members use.
 	domain string
+	// heldReported is the HeldBeforeReady already reported in an Output.
+	heldReported map[corev1.ResourceName]float64
 }
 
 // memberKeys returns the group's member pod keys, sorted.

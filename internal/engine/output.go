@@ -1,6 +1,10 @@
 package engine
 
-import "time"
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // Output is what one Step asks the caller to do.
 type Output struct {
@@ -13,6 +17,16 @@ type Output struct {
 	Events []Event
 	// Released reports groups whose cleanup finished, with how long it took.
 	Released []Release
+	// Admitted reports the groups admitted in this Step and how long each waited.
+	Admitted []Admission
+	// Ready reports the groups that became Ready in this Step.
+	Ready []Readiness
+	// HeldBeforeReady is the resource-seconds that groups held before they were Ready,
+	// accumulated during this Step (the increase since the previous Step), per resource.
+	HeldBeforeReady map[corev1.ResourceName]float64
+	// Decisions counts this Step's admission decisions by result: admitted,
+	// unschedulable, impossible, quota, queue-not-found, reserved.
+	Decisions map[string]int
 	// WakeAt is when Step must be called again if nothing else changes (zero: never).
 	WakeAt time.Time
 }
@@ -49,8 +63,37 @@ type Event struct {
 	Message string
 }
 
+// Admission reports an admitted group.
+type Admission struct {
+	Group string
+	Queue string
+	// Waited is the time from the group's (re)queueing to its admission.
+	Waited time.Duration
+}
+
+// Readiness reports a group whose minMember members became Ready.
+type Readiness struct {
+	Group string
+	// After is the time from the attempt's admission to minMember Ready.
+	After time.Duration
+}
+
 // Release reports a finished cleanup.
 type Release struct {
 	Group string
 	After time.Duration
+}
+
+func (o *Output) decision(result string) {
+	if o.Decisions == nil {
+		o.Decisions = map[string]int{}
+	}
+	o.Decisions[result]++
+}
+
+func (o *Output) held(name corev1.ResourceName, v float64) {
+	if o.HeldBeforeReady == nil {
+		o.HeldBeforeReady = map[corev1.ResourceName]float64{}
+	}
+	o.HeldBeforeReady[name] += v
 }

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
 	"slices"
 	"strings"
 	"time"
@@ -152,6 +154,15 @@ func (e *Engine) queueOf(g *group) string {
 func (e *Engine) step(g *group, ev lifecycle.Event, now time.Time, out *Output) {
 	var actions []lifecycle.Action
 	g.state, actions = lifecycle.Step(g.state, g.policy, ev, now)
+	for name, v := range g.state.HeldBeforeReady() {
+		if d := v - g.heldReported[name]; d > 0 {
+			out.held(name, d)
+			if g.heldReported == nil {
+				g.heldReported = map[corev1.ResourceName]float64{}
+			}
+			g.heldReported[name] = v
+		}
+	}
 	for _, a := range actions {
 		switch a := a.(type) {
 		case lifecycle.Enqueue:
@@ -164,6 +175,11 @@ func (e *Engine) step(g *group, ev lifecycle.Event, now time.Time, out *Output) 
 			e.evictAll(g, a, out)
 		case lifecycle.Transition:
 			out.Events = append(out.Events, transitionEvent(g.key, a))
+			if a.To == lifecycle.Running && a.From != lifecycle.Recovering {
+				if d, ok := g.state.TimeToReady(); ok {
+					out.Ready = append(out.Ready, Readiness{Group: g.key, After: d})
+				}
+			}
 		case lifecycle.Released:
 			out.Released = append(out.Released, Release{Group: g.key, After: a.After})
 		}
