@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -30,6 +29,10 @@ type pytorchJob struct {
 	annotations map[string]string
 	// groupAnnotations are set on the PodGroup (muster's per-group settings).
 	groupAnnotations map[string]string
+	// podAnnotations are set on the named pods only.
+	podAnnotations map[string]map[string]string
+	// gpus overrides the one GPU of the named pods.
+	gpus map[string]int64
 	// plain leaves the pods without an owner, as plain pods are.
 	plain bool
 }
@@ -63,8 +66,15 @@ func (j pytorchJob) create(t *testing.T, env *sandboxtest.Env, c client.Client) 
 		t.Fatalf("creating PodGroup %s/%s: %v", j.ns, j.name, err)
 	}
 	for _, name := range j.podNames() {
-		b := sandboxtest.Pod(j.ns, name).GPUs(1).SchedulerName("muster")
+		gpus := int64(1)
+		if n, ok := j.gpus[name]; ok {
+			gpus = n
+		}
+		b := sandboxtest.Pod(j.ns, name).GPUs(gpus).SchedulerName("muster")
 		for k, v := range j.annotations {
+			b.Annotate(k, v)
+		}
+		for k, v := range j.podAnnotations[name] {
 			b.Annotate(k, v)
 		}
 		p := b.Obj()
@@ -170,5 +180,3 @@ func groupCondition(t *testing.T, c client.Client, ns, name, typ string) (metav1
 	}
 	return metav1.Condition{}, false
 }
-
-var _ = time.Second

@@ -1,0 +1,102 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/sandbox"
+	"github.com/muster-sched/muster/internal/sandbox/kubelet"
+	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
+)
+
+// TestImpossibleShape: a pod needing 8 GPUs where nodes have 4 is Impossible at once,
+// with the numbers, and is not retried.
+func TestImpossibleShape(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "four", Count: 2, CPU: "32", Memory: "128Gi", GPUs: 4})
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	job := pytorchJob{ns: ns, name: "huge", workers: 0, gpus: map[string]int64{"huge-master-0": 8}}
+	ctx := context.Background()
+	began := time.Now()
+	job.create(t, env, c)
+	cond := waitCondition(t, env, c, ns, "huge", "Impossible", metav1.ConditionTrue)
+	if d := time.Since(began); d > 5*time.Second {
+		t.Errorf("Impossible after %s, expected within 5s", d)
+	}
+	for _, want := range []string{"needs 8 nvidia.com/gpu", "has 4"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("Impossible message %q: expected it to contain %q", cond.Message, want)
+		}
+	}
+	time.Sleep(2 * time.Second) // a retry on a timer would show within this
+	events, err := env.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events.Items {
+		if strings.Contains(ev.Reason, "Evict") || ev.Reason == "StartTimeout" {
+			t.Errorf("expected no eviction of an Impossible group, found event %s: %s", ev.Reason, ev.Message)
+		}
+	}
+	got, err := env.Kube.CoreV1().Pods(ns).Get(ctx, "huge-master-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.NodeName != "" {
+		t.Errorf("expected the pod unbound, found it on %s", got.Spec.NodeName)
+	}
+}
+
+// TestWorkerFailsToInitialise: one worker never initialises. The group is evicted at
+// its start timeout, backs off, is retried, and Fails after max-retries; its plain pods
+// are recreated by muster each time. Meanwhile another group runs.
+func TestWorkerFailsToInitialise(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "init", Count: 4, CPU: "16", Memory: "64Gi", GPUs: 1})
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	flaky := pytorchJob{ns: ns, name: "flaky", workers: 1, plain: true, groupAnnotations: map[string]string{
+		musterv1alpha1.StartTimeoutAnnotation: "3s",
+		musterv1alpha1.MaxRetriesAnnotation:   "1",
+		musterv1alpha1.BackoffBaseAnnotation:  "1s",
+	}}
+	flaky.podAnnotations = map[string]map[string]string{"flaky-worker-0": {kubelet.AnnotationFailInit: "true"}}
+	flaky.create(t, env, c)
+	ctx := context.Background()
+	steady := pytorchJob{ns: ns, name: "steady", workers: 1}
+	steady.create(t, env, c)
+	firstUID := uidOf(t, env, ns, "flaky-master-0")
+	waitCondition(t, env, c, ns, "steady", "PodsReady", metav1.ConditionTrue)
+	evicted := waitCondition(t, env, c, ns, "flaky", "Evicted", metav1.ConditionTrue)
+	t.Logf("evicted: %s: %s", evicted.Reason, evicted.Message)
+	env.WaitFor(t, "flaky-master-0 recreated by muster", func(context.Context) (bool, error) {
+		p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, "flaky-master-0", metav1.GetOptions{})
+		return err == nil && string(p.UID) != firstUID, nil
+	})
+	failed := waitCondition(t, env, c, ns, "flaky", "Failed", metav1.ConditionTrue)
+	t.Logf("failed: %s: %s", failed.Reason, failed.Message)
+	if s := stateOf(t, env, ns, "steady"); s.holding != 2 {
+		t.Errorf("expected steady to keep its 2 pods running, found %d", s.holding)
+	}
+	env.WaitFor(t, "the failed group to hold nothing", func(context.Context) (bool, error) {
+		return stateOf(t, env, ns, "flaky").holding == 0, nil
+	})
+}
+
+// uidOf returns a pod's UID.
+func uidOf(t *testing.T, env *sandboxtest.Env, ns, name string) string {
+	t.Helper()
+	p, err := env.Kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(p.UID)
+}
