@@ -70,3 +70,9 @@ const (
 	// (scheduling.volcano.sh/v1beta1) the pod belongs to.
 	VolcanoGroupNameAnnotation = "scheduling.k8s.io/group-name"
 )
+
+// LifecycleAnnotation is written by muster on the group object (on the
+// lowest-named member pod for plain groups): the group's lifecycle as JSON
+// (GroupLifecycle), so that `muster explain` can say when the next timeout fires and
+// what happens then.
+const LifecycleAnnotation = "muster.dev/lifecycle"

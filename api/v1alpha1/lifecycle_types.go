@@ -1,0 +1,55 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// GroupLifecycle is muster's record of a group's lifecycle, stored as JSON in the
+// LifecycleAnnotation. It is written by the scheduler and read by `muster explain`.
+type GroupLifecycle struct {
+	// Phase is the lifecycle phase: Gathering, Queued, Binding, Starting, Running,
+	// Recovering, Backoff, Impossible, Failed, Finished or Cancelled.
+	Phase string `json:"phase"`
+	// Reason and Message explain the last transition.
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Queue is the queue the group is charged to.
+	Queue string `json:"queue,omitempty"`
+	// Waiting is why the last admission pass did not admit the group, and WaitingKind
+	// its kind (Unschedulable, Impossible, QuotaExceeded, QuotaNeverEnough,
+	// QueueNotFound, Reserved).
+	Waiting     string `json:"waiting,omitempty"`
+	WaitingKind string `json:"waitingKind,omitempty"`
+	// MinMember and the observed member counts.
+	MinMember int `json:"minMember"`
+	Members   int `json:"members"`
+	Bound     int `json:"bound"`
+	Ready     int `json:"ready"`
+	// Attempt counts admissions; Failures the failed ones; MaxRetries the retries allowed.
+	Attempt    int `json:"attempt"`
+	Failures   int `json:"failures"`
+	MaxRetries int `json:"maxRetries"`
+	// StartTimeout, RecoveryTimeout, BackoffBase and BackoffMax are the group's policy.
+	StartTimeout    metav1.Duration `json:"startTimeout"`
+	RecoveryTimeout metav1.Duration `json:"recoveryTimeout"`
+	BackoffBase     metav1.Duration `json:"backoffBase"`
+	BackoffMax      metav1.Duration `json:"backoffMax"`
+	// AdmittedAt is when the current attempt was admitted.
+	AdmittedAt *metav1.Time `json:"admittedAt,omitempty"`
+	// WakeAt is when the group's next timer fires: the start- or recovery-timeout, or
+	// the end of the backoff.
+	WakeAt *metav1.Time `json:"wakeAt,omitempty"`
+	// Attempts lists the attempts that ended.
+	Attempts []AttemptRecord `json:"attempts,omitempty"`
+}
+
+// AttemptRecord is one ended attempt of a group.
+type AttemptRecord struct {
+	Number     int         `json:"number"`
+	AdmittedAt metav1.Time `json:"admittedAt"`
+	EndedAt    metav1.Time `json:"endedAt"`
+	// Stage is the phase the attempt was in when it ended.
+	Stage   string `json:"stage"`
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
+}
