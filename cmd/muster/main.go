@@ -26,6 +26,7 @@ func newRootCmd() *cobra.Command {
 	sandboxCmd := newSandboxCmd()
 	root.AddCommand(
 		newDemoCmd(),
+		newSimCmd(),
 		newServeCmd(),
 		sandboxCmd,
 	)

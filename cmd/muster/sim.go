@@ -1,0 +1,177 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/muster-sched/muster/internal/sim"
+	"github.com/muster-sched/muster/internal/trace"
+)
+
+// simFlags are muster sim's options.
+type simFlags struct {
+	trace, cluster, policies, out, from, to string
+	oneGPU                                  bool
+	load                                    float64
+	seed                                    uint64
+	limit                                   int
+	permitTimeout, permitBackoff            time.Duration
+	readyAfter, horizon, stall              time.Duration
+}
+
+// newSimCmd replays a job trace through the pod-by-pod, permit-wait and muster policies in
+// simulated time and reports, per policy, the table and plots of docs/benchmarks.md.
+func newSimCmd() *cobra.Command {
+	f := simFlags{}
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Replay a job trace through scheduling policies in simulated time",
+		Long: `sim replays the Philly trace on a simulated cluster, once per policy, through the same
+core packages the scheduler uses: pod-by-pod (the default scheduler without gangs),
+permit-wait (scheduler-plugins Coscheduling: members reserved one by one and held at a
+permit barrier until the group is whole or the timeout), and muster (the engine). A job of
+N GPUs becomes a gang of ceil(N/G) workers of min(N,G) GPUs on G-GPU nodes, or N workers of
+one GPU with --workers-of-1gpu. It prints one row per policy and writes plots to --out.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.trace, "trace", "../shared/traces/philly.csv", "Philly CSV to replay")
+	fl.StringVar(&f.cluster, "cluster", "128x8gpu", "cluster as NODESxGPUSgpu")
+	fl.StringVar(&f.policies, "policies", "pod-by-pod,permit-wait,muster", "comma-separated policies to compare")
+	fl.StringVar(&f.out, "out", "./sim-out", "directory for the plots (PNG and SVG)")
+	fl.StringVar(&f.from, "from", "", "replay jobs submitted at or after this time (2017-10-01 or 2017-10-01 12:00:00)")
+	fl.StringVar(&f.to, "to", "", "replay jobs submitted before this time")
+	fl.BoolVar(&f.oneGPU, "workers-of-1gpu", false, "make a job of N GPUs a gang of N one-GPU workers")
+	fl.Float64Var(&f.load, "load", 1, "time-scale arrivals: 2 makes arrivals twice as dense")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed for the per-job time from bind to Ready")
+	fl.IntVar(&f.limit, "limit", 0, "replay only the first N jobs of the window (0: all)")
+	fl.DurationVar(&f.permitTimeout, "permit-timeout", 60*time.Second, "permit-wait: how long members wait at the permit barrier")
+	fl.DurationVar(&f.permitBackoff, "permit-backoff", 10*time.Second, "permit-wait: how long a timed-out group waits before it is retried")
+	fl.DurationVar(&f.readyAfter, "ready-after", 30*time.Second, "mean time from bind to Ready (image pull, init)")
+	fl.DurationVar(&f.horizon, "horizon", 60*24*time.Hour, "simulated time to keep running after the last arrival")
+	fl.DurationVar(&f.stall, "deadlock-after", 10*time.Minute, "how long capacity must be held by incomplete groups, none becoming whole, to count as a deadlock episode")
+	return cmd
+}
+
+func runSim(cmd *cobra.Command, f simFlags) error {
+	cl, err := sim.ParseCluster(f.cluster)
+	if err != nil {
+		return err
+	}
+	if f.load <= 0 {
+		return fmt.Errorf("--load %v: want a positive factor", f.load)
+	}
+	policies, err := simPolicies(f)
+	if err != nil {
+		return err
+	}
+	jobs, err := loadWindow(f)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	cfg := sim.ReplayConfig{Cluster: cl, OneGPUWorkers: f.oneGPU, Load: f.load, ReadyAfter: f.readyAfter,
+		Seed: f.seed, Horizon: f.horizon, StallThreshold: f.stall}
+	fmt.Fprintf(out, "replaying %d jobs of %s on %d nodes × %d GPUs (load %g, seed %d)\n", len(jobs), f.trace, cl.Nodes, cl.GPUsPerNode, f.load, f.seed)
+	var sums []sim.Summary
+	var worlds []*sim.World
+	for _, p := range policies {
+		start := time.Now()
+		w := sim.Replay(jobs, p.sched(), cfg)
+		s := sim.Summarise(p.name, w, cl.GPUs())
+		s.Wall = time.Since(start)
+		fmt.Fprintf(out, "%-12s %d of %d jobs finished, %.1f GPU-hours held by incomplete groups, %s wall\n", p.name, s.Finished, s.Jobs, s.HeldGPUHours, s.Wall.Round(time.Millisecond))
+		sums = append(sums, s)
+		worlds = append(worlds, w)
+	}
+	fmt.Fprintln(out)
+	sim.WriteTable(out, sums)
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return fmt.Errorf("create --out directory: %w", err)
+	}
+	files, err := sim.WritePlots(f.out, sums, worlds, cl.GPUs())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nplots: %s\n", strings.Join(files, ", "))
+	return nil
+}
+
+type simPolicy struct {
+	name  string
+	sched func() sim.Scheduler
+}
+
+func simPolicies(f simFlags) ([]simPolicy, error) {
+	var out []simPolicy
+	for _, name := range strings.Split(f.policies, ",") {
+		switch name = strings.TrimSpace(name); name {
+		case "pod-by-pod":
+			out = append(out, simPolicy{name, func() sim.Scheduler { return sim.NewPodByPod() }})
+		case "permit-wait":
+			out = append(out, simPolicy{name, func() sim.Scheduler { return sim.NewPermitWait(f.permitTimeout, f.permitBackoff) }})
+		case "muster":
+			out = append(out, simPolicy{name, func() sim.Scheduler { return sim.NewEngine() }})
+		default:
+			return nil, fmt.Errorf("--policies: unknown policy %q; want pod-by-pod, permit-wait or muster", name)
+		}
+	}
+	return out, nil
+}
+
+// loadWindow reads the trace and keeps the jobs submitted in [--from, --to), then the
+// first --limit of them in submit order.
+func loadWindow(f simFlags) ([]trace.Job, error) {
+	all, err := trace.LoadPhilly(f.trace)
+	if err != nil {
+		return nil, err
+	}
+	from, err := parseWhen("--from", f.from)
+	if err != nil {
+		return nil, err
+	}
+	to, err := parseWhen("--to", f.to)
+	if err != nil {
+		return nil, err
+	}
+	var jobs []trace.Job
+	for _, j := range all {
+		if (!from.IsZero() && j.Submit.Before(from)) || (!to.IsZero() && !j.Submit.Before(to)) {
+			continue
+		}
+		jobs = append(jobs, j)
+	}
+	if f.limit > 0 && len(jobs) > f.limit {
+		slices.SortStableFunc(jobs, func(a, b trace.Job) int { return a.Submit.Compare(b.Submit) })
+		jobs = jobs[:f.limit]
+	}
+	if len(jobs) == 0 {
+		return nil, fmt.Errorf("no job of %s was submitted in [%s, %s)", f.trace, orAny(f.from), orAny(f.to))
+	}
+	return jobs, nil
+}
+
+func parseWhen(flag, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	for _, layout := range []string{trace.TimeLayout, "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%s %q: want 2006-01-02 or 2006-01-02 15:04:05", flag, s)
+}
+
+func orAny(s string) string {
+	if s == "" {
+		return "any"
+	}
+	return s
+}

@@ -1,0 +1,118 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/muster-sched/muster/internal/trace"
+)
+
+// Cluster is a homogeneous simulated cluster: Nodes machines of GPUsPerNode GPUs.
+type Cluster struct {
+	Nodes, GPUsPerNode int
+}
+
+// ParseCluster parses "NODESxGPUSgpu", e.g. "128x8gpu".
+func ParseCluster(s string) (Cluster, error) {
+	n, g, ok := strings.Cut(strings.TrimSuffix(s, "gpu"), "x")
+	nodes, err1 := strconv.Atoi(n)
+	gpus, err2 := strconv.Atoi(g)
+	if !ok || !strings.HasSuffix(s, "gpu") || err1 != nil || err2 != nil || nodes < 1 || gpus < 1 {
+		return Cluster{}, fmt.Errorf("cluster %q: want NODESxGPUSgpu with positive counts, e.g. 128x8gpu", s)
+	}
+	return Cluster{Nodes: nodes, GPUsPerNode: gpus}, nil
+}
+
+// GPUs returns the cluster's GPU count.
+func (c Cluster) GPUs() int { return c.Nodes * c.GPUsPerNode }
+
+// ReplayConfig says how a trace becomes simulated jobs.
+type ReplayConfig struct {
+	Cluster Cluster
+	// OneGPUWorkers makes a job of N GPUs a gang of N one-GPU workers instead of
+	// ceil(N/GPUsPerNode) workers of min(N, GPUsPerNode).
+	OneGPUWorkers bool
+	// Load scales arrivals: 2 makes inter-arrival times half as long. Zero means 1.
+	Load float64
+	// ReadyAfter is the mean time from bind to Ready; each job draws its own uniformly
+	// from [ReadyAfter/2, 3·ReadyAfter/2] with Seed.
+	ReadyAfter time.Duration
+	Seed       uint64
+	// Horizon is how long to keep simulating after the last arrival when jobs remain.
+	Horizon time.Duration
+	// StallThreshold is the shortest deadlock episode (see Options.StallThreshold).
+	StallThreshold time.Duration
+}
+
+// Replay submits the trace's jobs to a world driven by sched, in simulated time, and runs
+// it until every job finished, nothing can change any more, or Horizon after the last
+// arrival. Jobs submitted at the same instant have their pods created interleaved, as
+// concurrent operators would. The trace's durations are each job's useful run time.
+func Replay(jobs []trace.Job, sched Scheduler, cfg ReplayConfig) *World {
+	w := NewWithOptions(sched, Options{Quiet: true, CollectFinished: true, RecordOccupancy: true, StallThreshold: cfg.StallThreshold})
+	for i := 0; i < cfg.Cluster.Nodes; i++ {
+		w.AddNode(gpuNode(fmt.Sprintf("node-%04d", i), int64(cfg.Cluster.GPUsPerNode)))
+	}
+	last := w.now
+	for _, batch := range arrivals(jobs, cfg) {
+		at := batch[0].Submitted
+		w.at(at, func() { w.SubmitInterleaved(batch...) })
+		last = at
+	}
+	w.RunUntilIdle(last.Add(cfg.Horizon))
+	return w
+}
+
+// arrivals turns trace jobs into simulated jobs, sorted by submit time and batched by
+// simulated arrival instant. Submitted holds each batch's arrival time until Submit.
+func arrivals(jobs []trace.Job, cfg ReplayConfig) [][]*Job {
+	sorted := slices.Clone(jobs)
+	slices.SortStableFunc(sorted, func(a, b trace.Job) int { return a.Submit.Compare(b.Submit) })
+	load := cfg.Load
+	if load == 0 {
+		load = 1
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6d7573746572))
+	var out [][]*Job
+	for i, tj := range sorted {
+		workers, each := tj.Gang(cfg.Cluster.GPUsPerNode, cfg.OneGPUWorkers)
+		offset := time.Duration(float64(tj.Submit.Sub(sorted[0].Submit)) / load).Truncate(time.Second)
+		ready := cfg.ReadyAfter
+		if ready > 0 {
+			ready = ready/2 + time.Duration(rng.Int64N(int64(ready)))
+		}
+		j := &Job{
+			Name: fmt.Sprintf("j%06d", i), Workers: workers, GPU: int64(each),
+			RunFor: tj.Duration, ReadyAfter: ready, Submitted: Epoch.Add(offset),
+		}
+		if n := len(out); n > 0 && out[n-1][0].Submitted.Equal(j.Submitted) {
+			out[n-1] = append(out[n-1], j)
+		} else {
+			out = append(out, []*Job{j})
+		}
+	}
+	return out
+}
+
+// RunUntilIdle runs events and scheduler wake-ups until none is left or the next is
+// after limit.
+func (w *World) RunUntilIdle(limit time.Time) {
+	for {
+		next := w.wake
+		if !next.After(w.now) {
+			next = time.Time{}
+		}
+		if w.events.Len() > 0 && (next.IsZero() || w.events[0].at.Before(next)) {
+			next = w.events[0].at
+		}
+		if next.IsZero() || next.After(limit) {
+			w.refresh()
+			return
+		}
+		w.RunUntil(next)
+	}
+}

@@ -1,0 +1,154 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Summary is one policy's outcome on a replay.
+type Summary struct {
+	Policy   string
+	Jobs     int
+	Finished int
+	// Stalls are the deadlock episodes (see Options.StallThreshold).
+	Stalls []Stall
+	// HeldGPUHours is GPU time held by incomplete groups: bound to, or reserved for, a
+	// group with fewer than MinMember members bound.
+	HeldGPUHours float64
+	// Queueing is submit → all workers Ready, over jobs that got there; Completion is
+	// submit → finished, over finished jobs.
+	Queueing, Completion Dist
+	// Delays are the queueing delays, sorted, for the CDF.
+	Delays []time.Duration
+	// Utilisation is useful GPU time / (GPUs × Makespan).
+	Utilisation float64
+	// Makespan is from the first arrival to the last finish (to the end of the run if no
+	// job finished).
+	Makespan time.Duration
+	// Wall is the real time the replay took, filled in by the caller.
+	Wall time.Duration
+}
+
+// Dist summarises durations.
+type Dist struct {
+	N              int
+	Mean, P50, P99 time.Duration
+}
+
+// Summarise measures a replayed world on a cluster of gpus GPUs.
+func Summarise(policy string, w *World, gpus int) Summary {
+	s := Summary{Policy: policy, Stalls: w.Stalls()}
+	var completion []time.Duration
+	var last time.Time
+	for _, j := range w.jobs {
+		s.Jobs++
+		s.HeldGPUHours += j.HeldIncomplete / 3600
+		if !j.Ready.IsZero() {
+			s.Delays = append(s.Delays, j.Ready.Sub(j.Submitted))
+		}
+		if !j.Finished.IsZero() {
+			s.Finished++
+			completion = append(completion, j.Finished.Sub(j.Submitted))
+			if j.Finished.After(last) {
+				last = j.Finished
+			}
+		}
+	}
+	if last.IsZero() {
+		last = w.now
+	}
+	s.Makespan = last.Sub(Epoch)
+	if s.Makespan > 0 && gpus > 0 {
+		s.Utilisation = w.UsefulGPUSeconds() / (float64(gpus) * s.Makespan.Seconds())
+	}
+	slices.Sort(s.Delays)
+	slices.Sort(completion)
+	s.Queueing, s.Completion = distOf(s.Delays), distOf(completion)
+	return s
+}
+
+// distOf summarises sorted durations; percentiles are nearest-rank.
+func distOf(sorted []time.Duration) Dist {
+	d := Dist{N: len(sorted)}
+	if d.N == 0 {
+		return d
+	}
+	var sum float64
+	for _, v := range sorted {
+		sum += v.Seconds()
+	}
+	d.Mean = time.Duration(sum / float64(d.N) * float64(time.Second))
+	rank := func(p float64) time.Duration {
+		i := int(p*float64(d.N)+0.999999) - 1
+		return sorted[min(max(i, 0), d.N-1)]
+	}
+	d.P50, d.P99 = rank(0.50), rank(0.99)
+	return d
+}
+
+// StallTime is the total length of the deadlock episodes.
+func (s Summary) StallTime() time.Duration {
+	var d time.Duration
+	for _, st := range s.Stalls {
+		d += st.To.Sub(st.From)
+	}
+	return d
+}
+
+// WriteTable writes one Markdown table row per summary.
+func WriteTable(out io.Writer, sums []Summary) {
+	header := []string{"policy", "jobs finished", "deadlock episodes (total)", "GPU-h held by incomplete groups",
+		"queueing mean / p50 / p99", "JCT mean / p50 / p99", "GPU utilisation", "makespan", "wall time"}
+	rows := [][]string{header}
+	for _, s := range sums {
+		rows = append(rows, []string{
+			s.Policy,
+			fmt.Sprintf("%d / %d", s.Finished, s.Jobs),
+			fmt.Sprintf("%d (%s)", len(s.Stalls), human(s.StallTime())),
+			fmt.Sprintf("%.1f", s.HeldGPUHours),
+			fmt.Sprintf("%s / %s / %s", human(s.Queueing.Mean), human(s.Queueing.P50), human(s.Queueing.P99)),
+			fmt.Sprintf("%s / %s / %s", human(s.Completion.Mean), human(s.Completion.P50), human(s.Completion.P99)),
+			fmt.Sprintf("%.1f%%", 100*s.Utilisation),
+			human(s.Makespan),
+			s.Wall.Round(10 * time.Millisecond).String(),
+		})
+	}
+	widths := make([]int, len(header))
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], len(c))
+		}
+	}
+	line := func(cells []string) {
+		var b strings.Builder
+		for i, c := range cells {
+			fmt.Fprintf(&b, "| %-*s ", widths[i], c)
+		}
+		fmt.Fprintln(out, b.String()+"|")
+	}
+	line(rows[0])
+	sep := make([]string, len(header))
+	for i := range sep {
+		sep[i] = strings.Repeat("-", widths[i])
+	}
+	line(sep)
+	for _, r := range rows[1:] {
+		line(r)
+	}
+}
+
+// human renders a duration compactly: 45s, 12.5m, 3.2h, 4.1d.
+func human(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%.0fs", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%.1fm", d.Minutes())
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%.1fh", d.Hours())
+	}
+	return fmt.Sprintf("%.1fd", d.Hours()/24)
+}
