@@ -1,0 +1,210 @@
+package explain
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/source"
+)
+
+// check is one step's outcome: its evidence and, when it fails, the verdict.
+type check struct {
+	evidence []string
+	fail     *Verdict
+}
+
+func ok(evidence ...string) check { return check{evidence: evidence} }
+
+func failed(summary, fix string, evidence ...string) check {
+	return check{evidence: evidence, fail: &Verdict{Summary: summary, Fix: fix}}
+}
+
+// Build walks the six steps over the facts and returns the report. Steps after the first
+// failing one are still checked when they can be (a later problem is worth knowing), but
+// the verdict names the first.
+func Build(f Facts) Report {
+	r := Report{Group: groupName(f)}
+	if f.Lifecycle != nil {
+		r.Phase = f.Lifecycle.Phase
+	}
+	steps := []struct {
+		title string
+		run   func(Facts) (check, bool)
+	}{
+		{"objects exist", stepObjects},
+		{"API served and muster owns the group", stepOwnership},
+		{"membership", stepMembership},
+		{"admission and fit", stepAdmission},
+		{"after placement", stepAfterPlacement},
+		{"timeout", stepTimeout},
+	}
+	blocked := false
+	for i, s := range steps {
+		step := Step{Number: i + 1, Title: s.title}
+		if blocked {
+			step.Skipped, step.OK = true, true
+			step.Evidence = []string{"not checked: an earlier step must pass first"}
+			r.Steps = append(r.Steps, step)
+			continue
+		}
+		c, canContinue := s.run(f)
+		step.Evidence, step.OK = c.evidence, c.fail == nil
+		if c.fail != nil && r.Verdict.Step == 0 {
+			r.Verdict = *c.fail
+			r.Verdict.Step = i + 1
+		}
+		blocked = !canContinue
+		r.Steps = append(r.Steps, step)
+	}
+	if r.Verdict.Step == 0 {
+		r.Verdict.Summary = healthy(f)
+	}
+	return r
+}
+
+func groupName(f Facts) string {
+	if f.Spec.Key != "" {
+		return fmt.Sprintf("%s %s/%s", f.Spec.Source, f.Spec.Namespace, f.Spec.Name)
+	}
+	return fmt.Sprintf("%s/%s in %s", f.Kind, f.Name, f.Namespace)
+}
+
+func healthy(f Facts) string {
+	if f.Lifecycle == nil {
+		return "no problem found"
+	}
+	switch lifecycle.Phase(f.Lifecycle.Phase) {
+	case lifecycle.Finished:
+		return "the group finished"
+	case lifecycle.Running:
+		ready := 0
+		for _, p := range f.Members {
+			if podReady(p) {
+				ready++
+			}
+		}
+		return fmt.Sprintf("the group is running: %d of minMember %d members Ready", ready, f.Spec.MinMember)
+	}
+	return fmt.Sprintf("no problem found; the group is %s", f.Lifecycle.Phase)
+}
+
+// stepObjects: the parent object and its group exist in the namespace.
+func stepObjects(f Facts) (check, bool) {
+	var ev []string
+	if f.ParentProblem != "" {
+		return failed(f.ParentProblem, "check the name and namespace (kubectl get "+f.Kind+" -n "+f.Namespace+")", f.ParentProblem), false
+	}
+	if f.Parent != nil {
+		ev = append(ev, fmt.Sprintf("%s %s/%s exists", f.Parent.GetKind(), f.Namespace, f.Parent.GetName()))
+	}
+	if !f.GroupFound {
+		msg := fmt.Sprintf("no %s named %s in namespace %s", f.GroupAPI, f.Spec.Name, f.Namespace)
+		fix := "create the group object"
+		if f.Parent != nil {
+			fix = "run the training operator with --gang-scheduler-name=" + f.SchedulerName + " so that it creates the PodGroup"
+		}
+		return failed(msg, fix, append(ev, msg)...), false
+	}
+	ev = append(ev, fmt.Sprintf("%s %s/%s exists", f.GroupAPI, f.Namespace, f.Spec.Name))
+	return ok(strings.Join(ev, "; ")), true
+}
+
+// stepOwnership: the group's API is served and every member names muster.
+func stepOwnership(f Facts) (check, bool) {
+	if !f.GroupServed {
+		msg := "the cluster does not serve " + f.GroupAPI
+		return failed(msg, "install the CRD from deploy/crd (or enable the API)", msg), false
+	}
+	var others []string
+	for _, p := range f.Members {
+		if p.Spec.SchedulerName != f.SchedulerName {
+			others = append(others, fmt.Sprintf("%s (schedulerName %q)", p.Name, p.Spec.SchedulerName))
+		}
+	}
+	if len(others) > 0 {
+		msg := fmt.Sprintf("%d of %d members are not muster's: %s", len(others), len(f.Members), strings.Join(others, ", "))
+		return failed(msg, fmt.Sprintf("set spec.schedulerName: %s on every member's pod template (Polyaxon: environment.schedulerName)", f.SchedulerName), msg), true
+	}
+	return ok(fmt.Sprintf("%s served; %d members with schedulerName %s", f.GroupAPI, len(f.Members), f.SchedulerName)), true
+}
+
+// stepMembership: members found vs minMember, the owner's declared replicas, pods of the
+// owner outside the group, and per-pod requests.
+func stepMembership(f Facts) (check, bool) {
+	live := 0
+	for _, p := range f.Members {
+		if p.Status.Phase != corev1.PodFailed {
+			live++
+		}
+	}
+	ev := []string{source.Gathering(f.Spec, live, f.Parent)}
+	ev = append(ev, shapes(f.Members)...)
+	if len(f.Spec.Invalid) > 0 {
+		msg := strings.Join(f.Spec.Invalid, "; ")
+		return failed("the group is invalid: "+msg, "fix the named field", append(ev, msg)...), false
+	}
+	if len(f.Outside) > 0 {
+		names := podNames(f.Outside)
+		msg := fmt.Sprintf("%d pod(s) of the same owner are outside the group: %s", len(f.Outside), names)
+		ev = append(ev, msg)
+		if live < f.Spec.MinMember {
+			return failed(msg, "put them in the group ("+source.JoinedBy(f.Spec.Source)+") or lower minMember to the pods that are in it", ev...), false
+		}
+	}
+	if live < f.Spec.MinMember {
+		return failed(fmt.Sprintf("%d of minMember %d members exist", live, f.Spec.MinMember),
+			"create the missing members, or check that minMember counts only the pods the controller creates", ev...), false
+	}
+	return ok(ev...), true
+}
+
+// shapes lists the members' distinct requests: "4 × {cpu: 2, nvidia.com/gpu: 1} (bert-worker-0 ...)".
+func shapes(pods []*corev1.Pod) []string {
+	type shape struct {
+		text  string
+		count int
+		first string
+	}
+	var out []*shape
+	for _, p := range pods {
+		r := cluster.PodRequests(p)
+		delete(r, corev1.ResourcePods)
+		text := r.String()
+		i := slices.IndexFunc(out, func(s *shape) bool { return s.text == text })
+		if i < 0 {
+			out = append(out, &shape{text: text, first: p.Name})
+			i = len(out) - 1
+		}
+		out[i].count++
+	}
+	lines := make([]string, len(out))
+	for i, s := range out {
+		lines[i] = fmt.Sprintf("requests %s × %d (e.g. %s)", s.text, s.count, s.first)
+	}
+	return lines
+}
+
+func podNames(pods []*corev1.Pod) string {
+	names := make([]string, len(pods))
+	for i, p := range pods {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// admitted reports whether the lifecycle record shows the group holding a placement.
+func admitted(f Facts) bool {
+	if f.Lifecycle == nil {
+		return false
+	}
+	switch lifecycle.Phase(f.Lifecycle.Phase) {
+	case lifecycle.Binding, lifecycle.Starting, lifecycle.Running, lifecycle.Recovering, lifecycle.Finished:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,181 @@
+package explain_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/explain"
+	gt "github.com/muster-sched/muster/internal/gangtest"
+)
+
+var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+func members(n int, node bool, mutate func(i int, p *corev1.Pod)) []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := 0; i < n; i++ {
+		b := gt.Pod("bert-worker-" + string(rune('0'+i))).GPU(1)
+		if node {
+			b.Node("n-" + string(rune('0'+i)))
+		}
+		p := b.Obj()
+		if node {
+			p.Status.Phase = corev1.PodRunning
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}
+		if mutate != nil {
+			mutate(i, p)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func facts(phase string, pods []*corev1.Pod) explain.Facts {
+	admitted := metav1.NewTime(now.Add(-2 * time.Minute))
+	wake := metav1.NewTime(now.Add(3 * time.Minute))
+	return explain.Facts{
+		Kind: "podgroup", Name: "bert", Namespace: "default", SchedulerName: "muster",
+		GroupAPI: "scheduling.x-k8s.io/v1alpha1 PodGroup", GroupServed: true, GroupFound: true,
+		Spec:    engine.GroupSpec{Key: "Coscheduling/default/bert", Source: engine.Coscheduling, Namespace: "default", Name: "bert", MinMember: 4},
+		Members: pods,
+		Lifecycle: &musterv1alpha1.GroupLifecycle{
+			Phase: phase, Queue: "default", MinMember: 4, Attempt: 1, MaxRetries: 3,
+			StartTimeout: metav1.Duration{Duration: 5 * time.Minute}, RecoveryTimeout: metav1.Duration{Duration: 5 * time.Minute},
+			AdmittedAt: &admitted, WakeAt: &wake,
+		},
+		Now: now,
+	}
+}
+
+func TestBuild(t *testing.T) {
+	tests := []struct {
+		name     string
+		facts    func() explain.Facts
+		wantStep int
+		want     []string // substrings of the text report
+	}{
+		{
+			name:     "running",
+			facts:    func() explain.Facts { return facts("Running", members(4, true, nil)) },
+			wantStep: 0,
+			want:     []string{"✓ 3. membership: members joined: 4 of the 4 spec.minMember requires", "verdict: the group is running"},
+		},
+		{
+			name:     "group object missing",
+			facts:    func() explain.Facts { f := facts("Queued", nil); f.GroupFound = false; f.Parent = pytorchJob(4); return f },
+			wantStep: 1,
+			want:     []string{"✗ 1. objects exist", "--gang-scheduler-name=muster", "· 2."},
+		},
+		{
+			name: "member with another scheduler",
+			facts: func() explain.Facts {
+				return facts("Gathering", members(4, false, func(i int, p *corev1.Pod) {
+					if i == 0 {
+						p.Spec.SchedulerName = "default-scheduler"
+					}
+				}))
+			},
+			wantStep: 2,
+			want:     []string{`bert-worker-0 (schedulerName "default-scheduler")`, "environment.schedulerName"},
+		},
+		{
+			name: "launcher outside the group",
+			facts: func() explain.Facts {
+				f := facts("Gathering", members(3, false, nil))
+				f.Parent = pytorchJob(4)
+				f.Outside = []*corev1.Pod{gt.Pod("bert-launcher").Obj()}
+				return f
+			},
+			wantStep: 3,
+			want:     []string{"PyTorchJob bert declares 4 replicas", "outside the group: bert-launcher", "scheduling.x-k8s.io/pod-group"},
+		},
+		{
+			name: "impossible",
+			facts: func() explain.Facts {
+				f := facts("Impossible", members(1, false, nil))
+				f.Spec.MinMember, f.Lifecycle.MinMember = 1, 1
+				f.Lifecycle.Waiting, f.Lifecycle.WaitingKind = "default/bert-worker-0 needs 8 nvidia.com/gpu on one node; largest eligible node has 4", "Impossible"
+				return f
+			},
+			wantStep: 4,
+			want:     []string{"✗ 4. admission and fit", "largest eligible node has 4", "retries will not help"},
+		},
+		{
+			name: "quota",
+			facts: func() explain.Facts {
+				f := facts("Queued", members(4, false, nil))
+				f.Lifecycle.Waiting, f.Lifecycle.WaitingKind = "needs 4 nvidia.com/gpu, queue team-a has 2 of 4 in use", "QuotaExceeded"
+				f.Lifecycle.Queue = "team-a"
+				return f
+			},
+			wantStep: 4,
+			want:     []string{"queue team-a has 2 of 4 in use", "raise its spec.quota"},
+		},
+		{
+			name: "one worker never ready",
+			facts: func() explain.Facts {
+				return facts("Starting", members(4, true, func(i int, p *corev1.Pod) {
+					if i == 3 {
+						p.Status.Phase = corev1.PodPending
+						p.Status.Conditions = nil
+						p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "init", State: corev1.ContainerState{
+							Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off restarting"}}}}
+					}
+				}))
+			},
+			wantStep: 5,
+			want:     []string{"3 of 4 bound members Ready", "bert-worker-3: init container init: CrashLoopBackOff", "start-timeout 5m0s fires at 2026-01-01T12:03:00Z (in 3m0s)", "3 of 3 retries left"},
+		},
+		{
+			name: "failed after retries",
+			facts: func() explain.Facts {
+				f := facts("Failed", members(4, false, nil))
+				f.Lifecycle.Attempt, f.Lifecycle.Failures, f.Lifecycle.WakeAt = 4, 4, nil
+				f.Lifecycle.Attempts = []musterv1alpha1.AttemptRecord{{Number: 4, AdmittedAt: metav1.NewTime(now.Add(-6 * time.Minute)),
+					EndedAt: metav1.NewTime(now.Add(-time.Minute)), Stage: "Starting", Reason: "StartTimeout", Message: "3 of 4 required members ready"}}
+				return f
+			},
+			wantStep: 6,
+			want:     []string{"failed after 4 attempts", "attempt 4: StartTimeout in Starting after 5m0s", "resubmit"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := explain.Build(tc.facts())
+			var b bytes.Buffer
+			if err := r.WriteText(&b); err != nil {
+				t.Fatal(err)
+			}
+			if r.Verdict.Step != tc.wantStep {
+				t.Errorf("verdict step %d, want %d\n%s", r.Verdict.Step, tc.wantStep, b.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("report lacks %q:\n%s", w, b.String())
+				}
+			}
+			if len(r.Steps) != 6 {
+				t.Errorf("%d steps, want 6", len(r.Steps))
+			}
+		})
+	}
+}
+
+func pytorchJob(replicas int64) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+		"metadata": map[string]any{"name": "bert", "namespace": "default"},
+		"spec": map[string]any{"pytorchReplicaSpecs": map[string]any{
+			"Worker": map[string]any{"replicas": replicas},
+		}},
+	}}
+	return u
+}

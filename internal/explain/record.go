@@ -1,0 +1,41 @@
+package explain
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/engine"
+)
+
+// RecordOf turns the engine's status of a group into the lifecycle record the scheduler
+// writes on the group object for explain to read.
+func RecordOf(st engine.Status) musterv1alpha1.GroupLifecycle {
+	r := musterv1alpha1.GroupLifecycle{
+		Phase: string(st.Phase), Reason: st.Reason, Message: st.Message, Queue: st.Queue,
+		Waiting: st.Waiting, WaitingKind: st.WaitingKind,
+		MinMember: st.Spec.MinMember, Members: st.Observed.Members, Bound: st.Observed.Bound, Ready: st.Observed.Ready,
+		Attempt: st.Attempt, Failures: st.Failures, MaxRetries: st.Policy.MaxRetries,
+		StartTimeout:    metav1.Duration{Duration: st.Policy.StartTimeout},
+		RecoveryTimeout: metav1.Duration{Duration: st.Policy.RecoveryTimeout},
+		BackoffBase:     metav1.Duration{Duration: st.Policy.BackoffBase},
+		BackoffMax:      metav1.Duration{Duration: st.Policy.BackoffMax},
+	}
+	if r.Phase == "" && st.Invalid != "" {
+		r.Phase, r.Message = "Invalid", st.Invalid
+	}
+	if !st.AdmittedAt.IsZero() {
+		t := metav1.NewTime(st.AdmittedAt)
+		r.AdmittedAt = &t
+	}
+	if !st.WakeAt.IsZero() {
+		t := metav1.NewTime(st.WakeAt)
+		r.WakeAt = &t
+	}
+	for _, a := range st.Attempts {
+		r.Attempts = append(r.Attempts, musterv1alpha1.AttemptRecord{
+			Number: a.Number, AdmittedAt: metav1.NewTime(a.AdmittedAt), EndedAt: metav1.NewTime(a.EndedAt),
+			Stage: string(a.Stage), Reason: a.Reason, Message: a.Message,
+		})
+	}
+	return r
+}
