@@ -49,8 +49,9 @@ type ReplayConfig struct {
 }
 
 // Replay submits the trace's jobs to a world driven by sched, in simulated time, and runs
-// it until every job finished, nothing can change any more, or Horizon after the last
-// arrival. Jobs submitted at the same instant have their pods created interleaved, as
+// it until every job finished or Horizon after the last arrival. When jobs remain
+// unfinished the clock runs on to that limit even if nothing can change any more (a
+// deadlock), so that capacity they hold counts until then. Jobs submitted at the same instant have their pods created interleaved, as
 // concurrent operators would. The trace's durations are each job's useful run time.
 func Replay(jobs []trace.Job, sched Scheduler, cfg ReplayConfig) *World {
 	w := NewWithOptions(sched, Options{Quiet: true, CollectFinished: true, RecordOccupancy: true, StallThreshold: cfg.StallThreshold})
@@ -63,7 +64,14 @@ func Replay(jobs []trace.Job, sched Scheduler, cfg ReplayConfig) *World {
 		w.at(at, func() { w.SubmitInterleaved(batch...) })
 		last = at
 	}
-	w.RunUntilIdle(last.Add(cfg.Horizon))
+	limit := last.Add(cfg.Horizon)
+	w.RunUntilIdle(limit)
+	for _, j := range w.jobs {
+		if j.Finished.IsZero() {
+			w.RunUntil(limit)
+			break
+		}
+	}
 	return w
 }
 
