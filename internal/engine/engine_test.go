@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/muster-sched/muster/internal/engine"
 	gt "github.com/muster-sched/muster/internal/gangtest"
@@ -78,5 +79,33 @@ func TestBindFailed(t *testing.T) {
 	st, _ := e.Group(key)
 	if st.Phase != lifecycle.Binding || st.Attempt != 1 {
 		t.Fatalf("phase %s attempt %d, want Binding in attempt 1: a failed bind is not a failed attempt", st.Phase, st.Attempt)
+	}
+}
+
+// TestAdoptBoundGroup: a restarted muster finds a group whose members are bound and Ready;
+// it takes the group over as Running without binding anything again.
+func TestAdoptBoundGroup(t *testing.T) {
+	e := sim.NewEngine()
+	for _, n := range gt.Nodes("n", 2, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
+		e.SetNode(n)
+	}
+	key := "Coscheduling/default/g"
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "g", MinMember: 2})
+	for i, node := range []string{"n-0", "n-1"} {
+		p := gt.Pod("g-" + string(rune('0'+i))).GPU(1).Node(node).Obj()
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		e.SetPod(p, key)
+	}
+	out := e.Step(sim.Epoch)
+	if len(out.Binds) != 0 || len(out.Evictions) != 0 {
+		t.Fatalf("adoption bound or evicted: %+v %+v", out.Binds, out.Evictions)
+	}
+	st, _ := e.Group(key)
+	if st.Phase != lifecycle.Running {
+		t.Fatalf("phase %s, want Running", st.Phase)
+	}
+	if free := e.Snapshot().Node("n-0").Free(gt.GPU); free != 0 {
+		t.Fatalf("n-0 has %d GPU free; the adopted member should hold it", free)
 	}
 }

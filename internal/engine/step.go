@@ -67,6 +67,9 @@ func (e *Engine) advance(g *group, now time.Time, out *Output) {
 	}
 	obs, held := g.observe()
 	e.step(g, obs, now, out)
+	if g.state.Phase() == lifecycle.Queued && g.boundLive() >= g.spec.MinMember {
+		e.adopt(g, obs, now, out)
+	}
 	if g.state.Phase() == lifecycle.Impossible && e.nodesChanged {
 		e.step(g, lifecycle.NodesChanged{}, now, out)
 	}
@@ -229,4 +232,15 @@ func (e *Engine) push(g *group) {
 		},
 	})
 	e.schedule = true
+}
+
+// adopt takes over a group whose members are already bound, at least minMember of them:
+// what a restarted muster, or a new leader, finds. The group is admitted with the
+// placement it has, without passing through the queue, and observed again so that it
+// moves on to Starting or Running at once.
+func (e *Engine) adopt(g *group, obs lifecycle.Observe, now time.Time, out *Output) {
+	g.queued = false
+	e.queue.Remove(g.key)
+	e.step(g, lifecycle.Admitted{Planned: g.boundLive()}, now, out)
+	e.step(g, obs, now, out)
 }
