@@ -24,6 +24,7 @@ import (
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	volcanov1beta1 "github.com/muster-sched/muster/api/volcano/v1beta1"
+	"github.com/muster-sched/muster/internal/metrics"
 )
 
 // Options configures a controller.
@@ -41,6 +42,9 @@ type Options struct {
 	// as if the process had died before issuing it. Tests use it to stop muster between
 	// the binds of one plan.
 	BeforeBind func(pod, node string) bool
+	// Metrics receives the scheduler's measurements; nil means muster's collectors in
+	// controller-runtime's registry, served on metricsAddr.
+	Metrics *metrics.Metrics
 	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election; zero keeps
 	// controller-runtime's defaults.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
@@ -123,7 +127,10 @@ func NewManager(opts Options) (manager.Manager, error) {
 	}
 	s := &scheduler{
 		cfg: cfg, clock: opts.Clock, log: opts.Log, mgr: mgr, kube: kube, dyn: dyn,
-		beforeBind: opts.BeforeBind, recorder: mgr.GetEventRecorder("muster"),
+		beforeBind: opts.BeforeBind, recorder: mgr.GetEventRecorder("muster"), metrics: opts.Metrics,
+	}
+	if s.metrics == nil {
+		s.metrics = defaultMetrics()
 	}
 	if err := mgr.Add(s); err != nil {
 		return nil, fmt.Errorf("adding the scheduler: %w", err)

@@ -18,6 +18,7 @@ import (
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/metrics"
 	"github.com/muster-sched/muster/internal/source"
 )
 
@@ -53,6 +54,9 @@ type scheduler struct {
 	written map[string]string
 	// conditions holds the conditions last written per group.
 	conditions map[string][]metav1.Condition
+	// recorded holds the lifecycle record last written per group.
+	recorded map[string]string
+	metrics  *metrics.Metrics
 }
 
 var _ manager.LeaderElectionRunnable = (*scheduler)(nil)
@@ -68,7 +72,7 @@ func (s *scheduler) Start(ctx context.Context) error {
 	s.pods, s.members = map[string]*corev1.Pod{}, map[string]map[string]*corev1.Pod{}
 	s.objects, s.specDirty = map[string]client.Object{}, map[string]bool{}
 	s.recreate, s.written = map[string]*recreation{}, map[string]string{}
-	s.conditions = map[string][]metav1.Condition{}
+	s.conditions, s.recorded = map[string][]metav1.Condition{}, map[string]string{}
 	if err := s.watch(ctx); err != nil {
 		return err
 	}
@@ -112,9 +116,12 @@ func (s *scheduler) loop(ctx context.Context) {
 		var wakeAt time.Time
 		for again && ctx.Err() == nil {
 			s.apply(ctx, s.changes.take())
+			began := time.Now()
 			out := s.eng.Step(s.clock.Now())
+			s.observe(out, time.Since(began))
 			again = s.carryOut(ctx, out)
 			s.writeStatuses(ctx)
+			s.writeLifecycles(ctx)
 			wakeAt = out.WakeAt
 		}
 		timer.Stop()

@@ -1,0 +1,291 @@
+package explain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	volcanov1beta1 "github.com/muster-sched/muster/api/volcano/v1beta1"
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/placement"
+	"github.com/muster-sched/muster/internal/source"
+)
+
+// Clients are what Gather reads the cluster with.
+type Clients struct {
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+}
+
+// parentKinds maps the kinds explain accepts to their API resources.
+var parentKinds = map[string]schema.GroupVersionResource{
+	"pytorchjob": {Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"},
+	"tfjob":      {Group: "kubeflow.org", Version: "v1", Resource: "tfjobs"},
+	"mpijob":     {Group: "kubeflow.org", Version: "v2beta1", Resource: "mpijobs"},
+	"job":        {Group: "batch", Version: "v1", Resource: "jobs"},
+	"jobset":     {Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"},
+}
+
+// groupAPI is one of the group object APIs, in the order explain looks for a group.
+type groupAPI struct {
+	source engine.Source
+	name   string
+	gvr    schema.GroupVersionResource
+}
+
+var groupAPIs = []groupAPI{
+	{engine.Coscheduling, "scheduling.x-k8s.io/v1alpha1 PodGroup", schema.GroupVersionResource{Group: spv1alpha1.GroupVersion.Group, Version: "v1alpha1", Resource: "podgroups"}},
+	{engine.Volcano, "scheduling.volcano.sh/v1beta1 PodGroup", schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}},
+	{engine.Native, "scheduling.k8s.io/v1beta1 PodGroup", schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups")},
+}
+
+var queueGVR = musterv1alpha1.GroupVersion.WithResource("queues")
+
+// ErrUsage is returned for a target explain cannot parse.
+var ErrUsage = errors.New("usage")
+
+// Gather collects the facts about target ("pytorchjob/bert", "podgroup/bert", or a plain
+// group's name) in namespace.
+func Gather(ctx context.Context, c Clients, target, namespace, schedulerName string, now time.Time) (Facts, error) {
+	kind, name, found := strings.Cut(target, "/")
+	if !found {
+		kind, name = "group", target
+	}
+	kind = strings.ToLower(kind)
+	f := Facts{Kind: kind, Name: name, Namespace: namespace, SchedulerName: schedulerName, Now: now, GroupServed: true}
+	pods, err := c.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return f, fmt.Errorf("listing pods in %s: %w", namespace, err)
+	}
+	var obj *unstructured.Unstructured
+	switch {
+	case kind == "podgroup" || kind == "pg":
+		obj = f.findGroupObject(ctx, c, name)
+	case kind == "group":
+		f.GroupAPI, f.Spec = "plain group (label "+musterv1alpha1.GroupLabel+")", engine.GroupSpec{Source: engine.Labels, Namespace: namespace, Name: name}
+	default:
+		gvr, ok := parentKinds[kind]
+		if !ok {
+			return f, fmt.Errorf("%w: kind %q: expected one of pytorchjob, tfjob, mpijob, job, jobset, podgroup, or a plain group name", ErrUsage, kind)
+		}
+		f.Parent, f.ParentProblem = getParent(ctx, c, gvr, namespace, name)
+		if f.Parent != nil {
+			obj = f.findGroupObject(ctx, c, name)
+		}
+	}
+	members := membersOf(&f, pods.Items)
+	f.Members = members
+	if f.Parent != nil {
+		f.Outside = outside(f.Parent, pods.Items, members)
+	}
+	f.translate(obj)
+	if f.Spec.Source == engine.Labels {
+		f.GroupFound = len(members) > 0
+	}
+	source.CheckMembers(&f.Spec, members, f.Parent, schedulerName)
+	f.Lifecycle = lifecycleOf(obj, members)
+	if f.Lifecycle != nil && f.Lifecycle.Queue != "" {
+		f.Queue = getQueue(ctx, c, f.Lifecycle.Queue)
+	}
+	if err := f.fit(ctx, c); err != nil {
+		return f, err
+	}
+	events, err := c.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
+	if err == nil {
+		f.PodEvents = events.Items
+	}
+	return f, nil
+}
+
+func getParent(ctx context.Context, c Clients, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, string) {
+	u, err := c.Dynamic.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return u, ""
+	case apierrors.IsNotFound(err) && isResourceMissing(err):
+		return nil, fmt.Sprintf("the cluster does not serve %s", gvr.GroupResource())
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Sprintf("%s %s/%s not found", gvr.Resource, ns, name)
+	}
+	return nil, fmt.Sprintf("reading %s %s/%s: %v", gvr.Resource, ns, name, err)
+}
+
+// isResourceMissing tells "no such resource type" from "no such object".
+func isResourceMissing(err error) bool {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		d := status.Status().Details
+		return d == nil || d.Name == ""
+	}
+	return false
+}
+
+// findGroupObject looks for a group object named name in each group API, first found wins.
+func (f *Facts) findGroupObject(ctx context.Context, c Clients, name string) *unstructured.Unstructured {
+	f.GroupAPI, f.Spec = groupAPIs[0].name, engine.GroupSpec{Source: groupAPIs[0].source, Namespace: f.Namespace, Name: name}
+	for _, api := range groupAPIs {
+		u, err := c.Dynamic.Resource(api.gvr).Namespace(f.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		f.GroupAPI, f.GroupFound = api.name, true
+		f.Spec = engine.GroupSpec{Source: api.source, Namespace: f.Namespace, Name: name}
+		return u
+	}
+	return nil
+}
+
+// membersOf returns the pods that belong to the group f describes.
+func membersOf(f *Facts, pods []corev1.Pod) []*corev1.Pod {
+	key := source.Ref{Source: f.Spec.Source, Namespace: f.Namespace, Name: f.Spec.Name}.Key()
+	var out []*corev1.Pod
+	for i := range pods {
+		if source.GroupOf(&pods[i]).Key() == key {
+			out = append(out, &pods[i])
+		}
+	}
+	return out
+}
+
+// outside returns the parent's pods (controlled by it, or by a Job it controls) that are
+// not members: a launcher left out of the group, typically.
+func outside(parent *unstructured.Unstructured, pods []corev1.Pod, members []*corev1.Pod) []*corev1.Pod {
+	in := map[string]bool{}
+	for _, p := range members {
+		in[p.Name] = true
+	}
+	var out []*corev1.Pod
+	for i := range pods {
+		p := &pods[i]
+		if in[p.Name] {
+			continue
+		}
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == parent.GetUID() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// translate reads the group object (or the plain group's pods) as muster does.
+func (f *Facts) translate(obj *unstructured.Unstructured) {
+	var spec engine.GroupSpec
+	switch {
+	case obj == nil && f.Spec.Source == engine.Labels && len(f.Members) > 0:
+		spec = source.FromLabels(source.GroupOf(f.Members[0]), f.Members, nil)
+	case obj == nil:
+		f.Spec.Key = source.Ref{Source: f.Spec.Source, Namespace: f.Namespace, Name: f.Spec.Name}.Key()
+		return
+	case f.Spec.Source == engine.Coscheduling:
+		var pg spv1alpha1.PodGroup
+		if fromUnstructured(obj, &pg) == nil {
+			spec = source.FromCoscheduling(&pg, f.Members, nil)
+		}
+	case f.Spec.Source == engine.Volcano:
+		var pg volcanov1beta1.PodGroup
+		if fromUnstructured(obj, &pg) == nil {
+			spec = source.FromVolcano(&pg, nil)
+		}
+	case f.Spec.Source == engine.Native:
+		var pg schedulingv1beta1.PodGroup
+		if fromUnstructured(obj, &pg) == nil {
+			spec = source.FromNative(&pg, nil)
+		}
+	}
+	if spec.Key != "" {
+		f.Spec = spec
+	}
+}
+
+func fromUnstructured(u *unstructured.Unstructured, into any) error {
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into)
+}
+
+// lifecycleOf reads muster's lifecycle record from the group object, or from a member pod
+// for plain groups.
+func lifecycleOf(obj *unstructured.Unstructured, members []*corev1.Pod) *musterv1alpha1.GroupLifecycle {
+	var raw string
+	if obj != nil {
+		raw = obj.GetAnnotations()[musterv1alpha1.LifecycleAnnotation]
+	}
+	for _, p := range members {
+		if raw != "" {
+			break
+		}
+		raw = p.Annotations[musterv1alpha1.LifecycleAnnotation]
+	}
+	if raw == "" {
+		return nil
+	}
+	var lc musterv1alpha1.GroupLifecycle
+	if json.Unmarshal([]byte(raw), &lc) != nil {
+		return nil
+	}
+	return &lc
+}
+
+func getQueue(ctx context.Context, c Clients, name string) *musterv1alpha1.Queue {
+	u, err := c.Dynamic.Resource(queueGVR).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	var q musterv1alpha1.Queue
+	if fromUnstructured(u, &q) != nil {
+		return nil
+	}
+	return &q
+}
+
+// fit runs placement for a waiting group's unplaced members on the cluster as it is now.
+func (f *Facts) fit(ctx context.Context, c Clients) error {
+	if f.Lifecycle == nil || (f.Lifecycle.Phase != "Queued" && f.Lifecycle.Phase != "Impossible") {
+		return nil
+	}
+	nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	all, err := c.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	snap := cluster.New(ptrs(nodes.Items), ptrs(all.Items))
+	var members []placement.Member
+	for _, p := range f.Members {
+		if p.Spec.NodeName == "" && p.Status.Phase == corev1.PodPending {
+			members = append(members, placement.Member{Name: p.Namespace + "/" + p.Name, Pod: p})
+		}
+	}
+	if len(members) == 0 {
+		return nil
+	}
+	g := placement.Group{Name: f.Spec.Key, MinMember: min(f.Spec.MinMember, len(members)), Members: members, Topology: f.Spec.Topology}
+	if plan, diag := placement.Place(snap, g, placement.Options{}); plan == nil {
+		f.Fit = diag
+	}
+	return nil
+}
+
+func ptrs[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
