@@ -215,17 +215,18 @@ func (s *PermitWait) Step(now time.Time) engine.Output {
 		}
 	}
 	var out engine.Output
-	failed := map[string]bool{}
+	pass := newPass(s.snap)
 	for _, it := range s.queue.pass() {
 		g := s.group(it.group)
 		if s.denied[g.key] != nil || s.isReserved(g, it.key) {
 			continue
 		}
-		node := placeOne(s.snap, it, failed)
+		node := pass.placeOne(it)
 		if node == "" {
 			continue
 		}
 		s.reserve(g, it, node, now, &out)
+		pass.update()
 	}
 	out.WakeAt = s.wakeAt()
 	return out

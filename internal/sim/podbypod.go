@@ -67,13 +67,14 @@ func (s *PodByPod) RemoveGroup(string) {}
 // Step places every pending pod that fits, in arrival order.
 func (s *PodByPod) Step(time.Time) engine.Output {
 	var out engine.Output
-	failed := map[string]bool{}
+	pass := newPass(s.snap)
 	for _, it := range s.queue.pass() {
-		node := placeOne(s.snap, it, failed)
+		node := pass.placeOne(it)
 		if node == "" {
 			continue
 		}
 		s.snap.Bind(it.pod, node)
+		pass.update()
 		s.queue.remove(it.key)
 		out.Binds = append(out.Binds, engine.Bind{Group: it.group, Pod: it.key, Node: node})
 	}

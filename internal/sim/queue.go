@@ -34,8 +34,9 @@ type queued struct {
 	seq   int
 	tried bool
 	gone  bool
-	// sig is the placement signature of the pod alone.
-	sig string
+	// sig is the placement signature of the pod alone; gpus is its GPU request.
+	sig  string
+	gpus int64
 }
 
 func newPodQueue(less func(a, b *queued) int) *podQueue {
@@ -49,7 +50,7 @@ func (q *podQueue) set(key string, p *corev1.Pod, group string) {
 		return
 	}
 	q.seq++
-	it := &queued{key: key, pod: p, group: group, seq: q.seq, sig: placement.Signature(single(key, p))}
+	it := &queued{key: key, pod: p, group: group, seq: q.seq, sig: placement.Signature(single(key, p)), gpus: gpusOf(p)}
 	q.pods[key] = it
 	q.order = append(q.order, it)
 	q.sorted = false
@@ -87,15 +88,37 @@ func single(key string, p *corev1.Pod) placement.Group {
 	return placement.Group{Name: key, MinMember: 1, Members: []placement.Member{{Name: key, Pod: p}}}
 }
 
-// placeOne finds a node for one pod with muster's predicates, or "" when none fits or a
-// pod of the same shape already failed in this pass (failed records those).
-func placeOne(s *cluster.Snapshot, it *queued, failed map[string]bool) string {
-	if failed[it.sig] {
+// passState is what one pass knows without placing: shapes that failed, and the most
+// GPUs free on any node (a pod asking for more cannot fit, whatever else it needs).
+type passState struct {
+	snap    *cluster.Snapshot
+	failed  map[string]bool
+	maxFree int64
+}
+
+func newPass(s *cluster.Snapshot) *passState {
+	p := &passState{snap: s, failed: map[string]bool{}}
+	p.update()
+	return p
+}
+
+// update recomputes maxFree after a bind.
+func (p *passState) update() {
+	p.maxFree = 0
+	for _, n := range p.snap.Nodes() {
+		p.maxFree = max(p.maxFree, n.Free(GPU))
+	}
+}
+
+// placeOne finds a node for one pod with muster's predicates, or "" when none fits, a pod
+// of the same shape already failed in this pass, or no node has the GPUs it asks for.
+func (p *passState) placeOne(it *queued) string {
+	if it.gpus > p.maxFree || p.failed[it.sig] {
 		return ""
 	}
-	plan, _ := placement.Place(s, single(it.key, it.pod), placement.Options{})
+	plan, _ := placement.Place(p.snap, single(it.key, it.pod), placement.Options{})
 	if plan == nil {
-		failed[it.sig] = true
+		p.failed[it.sig] = true
 		return ""
 	}
 	node := plan.Assignments[0].Node
