@@ -28,6 +28,7 @@ func newRootCmd() *cobra.Command {
 		newDemoCmd(),
 		newSimCmd(),
 		newServeCmd(),
+		newExplainCmd(),
 		sandboxCmd,
 	)
 	defaultToSandbox(root, sandboxCmd)

@@ -69,8 +69,13 @@ func TestBuild(t *testing.T) {
 			want:     []string{"✓ 3. membership: members joined: 4 of the 4 spec.minMember requires", "verdict: the group is running"},
 		},
 		{
-			name:     "group object missing",
-			facts:    func() explain.Facts { f := facts("Queued", nil); f.GroupFound = false; f.Parent = pytorchJob(4); return f },
+			name: "group object missing",
+			facts: func() explain.Facts {
+				f := facts("Queued", nil)
+				f.GroupFound = false
+				f.Parent = pytorchJob(4)
+				return f
+			},
 			wantStep: 1,
 			want:     []string{"✗ 1. objects exist", "--gang-scheduler-name=muster", "· 2."},
 		},
