@@ -22,6 +22,11 @@ type serverTB struct {
 // fatal is the panic value of serverTB.FailNow, recovered by Start.
 type fatal struct{ msg string }
 
+// The methods below implement k8s.io/kubernetes/test/utils/ktesting.TB with the
+// meaning testing.T gives them, except that Fatal panics with a fatal value (there
+// is no test goroutine to end), Skip is fatal, and Chdir is refused (it would change
+// the directory of the whole program).
+
 func (t *serverTB) Attr(key, value string) {}
 func (t *serverTB) Chdir(dir string)       { t.Fatalf("sandbox: Chdir(%q) is not supported", dir) }
 func (t *serverTB) Helper()                {}

@@ -69,7 +69,9 @@ type Config struct {
 	Workers int
 }
 
-// retryDelay is how long a pod or node waits before a failed sync is retried.
+// retryDelay is how long a pod or node waits before a failed sync is retried. It
+// is measured on the injected clock. Conflicts and deleted objects are not retried:
+// the informer delivers the newer object or the deletion.
 const retryDelay = time.Second
 
 // nodeIndex indexes pods by spec.nodeName.
@@ -318,7 +320,7 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 	if !equality.Semantic.DeepEqual(status, pod.Status) {
 		updated := pod.DeepCopy()
 		updated.Status = status
-		_, err := k.client.CoreV1().Pods(ns).UpdateStatus(ctx, updated, metav1UpdateOptions)
+		_, err := k.client.CoreV1().Pods(ns).UpdateStatus(ctx, updated, updateOptions)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil // the informer brings the newer pod, or its deletion
 		} else if err != nil {

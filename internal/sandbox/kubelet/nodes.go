@@ -18,8 +18,8 @@ const (
 	reasonKubeletNotReady = "KubeletNotReady"
 )
 
-// metav1UpdateOptions are the options of every update the kubelet sends.
-var metav1UpdateOptions = metav1.UpdateOptions{FieldManager: "muster-sandbox-kubelet"}
+// updateOptions are the options of every update the kubelet sends.
+var updateOptions = metav1.UpdateOptions{FieldManager: "muster-sandbox-kubelet"}
 
 // unreachableTaint keeps schedulers off a node that is down, as the node lifecycle
 // controller does on a real cluster.
@@ -47,7 +47,7 @@ func (k *Kubelet) syncNode(ctx context.Context, name string) error {
 	if hasTaint(node, unreachableTaint) != down {
 		updated := node.DeepCopy()
 		updated.Spec.Taints = withTaint(node.Spec.Taints, unreachableTaint, down)
-		node, err = k.client.CoreV1().Nodes().Update(ctx, updated, metav1UpdateOptions)
+		node, err = k.client.CoreV1().Nodes().Update(ctx, updated, updateOptions)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil // the informer brings the newer node
 		} else if err != nil {
@@ -60,7 +60,7 @@ func (k *Kubelet) syncNode(ctx context.Context, name string) error {
 	}
 	updated := node.DeepCopy()
 	updated.Status.Conditions = withCondition(updated.Status.Conditions, want)
-	_, err = k.client.CoreV1().Nodes().UpdateStatus(ctx, updated, metav1UpdateOptions)
+	_, err = k.client.CoreV1().Nodes().UpdateStatus(ctx, updated, updateOptions)
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return nil
 	} else if err != nil {
