@@ -36,6 +36,7 @@ func (s *scheduler) apply(ctx context.Context, c *changes) {
 	for name := range c.queues {
 		s.applyQueue(ctx, name)
 	}
+	s.retranslateNamespaces(c.namespaces, len(c.queues) > 0)
 	for ref := range c.groups {
 		s.applyGroupObject(ctx, ref)
 	}
@@ -147,6 +148,9 @@ func (s *scheduler) translate(key string) {
 		}
 	}
 	source.CheckMembers(&spec, pods, nil, s.cfg.SchedulerName)
+	if spec.Queue == "" {
+		spec.Queue = s.queueForNamespace(context.Background(), ref.Namespace)
+	}
 	s.eng.SetGroup(spec)
 }
 

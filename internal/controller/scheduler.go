@@ -54,6 +54,8 @@ type scheduler struct {
 	written map[string]string
 	// conditions holds the conditions last written per group.
 	conditions map[string][]metav1.Condition
+	// queueWritten holds the last status written per Queue, to write only changes.
+	queueWritten map[string]string
 	// recorded holds the lifecycle record last written per group.
 	recorded map[string]string
 	metrics  *metrics.Metrics
@@ -73,6 +75,7 @@ func (s *scheduler) Start(ctx context.Context) error {
 	s.objects, s.specDirty = map[string]client.Object{}, map[string]bool{}
 	s.recreate, s.written = map[string]*recreation{}, map[string]string{}
 	s.conditions, s.recorded = map[string][]metav1.Condition{}, map[string]string{}
+	s.queueWritten = map[string]string{}
 	if err := s.watch(ctx); err != nil {
 		return err
 	}
@@ -121,6 +124,7 @@ func (s *scheduler) loop(ctx context.Context) {
 			s.observe(out, time.Since(began))
 			again = s.carryOut(ctx, out)
 			s.writeStatuses(ctx)
+			s.writeQueueStatuses(ctx)
 			s.writeLifecycles(ctx)
 			wakeAt = out.WakeAt
 		}

@@ -50,12 +50,13 @@ func apiOf(src engine.Source) *groupAPI {
 // the objects to read again from the cache. It is the only state the informer
 // handlers and the loop share.
 type changes struct {
-	mu     sync.Mutex
-	nodes  map[string]bool
-	pods   map[string]bool
-	groups map[source.Ref]bool
-	queues map[string]bool
-	wake   chan struct{}
+	mu         sync.Mutex
+	nodes      map[string]bool
+	pods       map[string]bool
+	groups     map[source.Ref]bool
+	queues     map[string]bool
+	namespaces map[string]bool
+	wake       chan struct{}
 }
 
 func newChanges() *changes {
@@ -66,6 +67,7 @@ func newChanges() *changes {
 
 func (c *changes) reset() {
 	c.nodes, c.pods, c.groups, c.queues = map[string]bool{}, map[string]bool{}, map[source.Ref]bool{}, map[string]bool{}
+	c.namespaces = map[string]bool{}
 }
 
 // mark records a change with f and wakes the loop.
@@ -83,13 +85,13 @@ func (c *changes) mark(f func()) {
 func (c *changes) take() *changes {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := &changes{nodes: c.nodes, pods: c.pods, groups: c.groups, queues: c.queues}
+	out := &changes{nodes: c.nodes, pods: c.pods, groups: c.groups, queues: c.queues, namespaces: c.namespaces}
 	c.reset()
 	return out
 }
 
 func (c *changes) empty() bool {
-	return len(c.nodes)+len(c.pods)+len(c.groups)+len(c.queues) == 0
+	return len(c.nodes)+len(c.pods)+len(c.groups)+len(c.queues)+len(c.namespaces) == 0
 }
 
 // handler returns informer handlers that mark the key of every changed object.
@@ -160,7 +162,10 @@ func (s *scheduler) watch(ctx context.Context) error {
 		}})
 	}
 	if queues {
-		list = append(list, watched{&musterv1alpha1.Queue{}, func(c *changes, o client.Object) { c.queues[o.GetName()] = true }})
+		// Namespaces are watched for their labels, which Queues' namespaceSelectors match.
+		list = append(list,
+			watched{&musterv1alpha1.Queue{}, func(c *changes, o client.Object) { c.queues[o.GetName()] = true }},
+			watched{&corev1.Namespace{}, func(c *changes, o client.Object) { c.namespaces[o.GetName()] = true }})
 	}
 	s.queuesServed = queues
 	for _, w := range list {

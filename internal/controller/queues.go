@@ -1,0 +1,153 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/lifecycle"
+)
+
+// queueForNamespace returns the Queue a group of namespace ns falls into when it names
+// no queue: the first Queue, by name, whose spec.namespaceSelector selects the
+// namespace's labels, or "" (the configured default queue) when none does. A Queue with
+// no selector selects nothing; an empty selector selects every namespace.
+func (s *scheduler) queueForNamespace(ctx context.Context, ns string) string {
+	if !s.queuesServed {
+		return ""
+	}
+	namespace := &corev1.Namespace{}
+	if err := s.mgr.GetCache().Get(ctx, types.NamespacedName{Name: ns}, namespace); err != nil {
+		return ""
+	}
+	var queues musterv1alpha1.QueueList
+	if err := s.mgr.GetCache().List(ctx, &queues); err != nil {
+		s.log.Error(err, "listing Queues to match a namespace", "namespace", ns)
+		return ""
+	}
+	set := labels.Set(namespace.Labels)
+	best := ""
+	for i := range queues.Items {
+		q := &queues.Items[i]
+		if q.Spec.NamespaceSelector == nil || (best != "" && q.Name >= best) {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(q.Spec.NamespaceSelector)
+		if err != nil {
+			s.log.Error(err, "ignoring a Queue's malformed spec.namespaceSelector", "queue", q.Name)
+			continue
+		}
+		if sel.Matches(set) {
+			best = q.Name
+		}
+	}
+	return best
+}
+
+// retranslateNamespaces marks for translation every group in the changed namespaces,
+// or in every namespace when all is set (a Queue's selector changed).
+func (s *scheduler) retranslateNamespaces(namespaces map[string]bool, all bool) {
+	if !all && len(namespaces) == 0 {
+		return
+	}
+	for key := range s.members {
+		if all || namespaces[refOfKey(key).Namespace] {
+			s.specDirty[key] = true
+		}
+	}
+	for key := range s.objects {
+		if all || namespaces[refOfKey(key).Namespace] {
+			s.specDirty[key] = true
+		}
+	}
+}
+
+// queueStatus is what muster reports of one Queue.
+type queueStatus struct {
+	Admitted, Pending int32
+	Used              cluster.Resources
+}
+
+// queueStatuses sums the engine's groups per queue: a group holding resources counts
+// as admitted and adds what it holds to used; a Queued group counts as pending.
+func (s *scheduler) queueStatuses() map[string]*queueStatus {
+	out := map[string]*queueStatus{}
+	for _, key := range s.eng.Groups() {
+		st, _ := s.eng.Group(key)
+		qs := out[st.Queue]
+		if qs == nil {
+			qs = &queueStatus{Used: cluster.Resources{}}
+			out[st.Queue] = qs
+		}
+		if st.Phase == lifecycle.Queued {
+			qs.Pending++
+		}
+		if held := cluster.FromList(st.Observed.Held); !held.IsZero() {
+			qs.Admitted++
+			qs.Used.Add(held)
+		}
+	}
+	return out
+}
+
+// writeQueueStatuses writes status.admittedGroups, status.pendingGroups and
+// status.used of every Queue object whose numbers changed, through the status
+// subresource.
+func (s *scheduler) writeQueueStatuses(ctx context.Context) {
+	if !s.queuesServed {
+		return
+	}
+	var queues musterv1alpha1.QueueList
+	if err := s.mgr.GetCache().List(ctx, &queues); err != nil {
+		s.log.Error(err, "listing Queues to write their status")
+		return
+	}
+	sums := s.queueStatuses()
+	for i := range queues.Items {
+		q := &queues.Items[i]
+		qs := sums[q.Name]
+		if qs == nil {
+			qs = &queueStatus{}
+		}
+		fp, _ := json.Marshal(qs)
+		if s.queueWritten[q.Name] == string(fp) {
+			continue
+		}
+		if err := s.patchQueueStatus(ctx, q, qs); err != nil {
+			s.log.Error(err, "writing a Queue's status", "queue", q.Name)
+			continue
+		}
+		s.queueWritten[q.Name] = string(fp)
+	}
+}
+
+// patchQueueStatus merge-patches a Queue's status subresource with qs. A resource of
+// status.used that is no longer held is removed (set to null in the patch).
+func (s *scheduler) patchQueueStatus(ctx context.Context, q *musterv1alpha1.Queue, qs *queueStatus) error {
+	used := map[corev1.ResourceName]any{}
+	for name := range q.Status.Used {
+		used[name] = nil
+	}
+	for name, v := range qs.Used.List() {
+		used[name] = v.String()
+	}
+	data, err := json.Marshal(map[string]any{"status": map[string]any{
+		"admittedGroups": qs.Admitted, "pendingGroups": qs.Pending, "used": used,
+	}})
+	if err != nil {
+		return fmt.Errorf("encoding the status of Queue %s: %w", q.Name, err)
+	}
+	obj := &musterv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: q.Name}}
+	if err := s.mgr.GetClient().Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, data)); err != nil {
+		return fmt.Errorf("patching the status of Queue %s: %w", q.Name, err)
+	}
+	return nil
+}
