@@ -111,7 +111,11 @@ func (e *Engine) RemoveNode(name string) {
 func (e *Engine) SetPod(p *corev1.Pod, groupKey string) {
 	key := cluster.PodKey(p)
 	wasBound := e.snap.Bound(key)
-	if !e.snap.AddPod(p) && wasBound {
+	if node := e.pendingNode(key); node != "" && p.Spec.NodeName == "" && !terminal(p) {
+		// A version from before the bind (the informer lags, or muster patched the pod
+		// while binding it): the bind is still in flight, so the pod keeps its node.
+		e.snap.Bind(p, node)
+	} else if !e.snap.AddPod(p) && wasBound {
 		e.schedule = true // the pod finished or failed: its capacity is free
 	}
 	if old, ok := e.podGroup[key]; ok && old != groupKey {
@@ -128,6 +132,14 @@ func (e *Engine) SetPod(p *corev1.Pod, groupKey string) {
 		delete(g.pending, key)
 	}
 	e.dirty[groupKey] = true
+}
+
+// pendingNode returns the node a member's bind was issued to and not yet observed, or "".
+func (e *Engine) pendingNode(podKey string) string {
+	if g := e.groups[e.podGroup[podKey]]; g != nil {
+		return g.pending[podKey]
+	}
+	return ""
 }
 
 // RemovePod forgets a pod that was deleted.

@@ -109,3 +109,27 @@ func TestAdoptBoundGroup(t *testing.T) {
 		t.Fatalf("n-0 has %d GPU free; the adopted member should hold it", free)
 	}
 }
+
+// TestStaleUnboundVersionKeepsTheBind: a member seen again unbound while its bind is in
+// flight (the informer lags, or the pod was patched before the bind) keeps its node, so
+// a second group is not placed on it.
+func TestStaleUnboundVersionKeepsTheBind(t *testing.T) {
+	e := sim.NewEngine()
+	e.SetNode(gt.Node("n-0").GPU(1).Obj())
+	first, second := "Single/default/a", "Single/default/b"
+	e.SetGroup(engine.GroupSpec{Key: first, Source: engine.Single, MinMember: 1})
+	a := gt.Pod("a").GPU(1).Obj()
+	e.SetPod(a, first)
+	if out := e.Step(sim.Epoch); len(out.Binds) != 1 {
+		t.Fatalf("binds %+v, want a bound to n-0", out.Binds)
+	}
+	e.SetPod(a, first) // the same, unbound, version again
+	e.SetGroup(engine.GroupSpec{Key: second, Source: engine.Single, MinMember: 1})
+	e.SetPod(gt.Pod("b").GPU(1).Obj(), second)
+	if out := e.Step(sim.Epoch); len(out.Binds) != 0 {
+		t.Fatalf("binds %+v: b was placed on the GPU a's bind holds", out.Binds)
+	}
+	if free := e.Snapshot().Node("n-0").Free(gt.GPU); free != 0 {
+		t.Fatalf("n-0 has %d GPU free, want 0 while a's bind is in flight", free)
+	}
+}
