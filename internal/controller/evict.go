@@ -14,6 +14,7 @@ import (
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/lifecycle"
 )
 
 // Keys of the ConfigMaps that record pods muster recreates.
@@ -40,12 +41,13 @@ func (s *scheduler) evict(ctx context.Context, ev engine.Eviction) {
 	}
 }
 
-// evictPod deletes p, recording it first when no controller owns it.
+// evictPod deletes p, recording it first when no controller owns it. Members of a
+// cancelled group are not recreated: cancellation releases everything.
 func (s *scheduler) evictPod(ctx context.Context, p *corev1.Pod, ev engine.Eviction) {
 	if p.DeletionTimestamp != nil {
 		return
 	}
-	if metav1.GetControllerOf(p) == nil && s.recreate[ev.Pod] == nil {
+	if metav1.GetControllerOf(p) == nil && s.recreate[ev.Pod] == nil && ev.Reason != lifecycle.ReasonCancelled {
 		r, err := s.record(ctx, p)
 		if err != nil {
 			s.log.Error(err, "recording a pod before evicting it; it is not evicted", "pod", ev.Pod)

@@ -1,0 +1,239 @@
+package observe
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/explain"
+	"github.com/muster-sched/muster/internal/sandbox"
+	"github.com/muster-sched/muster/internal/sandbox/kubelet"
+	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
+)
+
+// gather runs what `muster explain TARGET -n NS` runs.
+func gather(t *testing.T, env *sandboxtest.Env, target, ns string) explain.Facts {
+	t.Helper()
+	f, err := explain.Gather(context.Background(), explain.Clients{Kube: env.Kube, Dynamic: env.Dynamic}, target, ns, "muster", time.Now())
+	if err != nil {
+		t.Fatalf("explain %s -n %s: %v", target, ns, err)
+	}
+	return f
+}
+
+// waitExplain polls explain until ready says the facts show the state to explain.
+func waitExplain(t *testing.T, env *sandboxtest.Env, target, ns string, ready func(explain.Facts) bool) explain.Report {
+	t.Helper()
+	var last explain.Facts
+	env.WaitFor(t, "explain "+target+" to show the expected state", func(context.Context) (bool, error) {
+		last = gather(t, env, target, ns)
+		return ready(last), nil
+	})
+	return explain.Build(last)
+}
+
+func phase(p string) func(explain.Facts) bool {
+	return func(f explain.Facts) bool { return f.Lifecycle != nil && f.Lifecycle.Phase == p }
+}
+
+var (
+	rfc3339  = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
+	inDur    = regexp.MustCompile(`\(in -?[0-9hms.]+\)`)
+	afterDur = regexp.MustCompile(`after [0-9hms.]+:`)
+	retryIn  = regexp.MustCompile(`in [0-9.]+m?s\b`)
+)
+
+// normalize blanks what changes from run to run: times and durations measured live.
+func normalize(s string) string {
+	s = rfc3339.ReplaceAllString(s, "<time>")
+	s = inDur.ReplaceAllString(s, "(in <duration>)")
+	s = afterDur.ReplaceAllString(s, "after <duration>:")
+	return retryIn.ReplaceAllString(s, "in <duration>")
+}
+
+// golden compares the report's text with testdata/NAME.txt, or rewrites it with -rewrite,
+// and checks the verdict names the expected step.
+func golden(t *testing.T, name string, r explain.Report, step int) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	got := normalize(b.String())
+	path := filepath.Join("testdata", name+".txt")
+	if *rewrite {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -rewrite to create it)", err)
+	}
+	if d := cmp.Diff(string(want), got); d != "" {
+		t.Errorf("muster explain output differs from %s (-want +got):\n%s", path, d)
+	}
+	if r.Verdict.Step != step {
+		t.Errorf("verdict names step %d, want step %d:\n%s", r.Verdict.Step, step, got)
+	}
+}
+
+func TestExplainFits(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "fits", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	startMuster(t, env)
+	ns := namespace(t, env, "explain-fits")
+	podGroup(t, env, ns, "bert", 2, nil, nil)
+	createMembers(t, env, ns, "bert", 2, 1, nil)
+	r := waitExplain(t, env, "podgroup/bert", ns, func(f explain.Facts) bool {
+		return phase("Running")(f) && readyMembers(f) == 2
+	})
+	golden(t, "fits", r, 0)
+}
+
+func readyMembers(f explain.Facts) int {
+	n := 0
+	for _, p := range f.Members {
+		if sandboxtest.PodReady(p) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestExplainImpossible(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "four", Count: 2, CPU: "32", Memory: "128Gi", GPUs: 4})
+	startMuster(t, env)
+	ns := namespace(t, env, "explain-impossible")
+	podGroup(t, env, ns, "huge", 1, nil, nil)
+	createMembers(t, env, ns, "huge", 1, 8, nil)
+	golden(t, "impossible", waitExplain(t, env, "podgroup/huge", ns, phase("Impossible")), 4)
+}
+
+func TestExplainQuotaBound(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "quota", Count: 4, CPU: "16", Memory: "64Gi", GPUs: 1})
+	queue := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": musterv1alpha1.GroupVersion.String(), "kind": "Queue",
+		"metadata": map[string]any{"name": "small"},
+		"spec":     map[string]any{"quota": map[string]any{"nvidia.com/gpu": "2"}},
+	}}
+	if _, err := env.Dynamic.Resource(musterv1alpha1.GroupVersion.WithResource("queues")).Create(context.Background(), queue, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startMuster(t, env)
+	ns := namespace(t, env, "explain-quota")
+	inSmall := map[string]string{musterv1alpha1.QueueAnnotation: "small"}
+	podGroup(t, env, ns, "first", 2, inSmall, nil)
+	createMembers(t, env, ns, "first", 2, 1, nil)
+	waitExplain(t, env, "podgroup/first", ns, phase("Running"))
+	podGroup(t, env, ns, "second", 2, inSmall, nil)
+	createMembers(t, env, ns, "second", 2, 1, nil)
+	r := waitExplain(t, env, "podgroup/second", ns, func(f explain.Facts) bool {
+		return phase("Queued")(f) && f.Lifecycle.WaitingKind == "QuotaExceeded"
+	})
+	golden(t, "quota-bound", r, 4)
+}
+
+func TestExplainWorkerNeverReady(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "init", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	startMuster(t, env)
+	ns := namespace(t, env, "explain-never-ready")
+	podGroup(t, env, ns, "stuck", 2, map[string]string{musterv1alpha1.StartTimeoutAnnotation: "10m"}, nil)
+	createMembers(t, env, ns, "stuck", 2, 1, func(i int, b *sandboxtest.PodBuilder) {
+		if i == 1 {
+			b.InitContainer("fetch-dataset").Annotate(kubelet.AnnotationFailInit, "true")
+		}
+	})
+	r := waitExplain(t, env, "podgroup/stuck", ns, func(f explain.Facts) bool {
+		if !phase("Starting")(f) || readyMembers(f) != 1 {
+			return false
+		}
+		for _, p := range f.Members {
+			for _, s := range p.Status.InitContainerStatuses {
+				if s.State.Waiting != nil && s.State.Waiting.Reason == "CrashLoopBackOff" {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	golden(t, "worker-never-ready", r, 5)
+}
+
+func TestExplainLauncherOutsideGroup(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "mpi", Count: 3, CPU: "16", Memory: "64Gi", GPUs: 1})
+	startMuster(t, env)
+	ns := namespace(t, env, "explain-launcher")
+	// A batch Job stands in for the MPIJob: the sandbox runs no job controller, so the
+	// test creates the pods the operator would, with the launcher left out of the group.
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "allreduce", Namespace: ns},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](3), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "main", Image: "registry.example/mpi:v1"}},
+		}}},
+	}
+	job, err := env.Kube.BatchV1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))
+	podGroup(t, env, ns, "allreduce", 3, nil, owner)
+	for i := 0; i < 2; i++ {
+		p := member(ns, "allreduce", i, 1).Obj()
+		p.Labels = map[string]string{musterv1alpha1.CoschedulingPodGroupLabel: "allreduce"}
+		p.OwnerReferences = []metav1.OwnerReference{*owner}
+		env.CreatePod(t, p)
+	}
+	launcher := sandboxtest.Pod(ns, "allreduce-launcher").SchedulerName("muster").Obj()
+	launcher.OwnerReferences = []metav1.OwnerReference{*owner}
+	env.CreatePod(t, launcher)
+	r := waitExplain(t, env, "job/allreduce", ns, phase("Gathering"))
+	golden(t, "launcher-outside-group", r, 3)
+}
+
+func TestExplainCancelled(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "cancel", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	startMuster(t, env)
+	ns := namespace(t, env, "explain-cancelled")
+	podGroup(t, env, ns, "gone", 2, nil, nil)
+	createMembers(t, env, ns, "gone", 2, 1, nil)
+	waitExplain(t, env, "podgroup/gone", ns, phase("Starting"))
+	ctx := context.Background()
+	if err := env.Dynamic.Resource(podGroups).Namespace(ns).Delete(ctx, "gone", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	zero := int64(0)
+	if err := env.Kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := waitExplain(t, env, "podgroup/gone", ns, func(f explain.Facts) bool { return !f.GroupFound && len(f.Members) == 0 })
+	golden(t, "cancelled", r, 1)
+	// Nothing of the cancelled group is held: every node is free again.
+	for _, name := range []string{"cancel-0", "cancel-1"} {
+		pods, err := env.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) != 0 {
+			t.Errorf("node %s still holds %d pods after cancellation", name, len(pods.Items))
+		}
+	}
+}
+

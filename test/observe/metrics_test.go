@@ -1,0 +1,117 @@
+package observe
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/sandbox"
+	"github.com/muster-sched/muster/internal/sandbox/kubelet"
+	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
+)
+
+const heldGPU = `muster_group_held_resource_seconds_total{resource="nvidia.com/gpu"}`
+
+// scrape reads one sample from muster's metrics endpoint; a series not yet exported is 0.
+func scrape(t *testing.T, env *sandboxtest.Env, addr, series string) float64 {
+	t.Helper()
+	var value float64
+	env.WaitFor(t, "the metrics endpoint", func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil // not listening yet
+		}
+		defer resp.Body.Close()
+		value = 0
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
+				if value, err = strconv.ParseFloat(rest, 64); err != nil {
+					return false, fmt.Errorf("sample %q: %w", sc.Text(), err)
+				}
+			}
+		}
+		return true, sc.Err()
+	})
+	return value
+}
+
+// TestHeldResourceSecondsOfAnEvictedGroup: a group whose worker never becomes Ready holds
+// its GPUs from admission until its eviction at the start-timeout; the counter grows by
+// the bound GPUs times those seconds, within one reconcile period.
+func TestHeldResourceSecondsOfAnEvictedGroup(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "held", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	addr := startMuster(t, env)
+	ns := namespace(t, env, "metrics-never-ready")
+	before := scrape(t, env, addr, heldGPU)
+	podGroup(t, env, ns, "probe", 2, map[string]string{
+		musterv1alpha1.StartTimeoutAnnotation: "4s",
+		musterv1alpha1.MaxRetriesAnnotation:   "0",
+	}, nil)
+	createMembers(t, env, ns, "probe", 2, 1, func(i int, b *sandboxtest.PodBuilder) {
+		if i == 1 {
+			b.InitContainer("init").Annotate(kubelet.AnnotationFailInit, "true")
+		}
+	})
+	var attempt musterv1alpha1.AttemptRecord
+	env.WaitFor(t, "the group to fail at its start-timeout", func(context.Context) (bool, error) {
+		f := gather(t, env, "podgroup/probe", ns)
+		if f.Lifecycle == nil || f.Lifecycle.Phase != "Failed" || len(f.Lifecycle.Attempts) != 1 {
+			return false, nil
+		}
+		attempt = f.Lifecycle.Attempts[0]
+		return true, nil
+	})
+	// The cleanup (until no member is bound) counts too; wait for it to be observed.
+	time.Sleep(2 * time.Second)
+	got := scrape(t, env, addr, heldGPU) - before
+	bound := attempt.EndedAt.Sub(attempt.AdmittedAt.Time).Seconds()
+	want := 2 * bound
+	const reconcilePeriod = 1.0
+	if math.Abs(got-want) > 2*reconcilePeriod {
+		t.Errorf("held GPU-seconds grew by %.2f; want 2 GPUs × %.2f s bound = %.2f, within %.0f", got, bound, want, 2*reconcilePeriod)
+	}
+	t.Logf("held GPU-seconds: %.2f (2 GPUs × %.2f s from admission to eviction)", got, bound)
+}
+
+// TestWaitingGroupHoldsNothing: in the two-jobs case the waiting group adds nothing to
+// the held resource-seconds while the first group runs.
+func TestWaitingGroupHoldsNothing(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "two", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	addr := startMuster(t, env)
+	ns := namespace(t, env, "metrics-two-jobs")
+	runFor := func(_ int, b *sandboxtest.PodBuilder) { b.Annotate(kubelet.AnnotationRunFor, "20s") }
+	podGroup(t, env, ns, "first", 2, nil, nil)
+	createMembers(t, env, ns, "first", 2, 1, runFor)
+	waitExplain(t, env, "podgroup/first", ns, phase("Running"))
+	podGroup(t, env, ns, "second", 2, nil, nil)
+	createMembers(t, env, ns, "second", 2, 1, runFor)
+	waitExplain(t, env, "podgroup/second", ns, phase("Queued"))
+	start := scrape(t, env, addr, heldGPU)
+	time.Sleep(5 * time.Second)
+	f := gather(t, env, "podgroup/second", ns)
+	if f.Lifecycle == nil || f.Lifecycle.Phase != "Queued" {
+		t.Fatalf("expected the second group still Queued, found %+v", f.Lifecycle)
+	}
+	if got := scrape(t, env, addr, heldGPU) - start; got != 0 {
+		t.Errorf("held GPU-seconds grew by %v while the second group waited; want 0", got)
+	}
+	for _, p := range f.Members {
+		if p.Spec.NodeName != "" {
+			t.Errorf("waiting member %s is bound to %s", p.Name, p.Spec.NodeName)
+		}
+	}
+}
