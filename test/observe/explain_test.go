@@ -236,4 +236,3 @@ func TestExplainCancelled(t *testing.T) {
 		}
 	}
 }
-
