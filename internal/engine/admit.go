@@ -21,7 +21,7 @@ func (e *Engine) admit(now time.Time, out *Output) {
 		e.bindPlan(g, a.Plan, out)
 		out.Admitted = append(out.Admitted, Admission{Group: g.key, Queue: a.Entry.Queue, Waited: now.Sub(g.queuedAt)})
 		out.decision("admitted")
-		g.queued, g.waiting, g.waitingKind = false, "", ""
+		g.queued, g.waiting, g.waitingKind = false, nil, ""
 		e.step(g, lifecycle.Admitted{Planned: len(a.Plan.Assignments)}, now, out)
 		e.arm(g)
 		e.dirty[g.key] = true // observe the binds on the next Step
@@ -32,15 +32,21 @@ func (e *Engine) admit(now time.Time, out *Output) {
 		if g == nil {
 			continue
 		}
-		text := w.Reason.String()
 		kind := waitingKind(w.Reason)
 		out.decision(decisionOf(w.Reason))
-		// An Impossible verdict is reported by the lifecycle's transition.
-		if kind != g.waitingKind && !w.Reason.Impossible() {
+		reason := w.Reason
+		changed := kind != g.waitingKind
+		g.waiting, g.waitingKind = &reason, kind
+		// Texts are rendered only when they are reported: a long queue re-decides every
+		// waiting group on each pass, and most passes change nothing for most of them.
+		switch {
+		case w.Reason.Impossible():
+			e.step(g, lifecycle.Rejected{Impossible: true, Reason: w.Reason.String()}, now, out)
+		case changed:
+			text := w.Reason.String()
 			out.Events = append(out.Events, Event{Group: g.key, Type: Normal, Reason: kind, Message: text})
+			e.step(g, lifecycle.Rejected{Reason: text}, now, out)
 		}
-		g.waiting, g.waitingKind = text, kind
-		e.step(g, lifecycle.Rejected{Impossible: w.Reason.Impossible(), Reason: text}, now, out)
 		e.arm(g)
 		if e.cfg.StarvationThreshold > 0 && !w.Reason.Impossible() {
 			due := w.Entry.QueuedAt.Add(e.cfg.StarvationThreshold)

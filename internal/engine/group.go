@@ -9,6 +9,7 @@ import (
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/placement"
+	"github.com/muster-sched/muster/internal/queue"
 )
 
 // group is the engine's record of one group.
@@ -33,7 +34,7 @@ type group struct {
 	requeued bool
 	queuedAt time.Time
 	// waiting is why the group is not admitted, from the last admission pass.
-	waiting     string
+	waiting     *queue.Reason
 	waitingKind string
 	// invalid is the last reported list of spec problems, to report each once.
 	invalid string

@@ -52,8 +52,11 @@ func (e *Engine) Group(key string) (Status, bool) {
 	}
 	st := Status{
 		Key: key, Spec: g.spec, Queue: e.queueOf(g), Invalid: g.invalid,
-		Waiting: g.waiting, WaitingKind: g.waitingKind, Policy: g.policy, Domain: g.domain,
+		WaitingKind: g.waitingKind, Policy: g.policy, Domain: g.domain,
 		Placement: map[string]string{},
+	}
+	if g.waiting != nil {
+		st.Waiting = g.waiting.String()
 	}
 	for k, p := range g.members {
 		if n := g.nodeOf(k, p); n != "" {

@@ -45,6 +45,10 @@ type Reason struct {
 	Diagnosis *placement.Diagnosis
 	// ReservedFor names the group holding the reservation, for Reserved.
 	ReservedFor string
+
+	// subject, when set, is the group this reason is about when Diagnosis was computed
+	// for another group of the same signature; String renders it for subject.
+	subject *placement.Group
 }
 
 // Impossible reports whether the group cannot be admitted until the queue's quota or the
@@ -74,6 +78,9 @@ func (r Reason) String() string {
 	case Placement:
 		if r.Diagnosis == nil {
 			return "does not fit"
+		}
+		if r.subject != nil {
+			return r.Diagnosis.For(*r.subject).String()
 		}
 		return r.Diagnosis.String()
 	case Reserved:

@@ -153,9 +153,8 @@ func (p *pass) decide(it *item) {
 		cacheKey += "\x00" + p.m.reserve.Key
 	}
 	if r, ok := p.failed[cacheKey]; ok {
-		if r.Diagnosis != nil {
-			r.Diagnosis = r.Diagnosis.For(it.Group)
-		}
+		// The diagnosis is shared; it is rendered for this group only if read.
+		r.subject = &it.Group
 		p.fail(it, r)
 		return
 	}
