@@ -132,11 +132,13 @@ func TestTwoPyTorchJobsOnEightGPUs(t *testing.T) {
 	b.create(t, env, c)
 	sawWhole := map[string]bool{}
 	env.WaitFor(t, "both jobs to finish, one after the other", func(context.Context) (bool, error) {
-		sa, sb := stateOf(t, env, ns, "job-a"), stateOf(t, env, ns, "job-b")
+		// One list for both jobs: two could straddle one finishing and the other binding.
+		states := podsOf(t, c, ns, "job-a", "job-b")
+		sa, sb := states["job-a"], states["job-b"]
 		if sa.holding > 0 && sb.holding > 0 {
 			t.Fatalf("both jobs hold GPUs at once: job-a %d pods, job-b %d pods", sa.holding, sb.holding)
 		}
-		for name, s := range map[string]jobState{"job-a": sa, "job-b": sb} {
+		for name, s := range map[string]podState{"job-a": sa, "job-b": sb} {
 			if s.holding == 8 {
 				sawWhole[name] = true
 			}

@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
+	"github.com/muster-sched/muster/internal/sandbox"
+	"github.com/muster-sched/muster/internal/sandbox/kubelet"
+	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
+)
+
+// TestTwoJobsOnEightGPUsFromEverySource: the guide's two competing jobs (8 one-GPU
+// nodes, two groups of 8 one-GPU members) for each group API, built from the example
+// manifests: one group runs whole while the other holds no GPU, then the other runs
+// whole after the first finishes.
+func TestTwoJobsOnEightGPUsFromEverySource(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "two", Count: 8, CPU: "16", Memory: "64Gi", GPUs: 1})
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	for _, tc := range []struct{ name, manifest string }{
+		{"Volcano", "volcano/generated.yaml"},
+		{"Native", "native/generated.yaml"},
+		{"Plain", "plain/pods.yaml"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := env.Namespace(t)
+			objs := readManifest(t, tc.manifest)
+			runFor := map[string]string{kubelet.AnnotationRunFor: "2s"}
+			gangFrom(t, objs, ns, "job-a", 8, runFor).create(t, c)
+			gangFrom(t, objs, ns, "job-b", 8, runFor).create(t, c)
+			waitOneAfterTheOther(t, env, c, ns, "job-a", "job-b", 8)
+		})
+	}
+}
+
+// waitOneAfterTheOther waits until both groups of n members succeeded, failing if both
+// ever hold a node at once, and checks that each held all n nodes at some point.
+func waitOneAfterTheOther(t *testing.T, env *sandboxtest.Env, c client.Client, ns, a, b string, n int) {
+	t.Helper()
+	whole := map[string]bool{}
+	env.WaitFor(t, a+" and "+b+" to succeed, one after the other", func(context.Context) (bool, error) {
+		// One list for both groups: two lists could straddle the moment one group
+		// finishes and the other is bound.
+		states := podsOf(t, c, ns, a, b)
+		sa, sb := states[a], states[b]
+		if sa.holding > 0 && sb.holding > 0 {
+			t.Fatalf("both groups hold nodes at once: %s %d pods, %s %d pods; pods:\n%s", a, sa.holding, b, sb.holding, describePods(t, c, ns))
+		}
+		for name, s := range map[string]podState{a: sa, b: sb} {
+			if s.holding == n {
+				whole[name] = true
+			}
+		}
+		return sa.succeeded == n && sb.succeeded == n, nil
+	})
+	// Each group's pods run for 2s after a 100ms pull: a poll every 20ms sees each whole.
+	for _, name := range []string{a, b} {
+		if !whole[name] {
+			t.Errorf("never saw %s with all %d pods bound at once", name, n)
+		}
+	}
+}
+
+// TestPyTorchJobManifestRunsWhole applies examples/pytorchjob/generated.yaml as it is
+// (namespace default): the group of 8 runs whole.
+func TestPyTorchJobManifestRunsWhole(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "bert", Count: 8, CPU: "16", Memory: "64Gi", GPUs: 1})
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	objs := readManifest(t, "pytorchjob/generated.yaml")
+	createAll(t, c, objs)
+	pg := objs[0].(*spv1alpha1.PodGroup)
+	env.WaitFor(t, "the 8 pods of PodGroup bert to be Ready", func(context.Context) (bool, error) {
+		return podsOf(t, c, pg.Namespace, pg.Name)[pg.Name].ready == 8, nil
+	})
+	waitCondition(t, env, c, pg.Namespace, pg.Name, "PodsReady", metav1.ConditionTrue)
+}
