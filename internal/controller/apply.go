@@ -53,6 +53,7 @@ func (s *scheduler) apply(ctx context.Context, c *changes) {
 func (s *scheduler) applyGroupObject(ctx context.Context, ref source.Ref) {
 	key := ref.Key()
 	obj := apiOf(ref.Source).newObject()
+	_, wasBasic := s.basicObject(ref)
 	err := s.mgr.GetCache().Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj)
 	switch {
 	case err == nil:
@@ -67,7 +68,9 @@ func (s *scheduler) applyGroupObject(ctx context.Context, ref source.Ref) {
 		}
 	default:
 		s.log.Error(err, "reading a group object from the cache", "group", key)
+		return
 	}
+	s.reapplyDeclared(ctx, key, wasBasic)
 }
 
 // applyPod records a pod, or removes it when it is gone (recreating it if muster
@@ -80,7 +83,7 @@ func (s *scheduler) applyPod(ctx context.Context, key string) {
 		return
 	}
 	old := s.pods[key]
-	if old != nil && (err != nil || old.UID != p.UID) {
+	if old != nil && (err != nil || old.UID != p.UID || s.memberOf[key] != s.groupKeyOf(p)) {
 		s.forgetPod(key, old)
 	}
 	if err != nil {
@@ -90,11 +93,13 @@ func (s *scheduler) applyPod(ctx context.Context, key string) {
 	if r := s.recreate[key]; r != nil && r.uid != p.UID {
 		s.recreateIfRecorded(ctx, key, p)
 	}
-	ref := source.GroupOf(p)
+	ref := s.groupRefOf(p)
 	gk := ref.Key()
-	s.pods[key] = p
+	s.pods[key], s.memberOf[key] = p, gk
+	s.declare(key, source.GroupOf(p).Key())
 	if s.podIsOurs(p) {
 		s.eng.SetPod(p, gk)
+		s.noteFailed(key, p)
 	} else {
 		s.eng.SetPod(p, "")
 		if ref.Source == engine.Single {
@@ -108,10 +113,14 @@ func (s *scheduler) applyPod(ctx context.Context, key string) {
 	s.specDirty[gk] = true
 }
 
-// forgetPod removes a pod that is gone or was replaced by one of the same name.
+// forgetPod removes a pod that is gone, was replaced by one of the same name, or moved
+// to another group.
 func (s *scheduler) forgetPod(key string, old *corev1.Pod) {
-	gk := source.GroupOf(old).Key()
+	gk := s.memberOf[key]
 	delete(s.pods, key)
+	delete(s.memberOf, key)
+	delete(s.failed, key)
+	s.declare(key, "")
 	s.eng.RemovePod(key)
 	if m := s.members[gk]; m != nil {
 		delete(m, key)
@@ -133,6 +142,9 @@ func (s *scheduler) translate(key string) {
 	case *volcanov1beta1.PodGroup:
 		spec = source.FromVolcano(obj, s.priority)
 	case *schedulingv1beta1.PodGroup:
+		if source.IsBasic(obj) {
+			return // no gang: its pods are groups of their own (see basic.go)
+		}
 		spec = source.FromNative(obj, s.priority)
 	default:
 		ours := s.ours(pods)
@@ -142,7 +154,7 @@ func (s *scheduler) translate(key string) {
 		case ref.Source == engine.Labels:
 			spec = source.FromLabels(ref, ours, s.priority)
 		case ref.Source == engine.Single:
-			spec = source.FromSingle(ours[0], s.priority)
+			spec = s.singleSpec(ours[0])
 		default:
 			return // members name a group object not seen yet: they wait for it
 		}

@@ -44,6 +44,14 @@ type scheduler struct {
 	// members holds each group's pods by key: muster's members, and pods of other
 	// schedulers that name the group (for the schedulerName diagnosis).
 	members map[string]map[string]*corev1.Pod
+	// memberOf holds the key of the group each pod in pods is scheduled in.
+	memberOf map[string]string
+	// declared indexes pod keys by the group they name, and declaredBy is its
+	// inverse: a basic native PodGroup's pods are scheduled as groups of their own.
+	declared   map[string]map[string]bool
+	declaredBy map[string]string
+	// failed holds the keys of muster's pods seen Failed, for replaceFailed.
+	failed map[string]bool
 	// objects holds the group objects by group key.
 	objects map[string]client.Object
 	// specDirty holds the groups whose spec must be translated again.
@@ -76,6 +84,8 @@ func (s *scheduler) Start(ctx context.Context) error {
 	s.recreate, s.written = map[string]*recreation{}, map[string]string{}
 	s.conditions, s.recorded = map[string][]metav1.Condition{}, map[string]string{}
 	s.queueWritten = map[string]string{}
+	s.memberOf, s.declared, s.declaredBy = map[string]string{}, map[string]map[string]bool{}, map[string]string{}
+	s.failed = map[string]bool{}
 	if err := s.watch(ctx); err != nil {
 		return err
 	}
@@ -151,6 +161,7 @@ func (s *scheduler) carryOut(ctx context.Context, out engine.Output) bool {
 	for _, ev := range out.Evictions {
 		s.evict(ctx, ev)
 	}
+	s.replaceFailed(ctx)
 	return s.bindAll(ctx, out.Binds)
 }
 
