@@ -55,7 +55,10 @@ func (m *muster) stop(t *testing.T) {
 	m.cancel()
 	select {
 	case err, ok := <-m.done:
-		if ok && err != nil && !errors.Is(err, context.Canceled) {
+		if !ok {
+			return // stopped before
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
 			t.Errorf("muster stopped with an error: %v", err)
 		}
 		close(m.done)

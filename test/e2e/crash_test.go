@@ -1,0 +1,183 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/controller"
+	"github.com/muster-sched/muster/internal/sandbox"
+	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
+)
+
+// TestCrashMidBinding stops muster after k of a group's n binds, starts a new muster,
+// and checks that no partial group is left holding resources: the plan is completed
+// when its nodes still fit (the bound members stay), and undone when another pod took
+// a planned node (every bound member is evicted, and the group is placed anew). No
+// pod is ever bound twice or moved.
+func TestCrashMidBinding(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "crash", Count: 5, CPU: "16", Memory: "64Gi", GPUs: 1})
+	c := newClient(t, env.Config)
+	const n = 4
+	for _, tc := range []struct {
+		k        int
+		takeNode bool
+	}{{1, false}, {n / 2, false}, {n - 1, false}, {n / 2, true}} {
+		name := fmt.Sprintf("%d of %d bound", tc.k, n)
+		if tc.takeNode {
+			name += ", a planned node taken"
+		}
+		t.Run(name, func(t *testing.T) {
+			ns := env.Namespace(t)
+			moves := watchNodeNames(t, env, ns)
+			var binds atomic.Int32
+			first := startMuster(t, env, musterOptions{beforeBind: func(string, string) bool {
+				return binds.Add(1) <= int32(tc.k)
+			}})
+			job := pytorchJob{ns: ns, name: "gang", workers: n - 1, plain: true}
+			job.create(t, env, c)
+			env.WaitFor(t, fmt.Sprintf("%d members bound", tc.k), func(context.Context) (bool, error) {
+				return stateOf(t, env, ns, "gang").holding == tc.k, nil
+			})
+			first.stop(t)
+			bound := boundUIDs(t, env, ns)
+			if tc.takeNode {
+				takePlannedNode(t, env, c, ns, "gang")
+			}
+			startMuster(t, env, musterOptions{})
+			waitCondition(t, env, c, ns, "gang", "PodsReady", metav1.ConditionTrue)
+			if s := stateOf(t, env, ns, "gang"); s.holding != n {
+				t.Errorf("expected the group whole, %d pods bound, found %d", n, s.holding)
+			}
+			survivors := 0
+			for uid := range bound {
+				if _, ok := boundUIDs(t, env, ns)[uid]; ok {
+					survivors++
+				}
+			}
+			switch {
+			case tc.takeNode && survivors != 0:
+				t.Errorf("the plan could not be completed: expected its %d bound members evicted, found %d left", tc.k, survivors)
+			case !tc.takeNode && survivors != tc.k:
+				t.Errorf("the plan could be completed: expected its %d bound members kept, found %d", tc.k, survivors)
+			}
+			for _, m := range moves() {
+				t.Error(m)
+			}
+			assertNoFailedBinding(t, env, ns)
+		})
+	}
+}
+
+// watchNodeNames watches the pods of ns and returns a function that lists every pod
+// (by UID) whose nodeName changed once set: a pod bound twice.
+func watchNodeNames(t *testing.T, env *sandboxtest.Env, ns string) func() []string {
+	t.Helper()
+	w, err := env.Kube.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("watching pods of %s: %v", ns, err)
+	}
+	var mu sync.Mutex
+	nodes := map[types.UID]string{}
+	var moves []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok || ev.Type == watch.Deleted || p.Spec.NodeName == "" {
+				continue
+			}
+			mu.Lock()
+			if prev, ok := nodes[p.UID]; ok && prev != p.Spec.NodeName {
+				moves = append(moves, fmt.Sprintf("pod %s (uid %s) moved from %s to %s", p.Name, p.UID, prev, p.Spec.NodeName))
+			}
+			nodes[p.UID] = p.Spec.NodeName
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { w.Stop(); <-done })
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), moves...)
+	}
+}
+
+// boundUIDs returns the UIDs of the bound pods of ns.
+func boundUIDs(t *testing.T, env *sandboxtest.Env, ns string) map[types.UID]bool {
+	t.Helper()
+	pods, err := env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing pods of %s: %v", ns, err)
+	}
+	out := map[types.UID]bool{}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" {
+			out[p.UID] = true
+		}
+	}
+	return out
+}
+
+// takePlannedNode binds a pod of another scheduler to a node that the group's plan in
+// flight assigns to a member not yet bound, and waits until the kubelet runs it.
+func takePlannedNode(t *testing.T, env *sandboxtest.Env, c client.Client, ns, group string) {
+	t.Helper()
+	pg := &spv1alpha1.PodGroup{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: group}, pg); err != nil {
+		t.Fatalf("reading PodGroup %s: %v", group, err)
+	}
+	var plan controller.Plan
+	raw := pg.Annotations[musterv1alpha1.PlacementAnnotation]
+	if err := json.Unmarshal([]byte(raw), &plan); err != nil {
+		t.Fatalf("expected a plan in flight on PodGroup %s, found %q: %v", group, raw, err)
+	}
+	for _, name := range sortedNames(plan.Pods) {
+		if getPod(t, env, ns, name).Spec.NodeName != "" {
+			continue
+		}
+		intruder := env.CreatePod(t, sandboxtest.Pod(ns, "intruder").GPUs(1).SchedulerName("other-scheduler").Obj())
+		env.Bind(t, intruder, plan.Pods[name].Node)
+		env.WaitForPod(t, intruder, "Running", sandboxtest.PodPhase(corev1.PodRunning))
+		return
+	}
+	t.Fatalf("expected an unbound member in the plan %s, found every one bound", raw)
+}
+
+// sortedNames returns a plan's pod names, sorted.
+func sortedNames(pods map[string]controller.Assignment) []string {
+	names := make([]string, 0, len(pods))
+	for name := range pods {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// assertNoFailedBinding fails if any Event of ns reports a failed bind.
+func assertNoFailedBinding(t *testing.T, env *sandboxtest.Env, ns string) {
+	t.Helper()
+	events, err := env.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing events of %s: %v", ns, err)
+	}
+	for _, ev := range events.Items {
+		if ev.Reason == "FailedBinding" {
+			t.Errorf("expected no failed bind, found event on %s: %s", ev.InvolvedObject.Name, ev.Message)
+		}
+	}
+}
