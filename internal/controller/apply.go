@@ -159,7 +159,13 @@ func (s *scheduler) translate(key string) {
 			return // members name a group object not seen yet: they wait for it
 		}
 	}
-	source.CheckMembers(&spec, pods, nil, s.cfg.SchedulerName)
+	owner := s.ownerOf(context.Background(), pods, s.objects[key])
+	source.CheckMembers(&spec, pods, owner, s.cfg.SchedulerName)
+	if owner != nil {
+		s.ownerObjects[key] = owner
+	} else {
+		delete(s.ownerObjects, key)
+	}
 	if spec.Queue == "" {
 		spec.Queue = s.queueForNamespace(context.Background(), ref.Namespace)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -50,6 +51,10 @@ type scheduler struct {
 	// inverse: a basic native PodGroup's pods are scheduled as groups of their own.
 	declared   map[string]map[string]bool
 	declaredBy map[string]string
+	// owners caches the workload controllers read for diagnoses, by namespace and UID;
+	// ownerObjects holds each group's, as of its last translation.
+	owners       map[types.NamespacedName]ownerEntry
+	ownerObjects map[string]*unstructured.Unstructured
 	// failed holds the keys of muster's pods seen Failed, for replaceFailed.
 	failed map[string]bool
 	// objects holds the group objects by group key.
@@ -86,6 +91,7 @@ func (s *scheduler) Start(ctx context.Context) error {
 	s.queueWritten = map[string]string{}
 	s.memberOf, s.declared, s.declaredBy = map[string]string{}, map[string]map[string]bool{}, map[string]string{}
 	s.failed = map[string]bool{}
+	s.owners, s.ownerObjects = map[types.NamespacedName]ownerEntry{}, map[string]*unstructured.Unstructured{}
 	if err := s.watch(ctx); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	volcanov1beta1 "github.com/muster-sched/muster/api/volcano/v1beta1"
 	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/source"
 )
 
 // StatusAnnotation holds, as a JSON list of metav1.Condition, the conditions of a
@@ -99,6 +100,13 @@ func (s *scheduler) writeStatuses(ctx context.Context) {
 		}
 		st, _ := s.eng.Group(key)
 		conds := Conditions(st)
+		if owner := s.ownerObjects[key]; owner != nil && st.Phase == lifecycle.Gathering {
+			// Name what the owner declares: a replica outside the group is the classic cause.
+			msg := source.Gathering(st.Spec, st.Observed.Members, owner)
+			for i := range conds {
+				conds[i].Message = msg
+			}
+		}
 		fp, _ := json.Marshal(struct {
 			C []metav1.Condition
 			P spv1alpha1.PodGroupPhase

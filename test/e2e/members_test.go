@@ -1,0 +1,212 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/sandbox"
+	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
+)
+
+// installPyTorchJobCRD serves kubeflow.org/v1 PyTorchJob (schemaless), as the
+// training-operator's CRD does, unless it is served already.
+func installPyTorchJobCRD(t *testing.T, env *sandboxtest.Env) {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "pytorchjobs.kubeflow.org"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "kubeflow.org", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "pytorchjobs", Singular: "pytorchjob", Kind: "PyTorchJob", ListKind: "PyTorchJobList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true),
+				}},
+			}},
+		},
+	}
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating the PyTorchJob CRD: %v", err)
+	}
+	env.WaitFor(t, "the PyTorchJob CRD to be established", func(ctx context.Context) (bool, error) {
+		got := &apiextensionsv1.CustomResourceDefinition{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, got); err != nil {
+			return false, err
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// TestGatheringNamesTheOwnersReplicas: a PyTorchJob declares a master and 8 workers
+// and its PodGroup requires 9, but only the workers carry the group label. The group
+// gathers, and its condition says what the PyTorchJob declares.
+func TestGatheringNamesTheOwnersReplicas(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	installPyTorchJobCRD(t, env)
+	c := newClient(t, env.Config)
+	job := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+		"metadata": map[string]any{"namespace": ns, "name": "train"},
+		"spec": map[string]any{"pytorchReplicaSpecs": map[string]any{
+			"Master": map[string]any{"replicas": int64(1)},
+			"Worker": map[string]any{"replicas": int64(8)},
+		}},
+	}}
+	if err := c.Create(context.Background(), job); err != nil {
+		t.Fatalf("creating PyTorchJob train: %v", err)
+	}
+	owner := metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Name: "train", UID: job.GetUID(), Controller: ptr.To(true)}
+	pg := &spv1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train", OwnerReferences: []metav1.OwnerReference{owner}},
+		Spec:       spv1alpha1.PodGroupSpec{MinMember: 9},
+	}
+	if err := c.Create(context.Background(), pg); err != nil {
+		t.Fatalf("creating PodGroup train: %v", err)
+	}
+	for i := range 8 {
+		p := sandboxtest.Pod(ns, fmt.Sprintf("train-worker-%d", i)).GPUs(1).SchedulerName("muster").Obj()
+		p.Labels = map[string]string{musterv1alpha1.CoschedulingPodGroupLabel: "train"}
+		p.OwnerReferences = []metav1.OwnerReference{owner}
+		env.CreatePod(t, p)
+	}
+	startMuster(t, env, musterOptions{})
+	want := "PyTorchJob train declares 9 replicas (Master 1, Worker 8)"
+	var last metav1.Condition
+	env.WaitFor(t, "the Gathering condition to name the PyTorchJob's replicas", func(context.Context) (bool, error) {
+		last, _ = groupCondition(t, c, ns, "train", "Admitted")
+		return strings.Contains(last.Message, want), nil
+	})
+	if !strings.Contains(last.Message, "members joined: 8 of the 9") {
+		t.Errorf("Admitted message %q: expected it to count 8 of the 9 members", last.Message)
+	}
+}
+
+// TestKubeletRejectionIsPlacedAgainAlone: another scheduler binds a pod to a node
+// between muster's snapshot and its bind; the kubelet rejects muster's member
+// (OutOfnvidia.com/gpu). The member is placed again alone, on the free node, and the
+// group starts in its first attempt, never evicted.
+func TestKubeletRejectionIsPlacedAgainAlone(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "reject", Count: 3, CPU: "16", Memory: "64Gi", GPUs: 1})
+	c := newClient(t, env.Config)
+	var once sync.Once
+	var taken string
+	startMuster(t, env, musterOptions{beforeBind: func(pod, node string) bool {
+		once.Do(func() {
+			taken = node
+			intruder := env.CreatePod(t, sandboxtest.Pod(ns, "intruder").GPUs(1).SchedulerName("other-scheduler").Obj())
+			env.Bind(t, intruder, node)
+			env.WaitForPod(t, intruder, "Running", sandboxtest.PodPhase(corev1.PodRunning))
+		})
+		return true
+	}})
+	job := pytorchJob{ns: ns, name: "race", workers: 1, plain: true}
+	job.create(t, env, c)
+	waitCondition(t, env, c, ns, "race", "PodsReady", metav1.ConditionTrue)
+	env.WaitFor(t, "the lifecycle record of a Running group", func(ctx context.Context) (bool, error) {
+		rec := lifecycleOf(t, c, ns, "race")
+		if rec.Phase != "Running" {
+			return false, nil
+		}
+		if rec.Attempt != 1 || rec.Failures != 0 {
+			t.Errorf("expected the group Running in attempt 1 with no failure, found attempt %d, %d failures", rec.Attempt, rec.Failures)
+		}
+		return true, nil
+	})
+	events, err := env.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rejected := false
+	for _, ev := range events.Items {
+		switch ev.Reason {
+		case "KubeletRejected":
+			rejected = true
+		case "StartTimeout", "RecoveryTimeout":
+			t.Errorf("expected the group not evicted, found event %s: %s", ev.Reason, ev.Message)
+		}
+	}
+	if !rejected {
+		t.Errorf("expected a KubeletRejected event for the member bound to %s, found none", taken)
+	}
+	for _, name := range job.podNames() {
+		if p := getPod(t, env, ns, name); p.Spec.NodeName == taken {
+			t.Errorf("expected no member on %s, taken by another scheduler; found %s", taken, name)
+		}
+	}
+	if cond, _ := groupCondition(t, c, ns, "race", "Evicted"); cond.Status == metav1.ConditionTrue {
+		t.Errorf("expected the group never evicted, found %s: %s", cond.Reason, cond.Message)
+	}
+}
+
+// lifecycleOf reads the lifecycle record muster writes on a scheduler-plugins PodGroup.
+func lifecycleOf(t *testing.T, c client.Client, ns, name string) musterv1alpha1.GroupLifecycle {
+	t.Helper()
+	pg := &spv1alpha1.PodGroup{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pg); err != nil {
+		t.Fatalf("reading PodGroup %s/%s: %v", ns, name, err)
+	}
+	var rec musterv1alpha1.GroupLifecycle
+	if v := pg.Annotations[musterv1alpha1.LifecycleAnnotation]; v != "" {
+		if err := json.Unmarshal([]byte(v), &rec); err != nil {
+			t.Fatalf("decoding %s of PodGroup %s/%s: %v", musterv1alpha1.LifecycleAnnotation, ns, name, err)
+		}
+	}
+	return rec
+}
+
+// TestBasicPodGroupIsNoGang: a native PodGroup with the basic policy schedules each of
+// its pods alone. On 2 one-GPU nodes, 2 of its 3 one-GPU pods run; a gang of 3 could
+// not run at all.
+func TestBasicPodGroupIsNoGang(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "basic", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	g := gangFrom(t, readManifest(t, "native/generated.yaml"), ns, "each", 3, nil)
+	pg := g.object.(*schedulingv1beta1.PodGroup)
+	pg.Spec.SchedulingPolicy = schedulingv1beta1.PodGroupSchedulingPolicy{Basic: &schedulingv1beta1.BasicSchedulingPolicy{}}
+	g.create(t, c)
+	env.WaitFor(t, "2 of the 3 pods Ready", func(context.Context) (bool, error) {
+		return podsOf(t, c, ns, "each")["each"].ready == 2, nil
+	})
+	if s := podsOf(t, c, ns, "each")["each"]; s.holding != 2 {
+		t.Errorf("expected 2 pods bound and the third waiting for a GPU, found %d bound", s.holding)
+	}
+	// Each pod is a group of its own: muster records each one's lifecycle on the pod.
+	for _, p := range g.pods {
+		got := getPod(t, env, ns, p.Name)
+		var rec musterv1alpha1.GroupLifecycle
+		if err := json.Unmarshal([]byte(got.Annotations[musterv1alpha1.LifecycleAnnotation]), &rec); err != nil {
+			t.Errorf("pod %s: expected a lifecycle record of its own group, found %q: %v", p.Name, got.Annotations[musterv1alpha1.LifecycleAnnotation], err)
+			continue
+		}
+		if rec.MinMember != 1 {
+			t.Errorf("pod %s: expected a group of one, found minMember %d", p.Name, rec.MinMember)
+		}
+	}
+}
