@@ -29,6 +29,7 @@ func newRootCmd() *cobra.Command {
 		newSimCmd(),
 		newServeCmd(),
 		newExplainCmd(),
+		newBenchCmd(),
 		sandboxCmd,
 	)
 	defaultToSandbox(root, sandboxCmd)

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/muster-sched/muster/internal/bench"
+)
+
+// benchFlags are the flags of `muster bench`.
+type benchFlags struct {
+	scenarios []string
+	runners   []string
+	out       string
+	qps       float32
+	burst     int
+	window    time.Duration
+	timeout   time.Duration
+	logFile   string
+}
+
+// newBenchCmd returns `muster bench`.
+func newBenchCmd() *cobra.Command {
+	f := &benchFlags{}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Run muster side by side with the upstream kube-scheduler on the sandbox",
+		Long: `Runs the same pods on the same simulated nodes, one scheduler at a time, in one process:
+kube-scheduler v1.37 with its default profile (plain pods), kube-scheduler with
+GenericWorkload gang scheduling (native PodGroups), muster (the same PodGroups), and a
+ceiling that binds to precomputed nodes without deciding. Prints a table with each
+figure and muster's ratio to the others.
+
+Scenarios: seed (8 one-GPU nodes, two interleaved jobs of 8, observed 60 s),
+throughput (1,000 nodes × 8 GPUs, 500 gangs of 8), big-gang (5,000 nodes, one gang of
+1,000); ceiling adds the ceiling runner to throughput and big-gang.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, f) },
+	}
+	fs := cmd.Flags()
+	fs.StringSliceVar(&f.scenarios, "scenarios", bench.Scenarios(), "scenarios to run: "+strings.Join(bench.Scenarios(), ", "))
+	fs.StringSliceVar(&f.runners, "runners", nil, "restrict the runners to these: "+strings.Join(bench.Runners(), ", ")+" (default all)")
+	fs.StringVar(&f.out, "out", "", "also write the table as Markdown to this file")
+	fs.Float32Var(&f.qps, "qps", 5000, "client QPS of every scheduler (kube-scheduler's --kube-api-qps)")
+	fs.IntVar(&f.burst, "burst", 10000, "client burst of every scheduler (kube-scheduler's --kube-api-burst)")
+	fs.DurationVar(&f.window, "seed-window", 60*time.Second, "how long the seed scenario is observed")
+	fs.DurationVar(&f.timeout, "timeout", 15*time.Minute, "how long a run may take to bind all its pods")
+	fs.StringVar(&f.logFile, "log", "", "write the control plane's and schedulers' logs to this file (default: discard)")
+	return cmd
+}
+
+// runBench runs the bench until it ends or SIGINT/SIGTERM, and prints the table.
+func runBench(cmd *cobra.Command, f *benchFlags) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var log io.Writer = io.Discard
+	if f.logFile != "" {
+		lf, err := os.Create(f.logFile)
+		if err != nil {
+			return fmt.Errorf("--log: %w", err)
+		}
+		defer lf.Close()
+		log = lf
+	}
+	ctrl.SetLogger(logr.Discard())
+	rep, err := bench.Run(ctx, bench.Options{
+		Scenarios: f.scenarios, Runners: f.runners, QPS: f.qps, Burst: f.burst,
+		Window: f.window, Timeout: f.timeout, Log: log, Progress: cmd.ErrOrStderr(),
+	})
+	if rep != nil && len(rep.Results) > 0 {
+		if werr := rep.WriteText(cmd.OutOrStdout()); werr != nil {
+			return werr
+		}
+		if f.out != "" {
+			if werr := writeMarkdown(f.out, rep); werr != nil {
+				return werr
+			}
+		}
+	}
+	return err
+}
+
+// writeMarkdown writes the report's table to path.
+func writeMarkdown(path string, rep *bench.Report) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if err := rep.WriteMarkdown(out); err != nil {
+		out.Close()
+		return fmt.Errorf("--out %s: %w", path, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("--out %s: %w", path, err)
+	}
+	return nil
+}

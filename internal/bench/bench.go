@@ -1,0 +1,344 @@
+// Package bench runs muster side by side with the upstream kube-scheduler of the
+// same Kubernetes version (v1.37) on the sandbox, in one process and one run: the
+// same nodes and the same pods, scheduled by one scheduler at a time.
+//
+// Each scenario (a cluster and a workload, see Scenario) gets a fresh sandbox. In
+// it, each runner in turn gets a namespace of its own, its copy of the workload
+// (identical pods; only schedulerName and, for gang runners, spec.schedulingGroup
+// and the PodGroups differ), and the whole cluster: the pods of the previous
+// runner are deleted and gone before the next one starts. The runners are
+// kube-scheduler with its default profile on plain pods, kube-scheduler with
+// GenericWorkload gang scheduling on native PodGroups, muster on the same PodGroups,
+// and a ceiling that binds to precomputed nodes and so measures the API server.
+// Every scheduler's client has the same QPS and burst.
+//
+// Measurements come from a watch on the run's pods: a pod's bind time is when it is
+// first seen with spec.nodeName, its Ready time when it is first seen Ready.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+
+	"github.com/muster-sched/muster/internal/sandbox"
+	"github.com/muster-sched/muster/internal/sandbox/kubelet"
+)
+
+// Options configures a bench run.
+type Options struct {
+	// Scenarios are the names (see Scenarios) to run; empty means all. "ceiling"
+	// adds the ceiling runner to throughput and big-gang.
+	Scenarios []string
+	// Runners restricts the runners (see Runners); empty means every runner the
+	// scenarios call for. The ceiling never runs in seed.
+	Runners []string
+	// QPS and Burst are the client settings of every scheduler; zero means 5,000 and
+	// 10,000.
+	QPS   float32
+	Burst int
+	// Window, if set, replaces the seed scenario's 60 s observation window.
+	Window time.Duration
+	// Timeout bounds each run's wait for all its pods to be bound; zero means 15 min.
+	Timeout time.Duration
+	// Log receives the control plane's and the schedulers' logs; nil discards them.
+	Log io.Writer
+	// Progress receives one line per run as it ends; nil discards them.
+	Progress io.Writer
+}
+
+// Defaults of Options.
+const (
+	defaultQPS     = 5000
+	defaultBurst   = 10000
+	defaultTimeout = 15 * time.Minute
+	// createWorkers is how many pods are created in parallel, except in interleaved
+	// scenarios, whose order matters.
+	createWorkers = 16
+	// probeTimeout bounds the wait for a scheduler to bind its probe pod.
+	probeTimeout = 2 * time.Minute
+	// resetTimeout bounds the wait for a run's pods to be gone.
+	resetTimeout = 2 * time.Minute
+)
+
+// plan is the scenarios and, for each, the runners to run.
+type plan struct {
+	scenarios []Scenario
+	runners   map[string][]string
+}
+
+// makePlan validates opts and returns what to run.
+func makePlan(opts Options) (plan, error) {
+	names := opts.Scenarios
+	if len(names) == 0 {
+		names = Scenarios()
+	}
+	withCeiling := slices.Contains(names, ScenarioCeiling)
+	var p plan
+	p.runners = map[string][]string{}
+	for _, name := range Scenarios() {
+		if name == ScenarioCeiling || !slices.Contains(names, name) {
+			continue
+		}
+		sc, err := scenarioByName(name)
+		if err != nil {
+			return plan{}, err
+		}
+		for _, r := range Runners() {
+			if r == RunnerCeiling && (!withCeiling || name == ScenarioSeed) {
+				continue
+			}
+			if len(opts.Runners) == 0 || slices.Contains(opts.Runners, r) {
+				p.runners[name] = append(p.runners[name], r)
+			}
+		}
+		p.scenarios = append(p.scenarios, sc)
+	}
+	for _, name := range names {
+		if !slices.Contains(Scenarios(), name) {
+			return plan{}, fmt.Errorf("scenarios: expected some of %v, found %q", Scenarios(), name)
+		}
+	}
+	for _, name := range opts.Runners {
+		if !slices.Contains(Runners(), name) {
+			return plan{}, fmt.Errorf("runners: expected some of %v, found %q", Runners(), name)
+		}
+	}
+	if len(p.scenarios) == 0 {
+		return plan{}, fmt.Errorf("scenarios: expected at least one of seed, throughput, big-gang, found %v", names)
+	}
+	return p, nil
+}
+
+// Run runs the scenarios and returns their results. A run that does not complete
+// (a scheduler stops, or pods are left unbound at the timeout) is recorded in its
+// Result and the bench goes on; failing to set a scenario up is an error.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	p, err := makePlan(opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.QPS == 0 {
+		opts.QPS, opts.Burst = defaultQPS, defaultBurst
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = defaultTimeout
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	rep := &Report{QPS: opts.QPS, Burst: opts.Burst}
+	for _, sc := range p.scenarios {
+		if sc.Name == ScenarioSeed && opts.Window > 0 {
+			sc.Window = opts.Window
+		}
+		results, err := runScenario(ctx, sc, p.runners[sc.Name], opts)
+		rep.Results = append(rep.Results, results...)
+		if err != nil {
+			return rep, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+	}
+	return rep, nil
+}
+
+// runScenario starts a sandbox with the scenario's cluster and runs each runner on
+// it in turn.
+func runScenario(ctx context.Context, sc Scenario, runners []string, opts Options) (_ []Result, err error) {
+	sb, err := sandbox.Start(ctx, sandbox.Options{
+		Cluster: sc.Cluster, Kubelet: kubelet.Config{Timing: kubelet.DefaultTiming()}, Log: opts.Log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting the sandbox: %w", err)
+	}
+	defer func() { err = errors.Join(err, sb.Stop()) }()
+	dir, err := os.MkdirTemp("", "muster-bench")
+	if err != nil {
+		return nil, fmt.Errorf("creating a temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := sb.WriteKubeconfig(kubeconfig); err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(sb.RESTConfig())
+	if err != nil {
+		return nil, fmt.Errorf("creating the bench's client: %w", err)
+	}
+	nodes, err := sc.Cluster.Nodes()
+	if err != nil {
+		return nil, err
+	}
+	env := runEnv{config: sb.RESTConfig(), kubeconfig: kubeconfig, gpusPerNode: sc.Cluster.Pools[0].GPUs, log: opts.Log}
+	env.config.QPS, env.config.Burst = opts.QPS, opts.Burst
+	for _, n := range nodes {
+		env.nodes = append(env.nodes, n.Name)
+	}
+	var results []Result
+	for _, name := range runners {
+		res, err := runOne(ctx, client, sc, name, env, opts)
+		if err != nil {
+			return results, fmt.Errorf("runner %s: %w", name, err)
+		}
+		fmt.Fprintln(opts.Progress, res.summary())
+		results = append(results, res)
+	}
+	return results, nil
+}
+
+// runOne runs one runner on the scenario: it creates the workload in a namespace of
+// its own, starts the scheduler, waits for its probe, creates the pods, waits for
+// them (or for the window), stops the scheduler and deletes the pods.
+func runOne(ctx context.Context, client kubernetes.Interface, sc Scenario, name string, env runEnv, opts Options) (Result, error) {
+	r, err := newRunner(name)
+	if err != nil {
+		return Result{}, err
+	}
+	ns := sc.Name + "-" + name
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return Result{}, fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	env.work, env.probe = sc.build(ns, r.podSpec()), probePod(ns, r.podSpec().schedulerName)
+	for _, g := range env.work.groups {
+		if _, err := client.SchedulingV1beta1().PodGroups(ns).Create(ctx, g, metav1.CreateOptions{}); err != nil {
+			return Result{}, fmt.Errorf("creating PodGroup %s/%s: %w", ns, g.Name, err)
+		}
+	}
+	obs, err := observe(ctx, client, ns)
+	if err != nil {
+		return Result{}, err
+	}
+	defer obs.stop()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	waitStopped, err := r.start(runCtx, env)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Scenario: sc.Name, Runner: name, Pods: sc.Pods(), JobSize: sc.JobSize, Window: sc.Window}
+	from, runErr := drive(ctx, client, sc, env, obs, opts.Timeout)
+	stop()
+	res.measure(sc, from, obs.snapshot())
+	res.Err = errors.Join(runErr, waitStopped())
+	if err := reset(ctx, client, ns); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// drive waits for the scheduler to bind the probe, creates the workload's pods, and
+// waits for the scenario's end: its window, or every pod bound. It returns when the
+// first pod was created, and why the run did not complete, if it did not.
+func drive(ctx context.Context, client kubernetes.Interface, sc Scenario, env runEnv, obs *observer, timeout time.Duration) (time.Time, error) {
+	if err := bindProbe(ctx, client, env.probe); err != nil {
+		return time.Time{}, err
+	}
+	from := time.Now()
+	if err := createPods(ctx, client, env.work.pods, sc.Interleave); err != nil {
+		return from, err
+	}
+	if sc.Window > 0 {
+		select {
+		case <-ctx.Done():
+			return from, ctx.Err()
+		case <-time.After(time.Until(from.Add(sc.Window))):
+			return from, nil
+		}
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return from, obs.waitBound(waitCtx, len(env.work.pods))
+}
+
+// probePod is a pod without GPUs or a job that a scheduler must bind before the
+// workload is created.
+func probePod(ns, schedulerName string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+		Spec: corev1.PodSpec{
+			SchedulerName: schedulerName,
+			Containers: []corev1.Container{{Name: "probe", Image: "busybox:1.37", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1m")},
+			}}},
+		},
+	}
+}
+
+// bindProbe creates the probe pod and waits until it is bound.
+func bindProbe(ctx context.Context, client kubernetes.Interface, probe *corev1.Pod) error {
+	if _, err := client.CoreV1().Pods(probe.Namespace).Create(ctx, probe, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the probe pod: %w", err)
+	}
+	node := ""
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, probeTimeout, true, func(ctx context.Context) (bool, error) {
+		p, err := client.CoreV1().Pods(probe.Namespace).Get(ctx, probe.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		node = p.Spec.NodeName
+		return node != "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the scheduler to bind the probe pod %s/%s: expected it bound, found node %q: %w",
+			probe.Namespace, probe.Name, node, err)
+	}
+	return nil
+}
+
+// createPods creates pods in order: one at a time if interleaved (the order is the
+// point), else by parallel workers that take them in order.
+func createPods(ctx context.Context, client kubernetes.Interface, pods []*corev1.Pod, interleaved bool) error {
+	workers := createWorkers
+	if interleaved {
+		workers = 1
+	}
+	errs := make([]error, len(pods))
+	workqueue.ParallelizeUntil(ctx, workers, len(pods), func(i int) {
+		if _, err := client.CoreV1().Pods(pods[i].Namespace).Create(ctx, pods[i], metav1.CreateOptions{}); err != nil {
+			errs[i] = fmt.Errorf("creating pod %s: %w", podKey(pods[i]), err)
+		}
+	})
+	return errors.Join(errors.Join(errs...), ctx.Err())
+}
+
+// reset deletes the pods and PodGroups of namespace ns and waits until no pod is
+// left, so that the next runner finds the whole cluster free.
+func reset(ctx context.Context, client kubernetes.Interface, ns string) error {
+	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
+	if err := client.CoreV1().Pods(ns).DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
+		return fmt.Errorf("deleting the pods of %s: %w", ns, err)
+	}
+	err := client.SchedulingV1beta1().PodGroups(ns).DeleteCollection(ctx, now, metav1.ListOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the PodGroups of %s: %w", ns, err)
+	}
+	left := 0
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, resetTimeout, true, func(ctx context.Context) (bool, error) {
+		list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		left = len(list.Items)
+		return left == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the pods of %s to be gone: expected none, found %d: %w", ns, left, err)
+	}
+	return nil
+}
