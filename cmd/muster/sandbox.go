@@ -31,6 +31,7 @@ type sandboxFlags struct {
 	paiScale      float64
 	kubeconfigOut string
 	nodesOnly     bool
+	demo          bool
 	verbose       bool
 	timing        kubelet.Timing
 }
@@ -58,6 +59,7 @@ a kubeconfig for kubectl, and runs until interrupted (Ctrl-C).`,
 	fs.Float64Var(&f.paiScale, "pai-scale", 0.05, "fraction of the PAI machines to create for --preset pai (1 = 1,896 nodes)")
 	fs.StringVar(&f.kubeconfigOut, "kubeconfig-out", "./muster-sandbox.kubeconfig", "where to write the kubeconfig of the sandbox")
 	fs.BoolVar(&f.nodesOnly, "nodes-only", false, "do not run muster's scheduler, so another scheduler can be used")
+	fs.BoolVar(&f.demo, "demo", false, "submit the two-jobs example as real PodGroups and pods, print a live timeline, and exit 0 only if it is gang scheduled (needs the seed preset)")
 	fs.BoolVar(&f.verbose, "verbose", false, "print the control plane's logs to stderr")
 	fs.DurationVar(&f.timing.PullDelay, "pull-delay", f.timing.PullDelay, "simulated image pull time of each pod")
 	fs.DurationVar(&f.timing.ReadyDelay, "ready-delay", f.timing.ReadyDelay, "time from container start to Ready (annotation sandbox.muster.dev/ready-after overrides)")
@@ -103,7 +105,17 @@ func runSandbox(cmd *cobra.Command, f *sandboxFlags) error {
 	fmt.Fprintf(out, "muster sandbox: %d nodes (%s), API server %s, ready in %.1fs\n",
 		cluster.NodeCount(), source, sb.RESTConfig().Host, time.Since(began).Seconds())
 	fmt.Fprintf(out, "Use it with:\n  kubectl --kubeconfig %s get nodes\n", path)
-	schedErr := runScheduler(ctx, out, sb.RESTConfig(), f.nodesOnly)
+	schedCtx, stopScheduler := context.WithCancel(ctx)
+	defer stopScheduler()
+	schedErr := runScheduler(schedCtx, out, sb.RESTConfig(), f.nodesOnly)
+	if f.demo {
+		err := runDemo(ctx, out, sb.RESTConfig())
+		if !f.nodesOnly && startScheduler != nil {
+			stopScheduler()
+			<-schedErr // the scheduler lets go of the API server before it stops
+		}
+		return err
+	}
 	fmt.Fprintln(out, "Press Ctrl-C to stop.")
 	select {
 	case <-ctx.Done():

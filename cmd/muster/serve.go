@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/go-logr/logr"
 	"os"
 	"os/signal"
 	"syscall"
@@ -92,5 +93,7 @@ func runOnSandbox(ctx context.Context, rc *rest.Config) error {
 	disabled := false
 	cfg.LeaderElection.Enabled = &disabled
 	cfg.MetricsAddr, cfg.HealthAddr = musterv1alpha1.DisabledAddr, musterv1alpha1.DisabledAddr
+	// The sandbox prints its own summary; the scheduler's logs would drown it.
+	ctrl.SetLogger(logr.Discard())
 	return controller.Run(ctx, controller.Options{Config: rc, Configuration: cfg})
 }
