@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
@@ -65,9 +66,12 @@ func TestNodeDownRecoversOnASpare(t *testing.T) {
 	setNodeDown(t, env, worker.Spec.NodeName, true)
 	lost := waitCondition(t, env, c, ns, "lose", "PodsReady", metav1.ConditionFalse)
 	t.Logf("after the node went down: %s: %s", lost.Reason, lost.Message)
-	env.WaitFor(t, "the worker created again, on another node, and Ready", func(context.Context) (bool, error) {
-		p := getPod(t, env, ns, "lose-worker-0")
-		return p.UID != worker.UID && sandboxtest.PodReady(p), nil
+	env.WaitFor(t, "the worker created again, on another node, and Ready", func(ctx context.Context) (bool, error) {
+		p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, "lose-worker-0", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil // between muster's delete and its create
+		}
+		return err == nil && p.UID != worker.UID && sandboxtest.PodReady(p), err
 	})
 	if p := getPod(t, env, ns, "lose-worker-0"); p.Spec.NodeName == worker.Spec.NodeName {
 		t.Errorf("expected the new worker off the down node %s, found it there", worker.Spec.NodeName)

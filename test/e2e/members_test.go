@@ -199,14 +199,19 @@ func TestBasicPodGroupIsNoGang(t *testing.T) {
 	}
 	// Each pod is a group of its own: muster records each one's lifecycle on the pod.
 	for _, p := range g.pods {
-		got := getPod(t, env, ns, p.Name)
-		var rec musterv1alpha1.GroupLifecycle
-		if err := json.Unmarshal([]byte(got.Annotations[musterv1alpha1.LifecycleAnnotation]), &rec); err != nil {
-			t.Errorf("pod %s: expected a lifecycle record of its own group, found %q: %v", p.Name, got.Annotations[musterv1alpha1.LifecycleAnnotation], err)
-			continue
-		}
-		if rec.MinMember != 1 {
-			t.Errorf("pod %s: expected a group of one, found minMember %d", p.Name, rec.MinMember)
-		}
+		env.WaitFor(t, "a lifecycle record of a group of one on pod "+p.Name, func(ctx context.Context) (bool, error) {
+			v := getPod(t, env, ns, p.Name).Annotations[musterv1alpha1.LifecycleAnnotation]
+			var rec musterv1alpha1.GroupLifecycle
+			if v == "" {
+				return false, nil
+			}
+			if err := json.Unmarshal([]byte(v), &rec); err != nil {
+				return false, fmt.Errorf("decoding the lifecycle record %q: %w", v, err)
+			}
+			if rec.MinMember != 1 {
+				return false, fmt.Errorf("expected a group of one, found minMember %d", rec.MinMember)
+			}
+			return true, nil
+		})
 	}
 }
