@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -253,11 +254,4 @@ func engineQueue(q *musterv1alpha1.Queue) engine.Queue {
 }
 
 // sortedKeys returns a map's keys, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -37,19 +37,11 @@ func (s *scheduler) recoverInFlight(ctx context.Context) error {
 	if err := s.mgr.GetCache().List(ctx, &pods); err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}
-	snap := cluster.New(ptrs(nodes.Items), ptrs(pods.Items))
+	snap := cluster.FromLists(nodes.Items, pods.Items)
 	for _, key := range sortedKeys(plans) {
 		s.settle(ctx, snap, plans[key])
 	}
 	return nil
-}
-
-func ptrs[T any](items []T) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		out[i] = &items[i]
-	}
-	return out
 }
 
 // findPlans returns the plans recorded on group objects and pods, by group key.

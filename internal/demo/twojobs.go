@@ -21,6 +21,7 @@ import (
 
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/cluster"
 )
 
 // Options configure the demo.
@@ -136,21 +137,12 @@ func states(ctx context.Context, kube kubernetes.Interface, ns string, jobs []st
 		case p.Status.Phase == corev1.PodSucceeded:
 			s.succeeded++
 			s.ready++
-		case isReady(&p):
+		case cluster.PodReady(&p):
 			s.ready++
 		}
 		out[job] = s
 	}
 	return out, nil
-}
-
-func isReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // watch samples the pods until both jobs are done, printing each change, and checks that
@@ -211,4 +203,3 @@ func check(st map[string]jobState, jobs []string, n int, first *string) error {
 	}
 	return nil
 }
-

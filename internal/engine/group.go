@@ -61,16 +61,9 @@ func terminal(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
 }
 
+// podReady counts a Succeeded member as Ready: it did its part.
 func podReady(p *corev1.Pod) bool {
-	if p.Status.Phase == corev1.PodSucceeded {
-		return true
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return p.Status.Phase == corev1.PodSucceeded || cluster.PodReady(p)
 }
 
 // nodeOf returns where a member is, or is being, bound.

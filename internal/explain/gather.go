@@ -265,7 +265,7 @@ func (f *Facts) fit(ctx context.Context, c Clients) error {
 	if err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}
-	snap := cluster.New(ptrs(nodes.Items), ptrs(all.Items))
+	snap := cluster.FromLists(nodes.Items, all.Items)
 	var members []placement.Member
 	for _, p := range f.Members {
 		if p.Spec.NodeName == "" && p.Status.Phase == corev1.PodPending {
@@ -280,12 +280,4 @@ func (f *Facts) fit(ctx context.Context, c Clients) error {
 		f.Fit = diag
 	}
 	return nil
-}
-
-func ptrs[T any](items []T) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		out[i] = &items[i]
-	}
-	return out
 }

@@ -119,15 +119,7 @@ func stepAfterPlacement(f Facts) (check, bool) {
 }
 
 func podReady(p *corev1.Pod) bool {
-	if p.Status.Phase == corev1.PodSucceeded {
-		return true
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return p.Status.Phase == corev1.PodSucceeded || cluster.PodReady(p)
 }
 
 // podProblem reports the first thing that keeps a bound pod from becoming Ready, as the

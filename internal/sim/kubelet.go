@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/cluster"
 )
 
 // startKubelet models a kubelet taking a bound pod: it becomes Running and Ready
@@ -46,7 +48,7 @@ func (w *World) checkProgress(j *Job) {
 	}
 	ready := 0
 	for _, key := range j.pods {
-		if p := w.pods[key]; p != nil && p.Status.Phase == corev1.PodRunning && isReady(p) {
+		if p := w.pods[key]; p != nil && p.Status.Phase == corev1.PodRunning && cluster.PodReady(p) {
 			ready++
 		}
 	}
@@ -68,15 +70,6 @@ func (w *World) checkProgress(j *Job) {
 		j.started = false
 		w.logf("%s: %d of %d workers Ready, training paused", j.Name, ready, j.MinMember)
 	}
-}
-
-func isReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // finish completes a job: its pods succeed and release their GPUs.
