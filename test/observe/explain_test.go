@@ -223,7 +223,18 @@ func TestExplainCancelled(t *testing.T) {
 	if err := env.Kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r := waitExplain(t, env, "podgroup/gone", ns, func(f explain.Facts) bool { return !f.GroupFound && len(f.Members) == 0 })
+	var last explain.Facts
+	r := waitExplain(t, env, "podgroup/gone", ns, func(f explain.Facts) bool {
+		last = f
+		return !f.GroupFound && len(f.Members) == 0
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, p := range last.Members {
+				t.Logf("member left: %s uid %s node %q phase %s deleting %v", p.Name, p.UID, p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp != nil)
+			}
+		}
+	})
 	golden(t, "cancelled", r, 1)
 	// Nothing of the cancelled group is held: every node is free again.
 	for _, name := range []string{"cancel-0", "cancel-1"} {
