@@ -224,16 +224,16 @@ func TestExplainCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	var last explain.Facts
-	r := waitExplain(t, env, "podgroup/gone", ns, func(f explain.Facts) bool {
-		last = f
-		return !f.GroupFound && len(f.Members) == 0
-	})
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, p := range last.Members {
 				t.Logf("member left: %s uid %s node %q phase %s deleting %v", p.Name, p.UID, p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp != nil)
 			}
 		}
+	})
+	r := waitExplain(t, env, "podgroup/gone", ns, func(f explain.Facts) bool {
+		last = f
+		return !f.GroupFound && len(f.Members) == 0
 	})
 	golden(t, "cancelled", r, 1)
 	// Nothing of the cancelled group is held: every node is free again.
