@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Measures the sandbox from a built binary:
 #   1. time from process start until the sandbox answers API requests (seed preset);
-#   2. resident memory with 1,000 simulated nodes (8 GPUs each), after it settles.
+#   2. resident memory with 1,000 simulated nodes (8 GPUs each), after it settles,
+#      then again with 4,000 one-GPU pods bound to them and Running.
 # Usage, from the repository root:  internal/sandbox/measure.sh [path/to/muster]
 # Without an argument it builds ./cmd/muster to /tmp/muster first. Needs curl.
 set -euo pipefail
@@ -24,22 +25,29 @@ start_sandbox() {
 }
 
 # wait_ready: waits until the kubeconfig exists and GET /api/v1/nodes answers 200.
+# It exports what curl needs to reach the API server: URL, TOKEN, CA, RESOLVE.
 wait_ready() {
-	local server token ca="$work/ca.crt"
+	local server port
 	for _ in $(seq 1 600); do
 		[[ -s $kc ]] && break
 		kill -0 "$pid" 2>/dev/null || { cat "$work/out"; echo "sandbox exited" >&2; exit 1; }
 		sleep 0.05
 	done
 	server=$(awk '/server:/ {print $2}' "$kc")
-	token=$(awk '/token:/ {print $2}' "$kc")
-	awk '/certificate-authority-data:/ {print $2}' "$kc" | base64 -d >"$ca"
-	until [[ $(curl -s -o /dev/null -w '%{http_code}' --cacert "$ca" \
-		--resolve "apiserver-loopback-client:${server##*:}:127.0.0.1" \
-		-H "Authorization: Bearer $token" \
-		"https://apiserver-loopback-client:${server##*:}/api/v1/nodes?limit=1") == 200 ]]; do
+	port=${server##*:}
+	export TOKEN CA="$work/ca.crt" RESOLVE="apiserver-loopback-client:$port:127.0.0.1"
+	export URL="https://apiserver-loopback-client:$port"
+	TOKEN=$(awk '/token:/ {print $2}' "$kc")
+	awk '/certificate-authority-data:/ {print $2}' "$kc" | base64 -d >"$CA"
+	until [[ $(curl -s -o /dev/null -w '%{http_code}' --cacert "$CA" --resolve "$RESOLVE" \
+		-H "Authorization: Bearer $TOKEN" "$URL/api/v1/nodes?limit=1") == 200 ]]; do
 		sleep 0.05
 	done
+}
+
+# api_get PATH: prints the body of GET PATH.
+api_get() {
+	curl -sf --cacert "$CA" --resolve "$RESOLVE" -H "Authorization: Bearer $TOKEN" "$URL$1"
 }
 
 # stop_sandbox: SIGINT, then waits; prints the exit status.
@@ -77,5 +85,23 @@ wait_ready
 t1=$(now)
 printf '  answering API requests with 1,000 nodes after %.2f s\n' "$(echo "$t1 - $t0" | bc)"
 sleep 10
+grep -E 'VmRSS|VmHWM' "/proc/$pid/status" | awk '{printf "  %s %.0f MiB\n", $1, $2/1024}'
+
+echo "== memory with 1,000 nodes and 4,000 Running pods"
+t0=$(now)
+# shellcheck disable=SC2016 # expanded by the inner shell
+seq 0 3999 | xargs -P 8 -I{} sh -c 'printf "%s" "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p$1\"},\"spec\":{\"nodeName\":\"node-$(($1 % 1000))\",\"containers\":[{\"name\":\"c\",\"image\":\"img\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}" |
+	curl -sf -o /dev/null --cacert "$CA" --resolve "$RESOLVE" -H "Authorization: Bearer $TOKEN" \
+		-H "Content-Type: application/json" --data @- "$URL/api/v1/namespaces/default/pods"' _ {}
+running=0
+for _ in $(seq 1 600); do
+	running=$(api_get "/api/v1/namespaces/default/pods?fieldSelector=status.phase%3DRunning" | grep -Eo '"phase": ?"Running"' | wc -l)
+	[[ $running -eq 4000 ]] && break
+	sleep 0.5
+done
+[[ $running -eq 4000 ]] || { echo "expected 4000 Running pods, found $running" >&2; stop_sandbox; exit 1; }
+t1=$(now)
+printf '  4,000 pods created (8 parallel clients) and Running after %.1f s\n' "$(echo "$t1 - $t0" | bc)"
+sleep 5
 grep -E 'VmRSS|VmHWM' "/proc/$pid/status" | awk '{printf "  %s %.0f MiB\n", $1, $2/1024}'
 stop_sandbox
