@@ -11,12 +11,13 @@
 // Time comes from an injected clock (k8s.io/utils/clock), so tests can drive the
 // timeline with a fake clock instead of sleeping.
 //
-// Why not KWOK: sigs.k8s.io/kwok v0.8.0 compiles in this module, but its stages
-// cannot express two of the behaviours above — a stage selects on one object, so
-// "fail the pods of a down node" has no selector, and KWOK has no kubelet admission,
-// so a pod that does not fit would run anyway instead of failing OutOf<resource>.
-// Its delays and templates read the wall clock, so tests could not inject time, and
-// it would add a dependency tree to the module for about 500 lines of code here.
+// Why not KWOK: sigs.k8s.io/kwok v0.8.0 compiles in this module (per the team's
+// notes), but its Stage model cannot express two of the behaviours above — a stage
+// selects on the one object it changes, so "fail the pods of a node marked down"
+// has no selector, and KWOK does no kubelet admission, so a pod that does not fit
+// would run instead of failing OutOf<resource>. Its controllers and status
+// templates read the wall clock, so tests could not inject time, and it would add
+// a module (and its dependencies) that no other package needs.
 package kubelet
 
 import (
