@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -26,6 +27,7 @@ type benchFlags struct {
 	window    time.Duration
 	timeout   time.Duration
 	logFile   string
+	cpuProf   string
 }
 
 // newBenchCmd returns `muster bench`.
@@ -54,6 +56,7 @@ throughput (1,000 nodes × 8 GPUs, 500 gangs of 8), big-gang (5,000 nodes, one g
 	fs.IntVar(&f.burst, "burst", 10000, "client burst of every scheduler (kube-scheduler's --kube-api-burst)")
 	fs.DurationVar(&f.window, "seed-window", 60*time.Second, "how long the seed scenario is observed")
 	fs.DurationVar(&f.timeout, "timeout", 15*time.Minute, "how long a run may take to bind all its pods")
+	fs.StringVar(&f.cpuProf, "cpuprofile", "", "write a CPU profile of the whole run (control plane and schedulers) to this file")
 	fs.StringVar(&f.logFile, "log", "", "write the control plane's and schedulers' logs to this file (default: discard)")
 	return cmd
 }
@@ -72,6 +75,17 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		log = lf
 	}
 	ctrl.SetLogger(logr.Discard())
+	if f.cpuProf != "" {
+		pf, err := os.Create(f.cpuProf)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	rep, err := bench.Run(ctx, bench.Options{
 		Scenarios: f.scenarios, Runners: f.runners, QPS: f.qps, Burst: f.burst,
 		Window: f.window, Timeout: f.timeout, Log: log, Progress: cmd.ErrOrStderr(),

@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/configz"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 	schedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	scheduleroptions "k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 
@@ -122,6 +124,8 @@ func (u upstream) start(ctx context.Context, env runEnv) (func() error, error) {
 	// Run registers its configuration under this name and fails if it is taken by
 	// an earlier run in this process.
 	configz.Delete("componentconfig")
+	// kube-scheduler logs through the context's logger.
+	ctx = klog.NewContext(ctx, textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(env.log))))
 	cc, sched, err := schedulerapp.Setup(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("setting up kube-scheduler: %w", err)

@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestHeldGPUSeconds checks the integral on a hand-made timeline: job a is bound
+// whole one pod a second, job b gets two of its four pods and keeps them.
+func TestHeldGPUSeconds(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	tl := timeline{
+		job:   map[string]string{"a-0": "a", "a-1": "a", "a-2": "a", "a-3": "a", "b-0": "b", "b-1": "b"},
+		bound: map[string]time.Time{"a-0": at(0), "a-1": at(1), "a-2": at(2), "a-3": at(3), "b-0": at(4), "b-1": at(6)},
+		ready: map[string]time.Time{"a-0": at(5), "a-1": at(5), "a-2": at(5), "a-3": at(7)},
+	}
+	// a: 1 GPU for 1 s, 2 for 1 s, 3 for 1 s = 6; b: 1 for 2 s, 2 for 4 s = 10.
+	if got, want := tl.heldGPUSeconds(t0, at(10), 4, 1), 16.0; got != want {
+		t.Errorf("heldGPUSeconds over [0s, 10s): expected %v, found %v", want, got)
+	}
+	// Clipped to [2.5s, 5s): a holds 3 GPUs for 0.5 s, b 1 for 1 s.
+	if got, want := tl.heldGPUSeconds(at(2.5), at(5), 4, 1), 2.5; got != want {
+		t.Errorf("heldGPUSeconds over [2.5s, 5s): expected %v, found %v", want, got)
+	}
+	if got, ok := tl.firstWhole(tl.bound, 4); !ok || !got.Equal(at(3)) {
+		t.Errorf("firstWhole bound: expected 3s, found %v (%v)", got.Sub(t0), ok)
+	}
+	if got, ok := tl.firstWhole(tl.ready, 4); !ok || !got.Equal(at(7)) {
+		t.Errorf("firstWhole Ready: expected 7s, found %v (%v)", got.Sub(t0), ok)
+	}
+	if _, ok := tl.firstWhole(tl.bound, 5); ok {
+		t.Error("firstWhole with minMember 5: expected no whole job, found one")
+	}
+}
+
+// TestPlan checks which runners each scenario gets.
+func TestPlan(t *testing.T) {
+	p, err := makePlan(Options{Scenarios: []string{ScenarioSeed, ScenarioThroughput, ScenarioCeiling}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(p.runners[ScenarioSeed], ","); got != "upstream-default,upstream-gang,muster" {
+		t.Errorf("seed runners: expected no ceiling, found %s", got)
+	}
+	if got := strings.Join(p.runners[ScenarioThroughput], ","); got != "upstream-default,upstream-gang,muster,ceiling" {
+		t.Errorf("throughput runners: expected all four, found %s", got)
+	}
+	for _, bad := range []Options{{Scenarios: []string{"nope"}}, {Scenarios: []string{ScenarioCeiling}}, {Runners: []string{"kube"}}} {
+		if _, err := makePlan(bad); err == nil {
+			t.Errorf("makePlan(%+v): expected an error, found none", bad)
+		}
+	}
+}
+
+// TestSeed runs the seed scenario on the sandbox with a short window: the
+// pod-by-pod scheduler splits the GPUs and holds them idle, the gang schedulers bind
+// one job whole and hold nothing but the moments between the binds of that job.
+func TestSeed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a sandbox")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	rep, err := Run(ctx, Options{
+		Scenarios: []string{ScenarioSeed},
+		Runners:   []string{RunnerUpstreamDefault, RunnerUpstreamGang, RunnerMuster},
+		Window:    5 * time.Second, Progress: &progress,
+	})
+	t.Log("\n" + progress.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byRunner := map[string]Result{}
+	for _, r := range rep.Results {
+		if r.Err != nil {
+			t.Errorf("%s: expected a complete run, found %v", r.Runner, r.Err)
+		}
+		byRunner[r.Runner] = r
+	}
+	def := byRunner[RunnerUpstreamDefault]
+	if def.Bound != 8 || def.WholeBound {
+		t.Errorf("upstream-default: expected 8 pods bound and no whole job, found %d bound, whole %v", def.Bound, def.WholeBound)
+	}
+	// 8 GPUs bound to two half jobs for most of the 5 s window.
+	if def.HeldGPUSeconds < 20 {
+		t.Errorf("upstream-default: expected at least 20 GPU-s held by incomplete groups, found %.2f", def.HeldGPUSeconds)
+	}
+	for _, name := range []string{RunnerUpstreamGang, RunnerMuster} {
+		r := byRunner[name]
+		if r.Bound != 8 || !r.WholeBound || !r.WholeReady {
+			t.Errorf("%s: expected one job bound whole and Ready, found %d bound, whole %v, Ready %v", name, r.Bound, r.WholeBound, r.WholeReady)
+		}
+		// Only the spread of the concurrent binds of one admitted job: 8 GPUs held
+		// for a whole second would be 8 GPU-s.
+		if r.HeldGPUSeconds >= 1 {
+			t.Errorf("%s: expected under 1 GPU-s held by incomplete groups, found %.2f", name, r.HeldGPUSeconds)
+		}
+	}
+	var table bytes.Buffer
+	if err := rep.WriteMarkdown(&table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "| seed | first job whole: all bound (s) |") {
+		t.Errorf("markdown table: expected a seed row, found\n%s", table.String())
+	}
+}
