@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,18 +67,42 @@ func waitOneAfterTheOther(t *testing.T, env *sandboxtest.Env, c client.Client, n
 	}
 }
 
-// TestPyTorchJobManifestRunsWhole applies examples/pytorchjob/generated.yaml as it is
-// (namespace default): the group of 8 runs whole.
-func TestPyTorchJobManifestRunsWhole(t *testing.T) {
+// TestExampleManifestsRunWhole applies, as they are, the objects under examples/ that
+// the operators produce (training-operator, Polyaxon through it, Trainer v2, Volcano,
+// native and plain groups) and checks that each group runs whole, one after another on
+// the same 8 one-GPU nodes.
+func TestExampleManifestsRunWhole(t *testing.T) {
 	env := sandboxtest.Shared(t)
-	env.CreateNodes(t, sandbox.NodePool{Name: "bert", Count: 8, CPU: "16", Memory: "64Gi", GPUs: 1})
+	env.CreateNodes(t, sandbox.NodePool{Name: "examples", Count: 8, CPU: "16", Memory: "64Gi", GPUs: 1})
 	c := newClient(t, env.Config)
 	startMuster(t, env, musterOptions{})
-	objs := readManifest(t, "pytorchjob/generated.yaml")
-	createAll(t, c, objs)
-	pg := objs[0].(*spv1alpha1.PodGroup)
-	env.WaitFor(t, "the 8 pods of PodGroup bert to be Ready", func(context.Context) (bool, error) {
-		return podsOf(t, c, pg.Namespace, pg.Name)[pg.Name].ready == 8, nil
-	})
-	waitCondition(t, env, c, pg.Namespace, pg.Name, "PodsReady", metav1.ConditionTrue)
+	for _, ex := range []struct {
+		file, group string
+		members     int
+	}{
+		{"pytorchjob/generated.yaml", "bert", 8},
+		{"polyaxon/generated.yaml", "bert-finetune", 4},
+		{"trainer-v2/generated.yaml", "llama-sft", 4},
+		{"volcano/generated.yaml", "resnet", 4},
+		{"native/generated.yaml", "vit", 4},
+		{"plain/pods.yaml", "sweep", 4},
+	} {
+		t.Run(ex.file, func(t *testing.T) {
+			objs := readManifest(t, ex.file)
+			ns := objs[0].GetNamespace()
+			// Cleanups run last first: this wait runs after createAll's deletions.
+			t.Cleanup(func() {
+				env.WaitFor(t, "the example's pods to be gone", func(context.Context) (bool, error) {
+					return podsOf(t, c, ns, ex.group)[ex.group].total == 0, nil
+				})
+			})
+			createAll(t, c, objs)
+			env.WaitFor(t, fmt.Sprintf("the %d pods of %s to be Ready", ex.members, ex.group), func(context.Context) (bool, error) {
+				return podsOf(t, c, ns, ex.group)[ex.group].ready == ex.members, nil
+			})
+			if _, ok := objs[0].(*spv1alpha1.PodGroup); ok {
+				waitCondition(t, env, c, ns, ex.group, "PodsReady", metav1.ConditionTrue)
+			}
+		})
+	}
 }
