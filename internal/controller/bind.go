@@ -33,8 +33,12 @@ type Assignment struct {
 	UID  types.UID `json:"uid"`
 }
 
-// bindAll records each group's plan and binds its members concurrently. It reports
-// whether a bind failed, so that the engine must place those members anew.
+// bindWorkers bounds the groups being bound at once. Groups are independent, so their
+// binds can overlap; a small bound keeps each group's own binds close together in time.
+const bindWorkers = 4
+
+// bindAll records each group's plan and binds its members, several groups at once. It
+// reports whether a bind failed, so that the engine must place those members anew.
 func (s *scheduler) bindAll(ctx context.Context, binds []engine.Bind) bool {
 	byGroup := map[string][]engine.Bind{}
 	var order []string
@@ -44,42 +48,64 @@ func (s *scheduler) bindAll(ctx context.Context, binds []engine.Bind) bool {
 		}
 		byGroup[b.Group] = append(byGroup[b.Group], b)
 	}
-	failed := false
-	for _, gk := range order {
-		if !s.bindGroup(ctx, gk, byGroup[gk]) {
-			failed = true
+	plans := make([]Plan, len(order))
+	for i, gk := range order {
+		plans[i] = s.planOf(gk, byGroup[gk])
+	}
+	failed := make([][]string, len(order))
+	sem := make(chan struct{}, bindWorkers)
+	var wg sync.WaitGroup
+	for i, gk := range order {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			failed[i] = s.bindGroup(ctx, gk, byGroup[gk], &plans[i])
+		})
+	}
+	wg.Wait()
+	// The engine is the loop's alone: failures reach it after every bind returned.
+	retry := false
+	for _, pods := range failed {
+		for _, pod := range pods {
+			s.eng.BindFailed(pod)
+			retry = true
 		}
 	}
-	return failed
+	return retry
 }
 
-// bindGroup writes the plan of one group, binds its members, and clears the plan. It
-// reports whether every bind succeeded.
-func (s *scheduler) bindGroup(ctx context.Context, gk string, binds []engine.Bind) bool {
+// planOf is the plan a group's binds carry out.
+func (s *scheduler) planOf(gk string, binds []engine.Bind) Plan {
 	plan := Plan{Group: gk, Attempt: 1, Pods: map[string]Assignment{}}
 	if st, ok := s.eng.Group(gk); ok {
-		plan.Attempt = max(len(st.Attempts), 1)
+		plan.Attempt = max(st.Attempt, 1)
 	}
 	for _, b := range binds {
 		if p := s.pods[b.Pod]; p != nil {
 			plan.Pods[p.Name] = Assignment{Node: b.Node, UID: p.UID}
 		}
 	}
-	if err := s.writePlan(ctx, gk, plan.names(), &plan); err != nil {
+	return plan
+}
+
+// bindGroup writes the plan of one group, binds its members, and clears the plan. It
+// returns the members whose bind failed. It runs beside other groups' bindGroup and
+// only reads the scheduler's state.
+func (s *scheduler) bindGroup(ctx context.Context, gk string, binds []engine.Bind, plan *Plan) []string {
+	var failed []string
+	if err := s.writePlan(ctx, gk, plan.names(), plan); err != nil {
 		s.log.Error(err, "recording the plan before binding; the group is placed again", "group", gk)
 		for _, b := range binds {
-			s.eng.BindFailed(b.Pod)
+			failed = append(failed, b.Pod)
 		}
-		return false
+		return failed
 	}
 	errs := s.bindPods(ctx, binds)
-	ok := true
 	for i, err := range errs {
 		if err != nil && !errors.Is(err, errSkipped) {
-			ok = false
 			s.log.Error(err, "binding a pod", "pod", binds[i].Pod, "node", binds[i].Node)
 			s.podEvent(binds[i].Pod, corev1.EventTypeWarning, "FailedBinding", err.Error())
-			s.eng.BindFailed(binds[i].Pod)
+			failed = append(failed, binds[i].Pod)
 		}
 	}
 	if ctx.Err() == nil && s.completed(binds, errs) {
@@ -87,7 +113,7 @@ func (s *scheduler) bindGroup(ctx context.Context, gk string, binds []engine.Bin
 			s.log.Error(err, "clearing the plan after binding", "group", gk)
 		}
 	}
-	return ok
+	return failed
 }
 
 // completed reports whether every bind was issued: none was skipped by BeforeBind.

@@ -38,7 +38,8 @@ type Options struct {
 	Clock clock.WithTicker
 	// Log receives the controller's log lines; the zero value discards them.
 	Log logr.Logger
-	// BeforeBind, when set, is called before each bind; returning false skips that bind
+	// BeforeBind, when set, is called before each bind, possibly from several goroutines
+	// at once; returning false skips that bind
 	// as if the process had died before issuing it. Tests use it to stop muster between
 	// the binds of one plan.
 	BeforeBind func(pod, node string) bool

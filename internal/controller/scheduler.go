@@ -141,7 +141,6 @@ func (s *scheduler) loop(ctx context.Context) {
 			again = s.carryOut(ctx, out)
 			s.writeStatuses(ctx)
 			s.writeQueueStatuses(ctx)
-			s.writeLifecycles(ctx)
 			wakeAt = out.WakeAt
 		}
 		timer.Stop()

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -11,8 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	volcanov1beta1 "github.com/muster-sched/muster/api/volcano/v1beta1"
 	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/source"
 )
@@ -91,71 +96,135 @@ func podGroupPhase(st engine.Status) spv1alpha1.PodGroupPhase {
 	return spv1alpha1.PodGroupPending
 }
 
-// writeStatuses writes the conditions of every group object whose status changed.
+// statusWriters bounds the status writes in flight at once.
+const statusWriters = 16
+
+// groupWrite is one group's pending status write: what to send, and what to remember
+// once it is sent.
+type groupWrite struct {
+	key, fingerprint, record string
+	send                     func(context.Context) error
+}
+
+// writeStatuses writes, for every group whose status changed, its conditions (in its
+// API's form) and its lifecycle record (the muster.dev/lifecycle annotation `muster
+// explain` reads) on the group object, or the record on the lowest-named member pod of a
+// group that has no object. The writes are prepared here, in the loop, and sent
+// concurrently: at hundreds of admissions a pass, sending them one by one would hold
+// up the next pass.
 func (s *scheduler) writeStatuses(ctx context.Context) {
+	var writes []groupWrite
 	for _, key := range s.eng.Groups() {
-		obj := s.objects[key]
-		if obj == nil {
+		if w, ok := s.prepareWrite(key); ok {
+			writes = append(writes, w)
+		}
+	}
+	errs := make([]error, len(writes))
+	sem := make(chan struct{}, statusWriters)
+	var wg sync.WaitGroup
+	for i, w := range writes {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = w.send(ctx)
+		})
+	}
+	wg.Wait()
+	for i, w := range writes {
+		if errs[i] != nil {
+			s.log.Error(errs[i], "writing a group's status", "group", w.key)
 			continue
 		}
-		st, _ := s.eng.Group(key)
-		conds := Conditions(st)
-		if owner := s.ownerObjects[key]; owner != nil && st.Phase == lifecycle.Gathering {
-			// Name what the owner declares: a replica outside the group is the classic cause.
-			msg := source.Gathering(st.Spec, st.Observed.Members, owner)
-			for i := range conds {
-				conds[i].Message = msg
-			}
-		}
-		fp, _ := json.Marshal(struct {
-			C []metav1.Condition
-			P spv1alpha1.PodGroupPhase
-		}{conds, podGroupPhase(st)})
-		if s.written[key] == string(fp) {
-			continue
-		}
-		if err := s.writeStatus(ctx, key, st, conds); err != nil {
-			s.log.Error(err, "writing a group's conditions", "group", key)
-			continue
-		}
-		s.written[key] = string(fp)
+		s.written[w.key], s.recorded[w.key] = w.fingerprint, w.record
 	}
 }
 
-// writeStatus writes conds on the group object in its API's form, keeping the
-// transition times of conditions whose status did not change.
-func (s *scheduler) writeStatus(ctx context.Context, key string, st engine.Status, conds []metav1.Condition) error {
+// prepareWrite builds the write of one group's status, or reports that nothing changed.
+func (s *scheduler) prepareWrite(key string) (groupWrite, bool) {
+	st, _ := s.eng.Group(key)
+	data, err := json.Marshal(explain.RecordOf(st))
+	if err != nil {
+		s.log.Error(err, "encoding a lifecycle record", "group", key)
+		return groupWrite{}, false
+	}
+	w := groupWrite{key: key, record: string(data)}
+	if s.objects[key] == nil {
+		if s.recorded[key] == w.record {
+			return w, false
+		}
+		w.send = s.podRecordWrite(key, w.record)
+		return w, w.send != nil
+	}
+	conds := s.conditionsOf(key, st)
+	fp, _ := json.Marshal(struct {
+		C []metav1.Condition
+		P spv1alpha1.PodGroupPhase
+	}{conds, podGroupPhase(st)})
+	w.fingerprint = string(fp)
+	statusChanged := s.written[key] != w.fingerprint
+	if !statusChanged && s.recorded[key] == w.record {
+		return w, false
+	}
+	w.send = s.objectWrite(key, st, conds, statusChanged, w.record)
+	return w, true
+}
+
+// conditionsOf returns a group's conditions, naming what the owner declares while the
+// group gathers: a replica outside the group is the classic cause.
+func (s *scheduler) conditionsOf(key string, st engine.Status) []metav1.Condition {
+	conds := Conditions(st)
+	if owner := s.ownerObjects[key]; owner != nil && st.Phase == lifecycle.Gathering {
+		msg := source.Gathering(st.Spec, st.Observed.Members, owner)
+		for i := range conds {
+			conds[i].Message = msg
+		}
+	}
+	return conds
+}
+
+// objectWrite prepares the patches of a group object: its annotations (the lifecycle
+// record, and the conditions of scheduler-plugins PodGroups, whose API has no field for
+// them) and, when the status changed, its status, keeping the transition times of
+// conditions whose status did not change.
+func (s *scheduler) objectWrite(key string, st engine.Status, conds []metav1.Condition, statusChanged bool, record string) func(context.Context) error {
 	ref := refOfKey(key)
 	api := apiOf(ref.Source)
-	prev := s.previousConditions(key)
-	now := metav1.NewTime(s.clock.Now())
-	for _, c := range conds {
-		c.LastTransitionTime = now
-		meta.SetStatusCondition(&prev, c)
-	}
-	var patch map[string]any
-	subresources := []string{}
-	switch ref.Source {
-	case engine.Coscheduling:
-		data, err := json.Marshal(prev)
-		if err != nil {
-			return fmt.Errorf("encoding conditions: %w", err)
+	annotations := map[string]any{musterv1alpha1.LifecycleAnnotation: record}
+	var status map[string]any
+	var subresources []string
+	if statusChanged {
+		prev := s.previousConditions(key)
+		now := metav1.NewTime(s.clock.Now())
+		for _, c := range conds {
+			c.LastTransitionTime = now
+			meta.SetStatusCondition(&prev, c)
 		}
-		if err := s.patch(ctx, api, ref.Namespace, ref.Name, map[string]any{
-			"metadata": map[string]any{"annotations": map[string]any{StatusAnnotation: string(data)}},
-		}); err != nil {
+		s.conditions[key] = prev
+		switch ref.Source {
+		case engine.Coscheduling:
+			data, _ := json.Marshal(prev) // conditions always encode
+			annotations[StatusAnnotation] = string(data)
+			status, subresources = map[string]any{"phase": podGroupPhase(st)}, []string{"status"}
+		case engine.Volcano: // no status subresource: one patch of the main resource
+			status = map[string]any{"conditions": volcanoConditions(prev)}
+		case engine.Native:
+			status, subresources = map[string]any{"conditions": prev}, []string{"status"}
+		}
+	}
+	metadata := map[string]any{"metadata": map[string]any{"annotations": annotations}}
+	return func(ctx context.Context) error {
+		if status != nil && len(subresources) == 0 {
+			metadata["status"] = status
+			return s.patch(ctx, api, ref.Namespace, ref.Name, metadata)
+		}
+		if err := s.patch(ctx, api, ref.Namespace, ref.Name, metadata); err != nil {
 			return err
 		}
-		patch = map[string]any{"status": map[string]any{"phase": podGroupPhase(st)}}
-		subresources = append(subresources, "status")
-	case engine.Volcano:
-		patch = map[string]any{"status": map[string]any{"conditions": volcanoConditions(prev)}}
-	case engine.Native:
-		patch = map[string]any{"status": map[string]any{"conditions": prev}}
-		subresources = append(subresources, "status")
+		if status == nil {
+			return nil
+		}
+		return s.patch(ctx, api, ref.Namespace, ref.Name, map[string]any{"status": status}, subresources...)
 	}
-	s.conditions[key] = prev
-	return s.patch(ctx, api, ref.Namespace, ref.Name, patch, subresources...)
 }
 
 // previousConditions returns the conditions last written for a group.
@@ -189,4 +258,27 @@ func (s *scheduler) patch(ctx context.Context, api *groupAPI, ns, name string, p
 		return fmt.Errorf("patching %s %s/%s: %w", api.gvr.GroupResource(), ns, name, err)
 	}
 	return nil
+}
+
+// podRecordWrite prepares the write of a plain group's lifecycle record on its
+// lowest-named member pod, or returns nil when the group has no member left.
+func (s *scheduler) podRecordWrite(key, record string) func(context.Context) error {
+	pods := s.memberList(key)
+	if len(pods) == 0 {
+		return nil
+	}
+	first := slices.MinFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	ns, name := first.Namespace, first.Name
+	return func(ctx context.Context) error {
+		patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{musterv1alpha1.LifecycleAnnotation: record}}}
+		data, err := json.Marshal(patch)
+		if err != nil {
+			return fmt.Errorf("encoding a patch: %w", err)
+		}
+		_, err = s.kube.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{})
+		if err != nil {
+			return fmt.Errorf("patching pod %s/%s: %w", ns, name, err)
+		}
+		return nil
+	}
 }
