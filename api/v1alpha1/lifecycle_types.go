@@ -20,11 +20,9 @@ type GroupLifecycle struct {
 	// QueueNotFound, Reserved).
 	Waiting     string `json:"waiting,omitempty"`
 	WaitingKind string `json:"waitingKind,omitempty"`
-	// MinMember and the observed member counts.
+	// MinMember is the group's minimum membership. Member counts are not recorded: they
+	// change with every pod, and readers count the pods themselves.
 	MinMember int `json:"minMember"`
-	Members   int `json:"members"`
-	Bound     int `json:"bound"`
-	Ready     int `json:"ready"`
 	// Attempt counts admissions; Failures the failed ones; MaxRetries the retries allowed.
 	Attempt    int `json:"attempt"`
 	Failures   int `json:"failures"`

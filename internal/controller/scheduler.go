@@ -71,7 +71,10 @@ type scheduler struct {
 	queueWritten map[string]string
 	// recorded holds the lifecycle record last written per group.
 	recorded map[string]string
-	metrics  *metrics.Metrics
+	// significant and wroteAt hold, per group, the state last written and when.
+	significant map[string]string
+	wroteAt     map[string]time.Time
+	metrics     *metrics.Metrics
 }
 
 var _ manager.LeaderElectionRunnable = (*scheduler)(nil)
@@ -88,6 +91,7 @@ func (s *scheduler) Start(ctx context.Context) error {
 	s.objects, s.specDirty = map[string]client.Object{}, map[string]bool{}
 	s.recreate, s.written = map[string]*recreation{}, map[string]string{}
 	s.conditions, s.recorded = map[string][]metav1.Condition{}, map[string]string{}
+	s.significant, s.wroteAt = map[string]string{}, map[string]time.Time{}
 	s.queueWritten = map[string]string{}
 	s.memberOf, s.declared, s.declaredBy = map[string]string{}, map[string]map[string]bool{}, map[string]string{}
 	s.failed = map[string]bool{}

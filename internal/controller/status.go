@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -102,8 +103,8 @@ const statusWriters = 16
 // groupWrite is one group's pending status write: what to send, and what to remember
 // once it is sent.
 type groupWrite struct {
-	key, fingerprint, record string
-	send                     func(context.Context) error
+	key, fingerprint, record, significant string
+	send                                  func(context.Context) error
 }
 
 // writeStatuses writes, for every group whose status changed, its conditions (in its
@@ -136,18 +137,22 @@ func (s *scheduler) writeStatuses(ctx context.Context) {
 			continue
 		}
 		s.written[w.key], s.recorded[w.key] = w.fingerprint, w.record
+		s.significant[w.key], s.wroteAt[w.key] = w.significant, s.clock.Now()
 	}
 }
 
 // prepareWrite builds the write of one group's status, or reports that nothing changed.
 func (s *scheduler) prepareWrite(key string) (groupWrite, bool) {
 	st, _ := s.eng.Group(key)
+	if !s.due(key, st) {
+		return groupWrite{}, false
+	}
 	data, err := json.Marshal(explain.RecordOf(st))
 	if err != nil {
 		s.log.Error(err, "encoding a lifecycle record", "group", key)
 		return groupWrite{}, false
 	}
-	w := groupWrite{key: key, record: string(data)}
+	w := groupWrite{key: key, record: string(data), significant: significance(st)}
 	if s.objects[key] == nil {
 		if s.recorded[key] == w.record {
 			return w, false
@@ -167,6 +172,25 @@ func (s *scheduler) prepareWrite(key string) (groupWrite, bool) {
 	}
 	w.send = s.objectWrite(key, st, conds, statusChanged, w.record)
 	return w, true
+}
+
+// messageRefresh is how often a group whose state is unchanged gets its messages
+// rewritten. A waiting group's diagnosis counts nodes and members, and changes on almost
+// every pass; writing it each time would double the API calls of a busy scheduler.
+const messageRefresh = 10 * time.Second
+
+// due reports whether a group's status should be written now: its state changed (phase,
+// reasons, attempts, the kind of wait), or only its messages did and the last write is
+// older than messageRefresh. The loop passes at least every reconcilePeriod, so a
+// held-back message is written at most that late.
+func (s *scheduler) due(key string, st engine.Status) bool {
+	return s.significant[key] != significance(st) || !s.wroteAt[key].Add(messageRefresh).After(s.clock.Now())
+}
+
+// significance renders what of a group's status must reach its object at once.
+func significance(st engine.Status) string {
+	return fmt.Sprintf("%s|%s|%s|%t|%d|%d|%s", st.Phase, st.Reason, st.WaitingKind, st.Invalid != "",
+		st.Attempt, st.Failures, st.WakeAt.Format(time.RFC3339Nano))
 }
 
 // conditionsOf returns a group's conditions, naming what the owner declares while the

@@ -13,7 +13,7 @@ func RecordOf(st engine.Status) musterv1alpha1.GroupLifecycle {
 	r := musterv1alpha1.GroupLifecycle{
 		Phase: string(st.Phase), Reason: st.Reason, Message: st.Message, Queue: st.Queue,
 		Waiting: st.Waiting, WaitingKind: st.WaitingKind,
-		MinMember: st.Spec.MinMember, Members: st.Observed.Members, Bound: st.Observed.Bound, Ready: st.Observed.Ready,
+		MinMember: st.Spec.MinMember,
 		Attempt: st.Attempt, Failures: st.Failures, MaxRetries: st.Policy.MaxRetries,
 		StartTimeout:    metav1.Duration{Duration: st.Policy.StartTimeout},
 		RecoveryTimeout: metav1.Duration{Duration: st.Policy.RecoveryTimeout},
