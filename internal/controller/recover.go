@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
@@ -38,8 +41,36 @@ func (s *scheduler) recoverInFlight(ctx context.Context) error {
 		return fmt.Errorf("listing pods: %w", err)
 	}
 	snap := cluster.FromLists(nodes.Items, pods.Items)
+	var bound []*corev1.Pod
 	for _, key := range sortedKeys(plans) {
-		s.settle(ctx, snap, plans[key])
+		bound = append(bound, s.settle(ctx, snap, plans[key])...)
+	}
+	return s.awaitBound(ctx, bound)
+}
+
+// awaitBound waits until the cache shows every pod bound that recovery bound, so that
+// the loop never sees them unbound and places them again.
+func (s *scheduler) awaitBound(ctx context.Context, pods []*corev1.Pod) error {
+	if len(pods) == 0 {
+		return nil
+	}
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		for _, p := range pods {
+			got := &corev1.Pod{}
+			err := s.mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(p), got)
+			if apierrors.IsNotFound(err) || (err == nil && (got.UID != p.UID || got.Spec.NodeName != "")) {
+				continue // gone, replaced, or seen bound
+			}
+			return false, nil
+		}
+		return true, nil
+	})
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		// The loop's own bind would be refused by the API server; say so and go on.
+		s.log.Error(err, "the cache did not show every pod recovery bound", "pods", len(pods))
 	}
 	return nil
 }
@@ -82,7 +113,7 @@ func (s *scheduler) findPlans(ctx context.Context) (map[string]*Plan, error) {
 }
 
 // settle completes or undoes one plan in flight, then clears it.
-func (s *scheduler) settle(ctx context.Context, snap *cluster.Snapshot, plan *Plan) {
+func (s *scheduler) settle(ctx context.Context, snap *cluster.Snapshot, plan *Plan) (completed []*corev1.Pod) {
 	ns := refOfKey(plan.Group).Namespace
 	var bound, unbound []*corev1.Pod
 	for _, name := range plan.names() {
@@ -102,7 +133,9 @@ func (s *scheduler) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pl
 			for _, p := range unbound {
 				if err := s.bindPod(ctx, p, plan.Pods[p.Name].Node); err != nil {
 					s.log.Error(err, "completing a plan in flight", "group", plan.Group)
+					continue
 				}
+				completed = append(completed, p)
 			}
 		} else {
 			s.log.Info("undoing a plan in flight whose nodes no longer fit", "group", plan.Group, "evicting", len(bound))
@@ -115,6 +148,7 @@ func (s *scheduler) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pl
 	if err := s.writePlan(ctx, plan.Group, plan.names(), nil); err != nil {
 		s.log.Error(err, "clearing a settled plan", "group", plan.Group)
 	}
+	return completed
 }
 
 // fits reports whether every unbound pod still fits on its planned node, assuming

@@ -75,6 +75,7 @@ type scheduler struct {
 	significant map[string]string
 	wroteAt     map[string]time.Time
 	metrics     *metrics.Metrics
+	writer      *statusWriter
 }
 
 var _ manager.LeaderElectionRunnable = (*scheduler)(nil)
@@ -102,6 +103,8 @@ func (s *scheduler) Start(ctx context.Context) error {
 	if err := s.recoverInFlight(ctx); err != nil {
 		return err
 	}
+	s.writer = newStatusWriter(s.log)
+	go s.writer.run(ctx)
 	s.log.Info("scheduling", "schedulerName", s.cfg.SchedulerName, "defaultQueue", s.cfg.DefaultQueue)
 	s.loop(ctx)
 	return nil
@@ -143,7 +146,7 @@ func (s *scheduler) loop(ctx context.Context) {
 			out := s.eng.Step(s.clock.Now())
 			s.observe(out, time.Since(began))
 			again = s.carryOut(ctx, out)
-			s.writeStatuses(ctx)
+			s.writeStatuses()
 			s.writeQueueStatuses(ctx)
 			wakeAt = out.WakeAt
 		}

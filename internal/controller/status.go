@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -97,45 +96,30 @@ func podGroupPhase(st engine.Status) spv1alpha1.PodGroupPhase {
 	return spv1alpha1.PodGroupPending
 }
 
-// statusWriters bounds the status writes in flight at once.
-const statusWriters = 16
-
-// groupWrite is one group's pending status write: what to send, and what to remember
-// once it is sent.
+// groupWrite is one group's pending status write: what to send, and what the loop
+// remembers it sent.
 type groupWrite struct {
 	key, fingerprint, record, significant string
 	send                                  func(context.Context) error
 }
 
-// writeStatuses writes, for every group whose status changed, its conditions (in its
+// writeStatuses queues, for every group whose status changed, its conditions (in its
 // API's form) and its lifecycle record (the muster.dev/lifecycle annotation `muster
-// explain` reads) on the group object, or the record on the lowest-named member pod of a
-// group that has no object. The writes are prepared here, in the loop, and sent
-// concurrently: at hundreds of admissions a pass, sending them one by one would hold
-// up the next pass.
-func (s *scheduler) writeStatuses(ctx context.Context) {
-	var writes []groupWrite
+// explain` reads) for the group object, or the record for the lowest-named member pod of
+// a group that has no object. The writes are prepared here, in the loop, and sent by the
+// status writer; a write that fails is prepared again on the next pass.
+func (s *scheduler) writeStatuses() {
+	for _, key := range s.writer.takeFailed() {
+		delete(s.significant, key)
+		delete(s.written, key)
+		delete(s.recorded, key)
+	}
 	for _, key := range s.eng.Groups() {
-		if w, ok := s.prepareWrite(key); ok {
-			writes = append(writes, w)
-		}
-	}
-	errs := make([]error, len(writes))
-	sem := make(chan struct{}, statusWriters)
-	var wg sync.WaitGroup
-	for i, w := range writes {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			errs[i] = w.send(ctx)
-		})
-	}
-	wg.Wait()
-	for i, w := range writes {
-		if errs[i] != nil {
-			s.log.Error(errs[i], "writing a group's status", "group", w.key)
+		w, ok := s.prepareWrite(key)
+		if !ok {
 			continue
 		}
+		s.writer.queue(w)
 		s.written[w.key], s.recorded[w.key] = w.fingerprint, w.record
 		s.significant[w.key], s.wroteAt[w.key] = w.significant, s.clock.Now()
 	}

@@ -1,0 +1,103 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/util/flowcontrol"
+)
+
+// statusQPS and statusBurst bound the status writes muster sends per second. Binding
+// is what users wait for; status is written beside it, never ahead of it.
+const (
+	statusQPS   = 100
+	statusBurst = 200
+)
+
+// statusWriter sends group status writes in the background: the latest write per group
+// (a newer one replaces a pending older one), at most statusQPS per second, so that a
+// pass that admits hundreds of groups binds them without waiting on their conditions.
+type statusWriter struct {
+	log     logr.Logger
+	limiter flowcontrol.RateLimiter
+
+	mu      sync.Mutex
+	pending map[string]groupWrite
+	order   []string // keys in the order they were first queued
+	failed  []string // keys whose last write failed, for the loop to write again
+	wake    chan struct{}
+}
+
+func newStatusWriter(log logr.Logger) *statusWriter {
+	return &statusWriter{
+		log:     log,
+		limiter: flowcontrol.NewTokenBucketRateLimiter(statusQPS, statusBurst),
+		pending: map[string]groupWrite{},
+		wake:    make(chan struct{}, 1),
+	}
+}
+
+// queue replaces the pending write of w.key, if any, with w.
+func (w *statusWriter) queue(gw groupWrite) {
+	w.mu.Lock()
+	if _, ok := w.pending[gw.key]; !ok {
+		w.order = append(w.order, gw.key)
+	}
+	w.pending[gw.key] = gw
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// takeFailed returns the keys whose writes failed since the last call.
+func (w *statusWriter) takeFailed() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.failed
+	w.failed = nil
+	return out
+}
+
+func (w *statusWriter) next() (groupWrite, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.order) == 0 {
+		return groupWrite{}, false
+	}
+	key := w.order[0]
+	w.order = slices.Delete(w.order, 0, 1)
+	gw := w.pending[key]
+	delete(w.pending, key)
+	return gw, true
+}
+
+// run sends queued writes until ctx is done.
+func (w *statusWriter) run(ctx context.Context) {
+	for {
+		gw, ok := w.next()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return
+			case <-w.wake:
+				continue
+			}
+		}
+		if err := w.limiter.Wait(ctx); err != nil {
+			return
+		}
+		if err := gw.send(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			w.log.Error(err, "writing a group's status", "group", gw.key)
+			w.mu.Lock()
+			w.failed = append(w.failed, gw.key)
+			w.mu.Unlock()
+		}
+	}
+}
