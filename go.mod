@@ -51,7 +51,7 @@ require (
 	go.uber.org/zap v1.27.1
 	gonum.org/v1/plot v0.17.0
 	k8s.io/api v0.37.2
-	k8s.io/apiextensions-apiserver v0.37.0
+	k8s.io/apiextensions-apiserver v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/apiserver v0.37.2
 	k8s.io/client-go v0.37.2
