@@ -226,6 +226,10 @@ func TestExplainCancelled(t *testing.T) {
 	var last explain.Facts
 	t.Cleanup(func() {
 		if t.Failed() {
+			t.Logf("group found: %v (%s)", last.GroupFound, last.GroupAPI)
+			if u, err := env.Dynamic.Resource(podGroups).Namespace(ns).Get(context.Background(), "gone", metav1.GetOptions{}); err == nil {
+				t.Logf("PodGroup still there: created %s, deleting %v, finalizers %v, managers %v", u.GetCreationTimestamp(), u.GetDeletionTimestamp(), u.GetFinalizers(), managers(u.GetManagedFields()))
+			}
 			for _, p := range last.Members {
 				t.Logf("member left: %s uid %s node %q phase %s deleting %v", p.Name, p.UID, p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp != nil)
 			}
@@ -246,4 +250,12 @@ func TestExplainCancelled(t *testing.T) {
 			t.Errorf("node %s still holds %d pods after cancellation", name, len(pods.Items))
 		}
 	}
+}
+
+func managers(fields []metav1.ManagedFieldsEntry) []string {
+	var out []string
+	for _, f := range fields {
+		out = append(out, f.Manager+":"+string(f.Operation))
+	}
+	return out
 }
