@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/lifecycle"
@@ -71,6 +72,8 @@ type scheduler struct {
 	queueWritten map[string]string
 	// recorded holds the lifecycle record last written per group.
 	recorded map[string]string
+	// phases holds the status.phase last written on each scheduler-plugins PodGroup.
+	phases map[string]spv1alpha1.PodGroupPhase
 	// significant and wroteAt hold, per group, the state last written and when.
 	significant map[string]string
 	wroteAt     map[string]time.Time
@@ -93,6 +96,7 @@ func (s *scheduler) Start(ctx context.Context) error {
 	s.recreate, s.written = map[string]*recreation{}, map[string]string{}
 	s.conditions, s.recorded = map[string][]metav1.Condition{}, map[string]string{}
 	s.significant, s.wroteAt = map[string]string{}, map[string]time.Time{}
+	s.phases = map[string]spv1alpha1.PodGroupPhase{}
 	s.queueWritten = map[string]string{}
 	s.memberOf, s.declared, s.declaredBy = map[string]string{}, map[string]map[string]bool{}, map[string]string{}
 	s.failed = map[string]bool{}

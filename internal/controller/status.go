@@ -113,6 +113,7 @@ func (s *scheduler) writeStatuses() {
 		delete(s.significant, key)
 		delete(s.written, key)
 		delete(s.recorded, key)
+		delete(s.phases, key)
 	}
 	for _, key := range s.eng.Groups() {
 		w, ok := s.prepareWrite(key)
@@ -212,7 +213,11 @@ func (s *scheduler) objectWrite(key string, st engine.Status, conds []metav1.Con
 		case engine.Coscheduling:
 			data, _ := json.Marshal(prev) // conditions always encode
 			annotations[StatusAnnotation] = string(data)
-			status, subresources = map[string]any{"phase": podGroupPhase(st)}, []string{"status"}
+			// The conditions travel in the annotation; status.phase only when it moves.
+			if phase := podGroupPhase(st); s.phases[key] != phase {
+				s.phases[key] = phase
+				status, subresources = map[string]any{"phase": phase}, []string{"status"}
+			}
 		case engine.Volcano: // no status subresource: one patch of the main resource
 			status = map[string]any{"conditions": volcanoConditions(prev)}
 		case engine.Native:
