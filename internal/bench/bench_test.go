@@ -60,9 +60,6 @@ func TestPlan(t *testing.T) {
 // pod-by-pod scheduler splits the GPUs and holds them idle, the gang schedulers bind
 // one job whole and hold nothing but the moments between the binds of that job.
 func TestSeed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a sandbox")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var progress bytes.Buffer

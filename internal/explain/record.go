@@ -14,7 +14,7 @@ func RecordOf(st engine.Status) musterv1alpha1.GroupLifecycle {
 		Phase: string(st.Phase), Reason: st.Reason, Message: st.Message, Queue: st.Queue,
 		Waiting: st.Waiting, WaitingKind: st.WaitingKind,
 		MinMember: st.Spec.MinMember,
-		Attempt: st.Attempt, Failures: st.Failures, MaxRetries: st.Policy.MaxRetries,
+		Attempt:   st.Attempt, Failures: st.Failures, MaxRetries: st.Policy.MaxRetries,
 		StartTimeout:    metav1.Duration{Duration: st.Policy.StartTimeout},
 		RecoveryTimeout: metav1.Duration{Duration: st.Policy.RecoveryTimeout},
 		BackoffBase:     metav1.Duration{Duration: st.Policy.BackoffBase},
