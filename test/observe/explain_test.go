@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -143,7 +144,9 @@ func TestExplainQuotaBound(t *testing.T) {
 	podGroup(t, env, ns, "second", 2, inSmall, nil)
 	createMembers(t, env, ns, "second", 2, 1, nil)
 	r := waitExplain(t, env, "podgroup/second", ns, func(f explain.Facts) bool {
-		return phase("Queued")(f) && f.Lifecycle.WaitingKind == "QuotaExceeded"
+		// The Queue's status is written beside scheduling: wait until it shows the quota used.
+		used := f.Queue != nil && f.Queue.Status.Used.Name("nvidia.com/gpu", resource.DecimalSI).Value() == 2
+		return phase("Queued")(f) && f.Lifecycle.WaitingKind == "QuotaExceeded" && used
 	})
 	golden(t, "quota-bound", r, 4)
 }
