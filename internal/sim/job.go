@@ -58,19 +58,7 @@ type Job struct {
 func (j *Job) GroupKey() string { return string(engine.Coscheduling) + "/default/" + j.Name }
 
 // Submit creates a job's group and pods, as training-operator would.
-func (w *World) Submit(j *Job) {
-	if j.MinMember == 0 {
-		j.MinMember = j.Workers
-	}
-	j.Submitted = w.now
-	j.pods, j.gen = map[int]string{}, map[int]int{}
-	w.jobs[j.Name] = j
-	w.sched.SetGroup(w.groupSpec(j))
-	for i := 0; i < j.Workers; i++ {
-		w.createPod(j, i)
-	}
-	w.logf("%s: submitted, %d workers × %d GPU, minMember %d", j.Name, j.Workers, j.GPU, j.MinMember)
-}
+func (w *World) Submit(j *Job) { w.SubmitInterleaved(j) }
 
 // SubmitInterleaved submits jobs whose controllers create their pods at the same time, so
 // the pods arrive interleaved (a-0, b-0, a-1, b-1, ...), as two operators reconciling at
