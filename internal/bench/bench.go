@@ -225,6 +225,10 @@ func runOne(ctx context.Context, client kubernetes.Interface, sc Scenario, name 
 		return Result{}, err
 	}
 	defer obs.stop()
+	before, err := scrapeRequests(ctx, client)
+	if err != nil {
+		return Result{}, err
+	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	waitStopped, err := r.start(runCtx, env)
@@ -236,6 +240,11 @@ func runOne(ctx context.Context, client kubernetes.Interface, sc Scenario, name 
 	stop()
 	res.measure(sc, from, obs.snapshot())
 	res.Err = errors.Join(runErr, waitStopped())
+	after, err := scrapeRequests(ctx, client)
+	if err != nil {
+		return res, err
+	}
+	res.Writes = after.writesSince(before)
 	if err := reset(ctx, client, ns); err != nil {
 		return res, err
 	}

@@ -27,8 +27,21 @@ type Result struct {
 	// HeldGPUSeconds is the GPU time bound to jobs with fewer than JobSize pods bound,
 	// over the window, or from the first create to the last bind.
 	HeldGPUSeconds float64
+	// Writes are the write requests the API server served from the runner's start to
+	// its stop, from every client: the bench creating pods, the simulated kubelet, and
+	// the scheduler.
+	Writes requestCounts
 	// Err says why the run did not complete, if it did not.
 	Err error
+}
+
+// WritesPerPod is the API write requests of the run per bound pod, or 0 if none was
+// bound.
+func (r Result) WritesPerPod() float64 {
+	if r.Bound == 0 {
+		return 0
+	}
+	return r.Writes.total() / float64(r.Bound)
 }
 
 // PodsPerSecond is the bound pods over the span, or 0 if none was bound.
@@ -98,13 +111,17 @@ var metrics = []metric{
 	{ScenarioThroughput, "pods/s (first create → last bind)", podsPerSecond, "%.1f"},
 	{ScenarioThroughput, "time to last bind (s)", timeToLastBind, "%.2f"},
 	{ScenarioThroughput, "GPU-s held by incomplete groups", heldGPUSeconds, "%.2f"},
+	{ScenarioThroughput, "API writes per bound pod (all clients)", writesPerPod, "%.2f"},
 	{ScenarioBigGang, "time to last bind (s)", timeToLastBind, "%.2f"},
 	{ScenarioBigGang, "pods/s (first create → last bind)", podsPerSecond, "%.1f"},
+	{ScenarioBigGang, "API writes per bound pod (all clients)", writesPerPod, "%.2f"},
 }
 
 func heldGPUSeconds(r Result) (float64, bool) { return r.HeldGPUSeconds, true }
 
 func podsPerSecond(r Result) (float64, bool) { return r.PodsPerSecond(), r.Bound == r.Pods }
+
+func writesPerPod(r Result) (float64, bool) { return r.WritesPerPod(), r.Bound > 0 && r.Writes != nil }
 
 func timeToLastBind(r Result) (float64, bool) { return r.Span.Seconds(), r.Bound == r.Pods }
 
@@ -211,8 +228,17 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	return rep.writeNotes(w)
 }
 
-// writeNotes writes a line per run that did not complete.
+// writeNotes writes the write requests of each run, then a line per run that did not
+// complete.
 func (rep *Report) writeNotes(w io.Writer) error {
+	if _, err := fmt.Fprintln(w, "\nAPI write requests during each run (all clients):"); err != nil {
+		return fmt.Errorf("writing the notes: %w", err)
+	}
+	for _, r := range rep.Results {
+		if _, err := fmt.Fprintf(w, "- %s/%s: %s\n", r.Scenario, r.Runner, r.Writes); err != nil {
+			return fmt.Errorf("writing the notes: %w", err)
+		}
+	}
 	for _, r := range rep.Results {
 		if r.Err != nil {
 			if _, err := fmt.Fprintf(w, "\n%s/%s incomplete: %v\n", r.Scenario, r.Runner, r.Err); err != nil {

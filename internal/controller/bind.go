@@ -34,12 +34,83 @@ type Assignment struct {
 }
 
 // bindWorkers bounds the groups being bound at once. Groups are independent, so their
-// binds can overlap; a small bound keeps each group's own binds close together in time.
-const bindWorkers = 4
+// binds overlap; the bound keeps each group's own binds close together in time.
+const bindWorkers = 8
 
-// bindAll records each group's plan and binds its members, several groups at once. It
-// reports whether a bind failed, so that the engine must place those members anew.
-func (s *scheduler) bindAll(ctx context.Context, binds []engine.Bind) bool {
+// bindJob is one admitted group's binds, with everything binding them needs, so that
+// the binder reads none of the loop's state.
+type bindJob struct {
+	group string
+	plan  Plan
+	binds []engine.Bind
+	// pods[i] is the pod of binds[i] as the loop last saw it, or nil if it saw none.
+	pods []*corev1.Pod
+}
+
+// binder binds admitted groups in the background, bindWorkers groups at once, while
+// the loop goes on deciding. This is kube-scheduler's binding cycle for groups: the
+// engine already counts a bind in flight on its node (the group's pending binds), and a
+// bind that fails is reported back to the loop, whose next pass places the member
+// anew.
+type binder struct {
+	jobs chan bindJob
+	wake func()
+
+	mu     sync.Mutex
+	failed []string
+}
+
+// bindQueue bounds the jobs waiting for a worker; a full queue holds the loop back.
+const bindQueue = 1024
+
+func newBinder(wake func()) *binder {
+	return &binder{jobs: make(chan bindJob, bindQueue), wake: wake}
+}
+
+// run binds jobs with bindWorkers workers until ctx is done. Jobs not started by then
+// are dropped: their plans were never written, so the next leader finds nothing in
+// flight.
+func (b *binder) run(ctx context.Context, bind func(context.Context, bindJob) []string) {
+	var wg sync.WaitGroup
+	for range bindWorkers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case job := <-b.jobs:
+					if failed := bind(ctx, job); len(failed) > 0 {
+						b.mu.Lock()
+						b.failed = append(b.failed, failed...)
+						b.mu.Unlock()
+						b.wake()
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// submit queues a job; it waits while the queue is full, or until ctx is done.
+func (b *binder) submit(ctx context.Context, job bindJob) {
+	select {
+	case b.jobs <- job:
+	case <-ctx.Done():
+	}
+}
+
+// takeFailed returns the pods whose binds failed since the last call.
+func (b *binder) takeFailed() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := b.failed
+	b.failed = nil
+	return out
+}
+
+// bindAll hands each group's binds, with its plan, to the binder.
+func (s *scheduler) bindAll(ctx context.Context, binds []engine.Bind) {
 	byGroup := map[string][]engine.Bind{}
 	var order []string
 	for _, b := range binds {
@@ -48,30 +119,13 @@ func (s *scheduler) bindAll(ctx context.Context, binds []engine.Bind) bool {
 		}
 		byGroup[b.Group] = append(byGroup[b.Group], b)
 	}
-	plans := make([]Plan, len(order))
-	for i, gk := range order {
-		plans[i] = s.planOf(gk, byGroup[gk])
-	}
-	failed := make([][]string, len(order))
-	sem := make(chan struct{}, bindWorkers)
-	var wg sync.WaitGroup
-	for i, gk := range order {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			failed[i] = s.bindGroup(ctx, gk, byGroup[gk], &plans[i])
-		})
-	}
-	wg.Wait()
-	// The engine is the loop's alone: failures reach it after every bind returned.
-	retry := false
-	for _, pods := range failed {
-		for _, pod := range pods {
-			s.eng.BindFailed(pod)
-			retry = true
+	for _, gk := range order {
+		job := bindJob{group: gk, plan: s.planOf(gk, byGroup[gk]), binds: byGroup[gk]}
+		for _, b := range job.binds {
+			job.pods = append(job.pods, s.pods[b.Pod])
 		}
+		s.binder.submit(ctx, job)
 	}
-	return retry
 }
 
 // planOf is the plan a group's binds carry out.
@@ -89,28 +143,33 @@ func (s *scheduler) planOf(gk string, binds []engine.Bind) Plan {
 }
 
 // bindGroup writes the plan of one group, binds its members, and clears the plan. It
-// returns the members whose bind failed. It runs beside other groups' bindGroup and
-// only reads the scheduler's state.
-func (s *scheduler) bindGroup(ctx context.Context, gk string, binds []engine.Bind, plan *Plan) []string {
+// returns the members whose bind failed. It runs on the binder's workers, beside other
+// groups' bindGroup, and reads only the job and the scheduler's clients.
+func (s *scheduler) bindGroup(ctx context.Context, job bindJob) []string {
 	var failed []string
-	if err := s.writePlan(ctx, gk, plan.names(), plan); err != nil {
-		s.log.Error(err, "recording the plan before binding; the group is placed again", "group", gk)
-		for _, b := range binds {
+	if err := s.writePlan(ctx, job.group, job.plan.names(), &job.plan); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.log.Error(err, "recording the plan before binding; the group is placed again", "group", job.group)
+		for _, b := range job.binds {
 			failed = append(failed, b.Pod)
 		}
 		return failed
 	}
-	errs := s.bindPods(ctx, binds)
+	errs := s.bindPods(ctx, job)
 	for i, err := range errs {
-		if err != nil && !errors.Is(err, errSkipped) {
-			s.log.Error(err, "binding a pod", "pod", binds[i].Pod, "node", binds[i].Node)
-			s.podEvent(binds[i].Pod, corev1.EventTypeWarning, "FailedBinding", err.Error())
-			failed = append(failed, binds[i].Pod)
+		if err != nil && !errors.Is(err, errSkipped) && ctx.Err() == nil {
+			s.log.Error(err, "binding a pod", "pod", job.binds[i].Pod, "node", job.binds[i].Node)
+			if p := job.pods[i]; p != nil {
+				s.event(p, corev1.EventTypeWarning, "FailedBinding", err.Error())
+			}
+			failed = append(failed, job.binds[i].Pod)
 		}
 	}
-	if ctx.Err() == nil && s.completed(binds, errs) {
-		if err := s.writePlan(ctx, gk, plan.names(), nil); err != nil {
-			s.log.Error(err, "clearing the plan after binding", "group", gk)
+	if ctx.Err() == nil && s.completed(job.binds, errs) {
+		if err := s.writePlan(ctx, job.group, job.plan.names(), nil); err != nil {
+			s.log.Error(err, "clearing the plan after binding", "group", job.group)
 		}
 	}
 	return failed
@@ -129,17 +188,17 @@ func (s *scheduler) completed(binds []engine.Bind, errs []error) bool {
 // errSkipped marks a bind that BeforeBind skipped.
 var errSkipped = errors.New("bind skipped by BeforeBind")
 
-// bindPods binds pods concurrently through the Binding subresource and returns each
-// bind's error. A pod that is already bound is never bound again.
-func (s *scheduler) bindPods(ctx context.Context, binds []engine.Bind) []error {
-	errs := make([]error, len(binds))
+// bindPods binds a job's pods concurrently through the Binding subresource and returns
+// each bind's error. A pod that is already bound is never bound again.
+func (s *scheduler) bindPods(ctx context.Context, job bindJob) []error {
+	errs := make([]error, len(job.binds))
 	var wg sync.WaitGroup
-	for i, b := range binds {
+	for i, b := range job.binds {
 		if s.beforeBind != nil && !s.beforeBind(b.Pod, b.Node) {
 			errs[i] = errSkipped
 			continue
 		}
-		p := s.pods[b.Pod]
+		p := job.pods[i]
 		if p == nil {
 			errs[i] = fmt.Errorf("binding %s: expected the pod in the cache, found none", b.Pod)
 			continue

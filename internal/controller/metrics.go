@@ -18,5 +18,4 @@ var defaultMetrics = sync.OnceValue(func() *metrics.Metrics { return metrics.New
 // observe feeds one engine step to the metrics.
 func (s *scheduler) observe(out engine.Output, took time.Duration) {
 	s.metrics.Record(out, took)
-	s.metrics.SetQueues(s.eng)
 }

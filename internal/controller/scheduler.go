@@ -79,6 +79,9 @@ type scheduler struct {
 	wroteAt     map[string]time.Time
 	metrics     *metrics.Metrics
 	writer      *statusWriter
+	binder      *binder
+	// nextSummary is when the loop next reads every group's status (see report).
+	nextSummary time.Time
 }
 
 var _ manager.LeaderElectionRunnable = (*scheduler)(nil)
@@ -109,8 +112,15 @@ func (s *scheduler) Start(ctx context.Context) error {
 	}
 	s.writer = newStatusWriter(s.log)
 	go s.writer.run(ctx)
+	s.binder = newBinder(func() { s.changes.mark(func() {}) })
+	binding := make(chan struct{})
+	go func() {
+		defer close(binding)
+		s.binder.run(ctx, s.bindGroup)
+	}()
 	s.log.Info("scheduling", "schedulerName", s.cfg.SchedulerName, "defaultQueue", s.cfg.DefaultQueue)
 	s.loop(ctx)
+	<-binding // binds in flight end with ctx; none outlives the scheduler
 	return nil
 }
 
@@ -142,21 +152,46 @@ func (s *scheduler) loop(ctx context.Context) {
 		case <-s.changes.wake:
 		case <-timer.C():
 		}
-		again := true
-		var wakeAt time.Time
-		for again && ctx.Err() == nil {
-			s.apply(ctx, s.changes.take())
-			began := time.Now()
-			out := s.eng.Step(s.clock.Now())
-			s.observe(out, time.Since(began))
-			again = s.carryOut(ctx, out)
-			s.writeStatuses()
-			s.writeQueueStatuses(ctx)
-			wakeAt = out.WakeAt
+		if ctx.Err() != nil {
+			return
 		}
+		s.apply(ctx, s.changes.take())
+		for _, pod := range s.binder.takeFailed() {
+			s.eng.BindFailed(pod)
+		}
+		began := time.Now()
+		out := s.eng.Step(s.clock.Now())
+		s.observe(out, time.Since(began))
+		s.carryOut(ctx, out)
+		wakeAt := s.report(ctx, out)
 		timer.Stop()
 		timer.Reset(s.sleep(wakeAt))
 	}
+}
+
+// summaryPeriod is how often the loop reads every group's status and the queues'
+// usage, rather than only the groups a pass changed. Waiting groups' diagnoses, queue
+// usage and the per-queue metrics move on almost every pass of a busy scheduler;
+// reading them all on each pass would cost more than the decisions.
+const summaryPeriod = time.Second
+
+// report queues the status writes of the groups out changed and, once per
+// summaryPeriod, of every group, with the queues' status and metrics. It returns when
+// the loop must pass again: out.WakeAt, or the next summary if this pass made none.
+func (s *scheduler) report(ctx context.Context, out engine.Output) time.Time {
+	now := s.clock.Now()
+	all := !now.Before(s.nextSummary)
+	s.writeStatuses(out.Changed, all)
+	if !all {
+		if out.WakeAt.IsZero() || s.nextSummary.Before(out.WakeAt) {
+			return s.nextSummary
+		}
+		return out.WakeAt
+	}
+	s.metrics.SetQueues(s.eng)
+	s.writeQueueStatuses(ctx)
+	s.nextSummary = now.Add(summaryPeriod)
+	return out.WakeAt
 }
 
 // sleep returns how long to wait for wakeAt, at most the reconcile period.
@@ -168,9 +203,8 @@ func (s *scheduler) sleep(wakeAt time.Time) time.Duration {
 	return d
 }
 
-// carryOut records the output's events, evicts and binds; it reports whether the
-// engine must step again at once (a bind failed).
-func (s *scheduler) carryOut(ctx context.Context, out engine.Output) bool {
+// carryOut records the output's events, evicts, and hands the binds to the binder.
+func (s *scheduler) carryOut(ctx context.Context, out engine.Output) {
 	for _, ev := range out.Events {
 		s.groupEvent(ev.Group, string(ev.Type), ev.Reason, ev.Message)
 	}
@@ -178,7 +212,7 @@ func (s *scheduler) carryOut(ctx context.Context, out engine.Output) bool {
 		s.evict(ctx, ev)
 	}
 	s.replaceFailed(ctx)
-	return s.bindAll(ctx, out.Binds)
+	s.bindAll(ctx, out.Binds)
 }
 
 // podKey returns namespace/name.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -106,16 +107,26 @@ type groupWrite struct {
 // writeStatuses queues, for every group whose status changed, its conditions (in its
 // API's form) and its lifecycle record (the muster.dev/lifecycle annotation `muster
 // explain` reads) for the group object, or the record for the lowest-named member pod of
-// a group that has no object. The writes are prepared here, in the loop, and sent by the
+// a group that has no object. It looks at the groups the pass changed, or at every
+// group when all is set. The writes are prepared here, in the loop, and sent by the
 // status writer; a write that fails is prepared again on the next pass.
-func (s *scheduler) writeStatuses() {
+func (s *scheduler) writeStatuses(changed map[string]bool, all bool) {
+	keys := maps.Clone(changed)
+	if keys == nil {
+		keys = map[string]bool{}
+	}
 	for _, key := range s.writer.takeFailed() {
 		delete(s.significant, key)
 		delete(s.written, key)
 		delete(s.recorded, key)
 		delete(s.phases, key)
+		keys[key] = true
 	}
-	for _, key := range s.eng.Groups() {
+	order := s.eng.Groups()
+	if !all {
+		order = sortedKeys(keys)
+	}
+	for _, key := range order {
 		w, ok := s.prepareWrite(key)
 		if !ok {
 			continue
@@ -128,8 +139,8 @@ func (s *scheduler) writeStatuses() {
 
 // prepareWrite builds the write of one group's status, or reports that nothing changed.
 func (s *scheduler) prepareWrite(key string) (groupWrite, bool) {
-	st, _ := s.eng.Group(key)
-	if !s.due(key, st) {
+	st, ok := s.eng.Group(key)
+	if !ok || !s.due(key, st) {
 		return groupWrite{}, false
 	}
 	data, err := json.Marshal(explain.RecordOf(st))

@@ -61,6 +61,7 @@ func (e *Engine) admit(now time.Time, out *Output) {
 // node from now on, as it will once the bind is observed.
 func (e *Engine) bindPlan(g *group, plan *placement.Plan, out *Output) {
 	plan.Revert()
+	out.touch(g.key)
 	if plan.Domain != "" {
 		g.domain = plan.Domain
 	}

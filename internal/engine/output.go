@@ -27,6 +27,11 @@ type Output struct {
 	// Decisions counts this Step's admission decisions by result: admitted,
 	// unschedulable, impossible, quota, queue-not-found, reserved.
 	Decisions map[string]int
+	// Changed holds the groups whose Status may differ from before this Step: those it
+	// advanced, stepped, admitted or placed members of. A waiting group whose only news
+	// is its diagnosis, re-decided on every admission pass, is not in it; callers that
+	// show the diagnosis read every group's Status now and then.
+	Changed map[string]bool
 	// WakeAt is when Step must be called again if nothing else changes (zero: never).
 	WakeAt time.Time
 }
@@ -89,6 +94,13 @@ func (o *Output) decision(result string) {
 		o.Decisions = map[string]int{}
 	}
 	o.Decisions[result]++
+}
+
+func (o *Output) touch(key string) {
+	if o.Changed == nil {
+		o.Changed = map[string]bool{}
+	}
+	o.Changed[key] = true
 }
 
 func (o *Output) held(name corev1.ResourceName, v float64) {

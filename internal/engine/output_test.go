@@ -72,3 +72,59 @@ func TestOutputMeasurements(t *testing.T) {
 		t.Errorf("GPU-seconds held before ready = %v, want %d", got, 2*8*30)
 	}
 }
+
+// changeChecker fails the test when a Step changes the Status of a group it does not
+// list in Output.Changed, apart from a waiting group's diagnosis text.
+type changeChecker struct {
+	*engine.Engine
+	t       *testing.T
+	checked int
+}
+
+func (c *changeChecker) Step(now time.Time) engine.Output {
+	before := map[string]engine.Status{}
+	for _, key := range c.Groups() {
+		before[key], _ = c.Group(key)
+	}
+	out := c.Engine.Step(now)
+	for key, was := range before {
+		if out.Changed[key] {
+			continue
+		}
+		c.checked++
+		is, ok := c.Group(key)
+		if !ok {
+			c.t.Errorf("%s: %s was forgotten but is not in Changed", now.Sub(sim.Epoch), key)
+			continue
+		}
+		was.Waiting, is.Waiting = "", ""
+		if d := cmp.Diff(was, is); d != "" {
+			c.t.Errorf("%s: the status of %s changed but it is not in Changed (-before +after):\n%s", now.Sub(sim.Epoch), key, d)
+		}
+	}
+	return out
+}
+
+// TestChangedListsEveryStatusChange: over a run with queueing, a worker that never
+// gets Ready (evictions, backoff, failure), and jobs finishing, every group whose
+// Status a Step changed is in that Step's Changed, so callers may read only those.
+func TestChangedListsEveryStatusChange(t *testing.T) {
+	c := &changeChecker{Engine: sim.NewEngine(), t: t}
+	w := sim.New(c)
+	for _, n := range gt.Nodes("n", 8, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
+		w.AddNode(n)
+	}
+	fast := engine.PolicyOverrides{StartTimeout: durationPtr(2 * time.Minute), MaxRetries: intPtr(1)}
+	w.Submit(&sim.Job{Name: "a", Workers: 4, GPU: 1, RunFor: 5 * time.Minute, ReadyAfter: 30 * time.Second})
+	w.Submit(&sim.Job{Name: "broken", Workers: 4, GPU: 1, RunFor: 5 * time.Minute, ReadyAfter: 30 * time.Second, FailInit: []int{2}, Policy: fast})
+	w.Submit(&sim.Job{Name: "b", Workers: 6, GPU: 1, RunFor: 5 * time.Minute, ReadyAfter: 30 * time.Second})
+	w.Submit(&sim.Job{Name: "c", Workers: 2, GPU: 1, RunFor: time.Minute, ReadyAfter: 10 * time.Second})
+	w.RunFor(40 * time.Minute)
+	if c.checked == 0 {
+		t.Fatal("no Step left a group out of Changed: the check checked nothing")
+	}
+}
+
+func durationPtr(d time.Duration) *time.Duration { return &d }
+
+func intPtr(v int) *int { return &v }

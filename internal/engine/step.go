@@ -28,6 +28,7 @@ func (e *Engine) Step(now time.Time) Output {
 	}
 	e.due(now)
 	for _, key := range sortedKeys(e.dirty) {
+		out.touch(key)
 		if g := e.groups[key]; g != nil {
 			e.advance(g, now, &out)
 		}
@@ -150,6 +151,7 @@ func (e *Engine) queueOf(g *group) string {
 // step applies one event and carries out the actions that concern the engine.
 func (e *Engine) step(g *group, ev lifecycle.Event, now time.Time, out *Output) {
 	var actions []lifecycle.Action
+	out.touch(g.key)
 	g.state, actions = lifecycle.Step(g.state, g.policy, ev, now)
 	for name, v := range g.state.HeldBeforeReady() {
 		if d := v - g.heldReported[name]; d > 0 {
