@@ -54,8 +54,9 @@ const (
 	MinMemberAnnotation = "muster.dev/min-member"
 
 	// PlacementAnnotation is written by muster on the group object (on the member
-	// pods for plain groups) before the first bind: the placement plan in flight,
-	// so that a restarted or newly elected muster can complete or undo it.
+	// pods for plain groups) before the first bind: the placement plan, so that a
+	// restarted or newly elected muster can complete or undo a plan it finds partly
+	// bound. It stays after the binds as the record of the group's last placement.
 	PlacementAnnotation = "muster.dev/placement"
 )
 

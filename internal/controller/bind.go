@@ -142,9 +142,15 @@ func (s *scheduler) planOf(gk string, binds []engine.Bind) Plan {
 	return plan
 }
 
-// bindGroup writes the plan of one group, binds its members, and clears the plan. It
-// returns the members whose bind failed. It runs on the binder's workers, beside other
-// groups' bindGroup, and reads only the job and the scheduler's clients.
+// bindGroup writes the plan of one group and binds its members. It returns the
+// members whose bind failed. It runs on the binder's workers, beside other groups'
+// bindGroup, and reads only the job and the scheduler's clients.
+//
+// The plan stays on the object after the binds: it is the record of the group's last
+// placement, and clearing it would cost one more write per group. It stays correct
+// because every bind is preceded by the plan that covers it, so the plan on an object
+// always describes the latest binds; a restarted muster acts only on a plan that is
+// partly bound (see settle).
 func (s *scheduler) bindGroup(ctx context.Context, job bindJob) []string {
 	var failed []string
 	if err := s.writePlan(ctx, job.group, job.plan.names(), &job.plan); err != nil {
@@ -167,22 +173,7 @@ func (s *scheduler) bindGroup(ctx context.Context, job bindJob) []string {
 			failed = append(failed, job.binds[i].Pod)
 		}
 	}
-	if ctx.Err() == nil && s.completed(job.binds, errs) {
-		if err := s.writePlan(ctx, job.group, job.plan.names(), nil); err != nil {
-			s.log.Error(err, "clearing the plan after binding", "group", job.group)
-		}
-	}
 	return failed
-}
-
-// completed reports whether every bind was issued: none was skipped by BeforeBind.
-func (s *scheduler) completed(binds []engine.Bind, errs []error) bool {
-	for i := range binds {
-		if errors.Is(errs[i], errSkipped) {
-			return false
-		}
-	}
-	return true
 }
 
 // errSkipped marks a bind that BeforeBind skipped.

@@ -75,7 +75,9 @@ func (s *scheduler) awaitBound(ctx context.Context, pods []*corev1.Pod) error {
 	return nil
 }
 
-// findPlans returns the plans recorded on group objects and pods, by group key.
+// findPlans returns the plans recorded on group objects and pods, by their recorded
+// text: the members of a plain group may carry different plans (a finished one, and
+// the one that placed a replacement), and each is settled on its own.
 func (s *scheduler) findPlans(ctx context.Context) (map[string]*Plan, error) {
 	plans := map[string]*Plan{}
 	read := func(obj client.Object) {
@@ -88,7 +90,7 @@ func (s *scheduler) findPlans(ctx context.Context) (map[string]*Plan, error) {
 			s.log.Error(err, "ignoring a malformed plan", "object", obj.GetNamespace()+"/"+obj.GetName(), "value", v)
 			return
 		}
-		plans[p.Group] = p
+		plans[v] = p
 	}
 	for _, api := range groupAPIs {
 		if !s.apis[api.source] {
@@ -112,7 +114,10 @@ func (s *scheduler) findPlans(ctx context.Context) (map[string]*Plan, error) {
 	return plans, nil
 }
 
-// settle completes or undoes one plan in flight, then clears it.
+// settle completes or undoes a plan in flight: one whose members are partly bound. A
+// plan all of whose members are bound, or gone, or none bound, is left as it is: the
+// first is the record of a finished placement, and the others bound nothing that
+// could hold a node. A settled plan is cleared, so that it is settled once.
 func (s *scheduler) settle(ctx context.Context, snap *cluster.Snapshot, plan *Plan) (completed []*corev1.Pod) {
 	ns := refOfKey(plan.Group).Namespace
 	var bound, unbound []*corev1.Pod
@@ -127,22 +132,23 @@ func (s *scheduler) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pl
 			unbound = append(unbound, p)
 		}
 	}
-	if len(bound) > 0 && len(unbound) > 0 {
-		if s.fits(snap, plan, unbound) {
-			s.log.Info("completing a plan in flight", "group", plan.Group, "bound", len(bound), "binding", len(unbound))
-			for _, p := range unbound {
-				if err := s.bindPod(ctx, p, plan.Pods[p.Name].Node); err != nil {
-					s.log.Error(err, "completing a plan in flight", "group", plan.Group)
-					continue
-				}
-				completed = append(completed, p)
+	if len(bound) == 0 || len(unbound) == 0 {
+		return nil
+	}
+	if s.fits(snap, plan, unbound) {
+		s.log.Info("completing a plan in flight", "group", plan.Group, "bound", len(bound), "binding", len(unbound))
+		for _, p := range unbound {
+			if err := s.bindPod(ctx, p, plan.Pods[p.Name].Node); err != nil {
+				s.log.Error(err, "completing a plan in flight", "group", plan.Group)
+				continue
 			}
-		} else {
-			s.log.Info("undoing a plan in flight whose nodes no longer fit", "group", plan.Group, "evicting", len(bound))
-			for _, p := range bound {
-				s.evictPod(ctx, p, engine.Eviction{Group: plan.Group, Pod: podKey(p), Reason: "PlanUndone",
-					Message: fmt.Sprintf("%d of %d planned members were bound when muster stopped and the rest no longer fit", len(bound), len(bound)+len(unbound))})
-			}
+			completed = append(completed, p)
+		}
+	} else {
+		s.log.Info("undoing a plan in flight whose nodes no longer fit", "group", plan.Group, "evicting", len(bound))
+		for _, p := range bound {
+			s.evictPod(ctx, p, engine.Eviction{Group: plan.Group, Pod: podKey(p), Reason: "PlanUndone",
+				Message: fmt.Sprintf("%d of %d planned members were bound when muster stopped and the rest no longer fit", len(bound), len(bound)+len(unbound))})
 		}
 	}
 	if err := s.writePlan(ctx, plan.Group, plan.names(), nil); err != nil {

@@ -25,8 +25,9 @@ import (
 // TestCrashMidBinding stops muster after k of a group's n binds, starts a new muster,
 // and checks that no partial group is left holding resources: the plan is completed
 // when its nodes still fit (the bound members stay), and undone when another pod took
-// a planned node (every bound member is evicted, and the group is placed anew). No
-// pod is ever bound twice or moved.
+// a planned node (every bound member is evicted, and the group is placed anew). A
+// finished plan (k = n), which stays on the object as the record of the placement, is
+// left alone. No pod is ever bound twice or moved.
 func TestCrashMidBinding(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "crash", Count: 5, CPU: "16", Memory: "64Gi", GPUs: 1})
@@ -35,7 +36,7 @@ func TestCrashMidBinding(t *testing.T) {
 	for _, tc := range []struct {
 		k        int
 		takeNode bool
-	}{{1, false}, {n / 2, false}, {n - 1, false}, {n / 2, true}} {
+	}{{1, false}, {n / 2, false}, {n - 1, false}, {n / 2, true}, {n, false}} {
 		name := fmt.Sprintf("%d of %d bound", tc.k, n)
 		if tc.takeNode {
 			name += ", a planned node taken"
@@ -78,6 +79,16 @@ func TestCrashMidBinding(t *testing.T) {
 				t.Error(m)
 			}
 			assertNoFailedBinding(t, env, ns)
+			if tc.k == n {
+				pg := &spv1alpha1.PodGroup{}
+				if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "gang"}, pg); err != nil {
+					t.Fatalf("reading the PodGroup: %v", err)
+				}
+				if _, ok := pg.Annotations[musterv1alpha1.PlacementAnnotation]; !ok {
+					t.Errorf("expected the finished plan kept in %s as the record of the placement, found annotations %v",
+						musterv1alpha1.PlacementAnnotation, pg.Annotations)
+				}
+			}
 		})
 	}
 }
