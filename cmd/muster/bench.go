@@ -24,6 +24,7 @@ type benchFlags struct {
 	out       string
 	qps       float32
 	burst     int
+	rounds    int
 	window    time.Duration
 	timeout   time.Duration
 	logFile   string
@@ -54,6 +55,7 @@ throughput (1,000 nodes × 8 GPUs, 500 gangs of 8), big-gang (5,000 nodes, one g
 	fs.StringVar(&f.out, "out", "", "also write the table as Markdown to this file")
 	fs.Float32Var(&f.qps, "qps", 5000, "client QPS of every scheduler (kube-scheduler's --kube-api-qps)")
 	fs.IntVar(&f.burst, "burst", 10000, "client burst of every scheduler (kube-scheduler's --kube-api-burst)")
+	fs.IntVar(&f.rounds, "rounds", 1, "run each scenario's runners this many times, one after the other in each round; the table shows medians and the notes every round")
 	fs.DurationVar(&f.window, "seed-window", 60*time.Second, "how long the seed scenario is observed")
 	fs.DurationVar(&f.timeout, "timeout", 15*time.Minute, "how long a run may take to bind all its pods")
 	fs.StringVar(&f.cpuProf, "cpuprofile", "", "write a CPU profile of the whole run (control plane and schedulers) to this file")
@@ -88,7 +90,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	}
 	rep, err := bench.Run(ctx, bench.Options{
 		Scenarios: f.scenarios, Runners: f.runners, QPS: f.qps, Burst: f.burst,
-		Window: f.window, Timeout: f.timeout, Log: log, Progress: cmd.ErrOrStderr(),
+		Rounds: f.rounds, Window: f.window, Timeout: f.timeout, Log: log, Progress: cmd.ErrOrStderr(),
 	})
 	if rep != nil && len(rep.Results) > 0 {
 		if werr := rep.WriteText(cmd.OutOrStdout()); werr != nil {

@@ -51,6 +51,9 @@ type Options struct {
 	// 10,000.
 	QPS   float32
 	Burst int
+	// Rounds is how many times each scenario runs its runners, one after the other in
+	// each round; the table shows each figure's median over the rounds. Zero means 1.
+	Rounds int
 	// Window, if set, replaces the seed scenario's 60 s observation window.
 	Window time.Duration
 	// Timeout bounds each run's wait for all its pods to be bound; zero means 15 min.
@@ -144,7 +147,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
 	}
-	rep := &Report{QPS: opts.QPS, Burst: opts.Burst}
+	if opts.Rounds < 1 {
+		opts.Rounds = 1
+	}
+	rep := &Report{QPS: opts.QPS, Burst: opts.Burst, Rounds: opts.Rounds}
 	for _, sc := range p.scenarios {
 		if sc.Name == ScenarioSeed && opts.Window > 0 {
 			sc.Window = opts.Window
@@ -191,26 +197,28 @@ func runScenario(ctx context.Context, sc Scenario, runners []string, opts Option
 		env.nodes = append(env.nodes, n.Name)
 	}
 	var results []Result
-	for _, name := range runners {
-		res, err := runOne(ctx, client, sc, name, env, opts)
-		if err != nil {
-			return results, fmt.Errorf("runner %s: %w", name, err)
+	for round := 1; round <= opts.Rounds; round++ {
+		for _, name := range runners {
+			res, err := runOne(ctx, client, sc, name, round, env, opts)
+			if err != nil {
+				return results, fmt.Errorf("runner %s, round %d: %w", name, round, err)
+			}
+			fmt.Fprintln(opts.Progress, res.summary())
+			results = append(results, res)
 		}
-		fmt.Fprintln(opts.Progress, res.summary())
-		results = append(results, res)
 	}
 	return results, nil
 }
 
-// runOne runs one runner on the scenario: it creates the workload in a namespace of
-// its own, starts the scheduler, waits for its probe, creates the pods, waits for
-// them (or for the window), stops the scheduler and deletes the pods.
-func runOne(ctx context.Context, client kubernetes.Interface, sc Scenario, name string, env runEnv, opts Options) (Result, error) {
+// runOne runs one runner on the scenario, in the given round: it creates the workload
+// in a namespace of its own, starts the scheduler, waits for its probe, creates the
+// pods, waits for them (or for the window), stops the scheduler and deletes the pods.
+func runOne(ctx context.Context, client kubernetes.Interface, sc Scenario, name string, round int, env runEnv, opts Options) (Result, error) {
 	r, err := newRunner(name)
 	if err != nil {
 		return Result{}, err
 	}
-	ns := sc.Name + "-" + name
+	ns := fmt.Sprintf("%s-%s-%d", sc.Name, name, round)
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return Result{}, fmt.Errorf("creating namespace %s: %w", ns, err)
 	}
@@ -235,7 +243,7 @@ func runOne(ctx context.Context, client kubernetes.Interface, sc Scenario, name 
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Scenario: sc.Name, Runner: name, Pods: sc.Pods(), JobSize: sc.JobSize, Window: sc.Window}
+	res := Result{Scenario: sc.Name, Runner: name, Round: round, Pods: sc.Pods(), JobSize: sc.JobSize, Window: sc.Window}
 	from, runErr := drive(ctx, client, sc, env, obs, opts.Timeout)
 	stop()
 	res.measure(sc, from, obs.snapshot())

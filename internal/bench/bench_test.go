@@ -106,3 +106,49 @@ func TestSeed(t *testing.T) {
 		t.Errorf("markdown table: expected a seed row, found\n%s", table.String())
 	}
 }
+
+// TestReportMedians checks the table of a report with three rounds: each figure is
+// the median of the rounds that have it, ratios are of medians, and the notes list
+// every round with the per-round ratios.
+func TestReportMedians(t *testing.T) {
+	run := func(runner string, round int, span time.Duration, bound int) Result {
+		return Result{Scenario: ScenarioThroughput, Runner: runner, Round: round, Pods: 400, JobSize: 8, Bound: bound, Span: span}
+	}
+	rep := &Report{Rounds: 3, Results: []Result{
+		run(RunnerMuster, 1, 2*time.Second, 400), run(RunnerCeiling, 1, 1*time.Second, 400),
+		run(RunnerMuster, 2, 4*time.Second, 400), run(RunnerCeiling, 2, 2*time.Second, 400),
+		run(RunnerMuster, 3, 1*time.Second, 300), run(RunnerCeiling, 3, 4*time.Second, 400),
+	}}
+	var row []string
+	for _, r := range rep.Rows() {
+		if r[1] == "pods/s (first create → last bind)" {
+			row = r
+		}
+	}
+	if row == nil {
+		t.Fatalf("expected a pods/s row, found %v", rep.Rows())
+	}
+	// muster: 200 and 100 pods/s (round 3 did not bind all: no figure), median 150;
+	// ceiling: 400, 200, 100, median 200.
+	col := map[string]string{}
+	for i, h := range rep.Rows()[0] {
+		col[h] = row[i]
+	}
+	if got := col[RunnerMuster]; got != "150.0 (2 of 3 rounds)" {
+		t.Errorf("muster pods/s: expected the median of the 2 complete rounds, found %q", got)
+	}
+	if got := col[RunnerCeiling]; got != "200.0" {
+		t.Errorf("ceiling pods/s: expected 200.0, found %q", got)
+	}
+	if got := col["muster/"+RunnerCeiling]; got != "0.75" {
+		t.Errorf("muster/ceiling: expected 0.75, found %q", got)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	want := "throughput, pods/s (first create → last bind): muster 200.0 / 100.0 / —; ceiling 400.0 / 200.0 / 100.0; muster/ceiling 0.50 / 0.50 / —"
+	if !strings.Contains(text.String(), want) {
+		t.Errorf("notes: expected the line\n%s\nfound\n%s", want, text.String())
+	}
+}

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -10,8 +11,9 @@ import (
 
 // Result is what one runner did in one scenario.
 type Result struct {
-	// Scenario and Runner name the run.
+	// Scenario and Runner name the run, Round counts from 1 the scenario's rounds.
 	Scenario, Runner string
+	Round            int
 	// Pods is the workload's pod count, JobSize the pods (and minMember) of each job.
 	Pods, JobSize int
 	// Bound is how many pods were seen bound by the end of the run.
@@ -74,8 +76,8 @@ func (r *Result) measure(sc Scenario, from time.Time, t timeline) {
 
 // summary is a one-line account of the result, for progress output.
 func (r Result) summary() string {
-	s := fmt.Sprintf("%s/%s: %d/%d pods bound in %.2fs (%.1f pods/s), first job whole %s (Ready %s), %.2f GPU-s held by incomplete groups",
-		r.Scenario, r.Runner, r.Bound, r.Pods, r.Span.Seconds(), r.PodsPerSecond(),
+	s := fmt.Sprintf("%s/%s round %d: %d/%d pods bound in %.2fs (%.1f pods/s), first job whole %s (Ready %s), %.2f GPU-s held by incomplete groups",
+		r.Scenario, r.Runner, r.Round, r.Bound, r.Pods, r.Span.Seconds(), r.PodsPerSecond(),
 		seconds(r.FirstWholeBound, r.WholeBound), seconds(r.FirstWholeReady, r.WholeReady), r.HeldGPUSeconds)
 	if r.Err != nil {
 		s += "; incomplete: " + r.Err.Error()
@@ -88,6 +90,8 @@ type Report struct {
 	// QPS and Burst are every scheduler's client settings.
 	QPS   float32
 	Burst int
+	// Rounds is how many times each scenario ran its runners.
+	Rounds int
 	// Results are in the order the runs ran.
 	Results []Result
 }
@@ -129,8 +133,10 @@ func timeToLastBind(r Result) (float64, bool) { return r.Span.Seconds(), r.Bound
 var ratios = []string{RunnerUpstreamGang, RunnerUpstreamDefault, RunnerCeiling}
 
 // Rows returns the table: a header row, then one row per figure of a scenario that
-// ran, with a column per runner and per ratio. A missing figure (the runner did not
-// run, or never got there) is "—"; "never" marks a job that was never whole.
+// ran, with a column per runner and per ratio. A runner's figure is its median over
+// the rounds in which it got there; a ratio is of medians. A missing figure (the
+// runner did not run, or never got there) is "—"; "never" marks a job that was never
+// whole.
 func (rep *Report) Rows() [][]string {
 	header := []string{"scenario", "figure"}
 	header = append(header, Runners()...)
@@ -139,69 +145,131 @@ func (rep *Report) Rows() [][]string {
 	}
 	rows := [][]string{header}
 	for _, m := range metrics {
-		byRunner := map[string]Result{}
-		for _, r := range rep.Results {
-			if r.Scenario == m.scenario {
-				byRunner[r.Runner] = r
-			}
-		}
+		byRunner := rep.byRunner(m.scenario)
 		if len(byRunner) == 0 {
 			continue
 		}
-		name := m.name
-		if m.scenario == ScenarioSeed {
-			name = strings.Replace(name, "held by incomplete groups", fmt.Sprintf("held by incomplete groups over %s", windowOf(byRunner)), 1)
-		}
-		row := []string{m.scenario, name}
+		row := []string{m.scenario, m.title(byRunner)}
 		for _, runner := range Runners() {
-			row = append(row, m.cell(byRunner, runner))
+			row = append(row, m.cell(byRunner[runner]))
 		}
 		for _, other := range ratios {
-			row = append(row, m.ratio(byRunner, other))
+			row = append(row, m.ratio(byRunner[RunnerMuster], byRunner[other]))
 		}
 		rows = append(rows, row)
 	}
 	return rows
 }
 
-// windowOf returns the observation window of the runs, formatted.
-func windowOf(byRunner map[string]Result) string {
-	for _, r := range byRunner {
-		return r.Window.String()
+// byRunner returns the results of a scenario by runner, in round order.
+func (rep *Report) byRunner(scenario string) map[string][]Result {
+	out := map[string][]Result{}
+	for _, r := range rep.Results {
+		if r.Scenario == scenario {
+			out[r.Runner] = append(out[r.Runner], r)
+		}
 	}
-	return ""
+	return out
 }
 
-// cell formats one runner's figure.
-func (m metric) cell(byRunner map[string]Result, runner string) string {
-	r, ran := byRunner[runner]
-	if !ran {
+// title is the figure's name, with the seed window filled in.
+func (m metric) title(byRunner map[string][]Result) string {
+	if m.scenario != ScenarioSeed {
+		return m.name
+	}
+	for _, rs := range byRunner {
+		return strings.Replace(m.name, "held by incomplete groups", fmt.Sprintf("held by incomplete groups over %s", rs[0].Window), 1)
+	}
+	return m.name
+}
+
+// median returns the median of the figure over the results that have it, and how
+// many do.
+func (m metric) median(rs []Result) (float64, int) {
+	var vs []float64
+	for _, r := range rs {
+		if v, ok := m.value(r); ok {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) == 0 {
+		return 0, 0
+	}
+	slices.Sort(vs)
+	if n := len(vs); n%2 == 0 {
+		return (vs[n/2-1] + vs[n/2]) / 2, n
+	}
+	return vs[len(vs)/2], len(vs)
+}
+
+// cell formats one runner's figure: the median, and how many rounds had it if not all.
+func (m metric) cell(rs []Result) string {
+	if len(rs) == 0 {
 		return "—"
 	}
-	v, ok := m.value(r)
+	v, n := m.median(rs)
 	switch {
-	case ok:
+	case n == len(rs):
 		return fmt.Sprintf(m.format, v)
-	case r.Bound < r.Pods && r.Window == 0:
-		return fmt.Sprintf("%d/%d bound", r.Bound, r.Pods)
-	default:
-		return "never"
+	case n > 0:
+		return fmt.Sprintf(m.format+" (%d of %d rounds)", v, n, len(rs))
 	}
+	r := rs[0]
+	if r.Bound < r.Pods && r.Window == 0 {
+		return fmt.Sprintf("%d/%d bound", r.Bound, r.Pods)
+	}
+	return "never"
 }
 
-// ratio formats muster's figure over other's.
-func (m metric) ratio(byRunner map[string]Result, other string) string {
-	a, okA := byRunner[RunnerMuster]
-	b, okB := byRunner[other]
-	if !okA || !okB {
-		return "—"
-	}
-	va, okA := m.value(a)
-	vb, okB := m.value(b)
-	if !okA || !okB || vb == 0 {
+// ratio formats the ratio of muster's median to another runner's.
+func (m metric) ratio(muster, other []Result) string {
+	va, na := m.median(muster)
+	vb, nb := m.median(other)
+	if na == 0 || nb == 0 || vb == 0 {
 		return "—"
 	}
 	return fmt.Sprintf("%.2f", va/vb)
+}
+
+// rounds returns, for a figure of a report with several rounds, one line with each
+// runner's figure per round and muster's ratio to each other runner per round.
+func (rep *Report) rounds(m metric) string {
+	byRunner := rep.byRunner(m.scenario)
+	if len(byRunner) == 0 || rep.Rounds < 2 {
+		return ""
+	}
+	var parts []string
+	for _, runner := range Runners() {
+		if rs := byRunner[runner]; len(rs) > 0 {
+			parts = append(parts, runner+" "+perRound(rs, m.value, m.format))
+		}
+	}
+	mine := byRunner[RunnerMuster]
+	for _, other := range ratios {
+		theirs := byRunner[other]
+		if len(mine) == 0 || len(theirs) != len(mine) {
+			continue
+		}
+		ratio := func(r Result) (float64, bool) {
+			a, okA := m.value(r)
+			b, okB := m.value(theirs[r.Round-1])
+			return a / b, okA && okB && b != 0
+		}
+		parts = append(parts, "muster/"+other+" "+perRound(mine, ratio, "%.2f"))
+	}
+	return fmt.Sprintf("%s, %s: %s", m.scenario, m.title(byRunner), strings.Join(parts, "; "))
+}
+
+// perRound formats f of each result, "—" where it has none, separated by slashes.
+func perRound(rs []Result, f func(Result) (float64, bool), format string) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = "—"
+		if v, ok := f(r); ok {
+			parts[i] = fmt.Sprintf(format, v)
+		}
+	}
+	return strings.Join(parts, " / ")
 }
 
 // WriteText writes the table aligned in columns, then any incomplete run.
@@ -228,23 +296,29 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	return rep.writeNotes(w)
 }
 
-// writeNotes writes the write requests of each run, then a line per run that did not
-// complete.
+// writeNotes writes the figures of each round when there were several, the write
+// requests of each run, then a line per run that did not complete.
 func (rep *Report) writeNotes(w io.Writer) error {
-	if _, err := fmt.Fprintln(w, "\nAPI write requests during each run (all clients):"); err != nil {
-		return fmt.Errorf("writing the notes: %w", err)
-	}
-	for _, r := range rep.Results {
-		if _, err := fmt.Fprintf(w, "- %s/%s: %s\n", r.Scenario, r.Runner, r.Writes); err != nil {
-			return fmt.Errorf("writing the notes: %w", err)
+	var b strings.Builder
+	if rep.Rounds > 1 {
+		fmt.Fprintf(&b, "\nEach figure above is the median of %d rounds; per round (round 1 / 2 / ...):\n", rep.Rounds)
+		for _, m := range metrics {
+			if line := rep.rounds(m); line != "" {
+				fmt.Fprintf(&b, "- %s\n", line)
+			}
 		}
+	}
+	fmt.Fprintln(&b, "\nAPI write requests during each run (all clients):")
+	for _, r := range rep.Results {
+		fmt.Fprintf(&b, "- %s/%s round %d: %s\n", r.Scenario, r.Runner, r.Round, r.Writes)
 	}
 	for _, r := range rep.Results {
 		if r.Err != nil {
-			if _, err := fmt.Fprintf(w, "\n%s/%s incomplete: %v\n", r.Scenario, r.Runner, r.Err); err != nil {
-				return fmt.Errorf("writing the notes: %w", err)
-			}
+			fmt.Fprintf(&b, "\n%s/%s round %d incomplete: %v\n", r.Scenario, r.Runner, r.Round, r.Err)
 		}
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("writing the notes: %w", err)
 	}
 	return nil
 }

@@ -206,7 +206,9 @@ func (s *scheduler) sleep(wakeAt time.Time) time.Duration {
 // carryOut records the output's events, evicts, and hands the binds to the binder.
 func (s *scheduler) carryOut(ctx context.Context, out engine.Output) {
 	for _, ev := range out.Events {
-		s.groupEvent(ev.Group, string(ev.Type), ev.Reason, ev.Message)
+		if !unrecorded[ev.Reason] {
+			s.groupEvent(ev.Group, string(ev.Type), ev.Reason, ev.Message)
+		}
 	}
 	for _, ev := range out.Evictions {
 		s.evict(ctx, ev)
@@ -214,6 +216,13 @@ func (s *scheduler) carryOut(ctx context.Context, out engine.Output) {
 	s.replaceFailed(ctx)
 	s.bindAll(ctx, out.Binds)
 }
+
+// unrecorded are the transitions muster does not record as Kubernetes Events. In the
+// normal flow each is followed at once by one that is: MembersPresent by Admitted or by
+// the reason the group waits, Bound by PodsReady or StartTimeout (and a failed bind has
+// its own FailedBinding event). They stay in the group's conditions and lifecycle
+// record; as Events they made half of a group's Event writes and told nothing new.
+var unrecorded = map[string]bool{lifecycle.ReasonMembersPresent: true, lifecycle.ReasonBound: true}
 
 // podKey returns namespace/name.
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
