@@ -10,7 +10,13 @@
 // kube-scheduler with its default profile on plain pods, kube-scheduler with
 // GenericWorkload gang scheduling on native PodGroups, muster on the same PodGroups,
 // and a ceiling that binds to precomputed nodes and so measures the API server.
-// Every scheduler's client has the same QPS and burst.
+// Every scheduler's client has the same QPS and burst. With several rounds, each
+// round runs every runner once, starting one runner later than the round before, and
+// the table shows medians; before each run the process collects its garbage and
+// pauses for settleTime.
+//
+// Beside the figures, each run records the write requests the API server served
+// (apiserver_request_total), from every client: where the API server's time went.
 //
 // Measurements come from a watch on the run's pods: a pod's bind time is when it is
 // first seen with spec.nodeName, its Ready time when it is first seen Ready.
@@ -23,6 +29,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"time"
 
@@ -74,6 +81,8 @@ const (
 	createWorkers = 16
 	// probeTimeout bounds the wait for a scheduler to bind its probe pod.
 	probeTimeout = 2 * time.Minute
+	// settleTime is the pause before each run (see settle).
+	settleTime = 2 * time.Second
 	// resetTimeout bounds the wait for a run's pods to be gone.
 	resetTimeout = 2 * time.Minute
 )
@@ -198,7 +207,13 @@ func runScenario(ctx context.Context, sc Scenario, runners []string, opts Option
 	}
 	var results []Result
 	for round := 1; round <= opts.Rounds; round++ {
-		for _, name := range runners {
+		// Each round starts with the next runner, so that no runner always follows the
+		// same one: a run can leave work behind that the next one pays for.
+		k := (round - 1) % len(runners)
+		for _, name := range slices.Concat(runners[k:], runners[:k]) {
+			if err := settle(ctx); err != nil {
+				return results, err
+			}
 			res, err := runOne(ctx, client, sc, name, round, env, opts)
 			if err != nil {
 				return results, fmt.Errorf("runner %s, round %d: %w", name, round, err)
@@ -208,6 +223,19 @@ func runScenario(ctx context.Context, sc Scenario, runners []string, opts Option
 		}
 	}
 	return results, nil
+}
+
+// settle collects the garbage of the previous run and waits settleTime, so that each
+// run starts on a quiet process: the control plane, the kubelet and the schedulers
+// share one heap.
+func settle(ctx context.Context) error {
+	runtime.GC()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(settleTime):
+		return nil
+	}
 }
 
 // runOne runs one runner on the scenario, in the given round: it creates the workload
@@ -334,8 +362,8 @@ func createPods(ctx context.Context, client kubernetes.Interface, pods []*corev1
 	return errors.Join(errors.Join(errs...), ctx.Err())
 }
 
-// reset deletes the pods and PodGroups of namespace ns and waits until no pod is
-// left, so that the next runner finds the whole cluster free.
+// reset deletes the pods and PodGroups of namespace ns and waits until none is left,
+// so that the next runner finds the whole cluster free and no group of another run.
 func reset(ctx context.Context, client kubernetes.Interface, ns string) error {
 	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
 	if err := client.CoreV1().Pods(ns).DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
@@ -356,6 +384,19 @@ func reset(ctx context.Context, client kubernetes.Interface, ns string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for the pods of %s to be gone: expected none, found %d: %w", ns, left, err)
+	}
+	// A deleted PodGroup goes once the protection controller sees its pods gone; a
+	// scheduler started later must not find it.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, resetTimeout, true, func(ctx context.Context) (bool, error) {
+		list, err := client.SchedulingV1beta1().PodGroups(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		left = len(list.Items)
+		return left == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the PodGroups of %s to be gone: expected none, found %d: %w", ns, left, err)
 	}
 	return nil
 }

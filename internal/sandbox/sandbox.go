@@ -6,7 +6,9 @@
 //
 // The API server serves the native Workload/PodGroup API
 // (scheduling.k8s.io/v1beta1 with the GenericWorkload feature gate). No
-// controller-manager runs: admission plugins that depend on one (ServiceAccount,
+// controller-manager runs, only the one upstream controller of it that the native
+// PodGroup API needs (PodGroup protection, which lets a deleted PodGroup go):
+// admission plugins that depend on the others (ServiceAccount,
 // TaintNodesByCondition) are disabled, nothing garbage-collects owned objects, and
 // the simulated kubelet does what the node lifecycle controller would for a node
 // marked down.
@@ -75,11 +77,13 @@ type Sandbox struct {
 	server     kubeapiservertesting.TestServer
 	restConfig *rest.Config
 	kubelet    *kubelet.Kubelet
+	ctrls      *controllers
 	stopOnce   sync.Once
 }
 
 // Start starts etcd and kube-apiserver, installs the CRDs, creates the cluster's
-// nodes and starts the simulated kubelet. ctx bounds the start only; the sandbox
+// nodes, and starts the upstream controllers the sandbox needs (see controllers) and
+// the simulated kubelet. ctx bounds the start only; the sandbox
 // runs until Stop. On error, everything started so far is stopped.
 func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if opts.Log == nil {
@@ -115,6 +119,9 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 		if err := CreateNodes(ctx, client, opts.Cluster); err != nil {
 			return nil, err
 		}
+	}
+	if s.ctrls, err = startControllers(client); err != nil {
+		return nil, err
 	}
 	kcfg := opts.Kubelet
 	kcfg.Client = client
@@ -208,7 +215,7 @@ func (s *Sandbox) WriteKubeconfig(path string) error {
 	return nil
 }
 
-// Stop stops the kubelet, kube-apiserver and etcd, and removes their temporary
+// Stop stops the kubelet, the controllers, kube-apiserver and etcd, and removes their temporary
 // files. It returns the errors the control plane reported while running, if any.
 // Calling it again does nothing.
 func (s *Sandbox) Stop() error {
@@ -216,6 +223,9 @@ func (s *Sandbox) Stop() error {
 	s.stopOnce.Do(func() {
 		if s.kubelet != nil {
 			s.kubelet.Stop()
+		}
+		if s.ctrls != nil {
+			s.ctrls.stop()
 		}
 		if s.server.TearDownFn != nil {
 			s.server.TearDownFn()

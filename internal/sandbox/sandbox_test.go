@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -312,4 +313,48 @@ func BenchmarkBoundPodsBecomeRunning(b *testing.B) {
 		return err == nil && len(running.Items) == b.N, err
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pods/s")
+}
+
+// TestDeletedPodGroupGoesWithItsLastPod: the API server stamps a native PodGroup with
+// the podgroup-protection finalizer; the sandbox's upstream controller removes it once
+// the deleted PodGroup has no running pod left, and not before.
+func TestDeletedPodGroupGoesWithItsLastPod(t *testing.T) {
+	t.Parallel()
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	nodes := env.CreateNodes(t, gpuPool("protect", 1, 1))
+	ctx := context.Background()
+	pgs := env.Kube.SchedulingV1beta1().PodGroups(ns)
+	pg, err := pgs.Create(ctx, &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "job"},
+		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+			Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 1},
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pg.Finalizers) == 0 {
+		t.Fatalf("expected the API server to add the podgroup-protection finalizer, found none")
+	}
+	pod := sandboxtest.Pod(ns, "job-0").GPUs(1).Obj()
+	pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &pg.Name}
+	pod = env.CreatePod(t, pod)
+	env.Bind(t, pod, nodes[0])
+	env.WaitForPod(t, pod, "Running", sandboxtest.PodPhase(v1.PodRunning))
+
+	if err := pgs.Delete(ctx, pg.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the controller had time to act, and must not have
+	if got, err := pgs.Get(ctx, pg.Name, metav1.GetOptions{}); err != nil || got.DeletionTimestamp == nil {
+		t.Fatalf("expected the PodGroup kept, terminating, while its pod runs; found %v, %v", got, err)
+	}
+	if err := env.Kube.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env.WaitFor(t, "the PodGroup to be gone", func(ctx context.Context) (bool, error) {
+		_, err := pgs.Get(ctx, pg.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
 }
