@@ -154,19 +154,24 @@ func watch(ctx context.Context, kube kubernetes.Interface, ns string, jobs []str
 	n := opts.Workers
 	var last, first string
 	var heldIncomplete float64
-	prev := began
+	prev, prevSt := began, map[string]jobState{}
 	for {
 		st, err := states(ctx, kube, ns, jobs)
 		if err != nil {
 			return err
 		}
 		now := time.Now()
+		// An interval counts as held by an incomplete job when both samples that bound
+		// it show the job incomplete and holding GPUs, for the GPUs held at both. A
+		// sample that lands between the binds of one group (they are concurrent, not
+		// atomic) does not charge the whole interval to a state that lasted a moment.
 		for _, j := range jobs {
-			if s := st[j]; s.holding() > 0 && !s.whole(n) {
-				heldIncomplete += float64(s.holding()) * now.Sub(prev).Seconds()
+			a, b := prevSt[j], st[j]
+			if a.holding() > 0 && !a.whole(n) && b.holding() > 0 && !b.whole(n) {
+				heldIncomplete += float64(min(a.holding(), b.holding())) * now.Sub(prev).Seconds()
 			}
 		}
-		prev = now
+		prev, prevSt = now, st
 		line := fmt.Sprintf("%s: %s | %s: %s", jobs[0], st[jobs[0]], jobs[1], st[jobs[1]])
 		if line != last {
 			fmt.Fprintf(out, "  %6.1fs  %s\n", now.Sub(began).Seconds(), line)
