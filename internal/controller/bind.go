@@ -128,11 +128,18 @@ func (s *scheduler) bindAll(ctx context.Context, binds []engine.Bind) {
 	}
 }
 
-// planOf is the plan a group's binds carry out.
+// planOf is the plan a group's binds carry out, with the group's earlier binds that
+// may still be in flight (assigned by the engine, not yet seen bound): a plan replaces
+// the one before it on the object, so it must cover every bind not yet observed.
 func (s *scheduler) planOf(gk string, binds []engine.Bind) Plan {
 	plan := Plan{Group: gk, Attempt: 1, Pods: map[string]Assignment{}}
 	if st, ok := s.eng.Group(gk); ok {
 		plan.Attempt = max(st.Attempt, 1)
+		for key, node := range st.Placement {
+			if p := s.pods[key]; p != nil && p.Spec.NodeName == "" {
+				plan.Pods[p.Name] = Assignment{Node: node, UID: p.UID}
+			}
+		}
 	}
 	for _, b := range binds {
 		if p := s.pods[b.Pod]; p != nil {
