@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -78,15 +79,8 @@ func (c requestCounts) total() float64 {
 
 // String lists the counts, largest first, e.g. "POST pods/binding 4008, PATCH pods/status 4001".
 func (c requestCounts) String() string {
-	keys := slices.Sorted(maps.Keys(c))
-	slices.SortStableFunc(keys, func(a, b string) int {
-		switch {
-		case c[a] > c[b]:
-			return -1
-		case c[a] < c[b]:
-			return 1
-		}
-		return 0
+	keys := slices.SortedFunc(maps.Keys(c), func(a, b string) int {
+		return cmp.Or(cmp.Compare(c[b], c[a]), strings.Compare(a, b))
 	})
 	parts := make([]string, len(keys))
 	for i, k := range keys {

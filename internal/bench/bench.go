@@ -373,30 +373,38 @@ func reset(ctx context.Context, client kubernetes.Interface, ns string) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting the PodGroups of %s: %w", ns, err)
 	}
-	left := 0
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, resetTimeout, true, func(ctx context.Context) (bool, error) {
+	pods := func(ctx context.Context) (int, error) {
 		list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, err
+			return 0, err
 		}
-		left = len(list.Items)
-		return left == 0, nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for the pods of %s to be gone: expected none, found %d: %w", ns, left, err)
+		return len(list.Items), nil
+	}
+	if err := waitNone(ctx, "pods of "+ns, pods); err != nil {
+		return err
 	}
 	// A deleted PodGroup goes once the protection controller sees its pods gone; a
 	// scheduler started later must not find it.
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, resetTimeout, true, func(ctx context.Context) (bool, error) {
+	groups := func(ctx context.Context) (int, error) {
 		list, err := client.SchedulingV1beta1().PodGroups(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, err
+			return 0, err
 		}
-		left = len(list.Items)
-		return left == 0, nil
+		return len(list.Items), nil
+	}
+	return waitNone(ctx, "PodGroups of "+ns, groups)
+}
+
+// waitNone polls count until it is 0, for at most resetTimeout.
+func waitNone(ctx context.Context, what string, count func(context.Context) (int, error)) error {
+	left := 0
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, resetTimeout, true, func(ctx context.Context) (bool, error) {
+		n, err := count(ctx)
+		left = n
+		return err == nil && n == 0, err
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for the PodGroups of %s to be gone: expected none, found %d: %w", ns, left, err)
+		return fmt.Errorf("waiting for the %s to be gone: expected none, found %d: %w", what, left, err)
 	}
 	return nil
 }

@@ -114,7 +114,7 @@ func TestChangedListsEveryStatusChange(t *testing.T) {
 	for _, n := range gt.Nodes("n", 8, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
 		w.AddNode(n)
 	}
-	fast := engine.PolicyOverrides{StartTimeout: durationPtr(2 * time.Minute), MaxRetries: intPtr(1)}
+	fast := engine.PolicyOverrides{StartTimeout: new(2 * time.Minute), MaxRetries: new(1)}
 	w.Submit(&sim.Job{Name: "a", Workers: 4, GPU: 1, RunFor: 5 * time.Minute, ReadyAfter: 30 * time.Second})
 	w.Submit(&sim.Job{Name: "broken", Workers: 4, GPU: 1, RunFor: 5 * time.Minute, ReadyAfter: 30 * time.Second, FailInit: []int{2}, Policy: fast})
 	w.Submit(&sim.Job{Name: "b", Workers: 6, GPU: 1, RunFor: 5 * time.Minute, ReadyAfter: 30 * time.Second})
@@ -124,7 +124,3 @@ func TestChangedListsEveryStatusChange(t *testing.T) {
 		t.Fatal("no Step left a group out of Changed: the check checked nothing")
 	}
 }
-
-func durationPtr(d time.Duration) *time.Duration { return &d }
-
-func intPtr(v int) *int { return &v }
