@@ -53,10 +53,12 @@ const (
 	// invalid: muster reports the missing annotation rather than guess a minimum.
 	MinMemberAnnotation = "muster.dev/min-member"
 
-	// PlacementAnnotation is written by muster on the group object (on the member
-	// pods for plain groups) before the first bind: the placement plan, so that a
-	// restarted or newly elected muster can complete or undo a plan it finds partly
-	// bound. It stays after the binds as the record of the group's last placement.
+	// PlacementAnnotation carries a group's placement plan on the Bindings muster
+	// makes, and so on the pods they bind (the API server copies a Binding's
+	// annotations onto the pod): on every member of a small group, and on the first
+	// member bound, before the others, of a large one. A restarted or newly elected
+	// muster completes or undoes a plan it finds partly bound. It stays as the record
+	// of the pod's placement.
 	PlacementAnnotation = "muster.dev/placement"
 )
 

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -58,7 +57,7 @@ throughput (1,000 nodes × 8 GPUs, 500 gangs of 8), big-gang (5,000 nodes, one g
 	fs.IntVar(&f.rounds, "rounds", 1, "run each scenario's runners this many times, one after the other in each round; the table shows medians and the notes every round")
 	fs.DurationVar(&f.window, "seed-window", 60*time.Second, "how long the seed scenario is observed")
 	fs.DurationVar(&f.timeout, "timeout", 15*time.Minute, "how long a run may take to bind all its pods")
-	fs.StringVar(&f.cpuProf, "cpuprofile", "", "write a CPU profile of the whole run (control plane and schedulers) to this file")
+	fs.StringVar(&f.cpuProf, "cpuprofile-dir", "", "write a CPU profile of each run (control plane and scheduler, from the first create to the last bind) to this directory; the scheduler's samples carry the label runner=<name>")
 	fs.StringVar(&f.logFile, "log", "", "write the control plane's and schedulers' logs to this file (default: discard)")
 	return cmd
 }
@@ -78,19 +77,14 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	}
 	ctrl.SetLogger(logr.Discard())
 	if f.cpuProf != "" {
-		pf, err := os.Create(f.cpuProf)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
+		if err := os.MkdirAll(f.cpuProf, 0o755); err != nil {
+			return fmt.Errorf("--cpuprofile-dir: %w", err)
 		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
 	}
 	rep, err := bench.Run(ctx, bench.Options{
 		Scenarios: f.scenarios, Runners: f.runners, QPS: f.qps, Burst: f.burst,
 		Rounds: f.rounds, Window: f.window, Timeout: f.timeout, Log: log, Progress: cmd.ErrOrStderr(),
+		ProfileDir: f.cpuProf,
 	})
 	if rep != nil && len(rep.Results) > 0 {
 		if werr := rep.WriteText(cmd.OutOrStdout()); werr != nil {

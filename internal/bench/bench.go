@@ -10,7 +10,8 @@
 // kube-scheduler with its default profile on plain pods, kube-scheduler with
 // GenericWorkload gang scheduling on native PodGroups, muster on the same PodGroups,
 // and a ceiling that binds to precomputed nodes and so measures the API server.
-// Every scheduler's client has the same QPS and burst. With several rounds, each
+// Every scheduler's client has the same QPS and burst, and speaks protobuf
+// (kube-scheduler's default content type). With several rounds, each
 // round runs every runner once, starting one runner later than the round before, and
 // the table shows medians; before each run the process collects its garbage and
 // pauses for settleTime.
@@ -30,6 +31,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -37,6 +39,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
@@ -69,6 +72,11 @@ type Options struct {
 	Log io.Writer
 	// Progress receives one line per run as it ends; nil discards them.
 	Progress io.Writer
+	// ProfileDir, if set, receives a CPU profile of each run, from the first pod
+	// create to the last bind (or the window's end), named
+	// <scenario>-<runner>-<round>.pprof. Samples of the runner's goroutines carry
+	// the label runner=<name>.
+	ProfileDir string
 }
 
 // Defaults of Options.
@@ -117,6 +125,13 @@ func makePlan(opts Options) (plan, error) {
 			if len(opts.Runners) == 0 || slices.Contains(opts.Runners, r) {
 				p.runners[name] = append(p.runners[name], r)
 			}
+		}
+		if len(p.runners[name]) == 0 {
+			hint := ""
+			if slices.Contains(opts.Runners, RunnerCeiling) && !withCeiling && name != ScenarioSeed {
+				hint = " (the ceiling runner runs only with the ceiling scenario)"
+			}
+			return plan{}, fmt.Errorf("runners: expected one that runs scenario %s, found %v%s", name, opts.Runners, hint)
 		}
 		p.scenarios = append(p.scenarios, sc)
 	}
@@ -202,6 +217,8 @@ func runScenario(ctx context.Context, sc Scenario, runners []string, opts Option
 	}
 	env := runEnv{config: sb.RESTConfig(), kubeconfig: kubeconfig, gpusPerNode: sc.Cluster.Pools[0].GPUs, log: opts.Log}
 	env.config.QPS, env.config.Burst = opts.QPS, opts.Burst
+	env.config.ContentType = kruntime.ContentTypeProtobuf
+	env.config.AcceptContentTypes = kruntime.ContentTypeProtobuf + "," + kruntime.ContentTypeJSON
 	for _, n := range nodes {
 		env.nodes = append(env.nodes, n.Name)
 	}
@@ -267,14 +284,27 @@ func runOne(ctx context.Context, client kubernetes.Interface, sc Scenario, name 
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	waitStopped, err := r.start(runCtx, env)
+	// The runner's goroutines carry its name, so that a CPU profile of the bench
+	// (muster bench --cpuprofile) tells the scheduler's time from the control plane's.
+	var waitStopped func() error
+	pprof.Do(runCtx, pprof.Labels("runner", name), func(runCtx context.Context) {
+		waitStopped, err = r.start(runCtx, env)
+	})
 	if err != nil {
 		return Result{}, err
 	}
 	res := Result{Scenario: sc.Name, Runner: name, Round: round, Pods: sc.Pods(), JobSize: sc.JobSize, Window: sc.Window}
-	from, runErr := drive(ctx, client, sc, env, obs, opts.Timeout)
+	stopProfile := func() {}
+	from, created, runErr := drive(ctx, client, sc, env, obs, opts.Timeout, func() (err error) {
+		stopProfile, err = startProfile(opts.ProfileDir, ns)
+		return err
+	})
+	stopProfile()
 	stop()
 	res.measure(sc, from, obs.snapshot())
+	if !created.IsZero() {
+		res.Created = created.Sub(from)
+	}
 	res.Err = errors.Join(runErr, waitStopped())
 	after, err := scrapeRequests(ctx, client)
 	if err != nil {
@@ -287,28 +317,54 @@ func runOne(ctx context.Context, client kubernetes.Interface, sc Scenario, name 
 	return res, nil
 }
 
+// startProfile starts a CPU profile written to dir/name.pprof and returns the function
+// that stops it; with no dir it does nothing.
+func startProfile(dir, name string) (func(), error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(filepath.Join(dir, name+".pprof"))
+	if err != nil {
+		return nil, fmt.Errorf("creating the CPU profile of %s: %w", name, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("starting the CPU profile of %s: %w", name, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
 // drive waits for the scheduler to bind the probe, creates the workload's pods, and
-// waits for the scenario's end: its window, or every pod bound. It returns when the
-// first pod was created, and why the run did not complete, if it did not.
-func drive(ctx context.Context, client kubernetes.Interface, sc Scenario, env runEnv, obs *observer, timeout time.Duration) (time.Time, error) {
+// waits for the scenario's end: its window, or every pod bound; starting is called just
+// before the first create. It returns when the
+// first pod's create was sent and when the last create returned (zero if not all
+// were created), and why the run did not complete, if it did not.
+func drive(ctx context.Context, client kubernetes.Interface, sc Scenario, env runEnv, obs *observer, timeout time.Duration, starting func() error) (from, created time.Time, err error) {
 	if err := bindProbe(ctx, client, env.probe); err != nil {
-		return time.Time{}, err
+		return time.Time{}, time.Time{}, err
 	}
-	from := time.Now()
+	if err := starting(); err != nil {
+		return time.Time{}, time.Time{}, err
+	}
+	from = time.Now()
 	if err := createPods(ctx, client, env.work.pods, sc.Interleave); err != nil {
-		return from, err
+		return from, time.Time{}, err
 	}
+	created = time.Now()
 	if sc.Window > 0 {
 		select {
 		case <-ctx.Done():
-			return from, ctx.Err()
+			return from, created, ctx.Err()
 		case <-time.After(time.Until(from.Add(sc.Window))):
-			return from, nil
+			return from, created, nil
 		}
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return from, obs.waitBound(waitCtx, len(env.work.pods))
+	return from, created, obs.waitBound(waitCtx, len(env.work.pods))
 }
 
 // probePod is a pod without GPUs or a job that a scheduler must bind before the

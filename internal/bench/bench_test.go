@@ -49,7 +49,9 @@ func TestPlan(t *testing.T) {
 	if got := strings.Join(p.runners[ScenarioThroughput], ","); got != "upstream-default,upstream-gang,muster,ceiling" {
 		t.Errorf("throughput runners: expected all four, found %s", got)
 	}
-	for _, bad := range []Options{{Scenarios: []string{"nope"}}, {Scenarios: []string{ScenarioCeiling}}, {Runners: []string{"kube"}}} {
+	for _, bad := range []Options{{Scenarios: []string{"nope"}}, {Scenarios: []string{ScenarioCeiling}}, {Runners: []string{"kube"}},
+		{Scenarios: []string{ScenarioThroughput}, Runners: []string{RunnerCeiling}},
+		{Scenarios: []string{ScenarioSeed}, Runners: []string{RunnerCeiling}}} {
 		if _, err := makePlan(bad); err == nil {
 			t.Errorf("makePlan(%+v): expected an error, found none", bad)
 		}

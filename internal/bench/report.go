@@ -22,6 +22,9 @@ type Result struct {
 	Window time.Duration
 	// Span is from the first pod create to the last bind seen; 0 if none was bound.
 	Span time.Duration
+	// Created is from the first pod create until the last create returned: the pace
+	// the API server allowed the workload's creator beside the scheduler.
+	Created time.Duration
 	// FirstWholeBound and FirstWholeReady are from the first create until the first job
 	// had all its pods bound, and Ready; 0 with Whole* false if no job got there.
 	FirstWholeBound, FirstWholeReady time.Duration
@@ -76,8 +79,8 @@ func (r *Result) measure(sc Scenario, from time.Time, t timeline) {
 
 // summary is a one-line account of the result, for progress output.
 func (r Result) summary() string {
-	s := fmt.Sprintf("%s/%s round %d: %d/%d pods bound in %.2fs (%.1f pods/s), first job whole %s (Ready %s), %.2f GPU-s held by incomplete groups",
-		r.Scenario, r.Runner, r.Round, r.Bound, r.Pods, r.Span.Seconds(), r.PodsPerSecond(),
+	s := fmt.Sprintf("%s/%s round %d: %d pods created in %.2fs, %d bound in %.2fs (%.1f pods/s), first job whole %s (Ready %s), %.2f GPU-s held by incomplete groups",
+		r.Scenario, r.Runner, r.Round, r.Pods, r.Created.Seconds(), r.Bound, r.Span.Seconds(), r.PodsPerSecond(),
 		seconds(r.FirstWholeBound, r.WholeBound), seconds(r.FirstWholeReady, r.WholeReady), r.HeldGPUSeconds)
 	if r.Err != nil {
 		s += "; incomplete: " + r.Err.Error()

@@ -47,7 +47,8 @@ func Runners() []string {
 
 // runEnv is what a runner is started with.
 type runEnv struct {
-	// config reaches the sandbox with the bench's client settings (QPS, burst).
+	// config reaches the sandbox with the bench's client settings (QPS, burst,
+	// protobuf).
 	config *rest.Config
 	// kubeconfig is a kubeconfig file for the sandbox, for kube-scheduler.
 	kubeconfig string

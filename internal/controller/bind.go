@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -16,8 +16,8 @@ import (
 	"github.com/muster-sched/muster/internal/engine"
 )
 
-// Plan is the placement in flight that muster records, as JSON in the
-// muster.dev/placement annotation, before the first bind of a group (DESIGN §7).
+// Plan is a group's placement that muster records, as JSON in the muster.dev/placement
+// annotation of the Bindings that carry it out (DESIGN §7).
 type Plan struct {
 	// Group is the group's key.
 	Group string `json:"group"`
@@ -128,18 +128,11 @@ func (s *scheduler) bindAll(ctx context.Context, binds []engine.Bind) {
 	}
 }
 
-// planOf is the plan a group's binds carry out, with the group's earlier binds that
-// may still be in flight (assigned by the engine, not yet seen bound): a plan replaces
-// the one before it on the object, so it must cover every bind not yet observed.
+// planOf is the plan that a group's binds carry out.
 func (s *scheduler) planOf(gk string, binds []engine.Bind) Plan {
 	plan := Plan{Group: gk, Attempt: 1, Pods: map[string]Assignment{}}
 	if st, ok := s.eng.Group(gk); ok {
 		plan.Attempt = max(st.Attempt, 1)
-		for key, node := range st.Placement {
-			if p := s.pods[key]; p != nil && p.Spec.NodeName == "" {
-				plan.Pods[p.Name] = Assignment{Node: node, UID: p.UID}
-			}
-		}
 	}
 	for _, b := range binds {
 		if p := s.pods[b.Pod]; p != nil {
@@ -149,35 +142,52 @@ func (s *scheduler) planOf(gk string, binds []engine.Bind) Plan {
 	return plan
 }
 
-// bindGroup writes the plan of one group and binds its members. It returns the
-// members whose bind failed. It runs on the binder's workers, beside other groups'
-// bindGroup, and reads only the job and the scheduler's clients.
+// planOnEveryBind bounds the groups whose every Binding carries the plan. A larger
+// group's plan rides on its first bind alone, which is made before the others: the
+// plan is O(members) bytes, and copying it onto every member would write O(members²).
+const planOnEveryBind = 32
+
+// bindGroup binds the members of one group and returns those whose bind failed. It
+// runs on the binder's workers, beside other groups' bindGroup, and reads only the job
+// and the scheduler's clients.
 //
-// The plan stays on the object after the binds: it is the record of the group's last
-// placement, and clearing it would cost one more write per group. It stays correct
-// because every bind is preceded by the plan that covers it, so the plan on an object
-// always describes the latest binds; a restarted muster acts only on a plan that is
-// partly bound (see settle).
+// The plan travels on the Binding, whose annotations the API server copies onto the pod
+// in the same write (DESIGN §7, without a write of its own): no member is bound before
+// some bound member carries the plan, so a restarted muster that finds the group partly
+// bound reads the whole plan from the members that are. The plan stays on the pods as
+// the record of their placement.
 func (s *scheduler) bindGroup(ctx context.Context, job bindJob) []string {
-	var failed []string
-	if err := s.writePlan(ctx, job.group, job.plan.names(), &job.plan); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		s.log.Error(err, "recording the plan before binding; the group is placed again", "group", job.group)
-		for _, b := range job.binds {
-			failed = append(failed, b.Pod)
-		}
-		return failed
+	data, err := json.Marshal(job.plan)
+	if err != nil {
+		s.log.Error(err, "encoding the plan; the group is placed again", "group", job.group)
+		return bindPodNames(job.binds)
 	}
-	errs := s.bindPods(ctx, job)
+	annotations := map[string]string{musterv1alpha1.PlacementAnnotation: string(data)}
+	first := len(job.binds)
+	if first > planOnEveryBind {
+		first = 1
+	}
+	errs := make([]error, len(job.binds))
+	s.bindPods(ctx, job, errs, 0, first, annotations)
+	if slices.Contains(errs[:first], nil) {
+		s.bindPods(ctx, job, errs, first, len(job.binds), nil)
+	} else {
+		for i := first; i < len(job.binds); i++ {
+			errs[i] = errPlanNotBound
+		}
+	}
+	var failed []string
 	for i, err := range errs {
-		if err != nil && !errors.Is(err, errSkipped) && ctx.Err() == nil {
-			s.log.Error(err, "binding a pod", "pod", job.binds[i].Pod, "node", job.binds[i].Node)
-			if p := job.pods[i]; p != nil {
-				s.event(p, corev1.EventTypeWarning, "FailedBinding", err.Error())
-			}
-			failed = append(failed, job.binds[i].Pod)
+		if err == nil || errors.Is(err, errSkipped) || ctx.Err() != nil {
+			continue
+		}
+		failed = append(failed, job.binds[i].Pod)
+		if errors.Is(err, errPlanNotBound) {
+			continue // the bind was not tried; the failure is reported on the first
+		}
+		s.log.Error(err, "binding a pod", "pod", job.binds[i].Pod, "node", job.binds[i].Node)
+		if p := job.pods[i]; p != nil {
+			s.event(p, corev1.EventTypeWarning, "FailedBinding", err.Error())
 		}
 	}
 	return failed
@@ -186,12 +196,26 @@ func (s *scheduler) bindGroup(ctx context.Context, job bindJob) []string {
 // errSkipped marks a bind that BeforeBind skipped.
 var errSkipped = errors.New("bind skipped by BeforeBind")
 
-// bindPods binds a job's pods concurrently through the Binding subresource and returns
-// each bind's error. A pod that is already bound is never bound again.
-func (s *scheduler) bindPods(ctx context.Context, job bindJob) []error {
-	errs := make([]error, len(job.binds))
+// errPlanNotBound marks a bind not tried because no bind that carried the plan
+// succeeded.
+var errPlanNotBound = errors.New("not bound: no member carrying the plan was bound")
+
+// bindPodNames returns the pods of binds.
+func bindPodNames(binds []engine.Bind) []string {
+	out := make([]string, len(binds))
+	for i, b := range binds {
+		out[i] = b.Pod
+	}
+	return out
+}
+
+// bindPods binds job's pods from up to to (exclusive) concurrently through the Binding
+// subresource, with annotations on each Binding, and sets errs[i] to each bind's error.
+// A pod that is already bound is never bound again.
+func (s *scheduler) bindPods(ctx context.Context, job bindJob, errs []error, from, to int, annotations map[string]string) {
 	var wg sync.WaitGroup
-	for i, b := range job.binds {
+	for i := from; i < to; i++ {
+		b := job.binds[i]
 		if s.beforeBind != nil && !s.beforeBind(b.Pod, b.Node) {
 			errs[i] = errSkipped
 			continue
@@ -205,54 +229,20 @@ func (s *scheduler) bindPods(ctx context.Context, job bindJob) []error {
 			errs[i] = fmt.Errorf("binding %s to %s: expected an unbound pod, found it bound to %s", b.Pod, b.Node, p.Spec.NodeName)
 			continue
 		}
-		wg.Go(func() { errs[i] = s.bindPod(ctx, p, b.Node) })
+		wg.Go(func() { errs[i] = s.bindPod(ctx, p, b.Node, annotations) })
 	}
 	wg.Wait()
-	return errs
 }
 
-// bindPod binds p to node through the Binding subresource.
-func (s *scheduler) bindPod(ctx context.Context, p *corev1.Pod, node string) error {
+// bindPod binds p to node through the Binding subresource. The API server adds the
+// Binding's annotations to the pod's.
+func (s *scheduler) bindPod(ctx context.Context, p *corev1.Pod, node string, annotations map[string]string) error {
 	binding := &corev1.Binding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID, Annotations: annotations},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 	}
 	if err := s.kube.CoreV1().Pods(p.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("binding %s/%s to %s: %w", p.Namespace, p.Name, node, err)
-	}
-	return nil
-}
-
-// writePlan records plan on the group object, or on the member pods named for groups
-// with no object; a nil plan removes the record.
-func (s *scheduler) writePlan(ctx context.Context, gk string, names []string, plan *Plan) error {
-	var value any // JSON null deletes the annotation in a merge patch
-	if plan != nil {
-		data, err := json.Marshal(plan)
-		if err != nil {
-			return fmt.Errorf("encoding the plan of %s: %w", gk, err)
-		}
-		value = string(data)
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]any{musterv1alpha1.PlacementAnnotation: value},
-	}})
-	if err != nil {
-		return fmt.Errorf("encoding the plan patch of %s: %w", gk, err)
-	}
-	ref := refOfKey(gk)
-	if api := apiOf(ref.Source); api != nil {
-		_, err := s.dyn.Resource(api.gvr).Namespace(ref.Namespace).Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-		if err != nil {
-			return fmt.Errorf("writing %s on %s %s/%s: %w", musterv1alpha1.PlacementAnnotation, api.gvr.Resource, ref.Namespace, ref.Name, err)
-		}
-		return nil
-	}
-	for _, name := range names {
-		_, err := s.kube.CoreV1().Pods(ref.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-		if err != nil && (plan != nil || !apierrors.IsNotFound(err)) {
-			return fmt.Errorf("writing %s on pod %s/%s: %w", musterv1alpha1.PlacementAnnotation, ref.Namespace, name, err)
-		}
 	}
 	return nil
 }

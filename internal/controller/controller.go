@@ -110,9 +110,12 @@ func NewManager(opts Options) (manager.Manager, error) {
 	if opts.LeaseDuration > 0 {
 		mopts.LeaseDuration, mopts.RenewDeadline, mopts.RetryPeriod = &opts.LeaseDuration, &opts.RenewDeadline, &opts.RetryPeriod
 	}
-	// Custom resources have no protobuf encoding: the manager's clients speak JSON.
+	// The manager's clients choose the encoding per type: protobuf for built-in types
+	// (pods and nodes, the bulk of what muster watches), JSON for custom resources,
+	// which have no protobuf encoding. A content type set on the config would apply
+	// to every type, so it is cleared.
 	rc := rest.CopyConfig(opts.Config)
-	rc.ContentType, rc.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	rc.ContentType, rc.AcceptContentTypes = "", ""
 	// The watches get a connection of their own (a config with a Proxy func is never
 	// given a shared transport; this is client-go's default proxy). Sharing one HTTP/2
 	// connection with hundreds of binds a second, muster's pod watch fell behind and the
@@ -131,7 +134,7 @@ func NewManager(opts Options) (manager.Manager, error) {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
-	kube, err := kubernetes.NewForConfig(opts.Config)
+	kube, err := kubernetes.NewForConfig(builtinConfig(opts.Config))
 	if err != nil {
 		return nil, fmt.Errorf("creating a clientset: %w", err)
 	}
@@ -150,6 +153,18 @@ func NewManager(opts Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("adding the scheduler: %w", err)
 	}
 	return mgr, nil
+}
+
+// builtinConfig returns cfg for a client of built-in types only: protobuf, as
+// kube-scheduler's --kube-api-content-type defaults to, unless cfg names a content
+// type.
+func builtinConfig(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	if out.ContentType == "" {
+		out.ContentType = runtime.ContentTypeProtobuf
+		out.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	}
+	return out
 }
 
 // podIsOurs reports whether pod is muster's to schedule.

@@ -9,15 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
-	gt "github.com/muster-sched/muster/internal/gangtest"
 	"github.com/muster-sched/muster/internal/lifecycle"
-	"github.com/muster-sched/muster/internal/sim"
 	"github.com/muster-sched/muster/internal/source"
 )
 
@@ -142,45 +139,5 @@ func TestKeys(t *testing.T) {
 	}
 	if recordName("w-0") != "muster-recreate-w-0" {
 		t.Errorf("recordName(w-0) = %q", recordName("w-0"))
-	}
-}
-
-// TestPlanCoversBindsInFlight: a plan replaces the one before it on the group object,
-// so a plan written for some members lists every member whose bind the engine issued
-// and the cache has not shown bound yet, and none already bound.
-func TestPlanCoversBindsInFlight(t *testing.T) {
-	e := sim.NewEngine()
-	for _, n := range gt.Nodes("n", 3, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
-		e.SetNode(n)
-	}
-	key := "Coscheduling/default/g"
-	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, MinMember: 3})
-	pods := map[string]*corev1.Pod{}
-	for _, name := range []string{"g-0", "g-1", "g-2"} {
-		p := gt.Pod(name).GPU(1).Obj()
-		p.UID = types.UID("uid-" + name)
-		pods[p.Namespace+"/"+p.Name] = p
-		e.SetPod(p, key)
-	}
-	out := e.Step(sim.Epoch)
-	if len(out.Binds) != 3 {
-		t.Fatalf("expected the group admitted with 3 binds, found %+v", out.Binds)
-	}
-	// g-0's bind was seen; g-1's is in flight; the plan is written for g-2's bind.
-	binds := map[string]engine.Bind{}
-	for _, b := range out.Binds {
-		binds[b.Pod] = b
-	}
-	bound := pods["default/g-0"].DeepCopy()
-	bound.Spec.NodeName = binds["default/g-0"].Node
-	pods["default/g-0"] = bound
-	s := &scheduler{eng: e, pods: pods}
-	plan := s.planOf(key, []engine.Bind{binds["default/g-2"]})
-	want := map[string]Assignment{
-		"g-1": {Node: binds["default/g-1"].Node, UID: "uid-g-1"},
-		"g-2": {Node: binds["default/g-2"].Node, UID: "uid-g-2"},
-	}
-	if d := cmp.Diff(want, plan.Pods); d != "" {
-		t.Errorf("plan (-want +got):\n%s", d)
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,7 +42,7 @@ func (s *scheduler) recoverInFlight(ctx context.Context) error {
 	snap := cluster.FromLists(nodes.Items, pods.Items)
 	var bound []*corev1.Pod
 	for _, key := range sortedKeys(plans) {
-		bound = append(bound, s.settle(ctx, snap, plans[key])...)
+		bound = append(bound, s.settle(ctx, snap, plans[key], key)...)
 	}
 	return s.awaitBound(ctx, bound)
 }
@@ -75,50 +74,36 @@ func (s *scheduler) awaitBound(ctx context.Context, pods []*corev1.Pod) error {
 	return nil
 }
 
-// findPlans returns the plans recorded on group objects and pods, by their recorded
-// text: the members of a plain group may carry different plans (a finished one, and
-// the one that placed a replacement), and each is settled on its own.
+// findPlans returns the plans that bound pods carry, by their recorded text: the
+// members of a group may carry different plans (a finished one, and the one that
+// placed a replacement), and each is settled on its own.
 func (s *scheduler) findPlans(ctx context.Context) (map[string]*Plan, error) {
-	plans := map[string]*Plan{}
-	read := func(obj client.Object) {
-		v, ok := obj.GetAnnotations()[musterv1alpha1.PlacementAnnotation]
-		if !ok {
-			return
-		}
-		p := &Plan{}
-		if err := json.Unmarshal([]byte(v), p); err != nil || p.Group == "" {
-			s.log.Error(err, "ignoring a malformed plan", "object", obj.GetNamespace()+"/"+obj.GetName(), "value", v)
-			return
-		}
-		plans[v] = p
-	}
-	for _, api := range groupAPIs {
-		if !s.apis[api.source] {
-			continue
-		}
-		list, err := s.dyn.Resource(api.gvr).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", api.gvr.GroupResource(), err)
-		}
-		for i := range list.Items {
-			read(&list.Items[i])
-		}
-	}
 	var pods corev1.PodList
 	if err := s.mgr.GetCache().List(ctx, &pods); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
-	for i := range pods.Items {
-		read(&pods.Items[i])
+	plans := map[string]*Plan{}
+	for _, pod := range pods.Items {
+		v, ok := pod.Annotations[musterv1alpha1.PlacementAnnotation]
+		if !ok || pod.Spec.NodeName == "" {
+			continue
+		}
+		p := &Plan{}
+		if err := json.Unmarshal([]byte(v), p); err != nil || p.Group == "" {
+			s.log.Error(err, "ignoring a malformed plan", "pod", pod.Namespace+"/"+pod.Name, "value", v)
+			continue
+		}
+		plans[v] = p
 	}
 	return plans, nil
 }
 
 // settle completes or undoes a plan in flight: one whose members are partly bound. A
-// plan all of whose members are bound, or gone, or none bound, is left as it is: the
-// first is the record of a finished placement, and the others bound nothing that
-// could hold a node. A settled plan is cleared, so that it is settled once.
-func (s *scheduler) settle(ctx context.Context, snap *cluster.Snapshot, plan *Plan) (completed []*corev1.Pod) {
+// plan all of whose members are bound, or gone, is left as it is: the first is the
+// record of a finished placement, and the second holds no node. Settling leaves no
+// plan partly bound (its members all bound, or its bound members evicted), unless a
+// bind or an eviction fails, and then the next leader settles it again.
+func (s *scheduler) settle(ctx context.Context, snap *cluster.Snapshot, plan *Plan, raw string) (completed []*corev1.Pod) {
 	ns := refOfKey(plan.Group).Namespace
 	var bound, unbound []*corev1.Pod
 	for _, name := range plan.names() {
@@ -137,8 +122,9 @@ func (s *scheduler) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pl
 	}
 	if s.fits(snap, plan, unbound) {
 		s.log.Info("completing a plan in flight", "group", plan.Group, "bound", len(bound), "binding", len(unbound))
+		annotations := map[string]string{musterv1alpha1.PlacementAnnotation: raw}
 		for _, p := range unbound {
-			if err := s.bindPod(ctx, p, plan.Pods[p.Name].Node); err != nil {
+			if err := s.bindPod(ctx, p, plan.Pods[p.Name].Node, annotations); err != nil {
 				s.log.Error(err, "completing a plan in flight", "group", plan.Group)
 				continue
 			}
@@ -150,9 +136,6 @@ func (s *scheduler) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pl
 			s.evictPod(ctx, p, engine.Eviction{Group: plan.Group, Pod: podKey(p), Reason: "PlanUndone",
 				Message: fmt.Sprintf("%d of %d planned members were bound when muster stopped and the rest no longer fit", len(bound), len(bound)+len(unbound))})
 		}
-	}
-	if err := s.writePlan(ctx, plan.Group, plan.names(), nil); err != nil {
-		s.log.Error(err, "clearing a settled plan", "group", plan.Group)
 	}
 	return completed
 }

@@ -122,9 +122,9 @@ func (s *scheduler) writeStatuses(changed map[string]bool, all bool) {
 		delete(s.phases, key)
 		keys[key] = true
 	}
-	order := s.eng.Groups()
-	if !all {
-		order = sortedKeys(keys)
+	order := sortedKeys(keys)
+	if all {
+		order = s.eng.Groups()
 	}
 	for _, key := range order {
 		w, ok := s.prepareWrite(key)

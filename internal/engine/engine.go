@@ -128,6 +128,7 @@ func (e *Engine) SetPod(p *corev1.Pod, groupKey string) {
 	e.podGroup[key] = groupKey
 	g := e.groupFor(groupKey)
 	g.members[key] = p
+	g.requests[key] = cluster.PodRequests(p)
 	if p.Spec.NodeName != "" {
 		delete(g.pending, key)
 	}
@@ -157,6 +158,7 @@ func (e *Engine) RemovePod(key string) {
 func (e *Engine) dropMember(groupKey, podKey string) {
 	if g := e.groups[groupKey]; g != nil {
 		delete(g.members, podKey)
+		delete(g.requests, podKey)
 		delete(g.pending, podKey)
 		delete(g.evicting, podKey)
 		e.dirty[groupKey] = true
@@ -198,7 +200,7 @@ func (e *Engine) RemoveQueue(name string) {
 func (e *Engine) groupFor(key string) *group {
 	g := e.groups[key]
 	if g == nil {
-		g = &group{key: key, members: map[string]*corev1.Pod{}, pending: map[string]string{}}
+		g = &group{key: key, members: map[string]*corev1.Pod{}, requests: map[string]cluster.Resources{}, pending: map[string]string{}}
 		e.groups[key] = g
 	}
 	return g

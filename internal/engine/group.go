@@ -19,6 +19,8 @@ type group struct {
 	hasSpec bool
 	removed bool
 	members map[string]*corev1.Pod
+	// requests are each member's resource requests, computed when the member is set.
+	requests map[string]cluster.Resources
 	// pending maps members whose bind was issued but not yet observed to their node.
 	pending map[string]string
 	// evicting holds members the engine asked to delete; they are never placed again.
@@ -93,7 +95,7 @@ func (g *group) observe() (lifecycle.Observe, cluster.Resources) {
 		if g.nodeOf(key, p) != "" {
 			o.Bound++
 			if !terminal(p) {
-				held.Add(cluster.PodRequests(p))
+				held.Add(g.requests[key])
 			}
 		}
 	}

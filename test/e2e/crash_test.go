@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/controller"
 	"github.com/muster-sched/muster/internal/sandbox"
@@ -26,42 +25,54 @@ import (
 // and checks that no partial group is left holding resources: the plan is completed
 // when its nodes still fit (the bound members stay), and undone when another pod took
 // a planned node (every bound member is evicted, and the group is placed anew). A
-// finished plan (k = n), which stays on the object as the record of the placement, is
-// left alone. No pod is ever bound twice or moved.
+// finished plan (k = n), which stays on the pods as the record of their placement, is
+// left alone. No pod is ever bound twice or moved. Before the restart, every bound
+// member carries the whole plan; a group larger than those whose every bind carries
+// it is bound only after its first member, which does.
 func TestCrashMidBinding(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "crash", Count: 5, CPU: "16", Memory: "64Gi", GPUs: 1})
 	c := newClient(t, env.Config)
-	const n = 4
 	for _, tc := range []struct {
-		k        int
+		k, n     int
 		takeNode bool
-	}{{1, false}, {n / 2, false}, {n - 1, false}, {n / 2, true}, {n, false}} {
-		name := fmt.Sprintf("%d of %d bound", tc.k, n)
+	}{{1, 4, false}, {2, 4, false}, {3, 4, false}, {2, 4, true}, {4, 4, false}, {1, 40, false}} {
+		name := fmt.Sprintf("%d of %d bound", tc.k, tc.n)
 		if tc.takeNode {
 			name += ", a planned node taken"
 		}
 		t.Run(name, func(t *testing.T) {
+			if tc.n > 4 {
+				env.CreateNodes(t, sandbox.NodePool{Name: "crash-big", Count: tc.n, CPU: "16", Memory: "64Gi", GPUs: 1})
+			}
 			ns := env.Namespace(t)
 			moves := watchNodeNames(t, env, ns)
 			var binds atomic.Int32
 			first := startMuster(t, env, musterOptions{beforeBind: func(string, string) bool {
 				return binds.Add(1) <= int32(tc.k)
 			}})
-			job := pytorchJob{ns: ns, name: "gang", workers: n - 1, plain: true}
+			job := pytorchJob{ns: ns, name: "gang", workers: tc.n - 1, plain: true}
 			job.create(t, env, c)
 			env.WaitFor(t, fmt.Sprintf("%d members bound", tc.k), func(context.Context) (bool, error) {
 				return stateOf(t, env, ns, "gang").holding == tc.k, nil
 			})
 			first.stop(t)
 			bound := boundUIDs(t, env, ns)
+			for _, p := range listPods(t, env, ns) {
+				if p.Spec.NodeName == "" {
+					continue
+				}
+				if plan := planOn(t, p); len(plan.Pods) != tc.n {
+					t.Errorf("expected bound pod %s to carry the plan of all %d members, found %d: %v", p.Name, tc.n, len(plan.Pods), plan.Pods)
+				}
+			}
 			if tc.takeNode {
-				takePlannedNode(t, env, c, ns, "gang")
+				takePlannedNode(t, env, c, ns)
 			}
 			startMuster(t, env, musterOptions{})
 			waitCondition(t, env, c, ns, "gang", "PodsReady", metav1.ConditionTrue)
-			if s := stateOf(t, env, ns, "gang"); s.holding != n {
-				t.Errorf("expected the group whole, %d pods bound, found %d", n, s.holding)
+			if s := stateOf(t, env, ns, "gang"); s.holding != tc.n {
+				t.Errorf("expected the group whole, %d pods bound, found %d", tc.n, s.holding)
 			}
 			survivors := 0
 			for uid := range bound {
@@ -79,18 +90,32 @@ func TestCrashMidBinding(t *testing.T) {
 				t.Error(m)
 			}
 			assertNoFailedBinding(t, env, ns)
-			if tc.k == n {
-				pg := &spv1alpha1.PodGroup{}
-				if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "gang"}, pg); err != nil {
-					t.Fatalf("reading the PodGroup: %v", err)
-				}
-				if _, ok := pg.Annotations[musterv1alpha1.PlacementAnnotation]; !ok {
-					t.Errorf("expected the finished plan kept in %s as the record of the placement, found annotations %v",
-						musterv1alpha1.PlacementAnnotation, pg.Annotations)
-				}
-			}
 		})
 	}
+}
+
+// listPods returns the pods of ns.
+func listPods(t *testing.T, env *sandboxtest.Env, ns string) []corev1.Pod {
+	t.Helper()
+	pods, err := env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing pods of %s: %v", ns, err)
+	}
+	return pods.Items
+}
+
+// planOn returns the plan that bound pod p carries, failing the test if it has none.
+func planOn(t *testing.T, p corev1.Pod) controller.Plan {
+	t.Helper()
+	var plan controller.Plan
+	raw, ok := p.Annotations[musterv1alpha1.PlacementAnnotation]
+	if !ok {
+		t.Fatalf("expected bound pod %s to carry %s, found annotations %v", p.Name, musterv1alpha1.PlacementAnnotation, p.Annotations)
+	}
+	if err := json.Unmarshal([]byte(raw), &plan); err != nil {
+		t.Fatalf("decoding the plan on pod %s, %q: %v", p.Name, raw, err)
+	}
+	return plan
 }
 
 // watchNodeNames watches the pods of ns and returns a function that lists every pod
@@ -131,12 +156,8 @@ func watchNodeNames(t *testing.T, env *sandboxtest.Env, ns string) func() []stri
 // boundUIDs returns the UIDs of the bound pods of ns.
 func boundUIDs(t *testing.T, env *sandboxtest.Env, ns string) map[types.UID]bool {
 	t.Helper()
-	pods, err := env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("listing pods of %s: %v", ns, err)
-	}
 	out := map[types.UID]bool{}
-	for _, p := range pods.Items {
+	for _, p := range listPods(t, env, ns) {
 		if p.Spec.NodeName != "" {
 			out[p.UID] = true
 		}
@@ -144,29 +165,27 @@ func boundUIDs(t *testing.T, env *sandboxtest.Env, ns string) map[types.UID]bool
 	return out
 }
 
-// takePlannedNode binds a pod of another scheduler to a node that the group's plan in
-// flight assigns to a member not yet bound, and waits until the kubelet runs it.
-func takePlannedNode(t *testing.T, env *sandboxtest.Env, c client.Client, ns, group string) {
+// takePlannedNode binds a pod of another scheduler to a node that the plan a bound
+// member of ns carries assigns to a member not yet bound, and waits until the kubelet
+// runs it.
+func takePlannedNode(t *testing.T, env *sandboxtest.Env, c client.Client, ns string) {
 	t.Helper()
-	pg := &spv1alpha1.PodGroup{}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: group}, pg); err != nil {
-		t.Fatalf("reading PodGroup %s: %v", group, err)
-	}
-	var plan controller.Plan
-	raw := pg.Annotations[musterv1alpha1.PlacementAnnotation]
-	if err := json.Unmarshal([]byte(raw), &plan); err != nil {
-		t.Fatalf("expected a plan in flight on PodGroup %s, found %q: %v", group, raw, err)
-	}
-	for _, name := range sortedNames(plan.Pods) {
-		if getPod(t, env, ns, name).Spec.NodeName != "" {
+	for _, p := range listPods(t, env, ns) {
+		if p.Spec.NodeName == "" {
 			continue
 		}
-		intruder := env.CreatePod(t, sandboxtest.Pod(ns, "intruder").GPUs(1).SchedulerName("other-scheduler").Obj())
-		env.Bind(t, intruder, plan.Pods[name].Node)
-		env.WaitForPod(t, intruder, "Running", sandboxtest.PodPhase(corev1.PodRunning))
-		return
+		plan := planOn(t, p)
+		for _, name := range sortedNames(plan.Pods) {
+			if getPod(t, env, ns, name).Spec.NodeName != "" {
+				continue
+			}
+			intruder := env.CreatePod(t, sandboxtest.Pod(ns, "intruder").GPUs(1).SchedulerName("other-scheduler").Obj())
+			env.Bind(t, intruder, plan.Pods[name].Node)
+			env.WaitForPod(t, intruder, "Running", sandboxtest.PodPhase(corev1.PodRunning))
+			return
+		}
 	}
-	t.Fatalf("expected an unbound member in the plan %s, found every one bound", raw)
+	t.Fatalf("expected a bound member carrying a plan with an unbound member, found none in %s", ns)
 }
 
 // sortedNames returns a plan's pod names, sorted.
