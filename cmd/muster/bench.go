@@ -26,6 +26,7 @@ type benchFlags struct {
 	rounds    int
 	window    time.Duration
 	timeout   time.Duration
+	drain     time.Duration
 	logFile   string
 	cpuProf   string
 }
@@ -57,6 +58,7 @@ throughput (1,000 nodes × 8 GPUs, 500 gangs of 8), big-gang (5,000 nodes, one g
 	fs.IntVar(&f.rounds, "rounds", 1, "run each scenario's runners this many times, one after the other in each round; the table shows medians and the notes every round")
 	fs.DurationVar(&f.window, "seed-window", 60*time.Second, "how long the seed scenario is observed")
 	fs.DurationVar(&f.timeout, "timeout", 15*time.Minute, "how long a run may take to bind all its pods")
+	fs.DurationVar(&f.drain, "drain", 10*time.Second, "how long throughput and big-gang runs go on after the last bind, so that the writes made after binding (statuses, events) are counted")
 	fs.StringVar(&f.cpuProf, "cpuprofile-dir", "", "write a CPU profile of each run (control plane and scheduler, from the first create to the last bind) to this directory; the scheduler's samples carry the label runner=<name>")
 	fs.StringVar(&f.logFile, "log", "", "write the control plane's and schedulers' logs to this file (default: discard)")
 	return cmd
@@ -83,7 +85,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	}
 	rep, err := bench.Run(ctx, bench.Options{
 		Scenarios: f.scenarios, Runners: f.runners, QPS: f.qps, Burst: f.burst,
-		Rounds: f.rounds, Window: f.window, Timeout: f.timeout, Log: log, Progress: cmd.ErrOrStderr(),
+		Rounds: f.rounds, Window: f.window, Timeout: f.timeout, Drain: f.drain, Log: log, Progress: cmd.ErrOrStderr(),
 		ProfileDir: f.cpuProf,
 	})
 	if rep != nil && len(rep.Results) > 0 {

@@ -68,6 +68,11 @@ type Options struct {
 	Window time.Duration
 	// Timeout bounds each run's wait for all its pods to be bound; zero means 15 min.
 	Timeout time.Duration
+	// Drain is how long a run with no window goes on after its last bind before the
+	// scheduler is stopped, so that the API writes a scheduler defers past its binds
+	// (group statuses, events) and the kubelet's last status writes are counted; zero
+	// means 10 s. The timed figures end at the last bind.
+	Drain time.Duration
 	// Log receives the control plane's and the schedulers' logs; nil discards them.
 	Log io.Writer
 	// Progress receives one line per run as it ends; nil discards them.
@@ -84,6 +89,7 @@ const (
 	defaultQPS     = 5000
 	defaultBurst   = 10000
 	defaultTimeout = 15 * time.Minute
+	defaultDrain   = 10 * time.Second
 	// createWorkers is how many pods are created in parallel, except in interleaved
 	// scenarios, whose order matters.
 	createWorkers = 16
@@ -164,6 +170,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	if opts.Timeout == 0 {
 		opts.Timeout = defaultTimeout
+	}
+	if opts.Drain == 0 {
+		opts.Drain = defaultDrain
 	}
 	if opts.Log == nil {
 		opts.Log = io.Discard
@@ -300,6 +309,12 @@ func runOne(ctx context.Context, client kubernetes.Interface, sc Scenario, name 
 		return err
 	})
 	stopProfile()
+	if runErr == nil && sc.Window == 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(opts.Drain):
+		}
+	}
 	stop()
 	res.measure(sc, from, obs.snapshot())
 	if !created.IsZero() {

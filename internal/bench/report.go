@@ -33,8 +33,8 @@ type Result struct {
 	// over the window, or from the first create to the last bind.
 	HeldGPUSeconds float64
 	// Writes are the write requests the API server served from the runner's start to
-	// its stop, from every client: the bench creating pods, the simulated kubelet, and
-	// the scheduler.
+	// its stop (the window's end, or Options.Drain after the last bind), from every
+	// client: the bench creating pods, the simulated kubelet, and the scheduler.
 	Writes requestCounts
 	// Err says why the run did not complete, if it did not.
 	Err error

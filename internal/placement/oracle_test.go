@@ -107,43 +107,54 @@ func eligible(n *cluster.NodeInfo, p *corev1.Pod) bool {
 }
 
 // TestAgainstOracle checks placement against brute force on random small clusters: every
-// plan is valid (predicates, capacity, at least minMember), a plan always exists when all
-// members share one shape and the oracle finds one, and for mixed shapes the match rate
-// with the oracle is reported and must stay at or above 99%.
+// plan is valid (predicates, capacity, at least minMember), and a plan always exists when
+// all members share one shape and the oracle finds one. Placement is greedy, so with
+// mixed shapes it may miss a plan the oracle finds; that rate is checked, on fixed cases,
+// by TestMixedShapesAgainstOracle.
 func TestAgainstOracle(t *testing.T) {
-	// The match rate needs more cases than rapid's default 100 to mean anything.
+	// More cases than rapid's default 100: the cases are small and cheap.
 	if f := flag.Lookup("rapid.checks"); f != nil && f.Value.String() == f.DefValue {
 		if err := f.Value.Set("2000"); err != nil {
 			t.Fatal(err)
 		}
 		defer f.Value.Set(f.DefValue) //nolint:errcheck // restoring the default cannot fail
 	}
-	var mixed, mixedMatch int
 	rapid.Check(t, func(t *rapid.T) {
 		c := drawCase(t)
 		snap := cluster.New(c.nodes, c.bound)
 		plan, diag := placement.Place(snap, c.group, placement.Options{})
-		possible := oracle(c) >= c.group.MinMember
 		if plan != nil {
 			checkPlan(t, c, plan)
 		}
-		if c.mixed {
-			mixed++
-			if (plan != nil) == possible {
-				mixedMatch++
-			}
-			return
-		}
-		if possible && plan == nil {
+		if !c.mixed && plan == nil && oracle(c) >= c.group.MinMember {
 			t.Fatalf("oracle places %d members (min %d) but Place failed: %v", oracle(c), c.group.MinMember, diag)
 		}
 	})
-	if mixed > 0 {
-		rate := float64(mixedMatch) / float64(mixed)
-		t.Logf("mixed shapes: placement agreed with the oracle on %d of %d cases (%.1f%%)", mixedMatch, mixed, 100*rate)
-		if rate < 0.99 {
-			t.Errorf("mixed-shape match rate %.1f%% is below 99%%", 100*rate)
+}
+
+// TestMixedShapesAgainstOracle measures how often placement finds a plan for a group of
+// mixed shapes exactly when the oracle does, on the same 4,000 cases every run (rapid's
+// Example with seeds 0..3999), and requires at least 99%. The cases are fixed because a
+// rate over random cases moves from run to run (98.9–99.7% over 2,000 random cases) and a
+// threshold on it would fail by chance.
+func TestMixedShapesAgainstOracle(t *testing.T) {
+	cases := rapid.Custom(drawCase)
+	var mixed, match int
+	for seed := range 4000 {
+		c := cases.Example(seed)
+		if !c.mixed {
+			continue
 		}
+		mixed++
+		plan, _ := placement.Place(cluster.New(c.nodes, c.bound), c.group, placement.Options{})
+		if (plan != nil) == (oracle(c) >= c.group.MinMember) {
+			match++
+		}
+	}
+	rate := float64(match) / float64(mixed)
+	t.Logf("mixed shapes: placement agreed with the oracle on %d of %d cases (%.2f%%)", match, mixed, 100*rate)
+	if rate < 0.99 {
+		t.Errorf("mixed-shape match rate %.2f%% is below 99%%", 100*rate)
 	}
 }
 
