@@ -157,12 +157,16 @@ const planOnEveryBind = 32
 // bound reads the whole plan from the members that are. The plan stays on the pods as
 // the record of their placement.
 func (s *scheduler) bindGroup(ctx context.Context, job bindJob) []string {
-	data, err := json.Marshal(job.plan)
+	annotations, err := planAnnotations(job.plan)
 	if err != nil {
-		s.log.Error(err, "encoding the plan; the group is placed again", "group", job.group)
-		return bindPodNames(job.binds)
+		// Binding without the record beats never binding. The cost is this group's
+		// crash safety: a muster restarted in the middle of these binds finds no plan
+		// to complete or undo.
+		s.log.Error(err, "binding without a crash record", "group", job.group)
+		if p := job.pods[0]; p != nil {
+			s.event(p, corev1.EventTypeWarning, "PlanNotRecorded", err.Error())
+		}
 	}
-	annotations := map[string]string{musterv1alpha1.PlacementAnnotation: string(data)}
 	first := len(job.binds)
 	if first > planOnEveryBind {
 		first = 1
@@ -193,21 +197,30 @@ func (s *scheduler) bindGroup(ctx context.Context, job bindJob) []string {
 	return failed
 }
 
+// maxPlanBytes bounds the encoded plan: the API server refuses a pod whose annotations
+// pass 256 KiB in all, and the pod has annotations of its own.
+const maxPlanBytes = 200 << 10
+
+// planAnnotations returns the Binding annotations that carry plan, or nil and an error
+// saying why the plan cannot be carried (it is too large: about 3,000 members).
+func planAnnotations(plan Plan) (map[string]string, error) {
+	data, err := json.Marshal(plan)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the plan of %s: %w", plan.Group, err)
+	}
+	if len(data) > maxPlanBytes {
+		return nil, fmt.Errorf("the plan of %s (%d members) takes %d bytes, more than the %d that %s may take on a pod",
+			plan.Group, len(plan.Pods), len(data), maxPlanBytes, musterv1alpha1.PlacementAnnotation)
+	}
+	return map[string]string{musterv1alpha1.PlacementAnnotation: string(data)}, nil
+}
+
 // errSkipped marks a bind that BeforeBind skipped.
 var errSkipped = errors.New("bind skipped by BeforeBind")
 
 // errPlanNotBound marks a bind not tried because no bind that carried the plan
 // succeeded.
 var errPlanNotBound = errors.New("not bound: no member carrying the plan was bound")
-
-// bindPodNames returns the pods of binds.
-func bindPodNames(binds []engine.Bind) []string {
-	out := make([]string, len(binds))
-	for i, b := range binds {
-		out[i] = b.Pod
-	}
-	return out
-}
 
 // bindPods binds job's pods from up to to (exclusive) concurrently through the Binding
 // subresource, with annotations on each Binding, and sets errs[i] to each bind's error.

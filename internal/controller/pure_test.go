@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
@@ -139,5 +142,37 @@ func TestKeys(t *testing.T) {
 	}
 	if recordName("w-0") != "muster-recreate-w-0" {
 		t.Errorf("recordName(w-0) = %q", recordName("w-0"))
+	}
+}
+
+// TestPlanAnnotations: a plan is carried as JSON under muster.dev/placement, and a plan
+// too large for a pod's annotations is refused with an error naming the group, its
+// size and the limit.
+func TestPlanAnnotations(t *testing.T) {
+	plan := func(members int) Plan {
+		p := Plan{Group: "Native/ns/big", Attempt: 1, Pods: map[string]Assignment{}}
+		for i := range members {
+			p.Pods[fmt.Sprintf("big-worker-%d", i)] = Assignment{
+				Node: fmt.Sprintf("node-%05d", i), UID: types.UID(fmt.Sprintf("%08d-0000-4000-8000-000000000000", i)),
+			}
+		}
+		return p
+	}
+	got, err := planAnnotations(plan(8))
+	if err != nil {
+		t.Fatalf("an 8-member plan: expected annotations, found %v", err)
+	}
+	var back Plan
+	if err := json.Unmarshal([]byte(got[musterv1alpha1.PlacementAnnotation]), &back); err != nil || len(back.Pods) != 8 {
+		t.Errorf("an 8-member plan: expected it back with 8 members, found %+v (%v)", back, err)
+	}
+	got, err = planAnnotations(plan(4000))
+	if err == nil || got != nil {
+		t.Fatalf("a 4,000-member plan: expected an error and no annotations, found %v", got)
+	}
+	for _, want := range []string{"Native/ns/big", "4000 members", "204800"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("expected the error to name %q, found %q", want, err)
+		}
 	}
 }
