@@ -293,8 +293,9 @@ func runOne(ctx context.Context, client kubernetes.Interface, sc Scenario, name 
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	// The runner's goroutines carry its name, so that a CPU profile of the bench
-	// (muster bench --cpuprofile) tells the scheduler's time from the control plane's.
+	// The runner's goroutines carry its name, so that a CPU profile of the run
+	// (muster bench --cpuprofile-dir) tells the scheduler's time from the control
+	// plane's.
 	var waitStopped func() error
 	pprof.Do(runCtx, pprof.Labels("runner", name), func(runCtx context.Context) {
 		waitStopped, err = r.start(runCtx, env)
@@ -303,12 +304,11 @@ func runOne(ctx context.Context, client kubernetes.Interface, sc Scenario, name 
 		return Result{}, err
 	}
 	res := Result{Scenario: sc.Name, Runner: name, Round: round, Pods: sc.Pods(), JobSize: sc.JobSize, Window: sc.Window}
-	stopProfile := func() {}
-	from, created, runErr := drive(ctx, client, sc, env, obs, opts.Timeout, func() (err error) {
-		stopProfile, err = startProfile(opts.ProfileDir, ns)
-		return err
-	})
-	stopProfile()
+	profile := ""
+	if opts.ProfileDir != "" {
+		profile = filepath.Join(opts.ProfileDir, ns+".pprof")
+	}
+	from, created, runErr := drive(ctx, client, sc, env, obs, opts.Timeout, profile)
 	if runErr == nil && sc.Window == 0 {
 		select {
 		case <-ctx.Done():
@@ -332,19 +332,19 @@ func runOne(ctx context.Context, client kubernetes.Interface, sc Scenario, name 
 	return res, nil
 }
 
-// startProfile starts a CPU profile written to dir/name.pprof and returns the function
-// that stops it; with no dir it does nothing.
-func startProfile(dir, name string) (func(), error) {
-	if dir == "" {
+// startProfile starts a CPU profile written to path and returns the function that
+// stops it; with no path it does nothing.
+func startProfile(path string) (func(), error) {
+	if path == "" {
 		return func() {}, nil
 	}
-	f, err := os.Create(filepath.Join(dir, name+".pprof"))
+	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("creating the CPU profile of %s: %w", name, err)
+		return nil, fmt.Errorf("creating the CPU profile %s: %w", path, err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("starting the CPU profile of %s: %w", name, err)
+		return nil, fmt.Errorf("starting the CPU profile %s: %w", path, err)
 	}
 	return func() {
 		pprof.StopCPUProfile()
@@ -353,17 +353,19 @@ func startProfile(dir, name string) (func(), error) {
 }
 
 // drive waits for the scheduler to bind the probe, creates the workload's pods, and
-// waits for the scenario's end: its window, or every pod bound; starting is called just
-// before the first create. It returns when the
-// first pod's create was sent and when the last create returned (zero if not all
-// were created), and why the run did not complete, if it did not.
-func drive(ctx context.Context, client kubernetes.Interface, sc Scenario, env runEnv, obs *observer, timeout time.Duration, starting func() error) (from, created time.Time, err error) {
+// waits for the scenario's end: its window, or every pod bound. From the first create
+// to the end it writes a CPU profile to profile, if set. It returns when the first
+// pod's create was sent and when the last create returned (zero if not all were
+// created), and why the run did not complete, if it did not.
+func drive(ctx context.Context, client kubernetes.Interface, sc Scenario, env runEnv, obs *observer, timeout time.Duration, profile string) (from, created time.Time, err error) {
 	if err := bindProbe(ctx, client, env.probe); err != nil {
 		return time.Time{}, time.Time{}, err
 	}
-	if err := starting(); err != nil {
+	stopProfile, err := startProfile(profile)
+	if err != nil {
 		return time.Time{}, time.Time{}, err
 	}
+	defer stopProfile()
 	from = time.Now()
 	if err := createPods(ctx, client, env.work.pods, sc.Interleave); err != nil {
 		return from, time.Time{}, err

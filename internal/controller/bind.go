@@ -53,11 +53,9 @@ type bindJob struct {
 // bind that fails is reported back to the loop, whose next pass places the member
 // anew.
 type binder struct {
-	jobs chan bindJob
-	wake func()
-
-	mu     sync.Mutex
-	failed []string
+	jobs   chan bindJob
+	wake   func()
+	failed failures // pods whose bind failed
 }
 
 // bindQueue bounds the jobs waiting for a worker; a full queue holds the loop back.
@@ -68,8 +66,8 @@ func newBinder(wake func()) *binder {
 }
 
 // run binds jobs with bindWorkers workers until ctx is done. Jobs not started by then
-// are dropped: their plans were never written, so the next leader finds nothing in
-// flight.
+// are dropped: none of their binds was made, so no pod carries their plans and the
+// next leader finds nothing in flight.
 func (b *binder) run(ctx context.Context, bind func(context.Context, bindJob) []string) {
 	var wg sync.WaitGroup
 	for range bindWorkers {
@@ -80,9 +78,7 @@ func (b *binder) run(ctx context.Context, bind func(context.Context, bindJob) []
 					return
 				case job := <-b.jobs:
 					if failed := bind(ctx, job); len(failed) > 0 {
-						b.mu.Lock()
-						b.failed = append(b.failed, failed...)
-						b.mu.Unlock()
+						b.failed.add(failed...)
 						b.wake()
 					}
 				}
@@ -101,13 +97,7 @@ func (b *binder) submit(ctx context.Context, job bindJob) {
 }
 
 // takeFailed returns the pods whose binds failed since the last call.
-func (b *binder) takeFailed() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := b.failed
-	b.failed = nil
-	return out
-}
+func (b *binder) takeFailed() []string { return b.failed.take() }
 
 // bindAll hands each group's binds, with its plan, to the binder.
 func (s *scheduler) bindAll(ctx context.Context, binds []engine.Bind) {

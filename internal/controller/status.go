@@ -111,20 +111,25 @@ type groupWrite struct {
 // group when all is set. The writes are prepared here, in the loop, and sent by the
 // status writer; a write that fails is prepared again on the next pass.
 func (s *scheduler) writeStatuses(changed map[string]bool, all bool) {
-	keys := maps.Clone(changed)
-	if keys == nil {
-		keys = map[string]bool{}
-	}
-	for _, key := range s.writer.takeFailed() {
+	failed := s.writer.takeFailed()
+	for _, key := range failed {
 		delete(s.significant, key)
 		delete(s.written, key)
 		delete(s.recorded, key)
 		delete(s.phases, key)
-		keys[key] = true
 	}
-	order := sortedKeys(keys)
+	var order []string
 	if all {
 		order = s.eng.Groups()
+	} else {
+		keys := maps.Clone(changed)
+		if keys == nil {
+			keys = map[string]bool{}
+		}
+		for _, key := range failed {
+			keys[key] = true
+		}
+		order = sortedKeys(keys)
 	}
 	for _, key := range order {
 		w, ok := s.prepareWrite(key)

@@ -26,8 +26,31 @@ type statusWriter struct {
 	mu      sync.Mutex
 	pending map[string]groupWrite
 	order   []string // keys in the order they were first queued
-	failed  []string // keys whose last write failed, for the loop to write again
 	wake    chan struct{}
+
+	failed failures // keys whose last write failed, for the loop to write again
+}
+
+// failures collects the keys of work that failed in the background, for the loop to
+// take and do again. It is safe for concurrent use.
+type failures struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (f *failures) add(keys ...string) {
+	f.mu.Lock()
+	f.keys = append(f.keys, keys...)
+	f.mu.Unlock()
+}
+
+// take returns the keys added since the last call.
+func (f *failures) take() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.keys
+	f.keys = nil
+	return out
 }
 
 func newStatusWriter(log logr.Logger) *statusWriter {
@@ -54,13 +77,7 @@ func (w *statusWriter) queue(gw groupWrite) {
 }
 
 // takeFailed returns the keys whose writes failed since the last call.
-func (w *statusWriter) takeFailed() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.failed
-	w.failed = nil
-	return out
-}
+func (w *statusWriter) takeFailed() []string { return w.failed.take() }
 
 func (w *statusWriter) next() (groupWrite, bool) {
 	w.mu.Lock()
@@ -95,9 +112,7 @@ func (w *statusWriter) run(ctx context.Context) {
 				return
 			}
 			w.log.Error(err, "writing a group's status", "group", gw.key)
-			w.mu.Lock()
-			w.failed = append(w.failed, gw.key)
-			w.mu.Unlock()
+			w.failed.add(gw.key)
 		}
 	}
 }
