@@ -36,6 +36,9 @@ type Result struct {
 	// its stop (the window's end, or Options.Drain after the last bind), from every
 	// client: the bench creating pods, the simulated kubelet, and the scheduler.
 	Writes requestCounts
+	// TimedWrites are the part of Writes served before the timed span ended (the last
+	// bind, or the window's end): the writes that competed with the scheduling.
+	TimedWrites requestCounts
 	// Err says why the run did not complete, if it did not.
 	Err error
 }
@@ -314,6 +317,9 @@ func (rep *Report) writeNotes(w io.Writer) error {
 	fmt.Fprintln(&b, "\nAPI write requests during each run (all clients):")
 	for _, r := range rep.Results {
 		fmt.Fprintf(&b, "- %s/%s round %d: %s\n", r.Scenario, r.Runner, r.Round, r.Writes)
+		if r.TimedWrites != nil && r.Window == 0 {
+			fmt.Fprintf(&b, "  - of which before the last bind: %s\n", r.TimedWrites)
+		}
 	}
 	for _, r := range rep.Results {
 		if r.Err != nil {
