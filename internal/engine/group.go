@@ -113,7 +113,7 @@ func (g *group) unplaced() []placement.Member {
 		if terminal(p) || g.nodeOf(key, p) != "" || g.evicting[key] || p.DeletionTimestamp != nil {
 			continue
 		}
-		out = append(out, placement.Member{Name: key, Pod: p})
+		out = append(out, placement.Member{Name: key, Pod: p, Requests: g.requests[key]})
 	}
 	return out
 }

@@ -28,6 +28,17 @@ type Member struct {
 	Name string
 	// Pod carries the scheduling constraints: requests, nodeSelector, affinity, tolerations.
 	Pod *corev1.Pod
+	// Requests, when set, are Pod's requests as cluster.PodRequests computes them, for
+	// callers that keep them; placement reads them and never modifies them.
+	Requests cluster.Resources
+}
+
+// requests returns the member's resource requests.
+func (m Member) requests() cluster.Resources {
+	if m.Requests != nil {
+		return m.Requests
+	}
+	return cluster.PodRequests(m.Pod)
 }
 
 // Topology constrains where a group's members may go, by node label key.
@@ -105,6 +116,16 @@ type shape struct {
 	needs []int64
 }
 
+// testFirst moves name to the front of the resources fits tests, if s asks for it: the
+// scarce resource is the one a busy node runs out of, so testing it first rejects a
+// full node on the first lookup.
+func (s *shape) testFirst(name corev1.ResourceName) {
+	if i := slices.Index(s.names, name); i > 0 {
+		s.names[0], s.names[i] = s.names[i], s.names[0]
+		s.needs[0], s.needs[i] = s.needs[i], s.needs[0]
+	}
+}
+
 // fits is how many members of s the node can take now.
 func (s *shape) fits(n *cluster.NodeInfo) int { return n.FitsVector(s.names, s.needs) }
 
@@ -121,13 +142,14 @@ func shapesOf(members []Member) []*shape {
 	var out []*shape
 	byKey := map[string]*shape{}
 	for _, m := range members {
-		key := shapeKey(m.Pod)
+		req := m.requests()
+		key := shapeKey(m.Pod, req)
 		s := byKey[key]
 		if s == nil {
 			s = &shape{
 				key:      key,
 				pod:      m.Pod,
-				req:      cluster.PodRequests(m.Pod),
+				req:      req,
 				affinity: nodeaffinity.GetRequiredNodeAffinity(m.Pod),
 			}
 			for _, name := range s.req.Names() {
@@ -144,11 +166,11 @@ func shapesOf(members []Member) []*shape {
 	return out
 }
 
-// shapeKey renders everything about a pod that placement reads. Pods from one template
-// (the workers of a job) share a key.
-func shapeKey(p *corev1.Pod) string {
+// shapeKey renders everything about a pod that placement reads, given its requests. Pods
+// from one template (the workers of a job) share a key.
+func shapeKey(p *corev1.Pod, req cluster.Resources) string {
 	var b strings.Builder
-	b.WriteString(cluster.PodRequests(p).String())
+	b.WriteString(req.String())
 	keys := make([]string, 0, len(p.Spec.NodeSelector))
 	for k := range p.Spec.NodeSelector {
 		keys = append(keys, k)

@@ -29,6 +29,9 @@ func Place(s *cluster.Snapshot, g Group, opts Options) (*Plan, *Diagnosis) {
 	p := &placer{snap: s, g: g, shapes: shapes, opts: opts, health: checkHealth}
 	p.scarce = scarceResource(shapes)
 	orderShapes(shapes, p.scarce)
+	for _, sh := range shapes {
+		sh.testFirst(p.scarce)
+	}
 	if plan := p.place(); plan != nil {
 		return plan, nil
 	}
@@ -46,6 +49,8 @@ type placer struct {
 
 	best     int    // most members any attempt placed, for the diagnosis
 	topology string // why no required domain worked
+
+	buf []candidate // candidates' storage, reused: each list is used up before the next
 }
 
 // attempt is the outcome of filling some nodes with the group's members.
@@ -160,10 +165,13 @@ func (p *placer) preferredTiers(key string) [][]*cluster.NodeInfo {
 	return append(tiers, rest)
 }
 
-// candidate is a node that can take count more members of the shape being filled.
+// candidate is a node that can take count more members of the shape being filled, with
+// the amounts that rank it (see rank).
 type candidate struct {
-	node  *cluster.NodeInfo
-	count int
+	node   *cluster.NodeInfo
+	count  int
+	first  int64
+	second int64
 }
 
 // fill places each shape's members, in order, on the tiers' nodes, tier by tier, the
@@ -206,44 +214,62 @@ func (a *attempt) assume(snap *cluster.Snapshot, n *cluster.NodeInfo, m Member, 
 // least one member, best first: most allocated on the scarce resource (so whole nodes stay
 // free for big gangs), then by name. When one member is wanted only the best is returned.
 func (p *placer) candidates(tier []*cluster.NodeInfo, s *shape, wanted int) []candidate {
-	var out []candidate
+	if cap(p.buf) < len(tier) && wanted > 1 {
+		p.buf = make([]candidate, 0, len(tier))
+	}
+	out := p.buf[:0]
 	for _, n := range tier {
-		if _, bad := p.reject(n, s); bad {
-			continue
-		}
+		// Room first: on a busy cluster most nodes are full, and it is the cheaper test.
 		k := s.fits(n)
 		if k == 0 {
 			continue
 		}
-		c := candidate{node: n, count: k}
+		if _, bad := p.reject(n, s); bad {
+			continue
+		}
+		c := p.rank(s, candidate{node: n, count: k})
 		if wanted == 1 && len(out) == 1 {
-			if p.better(s, c, out[0]) < 0 {
+			if better(c, out[0]) < 0 {
 				out[0] = c
 			}
 			continue
 		}
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b candidate) int { return p.better(s, a, b) })
+	p.buf = out
+	// A tier lists its nodes by name, so a stable sort on the amounts alone gives the
+	// order of better without comparing names.
+	slices.SortStableFunc(out, byAmounts)
 	return out
 }
 
-// better orders candidates for shape s: negative when a is the better node.
-func (p *placer) better(s *shape, a, b candidate) int {
+// rank sets the amounts that order c for shape s: the free scarce resource when s asks
+// for it, so that the most allocated node comes first and whole nodes stay free for
+// big gangs; otherwise the node's allocatable scarce resource, then its free cpu, so that
+// members that do not need the scarce resource go where there is none of it.
+func (p *placer) rank(s *shape, c candidate) candidate {
 	if s.req[p.scarce] > 0 {
-		if c := cmp.Compare(a.node.Free(p.scarce), b.node.Free(p.scarce)); c != 0 {
-			return c
-		}
+		c.first = c.node.Free(p.scarce)
 	} else {
-		// Members that do not need the scarce resource go where there is none of it.
-		if c := cmp.Compare(a.node.Allocatable[p.scarce], b.node.Allocatable[p.scarce]); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.node.Free(corev1.ResourceCPU), b.node.Free(corev1.ResourceCPU)); c != 0 {
-			return c
-		}
+		c.first, c.second = c.node.Allocatable[p.scarce], c.node.Free(corev1.ResourceCPU)
+	}
+	return c
+}
+
+// better orders ranked candidates: negative when a is the better node.
+func better(a, b candidate) int {
+	if c := byAmounts(a, b); c != 0 {
+		return c
 	}
 	return strings.Compare(a.node.Name(), b.node.Name())
+}
+
+// byAmounts is better without the final comparison of names.
+func byAmounts(a, b candidate) int {
+	if c := cmp.Compare(a.first, b.first); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.second, b.second)
 }
 
 // reject applies the static predicates and the caller's exclusions.

@@ -13,7 +13,7 @@ func Signature(g Group) string {
 	var keys []string
 	counts := map[string]int{}
 	for _, m := range g.Members {
-		k := shapeKey(m.Pod)
+		k := shapeKey(m.Pod, m.requests())
 		if counts[k] == 0 {
 			keys = append(keys, k)
 		}
