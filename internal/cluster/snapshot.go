@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -80,6 +79,9 @@ type Snapshot struct {
 	// bound records, for each pod key (namespace/name) counted in Requested, where and how
 	// much, so that removing a pod is exact.
 	bound map[string]boundPod
+	// indexes order the nodes by free amount of a resource, built on first use by
+	// ByFree and kept current by every change of a node's resources.
+	indexes []*freeIndex
 }
 
 type boundPod struct {
@@ -115,15 +117,15 @@ func (s *Snapshot) Len() int { return len(s.nodes) }
 // SetNode adds a node or replaces its object, keeping what is bound to it.
 func (s *Snapshot) SetNode(n *corev1.Node) {
 	if info, ok := s.byName[n.Name]; ok {
-		info.Node = n
-		info.Allocatable = FromList(n.Status.Allocatable)
-		info.ready = nodeReady(n)
+		s.change(info, func() {
+			info.Node = n
+			info.Allocatable = FromList(n.Status.Allocatable)
+			info.ready = nodeReady(n)
+		})
 		return
 	}
 	info := &NodeInfo{Node: n, Allocatable: FromList(n.Status.Allocatable), Requested: Resources{}, ready: nodeReady(n)}
-	i, _ := slices.BinarySearchFunc(s.nodes, n.Name, func(a *NodeInfo, name string) int {
-		return strings.Compare(a.Name(), name)
-	})
+	i, _ := slices.BinarySearchFunc(s.nodes, n.Name, byName)
 	s.nodes = slices.Insert(s.nodes, i, info)
 	s.byName[n.Name] = info
 	for _, b := range s.bound {
@@ -131,13 +133,20 @@ func (s *Snapshot) SetNode(n *corev1.Node) {
 			info.Requested.Add(b.requests)
 		}
 	}
+	for _, x := range s.indexes {
+		x.add(info)
+	}
 }
 
 // RemoveNode removes a node. Pods bound to it stay recorded and count again if the node
 // comes back.
 func (s *Snapshot) RemoveNode(name string) {
-	if _, ok := s.byName[name]; !ok {
+	info, ok := s.byName[name]
+	if !ok {
 		return
+	}
+	for _, x := range s.indexes {
+		x.remove(info)
 	}
 	delete(s.byName, name)
 	s.nodes = slices.DeleteFunc(s.nodes, func(n *NodeInfo) bool { return n.Name() == name })
@@ -157,7 +166,7 @@ func (s *Snapshot) AddPod(p *corev1.Pod) bool {
 	b := boundPod{node: p.Spec.NodeName, requests: PodRequests(p)}
 	s.bound[key] = b
 	if info := s.byName[b.node]; info != nil {
-		info.Requested.Add(b.requests)
+		s.change(info, func() { info.Requested.Add(b.requests) })
 	}
 	return true
 }
@@ -170,7 +179,7 @@ func (s *Snapshot) RemovePod(key string) {
 	}
 	delete(s.bound, key)
 	if info := s.byName[b.node]; info != nil {
-		info.Requested.Sub(b.requests)
+		s.change(info, func() { info.Requested.Sub(b.requests) })
 	}
 }
 
@@ -178,8 +187,8 @@ func (s *Snapshot) RemovePod(key string) {
 // returned revert function is called. It is how placement makes tentative assignments;
 // reverts must run last in, first out.
 func (s *Snapshot) Assume(n *NodeInfo, req Resources) (revert func()) {
-	n.Requested.Add(req)
-	return func() { n.Requested.Sub(req) }
+	s.change(n, func() { n.Requested.Add(req) })
+	return func() { s.change(n, func() { n.Requested.Sub(req) }) }
 }
 
 // Bind records a pod as bound to node, as AddPod would once the binding is observed.

@@ -214,6 +214,9 @@ func (a *attempt) assume(snap *cluster.Snapshot, n *cluster.NodeInfo, m Member, 
 // least one member, best first: most allocated on the scarce resource (so whole nodes stay
 // free for big gangs), then by name. When one member is wanted only the best is returned.
 func (p *placer) candidates(tier []*cluster.NodeInfo, s *shape, wanted int) []candidate {
+	if need := s.req[p.scarce]; need > 0 && len(tier) == p.snap.Len() {
+		return p.tightest(s, need, wanted)
+	}
 	if cap(p.buf) < len(tier) && wanted > 1 {
 		p.buf = make([]candidate, 0, len(tier))
 	}
@@ -240,6 +243,27 @@ func (p *placer) candidates(tier []*cluster.NodeInfo, s *shape, wanted int) []ca
 	// A tier lists its nodes by name, so a stable sort on the amounts alone gives the
 	// order of better without comparing names.
 	slices.SortStableFunc(out, byAmounts)
+	return out
+}
+
+// tightest is candidates for a tier of every node and a shape that needs the scarce
+// resource, read from the snapshot's index of free amounts: the candidates in order until
+// they can take wanted members, without looking at the nodes that come after.
+func (p *placer) tightest(s *shape, need int64, wanted int) []candidate {
+	out, room := p.buf[:0], 0
+	p.snap.ByFree(p.scarce, need, func(n *cluster.NodeInfo) bool {
+		k := s.fits(n)
+		if k == 0 {
+			return true
+		}
+		if _, bad := p.reject(n, s); bad {
+			return true
+		}
+		out = append(out, candidate{node: n, count: k}) // in order already: no rank needed
+		room += k
+		return room < wanted
+	})
+	p.buf = out
 	return out
 }
 
