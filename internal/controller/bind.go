@@ -56,13 +56,23 @@ type binder struct {
 	jobs   chan bindJob
 	wake   func()
 	failed failures // pods whose bind failed
+	// slots bounds the binds in flight, over all groups (see maxBindsInFlight).
+	slots chan struct{}
 }
+
+// maxBindsInFlight bounds the Binding requests muster has in flight at once. Without
+// it a gang of a thousand sent a thousand requests at once: more streams than the API
+// server allows one HTTP/2 connection, so the client opened hundreds of connections,
+// and their TLS handshakes took half the control plane's CPU in the bench's big-gang
+// run. Below kube-apiserver's default of 100 streams per connection
+// (--http2-max-streams-per-connection), all binds share one connection.
+const maxBindsInFlight = 64
 
 // bindQueue bounds the jobs waiting for a worker; a full queue holds the loop back.
 const bindQueue = 1024
 
 func newBinder(wake func()) *binder {
-	return &binder{jobs: make(chan bindJob, bindQueue), wake: wake}
+	return &binder{jobs: make(chan bindJob, bindQueue), wake: wake, slots: make(chan struct{}, maxBindsInFlight)}
 }
 
 // run binds jobs with bindWorkers workers until ctx is done. Jobs not started by then
@@ -212,9 +222,10 @@ var errSkipped = errors.New("bind skipped by BeforeBind")
 // succeeded.
 var errPlanNotBound = errors.New("not bound: no member carrying the plan was bound")
 
-// bindPods binds job's pods from up to to (exclusive) concurrently through the Binding
-// subresource, with annotations on each Binding, and sets errs[i] to each bind's error.
-// A pod that is already bound is never bound again.
+// bindPods binds job's pods from up to to (exclusive) concurrently, at most
+// maxBindsInFlight at once over all groups, through the Binding subresource, with
+// annotations on each Binding, and sets errs[i] to each bind's error. A pod that is
+// already bound is never bound again.
 func (s *scheduler) bindPods(ctx context.Context, job bindJob, errs []error, from, to int, annotations map[string]string) {
 	var wg sync.WaitGroup
 	for i := from; i < to; i++ {
@@ -232,7 +243,16 @@ func (s *scheduler) bindPods(ctx context.Context, job bindJob, errs []error, fro
 			errs[i] = fmt.Errorf("binding %s to %s: expected an unbound pod, found it bound to %s", b.Pod, b.Node, p.Spec.NodeName)
 			continue
 		}
-		wg.Go(func() { errs[i] = s.bindPod(ctx, p, b.Node, annotations) })
+		select {
+		case s.binder.slots <- struct{}{}:
+		case <-ctx.Done():
+			errs[i] = ctx.Err()
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-s.binder.slots }()
+			errs[i] = s.bindPod(ctx, p, b.Node, annotations)
+		})
 	}
 	wg.Wait()
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 
@@ -24,6 +25,8 @@ type muster struct {
 // musterOptions adjust a muster started by startMuster.
 type musterOptions struct {
 	beforeBind func(pod, node string) bool
+	// wrapTransport, if set, wraps every request muster sends.
+	wrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // startMuster runs muster against the sandbox, as the deploy/ ServiceAccount, with
@@ -36,6 +39,7 @@ func startMuster(t *testing.T, env *sandboxtest.Env, o musterOptions) *muster {
 	cfg := musterv1alpha1.DefaultConfiguration()
 	cfg.MetricsAddr, cfg.HealthAddr = musterv1alpha1.DisabledAddr, musterv1alpha1.DisabledAddr
 	rc := serviceAccountConfig(t, env)
+	rc.WrapTransport = o.wrapTransport
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &muster{cancel: cancel, done: make(chan error, 1)}
 	go func() {
