@@ -211,8 +211,9 @@ func (a *attempt) assume(snap *cluster.Snapshot, n *cluster.NodeInfo, m Member, 
 }
 
 // candidates returns the nodes of tier that pass every predicate for s and have room for at
-// least one member, best first: most allocated on the scarce resource (so whole nodes stay
-// free for big gangs), then by name. When one member is wanted only the best is returned.
+// least one member, best first (see rank), then by name. The list may stop once its nodes
+// can take wanted members (with one member wanted, only the best is returned): callers
+// take the candidates in order. The slice is reused by the next call.
 func (p *placer) candidates(tier []*cluster.NodeInfo, s *shape, wanted int) []candidate {
 	if need := s.req[p.scarce]; need > 0 && len(tier) == p.snap.Len() {
 		return p.tightest(s, need, wanted)
