@@ -101,6 +101,10 @@ func runSandbox(cmd *cobra.Command, f *sandboxFlags) error {
 	if err := sb.WriteKubeconfig(path); err != nil {
 		return err
 	}
+	// The kubeconfig names this sandbox's address and credentials, which die with it;
+	// left behind, it would send `muster explain` (which falls back to it) to a dead
+	// server.
+	defer os.Remove(path)
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "muster sandbox: %d nodes (%s), API server %s, ready in %.1fs\n",
 		cluster.NodeCount(), source, sb.RESTConfig().Host, time.Since(began).Seconds())
