@@ -100,6 +100,18 @@ func TestSeed(t *testing.T) {
 			t.Errorf("%s: expected under 1 GPU-s held by incomplete groups, found %.2f", name, r.HeldGPUSeconds)
 		}
 	}
+	// The API server counted every run's binds, before the window ended, and no write
+	// served before the end more often than in the whole run.
+	for _, r := range rep.Results {
+		if got := r.TimedWrites["POST pods/binding"]; got < float64(r.Bound) {
+			t.Errorf("%s: expected at least %d binds counted before the window's end, found %v (%s)", r.Runner, r.Bound, got, r.TimedWrites)
+		}
+		for k, v := range r.TimedWrites {
+			if v > r.Writes[k] {
+				t.Errorf("%s: expected at most %v %s in the whole run, found %v before the window's end", r.Runner, r.Writes[k], k, v)
+			}
+		}
+	}
 	var table bytes.Buffer
 	if err := rep.WriteMarkdown(&table); err != nil {
 		t.Fatal(err)
