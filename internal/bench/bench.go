@@ -315,10 +315,8 @@ func runOne(ctx context.Context, client kubernetes.Interface, sc Scenario, name 
 		profile = filepath.Join(opts.ProfileDir, ns+".pprof")
 	}
 	from, created, runErr := drive(ctx, client, sc, env, obs, opts.Timeout, profile)
-	timed, err := scrapeRequests(ctx, client)
-	if err != nil {
-		return Result{}, err
-	}
+	// Read before the drain; a failed read is reported once the scheduler is stopped.
+	timed, timedErr := scrapeRequests(ctx, client)
 	if runErr == nil && sc.Window == 0 {
 		select {
 		case <-ctx.Done():
@@ -332,7 +330,7 @@ func runOne(ctx context.Context, client kubernetes.Interface, sc Scenario, name 
 	}
 	res.Err = errors.Join(runErr, waitStopped())
 	after, err := scrapeRequests(ctx, client)
-	if err != nil {
+	if err := errors.Join(timedErr, err); err != nil {
 		return res, err
 	}
 	res.Writes, res.TimedWrites = after.writesSince(before), timed.writesSince(before)
