@@ -254,7 +254,12 @@ func runFresh(ctx context.Context, sc Scenario, name string, round int, opts Opt
 	if err := settle(ctx); err != nil {
 		return Result{}, err
 	}
-	return runOne(ctx, client, sc, name, round, env, opts)
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	goroutines := runtime.NumGoroutine()
+	res, err := runOne(ctx, client, sc, name, round, env, opts)
+	res.HeapBefore, res.GoroutinesBefore = mem.HeapAlloc, goroutines
+	return res, err
 }
 
 // settle collects the garbage of the previous run and waits settleTime, so that each

@@ -18,13 +18,23 @@ func TestHeldGPUSeconds(t *testing.T) {
 		bound: map[string]time.Time{"a-0": at(0), "a-1": at(1), "a-2": at(2), "a-3": at(3), "b-0": at(4), "b-1": at(6)},
 		ready: map[string]time.Time{"a-0": at(5), "a-1": at(5), "a-2": at(5), "a-3": at(7)},
 	}
-	// a: 1 GPU for 1 s, 2 for 1 s, 3 for 1 s = 6; b: 1 for 2 s, 2 for 4 s = 10.
-	if got, want := tl.heldGPUSeconds(t0, at(10), 4, 1), 16.0; got != want {
-		t.Errorf("heldGPUSeconds over [0s, 10s): expected %v, found %v", want, got)
-	}
-	// Clipped to [2.5s, 5s): a holds 3 GPUs for 0.5 s, b 1 for 1 s.
-	if got, want := tl.heldGPUSeconds(at(2.5), at(5), 4, 1), 2.5; got != want {
-		t.Errorf("heldGPUSeconds over [2.5s, 5s): expected %v, found %v", want, got)
+	for _, c := range []struct {
+		name                   string
+		from, to               time.Time
+		wantHeld, wantStranded float64
+	}{
+		// a: 1 GPU for 1 s, 2 for 1 s, 3 for 1 s = 6, whole at 3 s; b: 1 for 2 s, 2 for
+		// 4 s = 10, never whole.
+		{"[0s, 10s)", t0, at(10), 16, 10},
+		// a holds 3 GPUs for 0.5 s and is whole at 3 s, b holds 1 for 1 s.
+		{"[2.5s, 5s)", at(2.5), at(5), 2.5, 1},
+		// a is not whole yet at 2.5 s: 1 + 2 + 3×0.5, all stranded.
+		{"[0s, 2.5s)", t0, at(2.5), 4.5, 4.5},
+	} {
+		held, stranded := tl.heldGPUSeconds(c.from, c.to, 4, 1)
+		if held != c.wantHeld || stranded != c.wantStranded {
+			t.Errorf("heldGPUSeconds over %s: expected %v held, %v stranded, found %v, %v", c.name, c.wantHeld, c.wantStranded, held, stranded)
+		}
 	}
 	if got, ok := tl.firstWhole(tl.bound, 4); !ok || !got.Equal(at(3)) {
 		t.Errorf("firstWhole bound: expected 3s, found %v (%v)", got.Sub(t0), ok)
@@ -89,6 +99,9 @@ func TestSeed(t *testing.T) {
 	if def.HeldGPUSeconds < 20 {
 		t.Errorf("upstream-default: expected at least 20 GPU-s held by incomplete groups, found %.2f", def.HeldGPUSeconds)
 	}
+	if def.StrandedGPUSeconds != def.HeldGPUSeconds {
+		t.Errorf("upstream-default: expected all %.2f GPU-s held by groups never whole, found %.2f", def.HeldGPUSeconds, def.StrandedGPUSeconds)
+	}
 	for _, name := range []string{RunnerUpstreamGang, RunnerMuster} {
 		r := byRunner[name]
 		if r.Bound != 8 || !r.WholeBound || !r.WholeReady {
@@ -98,6 +111,10 @@ func TestSeed(t *testing.T) {
 		// for a whole second would be 8 GPU-s.
 		if r.HeldGPUSeconds >= 1 {
 			t.Errorf("%s: expected under 1 GPU-s held by incomplete groups, found %.2f", name, r.HeldGPUSeconds)
+		}
+		// The second job gets no pod while the first holds every GPU.
+		if r.StrandedGPUSeconds != 0 {
+			t.Errorf("%s: expected no GPU-s held by groups never whole, found %.2f", name, r.StrandedGPUSeconds)
 		}
 	}
 	// The API server counted every run's binds, before the window ended, and no write

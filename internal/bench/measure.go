@@ -181,14 +181,18 @@ func (t timeline) firstWhole(times map[string]time.Time, minMember int) (time.Ti
 // than minMember pods bound, each pod holding gpusPerPod from its bind time. It is
 // exact over the observed bind times rather than sampled: a job that is bound whole
 // contributes only the spread between its first and its minMember-th bind.
-func (t timeline) heldGPUSeconds(from, to time.Time, minMember, gpusPerPod int) float64 {
+//
+// stranded is the part held by jobs that were still not whole at to: capacity that a
+// partial job kept from every other job, as against the moments between the binds
+// of a job that became whole.
+func (t timeline) heldGPUSeconds(from, to time.Time, minMember, gpusPerPod int) (held, stranded float64) {
 	perJob := map[string][]time.Time{}
 	for pod, at := range t.bound {
 		perJob[t.job[pod]] = append(perJob[t.job[pod]], at)
 	}
-	total := 0.0
 	for _, ts := range perJob {
 		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+		whole := len(ts) >= minMember && ts[minMember-1].Before(to)
 		// Between the k-th and (k+1)-th bind, k pods are bound; once minMember are
 		// bound the job is whole and holds nothing idle any more.
 		for k := 1; k <= len(ts) && k < minMember; k++ {
@@ -196,10 +200,14 @@ func (t timeline) heldGPUSeconds(from, to time.Time, minMember, gpusPerPod int) 
 			if k < len(ts) {
 				end = ts[k]
 			}
-			total += float64(k*gpusPerPod) * overlap(ts[k-1], end, from, to).Seconds()
+			gpuSeconds := float64(k*gpusPerPod) * overlap(ts[k-1], end, from, to).Seconds()
+			held += gpuSeconds
+			if !whole {
+				stranded += gpuSeconds
+			}
 		}
 	}
-	return total
+	return held, stranded
 }
 
 // overlap returns the length of [a, b) ∩ [from, to).

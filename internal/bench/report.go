@@ -32,6 +32,10 @@ type Result struct {
 	// HeldGPUSeconds is the GPU time bound to jobs with fewer than JobSize pods bound,
 	// over the window, or from the first create to the last bind.
 	HeldGPUSeconds float64
+	// StrandedGPUSeconds is the part of HeldGPUSeconds held by jobs that were still
+	// not whole at its end: what partial jobs kept from the others, without the
+	// moments between the binds of jobs that became whole.
+	StrandedGPUSeconds float64
 	// Writes are the write requests the API server served from the runner's start to
 	// its stop (the window's end, or Options.Drain after the last bind), from every
 	// client: the bench creating pods, the simulated kubelet, and the scheduler.
@@ -39,6 +43,12 @@ type Result struct {
 	// TimedWrites are the part of Writes served before the timed span ended (the last
 	// bind, or the window's end): the writes that competed with the scheduling.
 	TimedWrites requestCounts
+	// HeapBefore and GoroutinesBefore are the process's live heap (after a
+	// collection) and goroutines when the run started, with its sandbox up: a run
+	// that starts on more than the ones before it of the same scenario is paying for
+	// what an earlier run left behind.
+	HeapBefore       uint64
+	GoroutinesBefore int
 	// Err says why the run did not complete, if it did not.
 	Err error
 }
@@ -77,14 +87,15 @@ func (r *Result) measure(sc Scenario, from time.Time, t timeline) {
 	if sc.Window == 0 {
 		to = from.Add(r.Span)
 	}
-	r.HeldGPUSeconds = t.heldGPUSeconds(from, to, sc.JobSize, 1)
+	r.HeldGPUSeconds, r.StrandedGPUSeconds = t.heldGPUSeconds(from, to, sc.JobSize, 1)
 }
 
 // summary is a one-line account of the result, for progress output.
 func (r Result) summary() string {
-	s := fmt.Sprintf("%s/%s round %d: %d pods created in %.2fs, %d bound in %.2fs (%.1f pods/s), first job whole %s (Ready %s), %.2f GPU-s held by incomplete groups",
+	s := fmt.Sprintf("%s/%s round %d: %d pods created in %.2fs, %d bound in %.2fs (%.1f pods/s), first job whole %s (Ready %s), %.2f GPU-s held by incomplete groups (%.2f by groups never whole)",
 		r.Scenario, r.Runner, r.Round, r.Pods, r.Created.Seconds(), r.Bound, r.Span.Seconds(), r.PodsPerSecond(),
-		seconds(r.FirstWholeBound, r.WholeBound), seconds(r.FirstWholeReady, r.WholeReady), r.HeldGPUSeconds)
+		seconds(r.FirstWholeBound, r.WholeBound), seconds(r.FirstWholeReady, r.WholeReady), r.HeldGPUSeconds, r.StrandedGPUSeconds)
+	s += fmt.Sprintf(" [process at start: %d MiB heap, %d goroutines]", r.HeapBefore>>20, r.GoroutinesBefore)
 	if r.Err != nil {
 		s += "; incomplete: " + r.Err.Error()
 	}
@@ -118,6 +129,7 @@ var metrics = []metric{
 		return r.FirstWholeReady.Seconds(), r.WholeReady
 	}, "%.2f"},
 	{ScenarioSeed, "GPU-s held by incomplete groups", heldGPUSeconds, "%.2f"},
+	{ScenarioSeed, "  of which by groups never whole in the window", strandedGPUSeconds, "%.2f"},
 	{ScenarioThroughput, "pods/s (first create → last bind)", podsPerSecond, "%.1f"},
 	{ScenarioThroughput, "time to last bind (s)", timeToLastBind, "%.2f"},
 	{ScenarioThroughput, "GPU-s held by incomplete groups", heldGPUSeconds, "%.2f"},
@@ -128,6 +140,8 @@ var metrics = []metric{
 }
 
 func heldGPUSeconds(r Result) (float64, bool) { return r.HeldGPUSeconds, true }
+
+func strandedGPUSeconds(r Result) (float64, bool) { return r.StrandedGPUSeconds, true }
 
 func podsPerSecond(r Result) (float64, bool) { return r.PodsPerSecond(), r.Bound == r.Pods }
 
