@@ -18,6 +18,7 @@ import (
 // +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingGroups`,description="Groups waiting in this queue."
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`,priority=1
 // +kubebuilder:printcolumn:name="Weight",type=integer,JSONPath=`.spec.weight`,priority=1
+// +kubebuilder:printcolumn:name="Share",type=integer,JSONPath=`.status.weightedShare`,priority=1,description="Dominant share of the cluster per unit of weight, in thousandths."
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Queue struct {
 	metav1.TypeMeta `json:",inline"`
@@ -119,6 +120,13 @@ type QueueStatus struct {
 	// used is the sum of the requests of the admitted groups' members, per resource.
 	// +optional
 	Used corev1.ResourceList `json:"used,omitempty"`
+
+	// weightedShare is the queue's dominant share of the cluster divided by its weight,
+	// in thousandths: the largest fraction of a resource's cluster-wide allocatable that
+	// the queue's admitted groups hold, times 1000, over spec.weight. Among queues of
+	// equal priority the one with the lowest weightedShare is offered capacity first.
+	// +optional
+	WeightedShare int64 `json:"weightedShare,omitempty"`
 
 	// conditions are the latest observations of the queue's state.
 	// +listType=map

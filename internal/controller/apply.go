@@ -228,7 +228,7 @@ func (s *scheduler) ensureDefaultQueue() {
 
 // engineQueue translates a Queue object.
 func engineQueue(q *musterv1alpha1.Queue) engine.Queue {
-	out := engine.Queue{Name: q.Name, Priority: q.Spec.Priority}
+	out := engine.Queue{Name: q.Name, Priority: q.Spec.Priority, Weight: q.Spec.Weight}
 	if len(q.Spec.Quota) > 0 {
 		out.Quota = cluster.FromList(q.Spec.Quota)
 	}

@@ -75,11 +75,12 @@ func TestEngineQueue(t *testing.T) {
 		Spec: musterv1alpha1.QueueSpec{
 			Quota:    corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("16")},
 			Priority: 5,
+			Weight:   3,
 			Defaults: &musterv1alpha1.GroupPolicy{StartTimeout: &metav1.Duration{Duration: time.Minute}, MaxRetries: &retries},
 		},
 	}
 	got := engineQueue(q)
-	if got.Name != "team-a" || got.Priority != 5 || !got.Quota.Equal(cluster.Resources{"nvidia.com/gpu": 16}) {
+	if got.Name != "team-a" || got.Priority != 5 || got.Weight != 3 || !got.Quota.Equal(cluster.Resources{"nvidia.com/gpu": 16}) {
 		t.Errorf("engineQueue = %+v", got)
 	}
 	if got.Defaults.StartTimeout == nil || *got.Defaults.StartTimeout != time.Minute || *got.Defaults.MaxRetries != 2 || got.Defaults.BackoffBase != nil {

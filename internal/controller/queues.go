@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,6 +75,8 @@ func (s *scheduler) retranslateNamespaces(namespaces map[string]bool, all bool) 
 type queueStatus struct {
 	Admitted, Pending int32
 	Used              cluster.Resources
+	// WeightedShare is queue.WeightedShare in thousandths.
+	WeightedShare int64
 }
 
 // queueStatuses sums the engine's groups per queue: a group holding resources counts
@@ -95,11 +98,16 @@ func (s *scheduler) queueStatuses() map[string]*queueStatus {
 			qs.Used.Add(held)
 		}
 	}
+	for name, share := range s.eng.QueueShares() {
+		if qs := out[name]; qs != nil {
+			qs.WeightedShare = int64(math.Round(share * 1000))
+		}
+	}
 	return out
 }
 
-// writeQueueStatuses writes status.admittedGroups, status.pendingGroups and
-// status.used of every Queue object whose numbers changed, through the status
+// writeQueueStatuses writes status.admittedGroups, status.pendingGroups, status.used
+// and status.weightedShare of every Queue object whose numbers changed, through the status
 // subresource.
 func (s *scheduler) writeQueueStatuses(ctx context.Context) {
 	if !s.queuesServed {
@@ -140,7 +148,7 @@ func (s *scheduler) patchQueueStatus(ctx context.Context, q *musterv1alpha1.Queu
 		used[name] = v.String()
 	}
 	data, err := json.Marshal(map[string]any{"status": map[string]any{
-		"admittedGroups": qs.Admitted, "pendingGroups": qs.Pending, "used": used,
+		"admittedGroups": qs.Admitted, "pendingGroups": qs.Pending, "used": used, "weightedShare": qs.WeightedShare,
 	}})
 	if err != nil {
 		return fmt.Errorf("encoding the status of Queue %s: %w", q.Name, err)

@@ -26,6 +26,9 @@ type Queue struct {
 	Name     string
 	Quota    cluster.Resources
 	Priority int32
+	// Weight is the queue's share relative to the other queues of its priority (see
+	// queue.WeightedShare); below 1 counts as 1.
+	Weight   int32
 	Defaults PolicyOverrides
 }
 
@@ -70,6 +73,10 @@ func New(cfg Config) *Engine {
 // Snapshot returns the engine's cluster snapshot, for diagnosis and tests. Callers must not
 // modify it.
 func (e *Engine) Snapshot() *cluster.Snapshot { return e.snap }
+
+// QueueShares returns each queue's weighted share of the cluster, the fairness by which
+// queues of equal priority take turns (queue.WeightedShare).
+func (e *Engine) QueueShares() map[string]float64 { return e.queue.Shares(e.snap) }
 
 // SetNode adds or updates a node.
 func (e *Engine) SetNode(n *corev1.Node) {
@@ -185,7 +192,7 @@ func (e *Engine) RemoveGroup(key string) {
 // SetQueue adds or updates a queue.
 func (e *Engine) SetQueue(q Queue) {
 	e.queues[q.Name] = q
-	e.queue.SetQueue(queue.Queue{Name: q.Name, Quota: q.Quota, Priority: q.Priority})
+	e.queue.SetQueue(queue.Queue{Name: q.Name, Quota: q.Quota, Priority: q.Priority, Weight: q.Weight})
 	e.nodesChanged = true // a larger quota may make a QuotaNeverEnough group possible
 	e.schedule = true
 }

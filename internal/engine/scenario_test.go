@@ -25,7 +25,7 @@ import (
 //
 //	config start-timeout=5m recovery-timeout=5m max-retries=3 backoff-base=30s backoff-max=10m starvation=10m
 //	nodes count=8 gpu=1 [prefix=n] [label=k=v]
-//	queue name=default [gpu=8]
+//	queue name=default [gpu=8] [weight=2] [priority=1]
 //	submit job=a workers=8 gpu=1 [min=8] [run=10m] [ready-after=30s] [fail-init=0,3] [queue=q] [priority=p]
 //	run 10m           advance simulated time; print what happened
 //	status            each job's group: phase, bound/ready, GPUs held, why it waits
@@ -77,6 +77,12 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		q := engine.Queue{Name: args["name"]}
 		if v, ok := args["gpu"]; ok {
 			q.Quota = cluster.Resources{gt.GPU: int64(atoi(t, v))}
+		}
+		if v, ok := args["weight"]; ok {
+			q.Weight = int32(atoi(t, v))
+		}
+		if v, ok := args["priority"]; ok {
+			q.Priority = int32(atoi(t, v))
 		}
 		s.env()
 		s.eng.SetQueue(q)

@@ -11,8 +11,9 @@
 // may only use the other nodes until it is admitted.
 //
 // Order, across all queues: queue priority (higher first), group priority (higher first),
-// groups that never failed before requeued ones, (re)queue time, then key. Weighted
-// fairness between queues is not implemented yet.
+// then weighted fairness between queues: the queue holding the smallest dominant share
+// of the cluster per unit of weight goes next (DRF). Within a queue: groups that never
+// failed before requeued ones, (re)queue time, then key.
 //
 // The package is pure: no client, no clock (time is passed in), no goroutines.
 package queue
@@ -38,6 +39,9 @@ type Queue struct {
 	// Priority orders queues: every group of a higher-priority queue comes before every
 	// group of a lower one.
 	Priority int32
+	// Weight is the queue's share relative to the other queues of its priority when
+	// they take turns by fairness (see WeightedShare); below 1 counts as 1.
+	Weight int32
 }
 
 // Entry is a group waiting for admission.
@@ -118,7 +122,7 @@ func New(opts Options) *Manager {
 	}
 }
 
-// SetQueue adds a queue or replaces its quota and priority. Charges already held stay.
+// SetQueue adds a queue or replaces its quota, priority and weight. Charges already held stay.
 func (m *Manager) SetQueue(q Queue) {
 	q.Quota = q.Quota.Clone()
 	m.queues[q.Name] = q

@@ -64,7 +64,7 @@ func (m *Manager) Schedule(s *cluster.Snapshot, now time.Time) Result {
 	if m.reserve != nil {
 		p.reserved = nodeSet(m.reserve.Nodes)
 	}
-	for _, it := range m.ordered() {
+	for it := range p.walk() {
 		p.decide(it)
 	}
 	positions := map[string]int{}
@@ -79,31 +79,9 @@ func (m *Manager) Schedule(s *cluster.Snapshot, now time.Time) Result {
 	return p.res
 }
 
-// ordered returns the queued groups in admission order.
-func (m *Manager) ordered() []*item {
-	type ranked struct {
-		it    *item
-		queue int32
-	}
-	rs := make([]ranked, 0, len(m.entries))
-	for _, it := range m.entries {
-		rs = append(rs, ranked{it: it, queue: m.queues[it.Queue].Priority})
-	}
-	slices.SortFunc(rs, func(a, b ranked) int {
-		if c := cmp.Compare(b.queue, a.queue); c != 0 {
-			return c
-		}
-		return compareEntries(&a.it.Entry, &b.it.Entry)
-	})
-	out := make([]*item, len(rs))
-	for i, r := range rs {
-		out[i] = r.it
-	}
-	return out
-}
-
 // compareEntries orders two groups of queues of equal priority: priority, higher first;
-// never-failed before requeued; (re)queue time, older first; key.
+// never-failed before requeued; (re)queue time, older first; key. Between groups of
+// different queues fairness comes before all but priority (see walk).
 func compareEntries(a, b *Entry) int {
 	if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
 		return c
@@ -132,7 +110,9 @@ type pass struct {
 	// behind is set once the walk has passed the reservation's holder: from then on the
 	// reserved nodes are excluded.
 	behind bool
-	res    Result
+	// capacity is the snapshot's allocatable, summed on first use (see share).
+	capacity cluster.Resources
+	res      Result
 }
 
 // decide admits one group or records why it waits.

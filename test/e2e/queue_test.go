@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -12,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/queue"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
@@ -56,6 +59,32 @@ func wantQueueStatus(t *testing.T, env *sandboxtest.Env, c client.Client, name s
 	t.Logf("Queue %s status: %+v", name, last)
 }
 
+// wantWeightedShare waits until a Queue's status.weightedShare is its used resources'
+// dominant share of the nodes' allocatable, per unit of weight, in thousandths, and is
+// not zero.
+func wantWeightedShare(t *testing.T, env *sandboxtest.Env, c client.Client, name string) {
+	t.Helper()
+	var want, found int64
+	env.WaitFor(t, "Queue "+name+" status.weightedShare", func(ctx context.Context) (bool, error) {
+		q := &musterv1alpha1.Queue{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, q); err != nil {
+			return false, fmt.Errorf("reading Queue %s: %w", name, err)
+		}
+		nodes, err := env.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, fmt.Errorf("listing nodes: %w", err)
+		}
+		capacity := cluster.Resources{}
+		for i := range nodes.Items {
+			capacity.Add(cluster.FromList(nodes.Items[i].Status.Allocatable))
+		}
+		want = int64(math.Round(1000 * queue.WeightedShare(cluster.FromList(q.Status.Used), capacity, q.Spec.Weight)))
+		found = q.Status.WeightedShare
+		return want > 0 && found == want, nil
+	})
+	t.Logf("Queue %s: weightedShare %d", name, found)
+}
+
 // TestQuotaHoldsAGroupWhileNodesAreFree: a group over its queue's quota waits, with
 // QuotaExceeded and the numbers, although nodes are free; a group of another queue is
 // admitted at once; the Queues report what they hold; once quota is released the
@@ -89,6 +118,8 @@ func TestQuotaHoldsAGroupWhileNodesAreFree(t *testing.T) {
 	}
 	wantQueueStatus(t, env, c, small, 1, 1, 3)
 	wantQueueStatus(t, env, c, roomy, 1, 0, 2)
+	wantWeightedShare(t, env, c, small)
+	wantWeightedShare(t, env, c, roomy)
 
 	deleteJob(t, env, c, ns, "first")
 	waitCondition(t, env, c, ns, "over", "PodsReady", metav1.ConditionTrue)

@@ -1,0 +1,140 @@
+package queue
+
+import (
+	"cmp"
+	"iter"
+	"slices"
+	"strings"
+
+	"github.com/muster-sched/muster/internal/cluster"
+)
+
+// walk yields the queued groups in admission order, one at a time, so that each is
+// ordered with the usage left by the decisions on the groups before it.
+//
+// Groups come in bands of equal queue priority and group priority, higher first.
+// Within a band each queue's groups keep their order (compareEntries), and the queues
+// take turns by fairness: the next group is the head of the queue with the lowest
+// weighted share, ties broken by compareEntries of the heads. A queue's weighted share
+// is its dominant share (the largest, over the cluster's resources, of the fraction of
+// the cluster's allocatable its admitted groups hold) divided by its weight: queues of
+// weights 2 and 1 that keep asking converge to holding two thirds and one third of
+// their dominant resource. With one queue in a band this is the queue's own order.
+func (p *pass) walk() iter.Seq[*item] {
+	return func(yield func(*item) bool) {
+		type ranked struct {
+			*item
+			queuePriority int32
+		}
+		rs := make([]ranked, 0, len(p.m.entries))
+		for _, it := range p.m.entries {
+			rs = append(rs, ranked{it, p.m.queues[it.Queue].Priority})
+		}
+		slices.SortFunc(rs, func(a, b ranked) int {
+			if c := cmp.Compare(b.queuePriority, a.queuePriority); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+				return c
+			}
+			if c := strings.Compare(a.Queue, b.Queue); c != 0 {
+				return c
+			}
+			return compareEntries(&a.Entry, &b.Entry)
+		})
+		items := make([]*item, len(rs))
+		for i, r := range rs {
+			items[i] = r.item
+		}
+		for start := 0; start < len(rs); {
+			end := start + 1
+			for end < len(rs) && rs[end].queuePriority == rs[start].queuePriority && rs[end].Priority == rs[start].Priority {
+				end++
+			}
+			if !p.fairly(items[start:end], yield) {
+				return
+			}
+			start = end
+		}
+	}
+}
+
+// fairly yields one band's groups, sorted by queue and then by compareEntries,
+// taking the queues in turn by weighted share. It returns false if yield did.
+func (p *pass) fairly(band []*item, yield func(*item) bool) bool {
+	var heads [][]*item // per queue, the groups not yet yielded
+	for start := 0; start < len(band); {
+		end := start + 1
+		for end < len(band) && band[end].Queue == band[start].Queue {
+			end++
+		}
+		heads = append(heads, band[start:end])
+		start = end
+	}
+	if len(heads) == 1 {
+		for _, it := range band {
+			if !yield(it) {
+				return false
+			}
+		}
+		return true
+	}
+	for len(heads) > 0 {
+		best, bestShare := 0, p.share(heads[0][0].Queue)
+		for i := 1; i < len(heads); i++ {
+			s := p.share(heads[i][0].Queue)
+			if c := cmp.Compare(s, bestShare); c < 0 || c == 0 && compareEntries(&heads[i][0].Entry, &heads[best][0].Entry) < 0 {
+				best, bestShare = i, s
+			}
+		}
+		it := heads[best][0]
+		if heads[best] = heads[best][1:]; len(heads[best]) == 0 {
+			heads = slices.Delete(heads, best, best+1)
+		}
+		if !yield(it) {
+			return false
+		}
+	}
+	return true
+}
+
+// share returns a queue's weighted share of the cluster (see walk).
+func (p *pass) share(queue string) float64 {
+	if p.capacity == nil {
+		p.capacity = capacityOf(p.snap)
+	}
+	return WeightedShare(p.m.usedBy(queue), p.capacity, p.m.queues[queue].Weight)
+}
+
+// Shares returns each queue's weighted share of snapshot s's allocatable: the share by
+// which Schedule orders the queues of one priority.
+func (m *Manager) Shares(s *cluster.Snapshot) map[string]float64 {
+	capacity := capacityOf(s)
+	out := make(map[string]float64, len(m.queues))
+	for name, q := range m.queues {
+		out[name] = WeightedShare(m.usedBy(name), capacity, q.Weight)
+	}
+	return out
+}
+
+// capacityOf sums the allocatable of s's nodes.
+func capacityOf(s *cluster.Snapshot) cluster.Resources {
+	out := cluster.Resources{}
+	for _, n := range s.Nodes() {
+		out.Add(n.Allocatable)
+	}
+	return out
+}
+
+// WeightedShare is the dominant share of used in capacity (the largest fraction of a
+// resource's capacity that used holds, over the resources capacity has) divided by
+// weight; a weight below 1 counts as 1. Resources the cluster lacks do not count.
+func WeightedShare(used, capacity cluster.Resources, weight int32) float64 {
+	dominant := 0.0
+	for name, v := range used {
+		if total := capacity[name]; total > 0 && v > 0 {
+			dominant = max(dominant, float64(v)/float64(total))
+		}
+	}
+	return dominant / float64(max(weight, 1))
+}
