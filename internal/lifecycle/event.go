@@ -9,7 +9,7 @@ import (
 )
 
 // Event is something that happened to a group. The set is closed: Observe, Admitted,
-// Rejected, NodesChanged, Cancel and Tick.
+// Rejected, NodesChanged, Cancel, Preempt and Tick.
 type Event interface {
 	isEvent()
 }
@@ -55,6 +55,15 @@ type NodesChanged struct{}
 // Cancel reports that the group, or its owner, was deleted.
 type Cancel struct{}
 
+// Preempt reports that the queue takes an admitted group's nodes for a group of higher
+// priority. The attempt ends without counting as failed, every member is evicted, and
+// the group backs off for the first retry's delay before it is queued again. A group
+// not admitted (or whose attempt already ended) ignores it.
+type Preempt struct {
+	// Message says for whom, e.g. "preempted by default/big (priority 100)".
+	Message string
+}
+
 // Tick reports that time passed; due timers fire. Deliver it at or after State.WakeAt.
 type Tick struct{}
 
@@ -63,6 +72,7 @@ func (Admitted) isEvent()     {}
 func (Rejected) isEvent()     {}
 func (NodesChanged) isEvent() {}
 func (Cancel) isEvent()       {}
+func (Preempt) isEvent()      {}
 func (Tick) isEvent()         {}
 
 // Action is a decision the caller must carry out. The set is closed: Enqueue, Dequeue,
@@ -86,7 +96,7 @@ type Dequeue struct{}
 // EvictAll deletes every member of the group, releasing everything it holds.
 type EvictAll struct {
 	// Reason is one of ReasonStartTimeout, ReasonRecoveryTimeout,
-	// ReasonRetryLimitExceeded or ReasonCancelled.
+	// ReasonRetryLimitExceeded, ReasonCancelled or ReasonPreempted.
 	Reason string
 	// Message says why, for Events.
 	Message string

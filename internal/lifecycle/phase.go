@@ -19,8 +19,8 @@ const (
 	// Recovering: a Running group lost members below minMember and waits for replacements
 	// until its recovery timeout.
 	Recovering Phase = "Recovering"
-	// Backoff: an attempt failed and every member was evicted; the group waits out its
-	// backoff delay before it is queued again.
+	// Backoff: an attempt failed, or was preempted, and every member was evicted; the
+	// group waits out its backoff delay before it is queued again.
 	Backoff Phase = "Backoff"
 	// Impossible: the group's shape cannot fit even an empty cluster. It is not retried on a
 	// timer, only re-checked when nodes change.
@@ -75,4 +75,8 @@ const (
 	ReasonRetryLimitExceeded = "RetryLimitExceeded"
 	// ReasonCancelled: the group or its owner was deleted.
 	ReasonCancelled = "Cancelled"
+	// ReasonPreempted: the group was evicted to make room for a group of higher
+	// priority; it is queued again after a backoff, and the attempt does not count as
+	// failed.
+	ReasonPreempted = "Preempted"
 )

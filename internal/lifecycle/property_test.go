@@ -92,6 +92,8 @@ func drawEvent(t *rapid.T, minMember int) Event {
 		return NodesChanged{}
 	case kind < 79:
 		return Cancel{}
+	case kind < 82:
+		return Preempt{Message: "preempted by a group of higher priority"}
 	default:
 		return Tick{}
 	}
@@ -127,9 +129,18 @@ func checkStep(t *rapid.T, p Policy, s, next State, ev Event, actions []Action) 
 		}
 	}
 	maxAttempts := max(p.MaxRetries, 0) + 1
-	if next.Failures() > maxAttempts || next.Attempt() > maxAttempts {
-		t.Fatalf("after Step(%T): %d failures and %d attempts, want at most %d (MaxRetries=%d)",
-			ev, next.Failures(), next.Attempt(), maxAttempts, p.MaxRetries)
+	if next.Failures() > maxAttempts || next.Attempt() > maxAttempts+next.Preemptions() {
+		t.Fatalf("after Step(%T): %d failures and %d attempts (%d preempted), want at most %d failures and %d more attempts than preemptions (MaxRetries=%d)",
+			ev, next.Failures(), next.Attempt(), next.Preemptions(), maxAttempts, maxAttempts, p.MaxRetries)
+	}
+	preempted := 0
+	for _, a := range next.Attempts() {
+		if a.Reason == ReasonPreempted {
+			preempted++
+		}
+	}
+	if preempted != next.Preemptions() {
+		t.Fatalf("history records %d preempted attempts, Preemptions() = %d", preempted, next.Preemptions())
 	}
 	if next.Phase() == Failed && next.Failures() != maxAttempts {
 		t.Fatalf("Failed with %d failures, want exactly %d", next.Failures(), maxAttempts)

@@ -94,6 +94,8 @@ func (sc *scenario) event(t *testing.T, d *datadriven.TestData) (Event, error) {
 		return NodesChanged{}, nil
 	case "cancel":
 		return Cancel{}, nil
+	case "preempt":
+		return Preempt{Message: strings.TrimSpace(d.Input)}, nil
 	case "tick":
 		if len(d.CmdArgs) == 0 {
 			wake := sc.s.WakeAt()

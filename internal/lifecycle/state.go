@@ -23,6 +23,7 @@ type State struct {
 	admittedAt time.Time // admission of the current attempt; zero before the first
 	planned    int       // members in the current attempt's placement
 	failures   int       // attempts that failed by timeout
+	preempted  int       // attempts ended by preemption
 	history    []Attempt // attempts that ended, oldest first; shared, append-only via clip
 
 	obs   Observe   // latest observation; obs.Held is owned by the State
@@ -51,8 +52,8 @@ type Attempt struct {
 	// Stage is the phase the attempt was in when it ended (Binding, Starting, Running or
 	// Recovering).
 	Stage Phase
-	// Reason is ReasonStartTimeout, ReasonRecoveryTimeout, ReasonCancelled or
-	// ReasonSucceeded.
+	// Reason is ReasonStartTimeout, ReasonRecoveryTimeout, ReasonCancelled,
+	// ReasonPreempted or ReasonSucceeded.
 	Reason string
 	// Message explains the reason with counts, e.g. how many members were Ready.
 	Message string
@@ -113,6 +114,10 @@ func (s State) Planned() int { return s.planned }
 // Failures returns how many attempts failed by start or recovery timeout. It never
 // exceeds MaxRetries+1.
 func (s State) Failures() int { return s.failures }
+
+// Preemptions returns how many attempts ended by preemption. They do not count as
+// failures: each gives the group one more attempt.
+func (s State) Preemptions() int { return s.preempted }
 
 // Attempts returns the attempts that have ended, oldest first: for each, when it was
 // admitted and ended, the phase it ended in and why. The slice is a copy.

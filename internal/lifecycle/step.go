@@ -34,6 +34,8 @@ func Step(s State, p Policy, ev Event, now time.Time) (State, []Action) {
 		}
 	case Cancel:
 		m.cancel()
+	case Preempt:
+		m.preempt(ev)
 	case Tick:
 		m.tick()
 	}
@@ -160,7 +162,7 @@ func (m *machine) admitted(a Admitted) {
 	// more, so it is abandoned rather than measured against them.
 	m.s.cleanupFrom, m.s.cleanupReason = time.Time{}, ""
 	m.to(Binding, ReasonAdmitted, fmt.Sprintf("attempt %d of %d admitted with a placement for %s; start-timeout %s",
-		m.s.attempt, m.p.maxAttempts(), members(a.Planned), m.p.StartTimeout))
+		m.s.attempt, m.attemptsAllowed(), members(a.Planned), m.p.StartTimeout))
 	m.s.deadline = m.now.Add(m.p.StartTimeout)
 	// The group advances on the next Observe, not on the latest one: that was taken
 	// before the admission and may still count members evicted from an earlier attempt.
@@ -206,9 +208,31 @@ func (m *machine) tick() {
 		m.fail(ReasonRecoveryTimeout, fmt.Sprintf("recovery-timeout %s expired with %d of %d required members ready (%d exist, %d failed)",
 			m.p.RecoveryTimeout, o.Ready, minMember, o.Members, o.Failed))
 	case Backoff:
+		if m.s.reason == ReasonPreempted {
+			m.enqueueOrGather(ReasonBackoffExpired, fmt.Sprintf("backoff after preempted attempt %d expired; requeued", m.s.attempt))
+			return
+		}
 		m.enqueueOrGather(ReasonBackoffExpired, fmt.Sprintf("backoff after failed attempt %d expired; requeued behind groups that never failed", m.s.attempt))
 	}
 }
+
+// preempt ends an admitted group's attempt for a group of higher priority: every
+// member is evicted and the group backs off for the first retry's delay, without a
+// failure.
+func (m *machine) preempt(p Preempt) {
+	if !m.attemptActive() {
+		return
+	}
+	m.endAttempt(ReasonPreempted, p.Message)
+	m.s.preempted++
+	delay := m.p.Backoff(1)
+	m.evict(ReasonPreempted, p.Message)
+	m.to(Backoff, ReasonPreempted, fmt.Sprintf("%s; queued again in %s", p.Message, delay))
+	m.s.deadline = m.now.Add(delay)
+}
+
+// attemptsAllowed is the policy's attempts plus one for each preempted attempt.
+func (m *machine) attemptsAllowed() int { return m.p.maxAttempts() + m.s.preempted }
 
 // fail ends the current attempt as failed and evicts every member. The group backs off
 // and retries, or, when no retries are left, fails for good.
