@@ -31,6 +31,9 @@ func (c *Configuration) SetDefaults() {
 	}
 	c.GroupDefaults = c.GroupDefaults.WithFallback(DefaultGroupPolicy())
 	setDuration(&c.StarvationThreshold, DefaultStarvationThreshold)
+	if c.Preemption == "" {
+		c.Preemption = PreemptLowerPriority
+	}
 	setDuration(&c.ReconcilePeriod, DefaultReconcilePeriod)
 	if c.LeaderElection.Enabled == nil {
 		enabled := true

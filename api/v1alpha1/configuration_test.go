@@ -38,6 +38,7 @@ groupDefaults:
   backoffBase: 1s
   backoffMax: 1h
 starvationThreshold: 30m
+preemption: Never
 leaderElection:
   enabled: false
   leaseName: gang-lock
@@ -52,6 +53,7 @@ reconcilePeriod: 250ms
 				c.GroupDefaults = GroupPolicy{StartTimeout: dur(90 * time.Second), RecoveryTimeout: dur(2 * time.Minute),
 					MaxRetries: ptr[int32](5), BackoffBase: dur(time.Second), BackoffMax: dur(time.Hour)}
 				c.StarvationThreshold = dur(30 * time.Minute)
+				c.Preemption = PreemptNever
 				c.LeaderElection = LeaderElection{Enabled: ptr(false), LeaseName: "gang-lock", LeaseNamespace: "ops"}
 				c.MetricsAddr = "127.0.0.1:9090"
 				c.HealthAddr = DisabledAddr
@@ -118,6 +120,8 @@ func TestParseConfigurationRejects(t *testing.T) {
 			[]string{"groupDefaults.backoffMax: 30s: must be >= backoffBase (1m0s)"}},
 		{"bad scheduler name", header + "schedulerName: Gang_Scheduler\n",
 			[]string{`schedulerName: "Gang_Scheduler": must be a DNS-1123 subdomain`}},
+		{"unknown preemption", header + "preemption: Always\n",
+			[]string{`preemption: "Always": expected "LowerPriority" or "Never"`}},
 		{"bad queue name", header + "defaultQueue: a/b\n", []string{`defaultQueue: "a/b": must be a DNS-1123 subdomain`}},
 		{"bad lease namespace", header + "leaderElection:\n  leaseNamespace: kube.system\n",
 			[]string{`leaderElection.leaseNamespace: "kube.system": must be a namespace name`}},

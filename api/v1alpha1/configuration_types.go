@@ -26,6 +26,15 @@ const (
 	DefaultReconcilePeriod           = time.Second
 )
 
+// Values of Configuration.Preemption.
+const (
+	// PreemptLowerPriority lets a waiting group evict whole admitted groups of lower
+	// priority, the fewest that make room, unless its pods' preemptionPolicy is Never.
+	PreemptLowerPriority = "LowerPriority"
+	// PreemptNever turns preemption off.
+	PreemptNever = "Never"
+)
+
 // DisabledAddr, as metricsAddr or healthAddr, turns that server off.
 const DisabledAddr = "0"
 
@@ -51,6 +60,12 @@ type Configuration struct {
 	// starvationThreshold is how long a group may wait at the head of its queue
 	// before muster reserves capacity for it. Defaults to 10m.
 	StarvationThreshold *metav1.Duration `json:"starvationThreshold,omitempty"`
+
+	// preemption is whether a group that does not fit may evict admitted groups of
+	// lower priority: "LowerPriority" (whole groups, the fewest that make room; a
+	// group whose pods have preemptionPolicy Never does not preempt) or "Never".
+	// Defaults to "LowerPriority", as kube-scheduler preempts pods.
+	Preemption string `json:"preemption,omitempty"`
 
 	// leaderElection configures the Lease that lets one of several muster
 	// replicas act at a time.

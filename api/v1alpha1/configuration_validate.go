@@ -51,6 +51,10 @@ func (c *Configuration) Validate() error {
 	}
 	errs = append(errs, requireComplete("groupDefaults", c.GroupDefaults)...)
 	errs = append(errs, positiveDuration("starvationThreshold", c.StarvationThreshold, true)...)
+	if c.Preemption != PreemptLowerPriority && c.Preemption != PreemptNever {
+		errs = append(errs, &FieldError{"preemption", fmt.Sprintf("%q", c.Preemption),
+			fmt.Sprintf("expected %q or %q", PreemptLowerPriority, PreemptNever)})
+	}
 	errs = append(errs, positiveDuration("reconcilePeriod", c.ReconcilePeriod, true)...)
 	errs = append(errs, c.LeaderElection.validate("leaderElection")...)
 	errs = append(errs, listenAddr("metricsAddr", c.MetricsAddr)...)

@@ -137,6 +137,7 @@ func (s *scheduler) engineConfig() engine.Config {
 			BackoffMax:      d.BackoffMax.Duration,
 		},
 		StarvationThreshold: s.cfg.StarvationThreshold.Duration,
+		DisablePreemption:   s.cfg.Preemption == musterv1alpha1.PreemptNever,
 	}
 }
 

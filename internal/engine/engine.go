@@ -18,6 +18,9 @@ type Config struct {
 	Policy lifecycle.Policy
 	// StarvationThreshold is how long a group may wait before capacity is reserved for it.
 	StarvationThreshold time.Duration
+	// DisablePreemption turns gang preemption off: a waiting group never evicts
+	// admitted groups of lower priority (see preempt).
+	DisablePreemption bool
 }
 
 // Queue is a queue as the engine sees it: the admission queue's view plus the lifecycle
@@ -54,6 +57,8 @@ type Engine struct {
 	timers timers
 	// nextStarve is when the oldest waiting group crosses the starvation threshold.
 	nextStarve time.Time
+	// preempting is the preemption in flight, or nil.
+	preempting *preemption
 }
 
 // New returns an engine with no nodes, pods, groups or queues.

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +27,9 @@ type Status struct {
 	// structured kind (QueueNotFound, QuotaExceeded, Placement, ...).
 	Waiting     string
 	WaitingKind string
+	// Preempting lists the groups being evicted to make room for this one, while they
+	// release their nodes.
+	Preempting []string
 	Observed    lifecycle.Observe
 	Policy      lifecycle.Policy
 	WakeAt      time.Time
@@ -57,6 +62,10 @@ func (e *Engine) Group(key string) (Status, bool) {
 	}
 	if g.waiting != nil {
 		st.Waiting = g.waiting.String()
+	}
+	if st.Preempting = e.preemptingFor(key); len(st.Preempting) > 0 && st.Waiting != "" {
+		st.Waiting += fmt.Sprintf("; preempting %d group(s) of lower priority, which are releasing their nodes: %s",
+			len(st.Preempting), strings.Join(st.Preempting, ", "))
 	}
 	for k, p := range g.members {
 		if n := g.nodeOf(k, p); n != "" {

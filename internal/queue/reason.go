@@ -26,7 +26,8 @@ const (
 	// Placement: the group does not fit the cluster; Diagnosis says why, and whether it
 	// is impossible.
 	Placement ReasonKind = "Placement"
-	// Reserved: the group would fit, but only on nodes reserved for a starving group.
+	// Reserved: the group would fit, but only on nodes reserved for a starving group, or
+	// being freed by preemption for a group of higher priority.
 	Reserved ReasonKind = "Reserved"
 )
 
@@ -45,6 +46,8 @@ type Reason struct {
 	Diagnosis *placement.Diagnosis
 	// ReservedFor names the group holding the reservation, for Reserved.
 	ReservedFor string
+	// ForPreemption marks a Reserved reason whose nodes are being freed by preemption.
+	ForPreemption bool
 
 	// subject, when set, is the group this reason is about when Diagnosis was computed
 	// for another group of the same signature; String renders it for subject.
@@ -84,6 +87,9 @@ func (r Reason) String() string {
 		}
 		return r.Diagnosis.String()
 	case Reserved:
+		if r.ForPreemption {
+			return fmt.Sprintf("fits only on nodes being freed by preemption for group %s", r.ReservedFor)
+		}
 		return fmt.Sprintf("fits only on nodes reserved for starving group %s", r.ReservedFor)
 	}
 	return string(r.Kind)

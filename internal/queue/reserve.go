@@ -3,6 +3,7 @@ package queue
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -75,4 +76,29 @@ func scarceOf(it *item) corev1.ResourceName {
 		}
 	}
 	return best
+}
+
+// ReserveForPreemption reserves nodes for the queued group key while the groups
+// preempted for it release them: the groups ordered after it may not use them until it
+// is admitted, leaves the queue, waits for anything but room, or Unreserve is called.
+// It replaces any reservation.
+func (m *Manager) ReserveForPreemption(key string, nodes []string, now time.Time) {
+	m.reserve = &Reservation{Key: key, Nodes: slices.Sorted(slices.Values(nodes)), Since: now, Preemption: true}
+}
+
+// Unreserve drops the reservation if key holds it.
+func (m *Manager) Unreserve(key string) {
+	if m.reserve != nil && m.reserve.Key == key {
+		m.reserve = nil
+	}
+}
+
+// Reservation returns the reservation in force, or nil.
+func (m *Manager) Reservation() *Reservation {
+	if m.reserve == nil {
+		return nil
+	}
+	r := *m.reserve
+	r.Nodes = slices.Clone(r.Nodes)
+	return &r
 }

@@ -165,3 +165,36 @@ func TestReservationLifetime(t *testing.T) {
 		}})
 	})
 }
+
+// TestPreemptionReservation checks the nodes reserved for a preemptor while its victims
+// release them: kept while it does not fit although it is not starving, closed to the
+// groups after it, and dropped when it is admitted.
+func TestPreemptionReservation(t *testing.T) {
+	m := newReserveManager(entry("vip", 1, 4).prio(10), entry("small", 1, 1).at(time.Minute))
+	runSteps(t, m, []reserveStep{{
+		// x1's group on n-1 and x0's on n-0 are being preempted for vip. small would
+		// take n-0 (the tightest fit) but may only use n-2.
+		do:  func(m *queue.Manager) { m.ReserveForPreemption("vip", []string{"n-1", "n-0"}, t0) },
+		now: time.Minute,
+		want: []string{
+			"admit small {nvidia.com/gpu: 1} on n-2",
+			"wait vip #1: 0 of minMember 1 members can be placed now; vip-worker-0 {nvidia.com/gpu: 4}: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu",
+			"reserve vip since 0s: n-0,n-1",
+		},
+	}, {
+		// x1 is gone: vip takes n-1, and the reservation ends with its admission.
+		do: func(m *queue.Manager) { m.Push(entry("late", 1, 1).at(2 * time.Minute).build()) },
+		snap: func() *cluster.Snapshot {
+			return cluster.New(gpuNodes("n", 4, 4), []*corev1.Pod{
+				gt.Pod("x0").GPU(3).Node("n-0").Obj(),
+				gt.Pod("x2").GPU(3).Node("n-2").Obj(),
+				gt.Pod("x3").GPU(4).Node("n-3").Obj(),
+			})
+		},
+		now:  2 * time.Minute,
+		want: []string{"admit vip {nvidia.com/gpu: 4} on n-1", "admit late {nvidia.com/gpu: 1} on n-0"},
+	}})
+	if r := m.Reservation(); r != nil {
+		t.Errorf("after the preemptor's admission: expected no reservation, found %+v", r)
+	}
+}

@@ -37,6 +37,9 @@ type Reservation struct {
 	Nodes []string
 	// Since is when the group first got a reservation.
 	Since time.Time
+	// Preemption marks nodes being freed for the group by preemption (see
+	// Manager.ReserveForPreemption) rather than reserved for a starving group.
+	Preemption bool
 }
 
 // Result is what one Schedule call decided.
@@ -74,7 +77,7 @@ func (m *Manager) Schedule(s *cluster.Snapshot, now time.Time) Result {
 		w.Position = positions[w.Queue]
 	}
 	if r := m.reserve; r != nil {
-		p.res.Reservation = &Reservation{Key: r.Key, Nodes: slices.Clone(r.Nodes), Since: r.Since}
+		p.res.Reservation = &Reservation{Key: r.Key, Nodes: slices.Clone(r.Nodes), Since: r.Since, Preemption: r.Preemption}
 	}
 	return p.res
 }
@@ -147,7 +150,7 @@ func (p *pass) decide(it *item) {
 	if excluded && diag.Code == placement.Unschedulable {
 		if free, _ := placement.Place(p.snap, it.Group, placement.Options{}); free != nil {
 			free.Revert()
-			r = Reason{Kind: Reserved, ReservedFor: p.m.reserve.Key}
+			r = Reason{Kind: Reserved, ReservedFor: p.m.reserve.Key, ForPreemption: p.m.reserve.Preemption}
 		}
 	}
 	p.failed[cacheKey] = r
@@ -193,6 +196,11 @@ func asExceeded(r Reason) Reason {
 // first starving group in order that could fit an empty cluster.
 func (p *pass) fail(it *item, r Reason) {
 	p.wait(it, r)
+	if p.holds(it) && p.m.reserve.Preemption {
+		// Its victims are still releasing the nodes: keep them for it.
+		p.behind = true
+		return
+	}
 	starving := r.Kind == Placement && !r.Impossible() && p.now.Sub(it.QueuedAt) >= p.m.opts.StarvationThreshold
 	switch {
 	case starving && (p.m.reserve == nil || p.holds(it) || !p.behind):

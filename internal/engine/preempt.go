@@ -1,0 +1,219 @@
+package engine
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/placement"
+	"github.com/muster-sched/muster/internal/queue"
+)
+
+// preemption is a preemption in flight: the groups evicted for a waiting group of
+// higher priority, and the nodes they are releasing, reserved for it.
+type preemption struct {
+	preemptor string
+	victims   []string
+	nodes     []string
+}
+
+// maxPreemptionTries bounds the waiting groups an admission pass tries to preempt for.
+// Each try places the group on a copy of the snapshot once, and once per candidate
+// victim when the try succeeds.
+const maxPreemptionTries = 3
+
+// preempt runs after an admission pass. While a preemption is in flight it only checks
+// whether it is over: the preemptor was admitted or left the queue, or its victims hold
+// nothing any more. Otherwise it takes the waiting groups in admission order and, for
+// the first that does not fit now but would if admitted groups of lower priority gave
+// up their nodes, evicts the fewest such groups, sparing those of higher priority and
+// older admission first, and reserves their nodes for it.
+//
+// One preemption is in flight at a time: a preemptor does not evict more groups while
+// its victims are still releasing their nodes, and no second preemptor evicts groups
+// the first might not need.
+func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
+	if pr := e.preempting; pr != nil {
+		if e.preemptionPending(pr) {
+			return
+		}
+		e.queue.Unreserve(pr.preemptor)
+		e.preempting = nil
+		out.touch(pr.preemptor)
+	}
+	tries := 0
+	for _, w := range res.Waiting {
+		if tries == maxPreemptionTries {
+			return
+		}
+		g := e.groups[w.Key]
+		if g == nil || w.Reason.Kind != queue.Placement || w.Reason.Impossible() || !mayPreempt(g) {
+			continue
+		}
+		candidates := e.victimCandidates(g.spec.Priority)
+		if len(candidates) == 0 {
+			continue
+		}
+		tries++
+		victims := chooseVictims(e.snap, w.Entry.Group, candidates)
+		if len(victims) == 0 {
+			continue
+		}
+		e.evictFor(g, victims, now, out)
+		return
+	}
+}
+
+// preemptionPending reports whether a preemption is still in flight: its preemptor is
+// queued and some victim still holds a node.
+func (e *Engine) preemptionPending(pr *preemption) bool {
+	g := e.groups[pr.preemptor]
+	if g == nil || !g.queued {
+		return false
+	}
+	for _, key := range pr.victims {
+		if v := e.groups[key]; v != nil && len(v.nodes()) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// mayPreempt reports whether a group may evict others: no member opts out with
+// preemptionPolicy Never (set from its PriorityClass).
+func mayPreempt(g *group) bool {
+	for _, p := range g.members {
+		if p.Spec.PreemptionPolicy != nil && *p.Spec.PreemptionPolicy == corev1.PreemptNever {
+			return false
+		}
+	}
+	return true
+}
+
+// victimCandidates returns the admitted groups of priority below prio that hold nodes
+// and are not being evicted, most valuable first: higher priority, then admitted
+// earlier, then key.
+func (e *Engine) victimCandidates(prio int32) []*group {
+	var out []*group
+	for _, g := range e.groups {
+		if !g.started || g.spec.Priority >= prio || len(g.evicting) > 0 {
+			continue
+		}
+		switch g.state.Phase() {
+		case lifecycle.Binding, lifecycle.Starting, lifecycle.Running, lifecycle.Recovering:
+			if len(g.nodes()) > 0 {
+				out = append(out, g)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b *group) int {
+		if c := cmp.Compare(b.spec.Priority, a.spec.Priority); c != 0 {
+			return c
+		}
+		if c := a.state.AdmittedAt().Compare(b.state.AdmittedAt()); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	return out
+}
+
+// chooseVictims returns the fewest candidates whose eviction lets want be placed on
+// snap, or nil if evicting them all would not. On a copy of snap it removes every
+// candidate's members, then gives each candidate its nodes back, most valuable first,
+// as long as want still fits without them: each candidate returned is needed given
+// the ones spared before it. snap is not modified.
+func chooseVictims(snap *cluster.Snapshot, want placement.Group, candidates []*group) []*group {
+	trial := snap.Clone()
+	for _, v := range candidates {
+		v.removeFrom(trial)
+	}
+	if !fits(trial, want) {
+		return nil
+	}
+	var victims []*group
+	for _, v := range candidates {
+		v.addTo(trial)
+		if !fits(trial, want) {
+			v.removeFrom(trial)
+			victims = append(victims, v)
+		}
+	}
+	return victims
+}
+
+// fits reports whether g can be placed on snap now, leaving snap as it was.
+func fits(snap *cluster.Snapshot, g placement.Group) bool {
+	plan, _ := placement.Place(snap, g, placement.Options{})
+	if plan == nil {
+		return false
+	}
+	plan.Revert()
+	return true
+}
+
+// evictFor preempts victims for g: each victim's attempt ends as Preempted and its
+// members are evicted, and their nodes are reserved for g until they are free.
+func (e *Engine) evictFor(g *group, victims []*group, now time.Time, out *Output) {
+	pr := &preemption{preemptor: g.key}
+	names := make([]string, len(victims))
+	msg := fmt.Sprintf("preempted by %s (priority %d)", g.key, g.spec.Priority)
+	for i, v := range victims {
+		names[i] = fmt.Sprintf("%s (priority %d)", v.key, v.spec.Priority)
+		pr.victims = append(pr.victims, v.key)
+		pr.nodes = append(pr.nodes, v.nodes()...)
+		e.step(v, lifecycle.Preempt{Message: msg}, now, out)
+		e.arm(v)
+	}
+	slices.Sort(pr.nodes)
+	pr.nodes = slices.Compact(pr.nodes)
+	e.preempting = pr
+	e.queue.ReserveForPreemption(g.key, pr.nodes, now)
+	out.decision("preempting")
+	out.touch(g.key)
+	out.Events = append(out.Events, Event{Group: g.key, Type: Normal, Reason: "Preempting",
+		Message: fmt.Sprintf("evicting %d group(s) of lower priority to make room: %s", len(victims), strings.Join(names, ", "))})
+}
+
+// preemptingFor returns the victims of the preemption in flight for key, if any.
+func (e *Engine) preemptingFor(key string) []string {
+	if pr := e.preempting; pr != nil && pr.preemptor == key {
+		return slices.Clone(pr.victims)
+	}
+	return nil
+}
+
+// nodes returns the nodes the group's live members are bound or being bound to, sorted
+// and without repeats.
+func (g *group) nodes() []string {
+	var out []string
+	for key, p := range g.members {
+		if n := g.nodeOf(key, p); n != "" && !terminal(p) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// removeFrom takes the group's bound members off snap.
+func (g *group) removeFrom(snap *cluster.Snapshot) {
+	for key := range g.members {
+		snap.RemovePod(key)
+	}
+}
+
+// addTo puts the group's bound, live members back on snap, where they are.
+func (g *group) addTo(snap *cluster.Snapshot) {
+	for key, p := range g.members {
+		if n := g.nodeOf(key, p); n != "" && !terminal(p) {
+			snap.Bind(p, n)
+		}
+	}
+}
