@@ -30,10 +30,10 @@ type Status struct {
 	// Preempting lists the groups being evicted to make room for this one, while they
 	// release their nodes.
 	Preempting []string
-	Observed    lifecycle.Observe
-	Policy      lifecycle.Policy
-	WakeAt      time.Time
-	AdmittedAt  time.Time
+	Observed   lifecycle.Observe
+	Policy     lifecycle.Policy
+	WakeAt     time.Time
+	AdmittedAt time.Time
 	// Attempt counts admissions so far; Attempts lists those that ended.
 	Attempt  int
 	Attempts []lifecycle.Attempt
