@@ -189,12 +189,16 @@ func (s *scheduler) ours(pods []*corev1.Pod) []*corev1.Pod {
 }
 
 // priority resolves a PriorityClass from the cache.
-func (s *scheduler) priority(name string) (int32, bool) {
+func (s *scheduler) priority(name string) (source.PriorityClass, bool) {
 	pc := &schedulingv1.PriorityClass{}
 	if err := s.mgr.GetCache().Get(context.Background(), types.NamespacedName{Name: name}, pc); err != nil {
-		return 0, false
+		return source.PriorityClass{}, false
 	}
-	return pc.Value, true
+	out := source.PriorityClass{Value: pc.Value}
+	if pc.PreemptionPolicy != nil {
+		out.PreemptionPolicy = *pc.PreemptionPolicy
+	}
+	return out, true
 }
 
 // applyQueue sets a Queue, or removes it when it is gone.

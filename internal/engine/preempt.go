@@ -85,9 +85,12 @@ func (e *Engine) preemptionPending(pr *preemption) bool {
 	return false
 }
 
-// mayPreempt reports whether a group may evict others: no member opts out with
-// preemptionPolicy Never (set from its PriorityClass).
+// mayPreempt reports whether a group may evict others: neither its PriorityClass nor
+// any member opts out with preemptionPolicy Never.
 func mayPreempt(g *group) bool {
+	if g.spec.PreemptNever {
+		return false
+	}
 	for _, p := range g.members {
 		if p.Spec.PreemptionPolicy != nil && *p.Spec.PreemptionPolicy == corev1.PreemptNever {
 			return false
@@ -174,7 +177,7 @@ func (e *Engine) evictFor(g *group, victims []*group, now time.Time, out *Output
 	slices.Sort(pr.nodes)
 	pr.nodes = slices.Compact(pr.nodes)
 	e.preempting = pr
-	e.queue.ReserveForPreemption(g.key, pr.nodes, now)
+	e.queue.ReserveForPreemption(g.key, g.spec.Priority, pr.nodes, now)
 	out.decision("preempting")
 	out.touch(g.key)
 	out.Events = append(out.Events, Event{Group: g.key, Type: Normal, Reason: "Preempting",

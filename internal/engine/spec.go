@@ -43,6 +43,9 @@ type GroupSpec struct {
 	Queue string
 	// Priority orders groups within a queue, higher first.
 	Priority int32
+	// PreemptNever keeps the group from preempting others (its PriorityClass's, or a
+	// member's, preemptionPolicy is Never).
+	PreemptNever bool
 	// MinResources, when set, is charged against the queue's quota if it is larger than
 	// the plan's requests (the source API's minResources).
 	MinResources cluster.Resources

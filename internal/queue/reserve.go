@@ -78,12 +78,12 @@ func scarceOf(it *item) corev1.ResourceName {
 	return best
 }
 
-// ReserveForPreemption reserves nodes for the queued group key while the groups
-// preempted for it release them: the groups ordered after it may not use them until it
-// is admitted, leaves the queue, waits for anything but room, or Unreserve is called.
-// It replaces any reservation.
-func (m *Manager) ReserveForPreemption(key string, nodes []string, now time.Time) {
-	m.reserve = &Reservation{Key: key, Nodes: slices.Sorted(slices.Values(nodes)), Since: now, Preemption: true}
+// ReserveForPreemption reserves nodes for the queued group key, of priority prio, while
+// the groups preempted for it release them: no other group of priority prio or lower
+// may use them, wherever it comes in order, until key is admitted, leaves the queue,
+// waits for anything but room, or Unreserve is called. It replaces any reservation.
+func (m *Manager) ReserveForPreemption(key string, prio int32, nodes []string, now time.Time) {
+	m.reserve = &Reservation{Key: key, Nodes: slices.Sorted(slices.Values(nodes)), Since: now, Preemption: true, Priority: prio}
 }
 
 // Unreserve drops the reservation if key holds it.

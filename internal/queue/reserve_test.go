@@ -170,13 +170,17 @@ func TestReservationLifetime(t *testing.T) {
 // release them: kept while it does not fit although it is not starving, closed to the
 // groups after it, and dropped when it is admitted.
 func TestPreemptionReservation(t *testing.T) {
-	m := newReserveManager(entry("vip", 1, 4).prio(10), entry("small", 1, 1).at(time.Minute))
+	m := newReserveManager(entry("vip", 1, 4).prio(10).at(time.Second), entry("small", 1, 1).at(time.Minute),
+		entry("peer", 1, 1).prio(10), entry("boss", 1, 1).prio(11).at(time.Minute))
 	runSteps(t, m, []reserveStep{{
-		// x1's group on n-1 and x0's on n-0 are being preempted for vip. small would
-		// take n-0 (the tightest fit) but may only use n-2.
-		do:  func(m *queue.Manager) { m.ReserveForPreemption("vip", []string{"n-1", "n-0"}, t0) },
+		// x1's group on n-1 and x0's on n-0 are being preempted for vip. small and peer
+		// (of vip's priority, ahead of it) would take n-0 (the tightest fit) but may only
+		// use n-2; boss, of higher priority, may take n-0.
+		do:  func(m *queue.Manager) { m.ReserveForPreemption("vip", 10, []string{"n-1", "n-0"}, t0) },
 		now: time.Minute,
 		want: []string{
+			"admit boss {nvidia.com/gpu: 1} on n-0",
+			"admit peer {nvidia.com/gpu: 1} on n-2",
 			"admit small {nvidia.com/gpu: 1} on n-2",
 			"wait vip #1: 0 of minMember 1 members can be placed now; vip-worker-0 {nvidia.com/gpu: 4}: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu",
 			"reserve vip since 0s: n-0,n-1",

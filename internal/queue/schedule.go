@@ -40,6 +40,8 @@ type Reservation struct {
 	// Preemption marks nodes being freed for the group by preemption (see
 	// Manager.ReserveForPreemption) rather than reserved for a starving group.
 	Preemption bool
+	// Priority is the group's priority, for a preemption's reservation.
+	Priority int32
 }
 
 // Result is what one Schedule call decided.
@@ -77,7 +79,7 @@ func (m *Manager) Schedule(s *cluster.Snapshot, now time.Time) Result {
 		w.Position = positions[w.Queue]
 	}
 	if r := m.reserve; r != nil {
-		p.res.Reservation = &Reservation{Key: r.Key, Nodes: slices.Clone(r.Nodes), Since: r.Since, Preemption: r.Preemption}
+		p.res.Reservation = &Reservation{Key: r.Key, Nodes: slices.Clone(r.Nodes), Since: r.Since, Preemption: r.Preemption, Priority: r.Priority}
 	}
 	return p.res
 }
@@ -129,7 +131,7 @@ func (p *pass) decide(it *item) {
 		p.wait(it, r)
 		return
 	}
-	excluded := p.m.reserve != nil && p.behind
+	excluded := p.m.reserve != nil && (p.behind || p.closedByPreemption(it))
 	opts, cacheKey := placement.Options{}, it.signature
 	if excluded {
 		opts.Exclude = func(node string) bool { return p.reserved[node] }
@@ -231,6 +233,14 @@ func (p *pass) admit(it *item, plan *placement.Plan, c cluster.Resources) {
 }
 
 func (p *pass) holds(it *item) bool { return p.m.reserve != nil && p.m.reserve.Key == it.Key }
+
+// closedByPreemption reports whether nodes being freed by preemption are closed to it
+// although it comes before their holder: as kube-scheduler's nominated nodes, they are
+// open only to groups of higher priority than the holder's.
+func (p *pass) closedByPreemption(it *item) bool {
+	r := p.m.reserve
+	return r.Preemption && r.Key != it.Key && it.Priority <= r.Priority
+}
 
 // reserveFor gives it the reservation, or refreshes the one it holds, and excludes the
 // nodes for every group after it.

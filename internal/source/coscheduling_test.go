@@ -85,6 +85,19 @@ func TestFromCoscheduling(t *testing.T) {
 		pods: []*corev1.Pod{pod("w-0", member, priority(5)), pod("w-1", member, priorityClass("high")), pod("w-2", member)},
 		want: want(engine.Coscheduling, "train", 3, func(s *engine.GroupSpec) { s.Priority = 1000 }),
 	}, {
+		name: "a member whose class may not preempt keeps the group from preempting",
+		pg:   coschedulingPG(2, nil),
+		pods: []*corev1.Pod{pod("w-0", member, priorityClass("polite")), pod("w-1", member, priorityClass("high"))},
+		want: want(engine.Coscheduling, "train", 2, func(s *engine.GroupSpec) { s.Priority, s.PreemptNever = 1000, true }),
+	}, {
+		name: "preemptionPolicy set on the pod by the API server",
+		pg:   coschedulingPG(1, nil),
+		pods: []*corev1.Pod{pod("w-0", member, priority(5), func(p *corev1.Pod) {
+			never := corev1.PreemptNever
+			p.Spec.PreemptionPolicy = &never
+		})},
+		want: want(engine.Coscheduling, "train", 1, func(s *engine.GroupSpec) { s.Priority, s.PreemptNever = 5, true }),
+	}, {
 		name: "negative member priority",
 		pg:   coschedulingPG(2, nil),
 		pods: []*corev1.Pod{pod("w-0", member, priorityClass("low")), pod("w-1", member, priorityClass("low"))},

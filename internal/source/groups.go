@@ -14,14 +14,22 @@ import (
 	"github.com/muster-sched/muster/internal/engine"
 )
 
-// PriorityResolver returns the value of the PriorityClass named priorityClassName, and
-// false when there is no such class. A nil PriorityResolver knows no class.
-type PriorityResolver func(priorityClassName string) (int32, bool)
+// PriorityClass is what muster reads of a PriorityClass.
+type PriorityClass struct {
+	// Value is the priority of the class's pods.
+	Value int32
+	// PreemptionPolicy is the class's preemptionPolicy; "" means PreemptLowerPriority.
+	PreemptionPolicy corev1.PreemptionPolicy
+}
+
+// PriorityResolver returns the PriorityClass named priorityClassName, and false when
+// there is no such class. A nil PriorityResolver knows no class.
+type PriorityResolver func(priorityClassName string) (PriorityClass, bool)
 
 // resolve looks a class up, tolerating a nil resolver.
-func (r PriorityResolver) resolve(name string) (int32, bool) {
+func (r PriorityResolver) resolve(name string) (PriorityClass, bool) {
 	if r == nil {
-		return 0, false
+		return PriorityClass{}, false
 	}
 	return r(name)
 }
@@ -43,7 +51,7 @@ func FromCoscheduling(pg *spv1alpha1.PodGroup, pods []*corev1.Pod, prio Priority
 			}
 		}
 	}
-	spec.Priority = memberPriority(&spec, pods, prio)
+	spec.Priority, spec.PreemptNever = memberPriority(&spec, pods, prio)
 	applyAnnotations(&spec, objectLookup(pg.Annotations))
 	return spec
 }
@@ -58,7 +66,7 @@ func FromVolcano(pg *volcanov1beta1.PodGroup, prio PriorityResolver) engine.Grou
 	if pg.Spec.Queue != volcanov1beta1.DefaultQueue {
 		spec.Queue = pg.Spec.Queue
 	}
-	spec.Priority = classPriority(&spec, "spec.priorityClassName", pg.Spec.PriorityClassName, prio)
+	spec.Priority, spec.PreemptNever = classPriority(&spec, "spec.priorityClassName", pg.Spec.PriorityClassName, prio)
 	_, topologySet := pg.Annotations[musterv1alpha1.TopologyAnnotation]
 	if nt := pg.Spec.NetworkTopology; nt != nil && nt.Mode != volcanov1beta1.SoftNetworkTopologyMode && !topologySet {
 		spec.Invalid = append(spec.Invalid, fmt.Sprintf(
@@ -91,8 +99,11 @@ func FromNative(pg *schedulingv1beta1.PodGroup, prio PriorityResolver) engine.Gr
 	}
 	if pg.Spec.Priority != nil {
 		spec.Priority = *pg.Spec.Priority
+		if pc, ok := prio.resolve(pg.Spec.PriorityClassName); ok {
+			spec.PreemptNever = pc.PreemptionPolicy == corev1.PreemptNever
+		}
 	} else {
-		spec.Priority = classPriority(&spec, "spec.priorityClassName", pg.Spec.PriorityClassName, prio)
+		spec.Priority, spec.PreemptNever = classPriority(&spec, "spec.priorityClassName", pg.Spec.PriorityClassName, prio)
 	}
 	if c := pg.Spec.SchedulingConstraints; c != nil && len(c.Topology) > 0 {
 		spec.Topology.Required = c.Topology[0].Key
@@ -118,7 +129,7 @@ func FromLabels(ref Ref, pods []*corev1.Pod, prio PriorityResolver) engine.Group
 		spec.Invalid = append(spec.Invalid, fmt.Sprintf(
 			"%s: not set on any member: expected a whole number of 1 or more", annotationField(key)))
 	}
-	spec.Priority = memberPriority(&spec, pods, prio)
+	spec.Priority, spec.PreemptNever = memberPriority(&spec, pods, prio)
 	applyAnnotations(&spec, look)
 	return spec
 }
@@ -133,7 +144,7 @@ func FromSingle(pod *corev1.Pod, prio PriorityResolver) engine.GroupSpec {
 		invalidAnnotation(&spec, musterv1alpha1.MinMemberAnnotation, v, fmt.Sprintf(
 			"the pod has no %s label, so it is a group of one", musterv1alpha1.GroupLabel))
 	}
-	spec.Priority = memberPriority(&spec, []*corev1.Pod{pod}, prio)
+	spec.Priority, spec.PreemptNever = memberPriority(&spec, []*corev1.Pod{pod}, prio)
 	applyAnnotations(&spec, objectLookup(pod.Annotations))
 	return spec
 }
@@ -147,34 +158,39 @@ func checkMinMember(spec *engine.GroupSpec, field string, n int32) {
 }
 
 // classPriority resolves a group's priorityClassName; "" is priority 0.
-func classPriority(spec *engine.GroupSpec, field, class string, prio PriorityResolver) int32 {
+func classPriority(spec *engine.GroupSpec, field, class string, prio PriorityResolver) (value int32, preemptNever bool) {
 	if class == "" {
-		return 0
+		return 0, false
 	}
-	v, ok := prio.resolve(class)
+	pc, ok := prio.resolve(class)
 	if !ok {
 		spec.Invalid = append(spec.Invalid, fmt.Sprintf("%s: %q: no such PriorityClass", field, class))
 	}
-	return v
+	return pc.Value, pc.PreemptionPolicy == corev1.PreemptNever
 }
 
 // memberPriority is the highest priority among pods: spec.priority, set by the API
 // server's Priority admission, or else spec.priorityClassName through the resolver.
-func memberPriority(spec *engine.GroupSpec, pods []*corev1.Pod, prio PriorityResolver) int32 {
-	var highest int32
+// preemptNever reports whether some pod may not preempt: its spec.preemptionPolicy
+// (set by the same admission), or else its class's, is Never.
+func memberPriority(spec *engine.GroupSpec, pods []*corev1.Pod, prio PriorityResolver) (highest int32, preemptNever bool) {
 	for i, p := range pods {
-		v := int32(0)
-		switch {
-		case p.Spec.Priority != nil:
+		var v int32
+		var never bool
+		if p.Spec.Priority != nil {
 			v = *p.Spec.Priority
-		case p.Spec.PriorityClassName != "":
-			v = classPriority(spec, "pod "+p.Name+": spec.priorityClassName", p.Spec.PriorityClassName, prio)
+		} else {
+			v, never = classPriority(spec, "pod "+p.Name+": spec.priorityClassName", p.Spec.PriorityClassName, prio)
+		}
+		if p.Spec.PreemptionPolicy != nil {
+			never = *p.Spec.PreemptionPolicy == corev1.PreemptNever
 		}
 		if i == 0 || v > highest {
 			highest = v
 		}
+		preemptNever = preemptNever || never
 	}
-	return highest
+	return highest, preemptNever
 }
 
 // resources converts a minResources list; an empty list is no minimum.

@@ -78,9 +78,11 @@ func dur(s string) *time.Duration {
 func ptr[T any](v T) *T { return &v }
 
 // classes resolves the PriorityClasses of the fixtures.
-var classes PriorityResolver = func(name string) (int32, bool) {
-	v, ok := map[string]int32{"high": 1000, "low": -10}[name]
-	return v, ok
+var classes PriorityResolver = func(name string) (PriorityClass, bool) {
+	pc, ok := map[string]PriorityClass{
+		"high": {Value: 1000}, "low": {Value: -10}, "polite": {Value: 500, PreemptionPolicy: corev1.PreemptNever},
+	}[name]
+	return pc, ok
 }
 
 // want returns the spec expected for source/testNamespace/name with MinMember minMember,

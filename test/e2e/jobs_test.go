@@ -35,6 +35,8 @@ type pytorchJob struct {
 	gpus map[string]int64
 	// plain leaves the pods without an owner, as plain pods are.
 	plain bool
+	// priorityClass is the pods' spec.priorityClassName, if set.
+	priorityClass string
 }
 
 // podNames returns the names of the job's pods.
@@ -78,6 +80,7 @@ func (j pytorchJob) create(t *testing.T, env *sandboxtest.Env, c client.Client) 
 			b.Annotate(k, v)
 		}
 		p := b.Obj()
+		p.Spec.PriorityClassName = j.priorityClass
 		p.Labels = map[string]string{
 			musterv1alpha1.CoschedulingPodGroupLabel: j.name,
 			"training.kubeflow.org/job-name":         j.name,
