@@ -47,13 +47,20 @@ func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
 		e.preempting = nil
 		out.touch(pr.preemptor)
 	}
+	if !e.anyBelow(res.Waiting) {
+		return
+	}
+	lowest, ok := e.lowestAdmittedPriority()
+	if !ok {
+		return
+	}
 	tries := 0
 	for _, w := range res.Waiting {
 		if tries == maxPreemptionTries {
 			return
 		}
 		g := e.groups[w.Key]
-		if g == nil || w.Reason.Kind != queue.Placement || w.Reason.Impossible() || !mayPreempt(g) {
+		if g == nil || g.spec.Priority <= lowest || w.Reason.Kind != queue.Placement || w.Reason.Impossible() || !mayPreempt(g) {
 			continue
 		}
 		candidates := e.victimCandidates(g.spec.Priority)
@@ -78,7 +85,7 @@ func (e *Engine) preemptionPending(pr *preemption) bool {
 		return false
 	}
 	for _, key := range pr.victims {
-		if v := e.groups[key]; v != nil && len(v.nodes()) > 0 {
+		if v := e.groups[key]; v != nil && v.holdsNodes() {
 			return true
 		}
 	}
@@ -99,20 +106,59 @@ func mayPreempt(g *group) bool {
 	return true
 }
 
+// anyBelow reports whether some group has a lower priority than some waiting group:
+// the cheap test that spares clusters of one priority the search for victims.
+func (e *Engine) anyBelow(waiting []queue.Waiting) bool {
+	if len(waiting) == 0 {
+		return false
+	}
+	highest := waiting[0].Priority
+	for _, w := range waiting[1:] {
+		highest = max(highest, w.Priority)
+	}
+	for _, g := range e.groups {
+		if g.spec.Priority < highest {
+			return true
+		}
+	}
+	return false
+}
+
+// lowestAdmittedPriority returns the lowest priority of the groups victimCandidates
+// would consider, and false if there is none: a waiting group of that priority or lower
+// has no one to preempt.
+func (e *Engine) lowestAdmittedPriority() (int32, bool) {
+	var lowest int32
+	found := false
+	for _, g := range e.groups {
+		if preemptible(g) && (!found || g.spec.Priority < lowest) {
+			lowest, found = g.spec.Priority, true
+		}
+	}
+	return lowest, found
+}
+
+// preemptible reports whether a group could be preempted: it is admitted, holds nodes
+// and is not being evicted.
+func preemptible(g *group) bool {
+	if !g.started || len(g.evicting) > 0 {
+		return false
+	}
+	switch g.state.Phase() {
+	case lifecycle.Binding, lifecycle.Starting, lifecycle.Running, lifecycle.Recovering:
+		return g.holdsNodes()
+	}
+	return false
+}
+
 // victimCandidates returns the admitted groups of priority below prio that hold nodes
 // and are not being evicted, most valuable first: higher priority, then admitted
 // earlier, then key.
 func (e *Engine) victimCandidates(prio int32) []*group {
 	var out []*group
 	for _, g := range e.groups {
-		if !g.started || g.spec.Priority >= prio || len(g.evicting) > 0 {
-			continue
-		}
-		switch g.state.Phase() {
-		case lifecycle.Binding, lifecycle.Starting, lifecycle.Running, lifecycle.Recovering:
-			if len(g.nodes()) > 0 {
-				out = append(out, g)
-			}
+		if g.spec.Priority < prio && preemptible(g) {
+			out = append(out, g)
 		}
 	}
 	slices.SortFunc(out, func(a, b *group) int {
@@ -190,6 +236,16 @@ func (e *Engine) preemptingFor(key string) []string {
 		return slices.Clone(pr.victims)
 	}
 	return nil
+}
+
+// holdsNodes reports whether a live member is bound or being bound.
+func (g *group) holdsNodes() bool {
+	for key, p := range g.members {
+		if g.nodeOf(key, p) != "" && !terminal(p) {
+			return true
+		}
+	}
+	return false
 }
 
 // nodes returns the nodes the group's live members are bound or being bound to, sorted
