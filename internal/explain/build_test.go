@@ -140,6 +140,18 @@ func TestBuild(t *testing.T) {
 			want:     []string{"3 of 4 bound members Ready", "bert-worker-3: init container init: CrashLoopBackOff", "start-timeout 5m0s fires at 2026-01-01T12:03:00Z (in 3m0s)", "3 of 3 retries left"},
 		},
 		{
+			name: "preempted",
+			facts: func() explain.Facts {
+				f := facts("Backoff", members(4, false, nil))
+				f.Lifecycle.Attempts = []musterv1alpha1.AttemptRecord{{Number: 1, AdmittedAt: metav1.NewTime(now.Add(-6 * time.Minute)),
+					EndedAt: metav1.NewTime(now.Add(-time.Minute)), Stage: "Running", Reason: "Preempted", Message: "preempted by Coscheduling/default/vip (priority 1000)"}}
+				return f
+			},
+			wantStep: 6,
+			want: []string{"attempt 1 was preempted by Coscheduling/default/vip (priority 1000) in Running; queued again at 2026-01-01T12:03:00Z (in 3m0s); a preemption uses no retry (3 of 3 retries left)",
+				"PriorityClass at least as high"},
+		},
+		{
 			name: "failed after retries",
 			facts: func() explain.Facts {
 				f := facts("Failed", members(4, false, nil))

@@ -194,6 +194,11 @@ func stepTimeout(f Facts) (check, bool) {
 		return ok(fmt.Sprintf("no timer; if a member is lost, recovery-timeout %s applies", lc.RecoveryTimeout.Duration)), true
 	case lifecycle.Backoff:
 		last := lastAttempt(lc.Attempts)
+		if last.reason == lifecycle.ReasonPreempted {
+			msg := fmt.Sprintf("attempt %d was %s in %s; queued again at %s; a preemption uses no retry (%d of %d retries left)",
+				lc.Attempt, last.message, last.stage, at(), left, lc.MaxRetries)
+			return failed(msg, "if the job must not be preempted, give its pods a PriorityClass at least as high as the preemptor's, or run it in a Queue of higher priority", msg), true
+		}
 		msg := fmt.Sprintf("attempt %d failed in %s: %s; requeued at %s (%d of %d retries left)", lc.Attempt, last.stage, last.message, at(), left, lc.MaxRetries)
 		return failed(msg, "find the cause in the steps above (image, init, readiness); a longer timeout will not repair a bad image", msg), true
 	case lifecycle.Failed:
@@ -207,12 +212,12 @@ func stepTimeout(f Facts) (check, bool) {
 	return ok("no timer: the group holds nothing while it is " + lc.Phase), true
 }
 
-type attemptSummary struct{ stage, message string }
+type attemptSummary struct{ stage, reason, message string }
 
 func lastAttempt(attempts []musterv1alpha1.AttemptRecord) attemptSummary {
 	if len(attempts) == 0 {
 		return attemptSummary{stage: "?", message: "no attempt recorded"}
 	}
 	a := attempts[len(attempts)-1]
-	return attemptSummary{stage: a.Stage, message: a.Message}
+	return attemptSummary{stage: a.Stage, reason: a.Reason, message: a.Message}
 }
