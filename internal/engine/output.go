@@ -25,7 +25,7 @@ type Output struct {
 	// accumulated during this Step (the increase since the previous Step), per resource.
 	HeldBeforeReady map[corev1.ResourceName]float64
 	// Decisions counts this Step's admission decisions by result: admitted,
-	// unschedulable, impossible, quota, queue-not-found, reserved.
+	// unschedulable, impossible, quota, queue-not-found, reserved, preempting.
 	Decisions map[string]int
 	// Changed holds the groups whose Status may differ from before this Step: those it
 	// advanced, stepped, admitted or placed members of. A waiting group whose only news

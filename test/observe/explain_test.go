@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -261,4 +262,28 @@ func managers(fields []metav1.ManagedFieldsEntry) []string {
 		out = append(out, f.Manager+":"+string(f.Operation))
 	}
 	return out
+}
+
+func TestExplainPreempted(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "preempt", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	ctx := context.Background()
+	class := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "explain-urgent"}, Value: 1000}
+	if _, err := env.Kube.SchedulingV1().PriorityClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Kube.SchedulingV1().PriorityClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{}); err != nil {
+			t.Error(err)
+		}
+	})
+	startMuster(t, env)
+	ns := namespace(t, env, "explain-preempted")
+	podGroup(t, env, ns, "research", 2, nil, nil)
+	createMembers(t, env, ns, "research", 2, 1, nil)
+	waitExplain(t, env, "podgroup/research", ns, phase("Running"))
+	podGroup(t, env, ns, "prod", 2, nil, nil)
+	createMembers(t, env, ns, "prod", 2, 1, func(_ int, b *sandboxtest.PodBuilder) { b.PriorityClass(class.Name) })
+	waitExplain(t, env, "podgroup/prod", ns, phase("Running"))
+	golden(t, "preempted", waitExplain(t, env, "podgroup/research", ns, phase("Backoff")), 6)
 }

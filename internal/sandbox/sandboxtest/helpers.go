@@ -135,6 +135,12 @@ func (b *PodBuilder) SchedulerName(name string) *PodBuilder {
 	return b
 }
 
+// PriorityClass sets spec.priorityClassName.
+func (b *PodBuilder) PriorityClass(name string) *PodBuilder {
+	b.pod.Spec.PriorityClassName = name
+	return b
+}
+
 // Obj returns the built pod.
 func (b *PodBuilder) Obj() *v1.Pod { return b.pod.DeepCopy() }
 
