@@ -78,15 +78,22 @@ func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
 }
 
 // preemptionPending reports whether a preemption is still in flight: its preemptor is
-// queued and some victim still holds a node.
+// queued and some victim's member still counts on a node of the snapshot (a bind in
+// flight when it was evicted counts until the pod is gone).
 func (e *Engine) preemptionPending(pr *preemption) bool {
 	g := e.groups[pr.preemptor]
 	if g == nil || !g.queued {
 		return false
 	}
 	for _, key := range pr.victims {
-		if v := e.groups[key]; v != nil && v.holdsNodes() {
-			return true
+		v := e.groups[key]
+		if v == nil {
+			continue
+		}
+		for member := range v.members {
+			if e.snap.Bound(member) {
+				return true
+			}
 		}
 	}
 	return false

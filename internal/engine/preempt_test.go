@@ -1,0 +1,95 @@
+package engine_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/engine"
+	gt "github.com/muster-sched/muster/internal/gangtest"
+	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/sim"
+)
+
+// runningGroup adds a group of priority prio whose one member is bound to node and Ready.
+func runningGroup(e *engine.Engine, name, node string, prio int32) string {
+	key := "Coscheduling/default/" + name
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: name, MinMember: 1, Priority: prio})
+	p := gt.Pod(name + "-0").GPU(1).Node(node).Obj()
+	p.Status.Phase = corev1.PodRunning
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	e.SetPod(p, key)
+	return key
+}
+
+// waitingGroup adds a group of priority prio with one unbound member of one GPU.
+func waitingGroup(e *engine.Engine, name string, prio int32, never bool) string {
+	key := "Coscheduling/default/" + name
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: name, MinMember: 1, Priority: prio, PreemptNever: never})
+	e.SetPod(gt.Pod(name+"-0").GPU(1).Obj(), key)
+	return key
+}
+
+// TestPreemptionWaitsForItsVictims: a preemptor evicts one group and waits for it to be
+// gone without evicting more; the node being freed is closed to a group of its own
+// priority that came first, and to one of lower priority; once the victim's pod is gone
+// the preemptor is bound there.
+func TestPreemptionWaitsForItsVictims(t *testing.T) {
+	e := sim.NewEngine()
+	for _, n := range gt.Nodes("n", 2, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
+		e.SetNode(n)
+	}
+	old := runningGroup(e, "old", "n-0", 0)
+	e.Step(sim.Epoch)
+	young := runningGroup(e, "young", "n-1", 0)
+	now := sim.Epoch.Add(time.Minute)
+	e.Step(now)
+
+	polite := waitingGroup(e, "polite", 10, true)
+	if out := e.Step(now); len(out.Evictions) != 0 {
+		t.Fatalf("a group whose class may not preempt evicted %+v", out.Evictions)
+	}
+	now = now.Add(time.Second)
+	vip := waitingGroup(e, "vip", 10, false)
+	out := e.Step(now)
+	want := []engine.Eviction{{Group: young, Pod: "default/young-0", Reason: lifecycle.ReasonPreempted,
+		Message: "preempted by " + vip + " (priority 10)"}}
+	if d := cmp.Diff(want, out.Evictions); d != "" {
+		t.Fatalf("evictions (-want +got):\n%s", d)
+	}
+	if !slices.ContainsFunc(out.Events, func(ev engine.Event) bool { return ev.Group == vip && ev.Reason == "Preempting" }) {
+		t.Errorf("expected a Preempting event on %s, found %+v", vip, out.Events)
+	}
+
+	// The victim's pod is terminating: nothing more is evicted, and nothing is bound.
+	low := waitingGroup(e, "low", -1, false)
+	now = now.Add(time.Second)
+	out = e.Step(now)
+	if len(out.Evictions) != 0 || len(out.Binds) != 0 {
+		t.Fatalf("while the victim releases its node: evictions %+v, binds %+v; want none", out.Evictions, out.Binds)
+	}
+	if st, _ := e.Group(vip); !slices.Equal(st.Preempting, []string{young}) {
+		t.Errorf("vip's status: expected Preempting [%s], found %v (waiting: %s)", young, st.Preempting, st.Waiting)
+	}
+	if st, _ := e.Group(old); st.Phase != lifecycle.Running {
+		t.Errorf("old: expected it spared and Running, found %s", st.Phase)
+	}
+
+	e.RemovePod("default/young-0")
+	now = now.Add(time.Second)
+	out = e.Step(now)
+	if d := cmp.Diff([]engine.Bind{{Group: vip, Pod: "default/vip-0", Node: "n-1"}}, out.Binds); d != "" {
+		t.Fatalf("once the victim is gone, binds (-want +got):\n%s", d)
+	}
+	for _, key := range []string{polite, low} {
+		if st, _ := e.Group(key); st.Phase != lifecycle.Queued {
+			t.Errorf("%s: expected it still queued, found %s", key, st.Phase)
+		}
+	}
+	if st, _ := e.Group(young); st.Phase != lifecycle.Backoff || st.Failures != 0 {
+		t.Errorf("young: expected Backoff without a failure, found %s with %d failures", st.Phase, st.Failures)
+	}
+}
