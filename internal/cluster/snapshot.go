@@ -158,12 +158,21 @@ func PodKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 // AddPod records a pod if it is bound and not terminal; it replaces an earlier record of the
 // same pod. It reports whether the pod now counts against a node.
 func (s *Snapshot) AddPod(p *corev1.Pod) bool {
+	return s.AddPodRequests(p, nil)
+}
+
+// AddPodRequests is AddPod with the pod's requests as PodRequests computes them, for
+// callers that have them already; nil computes them.
+func (s *Snapshot) AddPodRequests(p *corev1.Pod, requests Resources) bool {
 	key := PodKey(p)
 	s.RemovePod(key)
 	if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return false
 	}
-	b := boundPod{node: p.Spec.NodeName, requests: PodRequests(p)}
+	if requests == nil {
+		requests = PodRequests(p)
+	}
+	b := boundPod{node: p.Spec.NodeName, requests: requests}
 	s.bound[key] = b
 	if info := s.byName[b.node]; info != nil {
 		s.change(info, func() { info.Requested.Add(b.requests) })
@@ -194,9 +203,14 @@ func (s *Snapshot) Assume(n *NodeInfo, req Resources) (revert func()) {
 // Bind records a pod as bound to node, as AddPod would once the binding is observed.
 // The engine uses it to keep its snapshot current between observations.
 func (s *Snapshot) Bind(p *corev1.Pod, node string) {
+	s.BindRequests(p, node, nil)
+}
+
+// BindRequests is Bind with the pod's requests (see AddPodRequests).
+func (s *Snapshot) BindRequests(p *corev1.Pod, node string, requests Resources) {
 	cp := *p
 	cp.Spec.NodeName = node
-	s.AddPod(&cp)
+	s.AddPodRequests(&cp, requests)
 }
 
 // Clone returns a deep copy of the snapshot's accounting; node objects are shared, since

@@ -123,11 +123,12 @@ func (e *Engine) RemoveNode(name string) {
 func (e *Engine) SetPod(p *corev1.Pod, groupKey string) {
 	key := cluster.PodKey(p)
 	wasBound := e.snap.Bound(key)
+	requests := e.requestsOf(key, p)
 	if node := e.pendingNode(key); node != "" && p.Spec.NodeName == "" && !terminal(p) {
 		// A version from before the bind (the informer lags, or muster patched the pod
 		// while binding it): the bind is still in flight, so the pod keeps its node.
-		e.snap.Bind(p, node)
-	} else if !e.snap.AddPod(p) && wasBound {
+		e.snap.BindRequests(p, node, requests)
+	} else if !e.snap.AddPodRequests(p, requests) && wasBound {
 		e.schedule = true // the pod finished or failed: its capacity is free
 	}
 	if old, ok := e.podGroup[key]; ok && old != groupKey {
@@ -140,11 +141,26 @@ func (e *Engine) SetPod(p *corev1.Pod, groupKey string) {
 	e.podGroup[key] = groupKey
 	g := e.groupFor(groupKey)
 	g.members[key] = p
-	g.requests[key] = cluster.PodRequests(p)
+	g.requests[key] = requests
 	if p.Spec.NodeName != "" {
 		delete(g.pending, key)
 	}
 	e.dirty[groupKey] = true
+}
+
+// requestsOf returns a pod's requests (cluster.PodRequests): those computed for the
+// version of the pod the engine has, when the new one has the same UID and spec
+// generation (the kubelet's status writes and the bind leave the spec alone), or else
+// computed anew. The result is shared: callers must not modify it.
+func (e *Engine) requestsOf(key string, p *corev1.Pod) cluster.Resources {
+	if g := e.groups[e.podGroup[key]]; g != nil && p.Generation > 0 {
+		if old := g.members[key]; old != nil && old.UID == p.UID && old.Generation == p.Generation {
+			if r := g.requests[key]; r != nil {
+				return r
+			}
+		}
+	}
+	return cluster.PodRequests(p)
 }
 
 // pendingNode returns the node a member's bind was issued to and not yet observed, or "".

@@ -133,3 +133,33 @@ func TestStaleUnboundVersionKeepsTheBind(t *testing.T) {
 		t.Fatalf("n-0 has %d GPU free, want 0 while a's bind is in flight", free)
 	}
 }
+
+// TestResizedMemberCountsAnew: a member whose spec changed (a new generation, as an
+// in-place resize makes) counts on its node with its new requests; a status write that
+// leaves the generation alone keeps them.
+func TestResizedMemberCountsAnew(t *testing.T) {
+	e := sim.NewEngine()
+	e.SetNode(gt.Node("n-0").GPU(4).Obj())
+	key := "Single/default/p"
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Single, MinMember: 1})
+	p := gt.Pod("p").GPU(1).Node("n-0").Obj()
+	p.UID, p.Generation = "uid-p", 1
+	e.SetPod(p, key)
+	e.Step(sim.Epoch)
+	free := func() int64 { return e.Snapshot().Node("n-0").Free(gt.GPU) }
+	if got := free(); got != 3 {
+		t.Fatalf("n-0: expected 3 GPUs free, found %d", got)
+	}
+	running := p.DeepCopy()
+	running.Status.Phase = corev1.PodRunning
+	e.SetPod(running, key)
+	if got := free(); got != 3 {
+		t.Fatalf("after a status write: expected 3 GPUs free, found %d", got)
+	}
+	resized := gt.Pod("p").GPU(2).Node("n-0").Obj()
+	resized.UID, resized.Generation = "uid-p", 2
+	e.SetPod(resized, key)
+	if got := free(); got != 2 {
+		t.Fatalf("after a resize to 2 GPUs: expected 2 GPUs free, found %d", got)
+	}
+}

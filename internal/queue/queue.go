@@ -162,7 +162,12 @@ func (m *Manager) Queues() []QueueStatus {
 func (m *Manager) Push(e Entry) {
 	it := &item{Entry: e, signature: placement.Signature(e.Group), requests: map[string]cluster.Resources{}}
 	for _, mem := range e.Group.Members {
-		r := cluster.PodRequests(mem.Pod)
+		var r cluster.Resources
+		if mem.Requests != nil {
+			r = mem.Requests.Clone()
+		} else {
+			r = cluster.PodRequests(mem.Pod)
+		}
 		delete(r, corev1.ResourcePods)
 		it.requests[mem.Name] = r
 	}
