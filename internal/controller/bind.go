@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,12 +58,7 @@ type binder struct {
 	failed failures // pods whose bind failed
 	// slots bounds the binds in flight, over all groups (see maxBindsInFlight).
 	slots chan struct{}
-	// active counts the jobs the workers are binding.
-	active atomic.Int32
 }
-
-// busy reports whether binds are queued or being made.
-func (b *binder) busy() bool { return len(b.jobs) > 0 || b.active.Load() > 0 }
 
 // maxBindsInFlight bounds the Binding requests muster has in flight at once. Without
 // it a gang of a thousand sent a thousand requests at once: more streams than the API
@@ -93,10 +87,7 @@ func (b *binder) run(ctx context.Context, bind func(context.Context, bindJob) []
 				case <-ctx.Done():
 					return
 				case job := <-b.jobs:
-					b.active.Add(1)
-					failed := bind(ctx, job)
-					b.active.Add(-1)
-					if len(failed) > 0 {
+					if failed := bind(ctx, job); len(failed) > 0 {
 						b.failed.add(failed...)
 						b.wake()
 					}

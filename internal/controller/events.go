@@ -26,21 +26,9 @@ func (s *scheduler) podEvent(key, typ, reason, message string) {
 	}
 }
 
-// event records an Event through the status writer, which holds it back while binds
-// are busy (see statusWriter), or at once when the writer is not running.
 func (s *scheduler) event(obj runtime.Object, typ, reason, message string) {
 	if len(message) > maxNote {
 		message = message[:maxNote-3] + "..."
 	}
-	ev := pendingEvent{obj: obj, typ: typ, reason: reason, message: message}
-	if s.writer == nil {
-		s.recordEvent(ev)
-		return
-	}
-	s.writer.queueEvent(ev)
-}
-
-// recordEvent hands an Event to the recorder.
-func (s *scheduler) recordEvent(ev pendingEvent) {
-	s.recorder.Eventf(ev.obj, nil, ev.typ, ev.reason, "Scheduling", "%s", ev.message)
+	s.recorder.Eventf(obj, nil, typ, reason, "Scheduling", "%s", message)
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -176,37 +175,5 @@ func TestPlanAnnotations(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("expected the error to name %q, found %q", want, err)
 		}
-	}
-}
-
-// TestWriterHoldsBackWhileBinding: pending status writes and Events wait while binds
-// are busy, up to maxHold after the oldest was queued, and not at all when binding is
-// idle.
-func TestWriterHoldsBackWhileBinding(t *testing.T) {
-	busy := true
-	w := newStatusWriter(logr.Discard(), func() bool { return busy }, func(pendingEvent) {})
-	if d := w.hold(time.Now()); d != 0 {
-		t.Errorf("nothing pending: expected no hold, found %s", d)
-	}
-	w.queue(groupWrite{key: "g"})
-	queued := w.since["g"]
-	if d := w.hold(queued.Add(time.Second)); d != holdPoll {
-		t.Errorf("a write queued 1s ago while binding: expected a hold of %s, found %s", holdPoll, d)
-	}
-	if d := w.hold(queued.Add(maxHold)); d != 0 {
-		t.Errorf("a write queued %s ago: expected no hold, found %s", maxHold, d)
-	}
-	busy = false
-	if d := w.hold(queued.Add(time.Second)); d != 0 {
-		t.Errorf("binding idle: expected no hold, found %s", d)
-	}
-	busy = true
-	w.next()
-	w.queueEvent(pendingEvent{reason: "Admitted"})
-	if d := w.hold(w.events[0].queued.Add(maxHold - time.Millisecond)); d != time.Millisecond {
-		t.Errorf("an Event 1ms short of %s: expected a hold of 1ms, found %s", maxHold, d)
-	}
-	if got := w.takeEvents(); len(got) != 1 || got[0].reason != "Admitted" || len(w.events) != 0 {
-		t.Errorf("takeEvents: expected the one Event, then none, found %+v and %d left", got, len(w.events))
 	}
 }

@@ -110,9 +110,9 @@ func (s *scheduler) Start(ctx context.Context) error {
 	if err := s.recoverInFlight(ctx); err != nil {
 		return err
 	}
-	s.binder = newBinder(func() { s.changes.mark(func() {}) })
-	s.writer = newStatusWriter(s.log, s.binder.busy, s.recordEvent)
+	s.writer = newStatusWriter(s.log)
 	go s.writer.run(ctx)
+	s.binder = newBinder(func() { s.changes.mark(func() {}) })
 	binding := make(chan struct{})
 	go func() {
 		defer close(binding)
