@@ -16,11 +16,10 @@ import (
 )
 
 // preemption is a preemption in flight: the groups evicted for a waiting group of
-// higher priority, and the nodes they are releasing, reserved for it.
+// higher priority, whose nodes are reserved for it while they release them.
 type preemption struct {
 	preemptor string
 	victims   []string
-	nodes     []string
 }
 
 // maxPreemptionTries bounds the waiting groups an admission pass tries to preempt for.
@@ -219,18 +218,17 @@ func fits(snap *cluster.Snapshot, g placement.Group) bool {
 func (e *Engine) evictFor(g *group, victims []*group, now time.Time, out *Output) {
 	pr := &preemption{preemptor: g.key}
 	names := make([]string, len(victims))
+	var nodes []string
 	msg := fmt.Sprintf("preempted by %s (priority %d)", g.key, g.spec.Priority)
 	for i, v := range victims {
 		names[i] = fmt.Sprintf("%s (priority %d)", v.key, v.spec.Priority)
 		pr.victims = append(pr.victims, v.key)
-		pr.nodes = append(pr.nodes, v.nodes()...)
+		nodes = append(nodes, v.nodes()...) // before the eviction clears pending binds
 		e.step(v, lifecycle.Preempt{Message: msg}, now, out)
 		e.arm(v)
 	}
-	slices.Sort(pr.nodes)
-	pr.nodes = slices.Compact(pr.nodes)
 	e.preempting = pr
-	e.queue.ReserveForPreemption(g.key, g.spec.Priority, pr.nodes, now)
+	e.queue.ReserveForPreemption(g.key, g.spec.Priority, nodes, now)
 	out.decision("preempting")
 	out.touch(g.key)
 	out.Events = append(out.Events, Event{Group: g.key, Type: Normal, Reason: "Preempting",

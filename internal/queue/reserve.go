@@ -82,8 +82,9 @@ func scarceOf(it *item) corev1.ResourceName {
 // the groups preempted for it release them: no other group of priority prio or lower
 // may use them, wherever it comes in order, until key is admitted, leaves the queue,
 // waits for anything but room, or Unreserve is called. It replaces any reservation.
+// nodes may repeat and be in any order.
 func (m *Manager) ReserveForPreemption(key string, prio int32, nodes []string, now time.Time) {
-	m.reserve = &Reservation{Key: key, Nodes: slices.Sorted(slices.Values(nodes)), Since: now, Preemption: true, Priority: prio}
+	m.reserve = &Reservation{Key: key, Nodes: slices.Compact(slices.Sorted(slices.Values(nodes))), Since: now, Preemption: true, Priority: prio}
 }
 
 // Unreserve drops the reservation if key holds it.
