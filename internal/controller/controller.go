@@ -149,9 +149,13 @@ func NewManager(opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating a dynamic client: %w", err)
 	}
+	recorder, broadcaster, err := eventRecorder(opts.Config, scheme)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Event recorder: %w", err)
+	}
 	s := &scheduler{
 		cfg: cfg, clock: opts.Clock, log: opts.Log, mgr: mgr, kube: kube, dyn: dyn,
-		beforeBind: opts.BeforeBind, recorder: mgr.GetEventRecorder("muster"), metrics: opts.Metrics,
+		beforeBind: opts.BeforeBind, recorder: recorder, broadcaster: broadcaster, metrics: opts.Metrics,
 	}
 	if s.metrics == nil {
 		s.metrics = defaultMetrics()

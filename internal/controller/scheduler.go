@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -11,10 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
@@ -33,8 +34,10 @@ type scheduler struct {
 	mgr        manager.Manager
 	kube       kubernetes.Interface
 	dyn        dynamic.Interface
-	recorder   recorder.EventRecorder
 	beforeBind func(pod, node string) bool
+	// recorder records Events; broadcaster writes them while the scheduler runs.
+	recorder    events.EventRecorder
+	broadcaster events.EventBroadcaster
 
 	changes      *changes
 	apis         map[engine.Source]bool
@@ -104,6 +107,10 @@ func (s *scheduler) Start(ctx context.Context) error {
 	s.memberOf, s.declared, s.declaredBy = map[string]string{}, map[string]map[string]bool{}, map[string]string{}
 	s.failed = map[string]bool{}
 	s.owners, s.ownerObjects = map[types.NamespacedName]ownerEntry{}, map[string]*unstructured.Unstructured{}
+	if err := s.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		return fmt.Errorf("starting the Event recorder: %w", err)
+	}
+	defer s.broadcaster.Shutdown()
 	if err := s.watch(ctx); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,8 +36,34 @@ func TestTwoJobsOnEightGPUsFromEverySource(t *testing.T) {
 			gangFrom(t, objs, ns, "job-a", 8, runFor).create(t, c)
 			gangFrom(t, objs, ns, "job-b", 8, runFor).create(t, c)
 			waitOneAfterTheOther(t, env, c, ns, "job-a", "job-b", 8)
+			waitGroupEvents(t, env, ns, "job-a", "Admitted", "PodsReady")
 		})
 	}
+}
+
+// waitGroupEvents waits until muster has recorded an Event of each reason on the
+// group's object, or on its member pods (named group-N) for a group without one.
+func waitGroupEvents(t *testing.T, env *sandboxtest.Env, ns, group string, reasons ...string) {
+	t.Helper()
+	env.WaitFor(t, fmt.Sprintf("Events %v on %s", reasons, group), func(ctx context.Context) (bool, error) {
+		list, err := env.Kube.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		seen := map[string]bool{}
+		for _, ev := range list.Items {
+			name := ev.Regarding.Name
+			if ev.ReportingController == "muster" && (name == group || strings.HasPrefix(name, group+"-")) {
+				seen[ev.Reason] = true
+			}
+		}
+		for _, r := range reasons {
+			if !seen[r] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }
 
 // waitOneAfterTheOther waits until both groups of n members succeeded, failing if both
