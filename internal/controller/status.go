@@ -155,11 +155,18 @@ func (s *scheduler) prepareWrite(key string) (groupWrite, bool) {
 	}
 	w := groupWrite{key: key, record: string(data), significant: significance(st)}
 	if s.objects[key] == nil {
-		if s.recorded[key] == w.record {
+		// The record goes on a member pod; pods created again after an eviction (the
+		// group kept its state for them) get it again.
+		holder := s.recordHolder(key)
+		if holder == nil {
 			return w, false
 		}
-		w.send = s.podRecordWrite(key, w.record)
-		return w, w.send != nil
+		w.fingerprint = string(holder.UID)
+		if s.recorded[key] == w.record && s.written[key] == w.fingerprint {
+			return w, false
+		}
+		w.send = s.podRecordWrite(holder, w.record)
+		return w, true
 	}
 	conds := s.conditionsOf(key, st)
 	fp, _ := json.Marshal(struct {
@@ -289,15 +296,19 @@ func (s *scheduler) patch(ctx context.Context, api *groupAPI, ns, name string, p
 	return nil
 }
 
-// podRecordWrite prepares the write of a plain group's lifecycle record on its
-// lowest-named member pod, or returns nil when the group has no member left.
-func (s *scheduler) podRecordWrite(key, record string) func(context.Context) error {
+// recordHolder returns the member pod that carries a plain group's lifecycle record,
+// its lowest-named, or nil when the group has no member left.
+func (s *scheduler) recordHolder(key string) *corev1.Pod {
 	pods := s.memberList(key)
 	if len(pods) == 0 {
 		return nil
 	}
-	first := slices.MinFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-	ns, name := first.Namespace, first.Name
+	return slices.MinFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// podRecordWrite prepares the write of a plain group's lifecycle record on holder.
+func (s *scheduler) podRecordWrite(holder *corev1.Pod, record string) func(context.Context) error {
+	ns, name := holder.Namespace, holder.Name
 	return func(ctx context.Context) error {
 		patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{musterv1alpha1.LifecycleAnnotation: record}}}
 		data, err := json.Marshal(patch)

@@ -44,6 +44,51 @@ type group struct {
 	domain string
 	// heldReported is the HeldBeforeReady already reported in an Output.
 	heldReported map[corev1.ResourceName]float64
+	// awaitsPods is set when muster evicted every member of a group defined by its pods
+	// (Labels, Single) and cleared when the group is admitted again: the pods are
+	// expected back, created again by their owner (or by muster, for pods without one).
+	awaitsPods bool
+	// emptySince is when such a group last lost its last member; zero while it has one.
+	emptySince time.Time
+}
+
+// emptyRetention is how long a group defined by its pods keeps its state (attempts,
+// failures, a Failed verdict) after muster evicted its last pod, waiting for the pods to
+// come back. A Job's controller creates them again after its own back-off for failed
+// pods, which reaches 6 minutes.
+const emptyRetention = 10 * time.Minute
+
+// definedByPods reports whether the group has no object: its pods are all there is.
+func (g *group) definedByPods() bool {
+	return g.hasSpec && (g.spec.Source == Labels || g.spec.Source == Single)
+}
+
+// retained reports whether a group defined by its pods outlives its last pod at now:
+// muster evicted them, and until emptyRetention has passed the pods that come back under
+// its name resume it (its attempts and failures, or its Failed verdict) instead of
+// starting a group anew. A group admitted since, or cancelled or finished, is not kept.
+func (g *group) retained(now time.Time) bool {
+	if !g.started || !g.awaitsPods || !now.Before(g.emptySince.Add(emptyRetention)) {
+		return false
+	}
+	switch g.state.Phase() {
+	case lifecycle.Backoff, lifecycle.Gathering, lifecycle.Queued, lifecycle.Failed:
+		return true
+	}
+	return false
+}
+
+// wakeAt is when the group must be looked at again: its state's next deadline, or the end
+// of its retention while it has no member, whichever is first.
+func (g *group) wakeAt() time.Time {
+	w := g.state.WakeAt()
+	if !g.definedByPods() || len(g.members) > 0 || !g.awaitsPods || g.emptySince.IsZero() {
+		return w
+	}
+	if end := g.emptySince.Add(emptyRetention); w.IsZero() || end.Before(w) {
+		return end
+	}
+	return w
 }
 
 // memberKeys returns the group's member pod keys, sorted.

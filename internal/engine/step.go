@@ -47,8 +47,16 @@ func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys
 
 // advance feeds one group's news to its state machine.
 func (e *Engine) advance(g *group, now time.Time, out *Output) {
-	if g.hasSpec && (g.spec.Source == Labels || g.spec.Source == Single) && len(g.members) == 0 {
-		g.removed = true
+	if g.definedByPods() {
+		switch {
+		case len(g.members) > 0:
+			g.emptySince = time.Time{}
+		case g.emptySince.IsZero():
+			g.emptySince = now
+		}
+		if len(g.members) == 0 && !g.retained(now) {
+			g.removed = true
+		}
 	}
 	if !g.started && !e.start(g, now, out) {
 		e.forget(g)
@@ -174,6 +182,9 @@ func (e *Engine) step(g *group, ev lifecycle.Event, now time.Time, out *Output) 
 			e.evictAll(g, a, out)
 		case lifecycle.Transition:
 			out.Events = append(out.Events, transitionEvent(g.key, a))
+			if a.To == lifecycle.Binding {
+				g.awaitsPods = false
+			}
 			if a.To == lifecycle.Running && a.From != lifecycle.Recovering {
 				if d, ok := g.state.TimeToReady(); ok {
 					out.Ready = append(out.Ready, Readiness{Group: g.key, After: d})
@@ -198,6 +209,7 @@ func (e *Engine) evictAll(g *group, a lifecycle.EvictAll, out *Output) {
 	if g.evicting == nil {
 		g.evicting = map[string]bool{}
 	}
+	g.awaitsPods = g.definedByPods() && a.Reason != lifecycle.ReasonCancelled
 	for _, key := range g.memberKeys() {
 		if g.evicting[key] {
 			continue

@@ -30,7 +30,7 @@ func (e *Engine) arm(g *group) {
 	if !g.started {
 		return
 	}
-	if w := g.state.WakeAt(); !w.IsZero() && !w.Equal(g.armed) {
+	if w := g.wakeAt(); !w.IsZero() && !w.Equal(g.armed) {
 		g.armed = w
 		heap.Push(&e.timers, timer{at: w, key: g.key})
 	}

@@ -2,11 +2,15 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/sandbox"
@@ -99,4 +103,89 @@ func uidOf(t *testing.T, env *sandboxtest.Env, ns, name string) string {
 		t.Fatal(err)
 	}
 	return string(p.UID)
+}
+
+// TestPlainGroupFailsAfterItsRetries: a group with no object (pods labelled
+// muster.dev/group) whose worker never initialises is evicted at its start timeout; its
+// pods, which have no controller, are created again by muster, and the group keeps its
+// attempts across them: it Fails after max-retries, and the pods created after that wait
+// in the failed group instead of starting it over. Before, the group ended with its last
+// pod and the pods created again started it at attempt 1, for ever.
+func TestPlainGroupFailsAfterItsRetries(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "plain", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	startMuster(t, env, musterOptions{})
+	pod := func(i int) *corev1.Pod {
+		b := sandboxtest.Pod(ns, fmt.Sprintf("flaky-%d", i)).GPUs(1).SchedulerName("muster").
+			Annotate(musterv1alpha1.MinMemberAnnotation, "2").
+			Annotate(musterv1alpha1.StartTimeoutAnnotation, "3s").
+			Annotate(musterv1alpha1.MaxRetriesAnnotation, "1").
+			Annotate(musterv1alpha1.BackoffBaseAnnotation, "1s")
+		if i == 1 {
+			b.Annotate(kubelet.AnnotationFailInit, "true")
+		}
+		p := b.Obj()
+		p.Labels = map[string]string{musterv1alpha1.GroupLabel: "flaky"}
+		return p
+	}
+	for i := range 2 {
+		env.CreatePod(t, pod(i))
+	}
+	firstUID := uidOf(t, env, ns, "flaky-0")
+	var rec musterv1alpha1.GroupLifecycle
+	waitFailed := func(what string) {
+		env.WaitFor(t, what, func(ctx context.Context) (bool, error) {
+			p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, "flaky-0", metav1.GetOptions{})
+			if err != nil {
+				return false, nil // between an eviction and the pod's creation
+			}
+			rec = musterv1alpha1.GroupLifecycle{}
+			if v := p.Annotations[musterv1alpha1.LifecycleAnnotation]; v != "" {
+				if err := json.Unmarshal([]byte(v), &rec); err != nil {
+					return false, fmt.Errorf("decoding the lifecycle record %q: %w", v, err)
+				}
+			}
+			return rec.Phase == "Failed", nil
+		})
+	}
+	waitFailed("the plain group Failed, recorded on its pod flaky-0")
+	if rec.Failures != 2 || len(rec.Attempts) != 2 || rec.Reason != "RetryLimitExceeded" {
+		t.Errorf("expected 2 failed attempts and reason RetryLimitExceeded, found %d failures, %d attempts, reason %s: %s",
+			rec.Failures, len(rec.Attempts), rec.Reason, rec.Message)
+	}
+	// At the failure muster evicts the pods once more and creates them again, unbound.
+	var settled *corev1.Pod
+	env.WaitFor(t, "flaky-0 created again after the failure, unbound", func(ctx context.Context) (bool, error) {
+		p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, "flaky-0", metav1.GetOptions{})
+		if err != nil || p.DeletionTimestamp != nil || p.Spec.NodeName != "" {
+			return false, nil
+		}
+		settled = p
+		return true, nil
+	})
+	if string(settled.UID) == firstUID {
+		t.Errorf("expected flaky-0 evicted and created again by muster, found the first pod (%s)", firstUID)
+	}
+	// A pod created once more (here by hand, as a controller would) joins the failed
+	// group, and the record, unchanged, is written on it: muster explain reads it there.
+	secondUID := string(settled.UID)
+	if err := env.Kube.CoreV1().Pods(ns).Delete(context.Background(), "flaky-0", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	env.WaitFor(t, "flaky-0 gone", func(ctx context.Context) (bool, error) {
+		p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, "flaky-0", metav1.GetOptions{})
+		return err != nil || string(p.UID) != secondUID, nil
+	})
+	env.CreatePod(t, pod(0))
+	waitFailed("the record on the flaky-0 created by hand")
+	// The pods created after the failure wait: nothing is bound again.
+	for range 20 {
+		for _, name := range []string{"flaky-0", "flaky-1"} {
+			if p, err := env.Kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{}); err == nil && p.Spec.NodeName != "" {
+				t.Fatalf("pod %s of the failed group was bound to %s", name, p.Spec.NodeName)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -1,0 +1,173 @@
+package engine_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/muster-sched/muster/internal/engine"
+	gt "github.com/muster-sched/muster/internal/gangtest"
+	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/sim"
+)
+
+// labelsJob drives a Labels group of two one-GPU pods through the engine as the
+// controller would, with an owner that creates the pods again after muster evicts them.
+type labelsJob struct {
+	t    *testing.T
+	e    *engine.Engine
+	now  time.Time
+	spec engine.GroupSpec
+	// generation counts the pods' incarnations: each has new UIDs.
+	generation int
+}
+
+const labelsKey = "Labels/default/job"
+
+func newLabelsJob(t *testing.T) *labelsJob {
+	maxRetries := 1
+	e := sim.NewEngine()
+	for _, n := range gt.Nodes("n", 2, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
+		e.SetNode(n)
+	}
+	j := &labelsJob{t: t, e: e, now: sim.Epoch, spec: engine.GroupSpec{
+		Key: labelsKey, Source: engine.Labels, Namespace: "default", Name: "job", MinMember: 2,
+		Policy: engine.PolicyOverrides{
+			StartTimeout: ptr(int64(time.Minute)), MaxRetries: &maxRetries,
+			BackoffBase: ptr(int64(10 * time.Second)), BackoffMax: ptr(int64(10 * time.Second)),
+		},
+	}}
+	j.create()
+	return j
+}
+
+// create creates the job's pods (again), unbound.
+func (j *labelsJob) create() {
+	j.generation++
+	for i := range 2 {
+		p := gt.Pod(fmt.Sprintf("job-%d", i)).GPU(1).Obj()
+		p.UID = types.UID(fmt.Sprintf("job-%d-gen-%d", i, j.generation))
+		j.e.SetPod(p, labelsKey)
+	}
+	j.e.SetGroup(j.spec)
+}
+
+// step advances the clock by d and steps the engine; binds are carried out (the pods are
+// bound, never Ready) and evictions delete the pods.
+func (j *labelsJob) step(d time.Duration) engine.Output {
+	j.now = j.now.Add(d)
+	out := j.e.Step(j.now)
+	for _, b := range out.Binds {
+		p := gt.Pod(b.Pod[len("default/"):]).GPU(1).Node(b.Node).Obj()
+		p.UID = types.UID(fmt.Sprintf("%s-gen-%d", p.Name, j.generation))
+		p.Status.Phase = corev1.PodRunning
+		j.e.SetPod(p, labelsKey)
+	}
+	for _, ev := range out.Evictions {
+		j.e.RemovePod(ev.Pod)
+	}
+	return out
+}
+
+// status returns the group's status, failing if the engine forgot the group.
+func (j *labelsJob) status(when string) engine.Status {
+	j.t.Helper()
+	st, ok := j.e.Group(labelsKey)
+	if !ok {
+		j.t.Fatalf("%s: the engine forgot the group", when)
+	}
+	return st
+}
+
+// TestLabelsGroupKeepsItsAttemptsWhileItsPodsAreRecreated: a group with no object is its
+// pods. When muster evicts them at the start timeout, the group keeps its attempts while
+// their owner creates them again, so a job that never starts fails after max-retries, as
+// an object group does, and pods created again after that join the failed group instead
+// of starting it over. (The group used to be cancelled when its last pod went, and the
+// pods created again started it at attempt 1: such a job never failed.)
+func TestLabelsGroupKeepsItsAttemptsWhileItsPodsAreRecreated(t *testing.T) {
+	j := newLabelsJob(t)
+	if out := j.step(0); len(out.Binds) != 2 {
+		t.Fatalf("attempt 1: expected 2 binds, found %+v", out.Binds)
+	}
+	j.step(time.Second)
+	if out := j.step(time.Minute); len(out.Evictions) != 2 {
+		t.Fatalf("start timeout: expected 2 evictions, found %+v", out.Evictions)
+	}
+	j.step(time.Second) // the pods are gone
+	if st := j.status("after the first eviction"); st.Phase != lifecycle.Backoff || st.Failures != 1 {
+		t.Fatalf("after the first eviction: expected Backoff with 1 failure, found %s with %d", st.Phase, st.Failures)
+	}
+
+	j.create() // the owner creates the pods again
+	out := j.step(15 * time.Second)
+	if st := j.status("after the backoff"); st.Attempt != 2 || len(out.Binds) != 2 {
+		t.Fatalf("after the backoff: expected attempt 2 with 2 binds, found attempt %d (%s), binds %+v", st.Attempt, st.Phase, out.Binds)
+	}
+	j.step(time.Second)
+	if out := j.step(time.Minute); len(out.Evictions) != 2 {
+		t.Fatalf("second start timeout: expected 2 evictions, found %+v", out.Evictions)
+	}
+	j.step(time.Second)
+	if st := j.status("after the last attempt"); st.Phase != lifecycle.Failed || st.Failures != 2 {
+		t.Fatalf("after the last attempt: expected Failed with 2 failures, found %s with %d", st.Phase, st.Failures)
+	}
+
+	j.create() // the owner creates them once more: they join the failed group
+	if out := j.step(time.Minute); len(out.Binds) != 0 {
+		t.Fatalf("pods of a failed group were bound: %+v", out.Binds)
+	}
+	if st := j.status("pods created after the failure"); st.Phase != lifecycle.Failed || st.Observed.Members != 2 {
+		t.Fatalf("pods created after the failure: expected Failed with 2 members, found %s with %d", st.Phase, st.Observed.Members)
+	}
+}
+
+// TestLabelsGroupRetentionEnds: pods that do not come back within the retention leave
+// nothing behind: the group is cancelled once the retention ends, and
+// pods of the same group created later start it anew.
+func TestLabelsGroupRetentionEnds(t *testing.T) {
+	j := newLabelsJob(t)
+	j.step(0)
+	j.step(time.Second)
+	j.step(time.Minute)
+	j.step(time.Second)
+	if st := j.status("after the eviction"); st.Phase != lifecycle.Backoff {
+		t.Fatalf("after the eviction: expected Backoff, found %s", st.Phase)
+	}
+	out := j.step(0)
+	wake := out.WakeAt
+	if wake.IsZero() || wake.After(j.now.Add(10*time.Minute)) {
+		t.Fatalf("expected a wake-up within the retention, found %v (now %v)", wake, j.now)
+	}
+	for range 12 {
+		j.step(time.Minute)
+	}
+	if st, ok := j.e.Group(labelsKey); ok {
+		t.Fatalf("12 minutes without pods: expected the group gone, found %s (attempt %d)", st.Phase, st.Attempt)
+	}
+	j.create()
+	if out := j.step(time.Second); len(out.Binds) != 2 {
+		t.Fatalf("a new group of the same name: expected 2 binds, found %+v", out.Binds)
+	}
+	if st := j.status("the new group"); st.Attempt != 1 || st.Failures != 0 {
+		t.Fatalf("the new group: expected attempt 1 and no failure, found attempt %d, %d failures", st.Attempt, st.Failures)
+	}
+}
+
+// TestLabelsGroupDeletedIsCancelledAtOnce: pods deleted by their owner, not evicted by
+// muster, cancel their group at once, as before.
+func TestLabelsGroupDeletedIsCancelledAtOnce(t *testing.T) {
+	j := newLabelsJob(t)
+	j.step(0)
+	j.step(time.Second)
+	for i := range 2 {
+		j.e.RemovePod(fmt.Sprintf("default/job-%d", i))
+	}
+	j.step(time.Second)
+	if st, ok := j.e.Group(labelsKey); ok {
+		t.Fatalf("expected the group gone once its pods were deleted, found %s", st.Phase)
+	}
+}
