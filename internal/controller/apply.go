@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"slices"
 
@@ -17,6 +18,8 @@ import (
 	volcanov1beta1 "github.com/muster-sched/muster/api/volcano/v1beta1"
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/explain"
+	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/source"
 )
 
@@ -170,7 +173,33 @@ func (s *scheduler) translate(key string) {
 	if spec.Queue == "" {
 		spec.Queue = s.queueForNamespace(context.Background(), ref.Namespace)
 	}
+	if !s.eng.Started(key) {
+		spec.Past = s.pastOf(key, pods)
+	}
 	s.eng.SetGroup(spec)
+}
+
+// pastOf reads the lifecycle record an earlier muster wrote for a group (on its object,
+// or on its lowest-named member pod for a group without one), so that a restarted muster,
+// or a new leader, resumes the group's retries rather than starting them over. A record
+// that does not decode is logged and ignored.
+func (s *scheduler) pastOf(key string, pods []*corev1.Pod) *lifecycle.Past {
+	var raw, holder string
+	if obj := s.objects[key]; obj != nil {
+		raw, holder = obj.GetAnnotations()[musterv1alpha1.LifecycleAnnotation], key
+	} else if p := s.recordHolder(key); p != nil {
+		raw, holder = p.Annotations[musterv1alpha1.LifecycleAnnotation], podKey(p)
+	}
+	if raw == "" {
+		return nil
+	}
+	var rec musterv1alpha1.GroupLifecycle
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+		s.log.Error(err, "ignoring a lifecycle record that does not decode", "group", key, "on", holder)
+		return nil
+	}
+	past := explain.PastOf(rec)
+	return &past
 }
 
 // memberList returns a group's pods sorted by key.

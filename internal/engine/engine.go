@@ -193,6 +193,13 @@ func (e *Engine) dropMember(groupKey, podKey string) {
 	}
 }
 
+// Started reports whether the engine keeps a lifecycle for the group. Until it does, a
+// spec's Past is read when the group starts; after, it is not.
+func (e *Engine) Started(key string) bool {
+	g := e.groups[key]
+	return g != nil && g.started
+}
+
 // SetGroup adds or updates a group's spec.
 func (e *Engine) SetGroup(spec GroupSpec) {
 	g := e.groupFor(spec.Key)

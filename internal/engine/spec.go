@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/placement"
 )
 
@@ -59,6 +60,10 @@ type GroupSpec struct {
 	// Invalid lists problems with the group's definition, each naming the field and the
 	// value. A group with problems is not scheduled; the problems become its condition.
 	Invalid []string
+	// Past is what the group's lifecycle record says of it, when an earlier scheduler
+	// process wrote one: the engine resumes the group from it (its attempts, failures,
+	// backoff or Failed verdict) the first time it sees the group.
+	Past *lifecycle.Past
 }
 
 // PolicyOverrides are per-group lifecycle settings; nil fields fall back to the queue's

@@ -114,6 +114,15 @@ func (e *Engine) start(g *group, now time.Time, out *Output) bool {
 		return true
 	}
 	st, err := lifecycle.New(g.spec.MinMember, now)
+	if err == nil && g.spec.Past != nil {
+		resumed, rerr := lifecycle.Resume(g.spec.MinMember, now, *g.spec.Past)
+		if rerr == nil {
+			st = resumed
+		} else {
+			out.Events = append(out.Events, Event{Group: g.key, Type: Warning, Reason: "RecordIgnored",
+				Message: fmt.Sprintf("the group's lifecycle record was not resumed, the group starts anew: %v", rerr)})
+		}
+	}
 	if err != nil {
 		g.invalid = fmt.Sprintf("spec.minMember: %d: %v", g.spec.MinMember, err)
 		out.Events = append(out.Events, Event{Group: g.key, Type: Warning, Reason: "InvalidGroup", Message: g.invalid})

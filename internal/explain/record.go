@@ -5,6 +5,7 @@ import (
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/lifecycle"
 )
 
 // RecordOf turns the engine's status of a group into the lifecycle record the scheduler
@@ -38,4 +39,23 @@ func RecordOf(st engine.Status) musterv1alpha1.GroupLifecycle {
 		})
 	}
 	return r
+}
+
+// PastOf reads back, from a lifecycle record, what the engine needs to resume the group
+// (lifecycle.Resume): its phase, attempts, failures and the end of its backoff.
+func PastOf(r musterv1alpha1.GroupLifecycle) lifecycle.Past {
+	p := lifecycle.Past{
+		Phase: lifecycle.Phase(r.Phase), Reason: r.Reason, Message: r.Message,
+		Attempt: r.Attempt, Failures: r.Failures,
+	}
+	if r.WakeAt != nil {
+		p.WakeAt = r.WakeAt.Time
+	}
+	for _, a := range r.Attempts {
+		p.Attempts = append(p.Attempts, lifecycle.Attempt{
+			Number: a.Number, AdmittedAt: a.AdmittedAt.Time, EndedAt: a.EndedAt.Time,
+			Stage: lifecycle.Phase(a.Stage), Reason: a.Reason, Message: a.Message,
+		})
+	}
+	return p
 }

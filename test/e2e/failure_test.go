@@ -189,3 +189,45 @@ func TestPlainGroupFailsAfterItsRetries(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestRestartResumesRetries: muster stops while a group backs off after its first
+// failed attempt; the muster started after it resumes the group from its lifecycle
+// record: the group waits out the recorded backoff, and its second failure is its last
+// (max-retries 1), with the attempt from before the restart in its history. Before, a
+// restarted muster started every group over at attempt 1.
+func TestRestartResumesRetries(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "restart", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	c := newClient(t, env.Config)
+	first := startMuster(t, env, musterOptions{})
+	flaky := pytorchJob{ns: ns, name: "flaky", workers: 1, plain: true, groupAnnotations: map[string]string{
+		musterv1alpha1.StartTimeoutAnnotation: "3s",
+		musterv1alpha1.MaxRetriesAnnotation:   "1",
+		musterv1alpha1.BackoffBaseAnnotation:  "8s",
+	}}
+	flaky.podAnnotations = map[string]map[string]string{"flaky-worker-0": {kubelet.AnnotationFailInit: "true"}}
+	flaky.create(t, env, c)
+	var before musterv1alpha1.GroupLifecycle
+	env.WaitFor(t, "flaky backing off after its first failure", func(context.Context) (bool, error) {
+		before = lifecycleOf(t, c, ns, "flaky")
+		return before.Phase == "Backoff" && before.Failures == 1 && len(before.Attempts) == 1 && before.WakeAt != nil, nil
+	})
+	first.stop(t)
+	startMuster(t, env, musterOptions{})
+
+	failed := waitCondition(t, env, c, ns, "flaky", "Failed", metav1.ConditionTrue)
+	t.Logf("failed: %s: %s", failed.Reason, failed.Message)
+	after := lifecycleOf(t, c, ns, "flaky")
+	if after.Failures != 2 || len(after.Attempts) != 2 {
+		t.Fatalf("expected 2 failed attempts in all, found %d failures and attempts %+v", after.Failures, after.Attempts)
+	}
+	if got, want := after.Attempts[0].AdmittedAt, before.Attempts[0].AdmittedAt; !got.Equal(&want) {
+		t.Errorf("expected the attempt from before the restart (admitted %s) first in the history, found one admitted %s", want, got)
+	}
+	// The second attempt waited out the recorded backoff (the record's times are to the
+	// second).
+	if second := after.Attempts[1].AdmittedAt.Time; second.Before(before.WakeAt.Add(-time.Second)) {
+		t.Errorf("expected the second attempt admitted at the backoff's end %s or later, found %s", before.WakeAt, second)
+	}
+}

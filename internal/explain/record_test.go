@@ -1,0 +1,43 @@
+package explain
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/lifecycle"
+)
+
+// TestPastOfReadsBackTheRecord: what the scheduler writes (RecordOf, as JSON on the
+// group's object) reads back (PastOf) as the lifecycle it resumes, to the second (the
+// record's times are RFC 3339).
+func TestPastOfReadsBackTheRecord(t *testing.T) {
+	at := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
+	st := engine.Status{
+		Phase: lifecycle.Backoff, Reason: lifecycle.ReasonStartTimeout, Message: "start-timeout 5m0s expired; retry 1 of 3 in 30s",
+		Attempt: 2, Failures: 1, WakeAt: at.Add(30 * time.Second),
+		Attempts: []lifecycle.Attempt{
+			{Number: 1, AdmittedAt: at.Add(-time.Hour), EndedAt: at.Add(-50 * time.Minute), Stage: lifecycle.Running,
+				Reason: lifecycle.ReasonPreempted, Message: "preempted by default/big (priority 100)"},
+			{Number: 2, AdmittedAt: at.Add(-5 * time.Minute), EndedAt: at, Stage: lifecycle.Starting,
+				Reason: lifecycle.ReasonStartTimeout, Message: "start-timeout 5m0s expired"},
+		},
+	}
+	data, err := json.Marshal(RecordOf(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec musterv1alpha1.GroupLifecycle
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	want := lifecycle.Past{Phase: st.Phase, Reason: st.Reason, Message: st.Message, Attempt: 2, Failures: 1,
+		WakeAt: st.WakeAt, Attempts: st.Attempts}
+	if d := cmp.Diff(want, PastOf(rec), cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); d != "" {
+		t.Errorf("PastOf(RecordOf(status)) (-want +got):\n%s", d)
+	}
+}
