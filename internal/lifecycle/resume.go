@@ -26,7 +26,8 @@ type Past struct {
 
 // Resume returns the State of a group seen at now whose record says past. Its ended
 // attempts, failures and preemptions carry over, so retries go on counting:
-//   - a Failed group stays Failed;
+//   - a group that ended (Failed, Finished, Cancelled) stays so: its pods are not run
+//     again;
 //   - a group in Backoff backs off until past.WakeAt (at once if that has passed);
 //   - any other group starts in Gathering, as a new one does. An attempt that was in
 //     progress (Binding to Recovering) is not counted: when the group's members are
@@ -51,8 +52,8 @@ func Resume(minMember int, now time.Time, past Past) (State, error) {
 		s.admittedAt = past.Attempts[n-1].AdmittedAt
 	}
 	switch past.Phase {
-	case Failed:
-		s.phase, s.reason, s.message = Failed, past.Reason, past.Message
+	case Failed, Finished, Cancelled:
+		s.phase, s.reason, s.message = past.Phase, past.Reason, past.Message
 	case Backoff:
 		s.phase, s.reason, s.message = Backoff, past.Reason, past.Message
 		s.deadline = past.WakeAt

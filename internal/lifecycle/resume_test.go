@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 )
 
 // pastOf runs a group through evs from New and returns what its record would say.
@@ -118,4 +120,52 @@ func containsAction(actions []Action, want Action) bool {
 		}
 	}
 	return false
+}
+
+// TestResumeProperties drives random event sequences, as TestStepProperties does, and
+// now and then restarts the scheduler: the state is rebuilt from what its record holds
+// (Resume). The rebuilt state keeps the history, failures and preemptions, a Failed
+// group stays Failed and a Backoff keeps its end, and every step after it keeps the
+// invariants of checkStep: in particular no group gets more attempts than its policy
+// allows because the scheduler restarted.
+func TestResumeProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		minMember := rapid.IntRange(1, 6).Draw(t, "minMember")
+		p := drawPolicy(t)
+		now := epoch
+		s, err := New(minMember, now)
+		if err != nil {
+			t.Fatalf("New(%d): %v", minMember, err)
+		}
+		for range rapid.IntRange(1, 150).Draw(t, "steps") {
+			now = now.Add(time.Duration(rapid.Int64Range(0, int64(time.Hour)).Draw(t, "advance")))
+			if rapid.IntRange(0, 9).Draw(t, "restart") == 0 {
+				past := Past{Phase: s.Phase(), Reason: s.Reason(), Message: s.Message(), Attempt: s.Attempt(),
+					Failures: s.Failures(), WakeAt: s.WakeAt(), Attempts: s.Attempts()}
+				resumed, err := Resume(minMember, now, past)
+				if err != nil {
+					t.Fatalf("Resume of a reachable %s: %v", s, err)
+				}
+				if resumed.Failures() != s.Failures() || resumed.Preemptions() != s.Preemptions() ||
+					len(resumed.Attempts()) != len(s.Attempts()) {
+					t.Fatalf("Resume lost history: %d failures, %d preemptions, %d attempts; want %d, %d, %d",
+						resumed.Failures(), resumed.Preemptions(), len(resumed.Attempts()), s.Failures(), s.Preemptions(), len(s.Attempts()))
+				}
+				if (s.Phase() == Failed || s.Phase() == Backoff) && resumed.Phase() != s.Phase() {
+					t.Fatalf("Resume of %s gave %s", s.Phase(), resumed.Phase())
+				}
+				if s.Phase() == Backoff && s.WakeAt().After(now) && !resumed.WakeAt().Equal(s.WakeAt()) {
+					t.Fatalf("Resume of a Backoff until %v wakes at %v", s.WakeAt(), resumed.WakeAt())
+				}
+				s = resumed
+			}
+			if wake := s.WakeAt(); !wake.IsZero() && rapid.IntRange(0, 3).Draw(t, "jumpToWake") == 0 && wake.After(now) {
+				now = wake
+			}
+			ev := drawEvent(t, minMember)
+			next, actions := Step(s, p, ev, now)
+			checkStep(t, p, s, next, ev, actions)
+			s = next
+		}
+	})
 }
