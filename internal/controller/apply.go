@@ -174,7 +174,7 @@ func (s *scheduler) translate(key string) {
 		spec.Queue = s.queueForNamespace(context.Background(), ref.Namespace)
 	}
 	if !s.eng.Started(key) {
-		spec.Past = s.pastOf(key, pods)
+		spec.Past = s.pastOf(key)
 	}
 	s.eng.SetGroup(spec)
 }
@@ -183,7 +183,7 @@ func (s *scheduler) translate(key string) {
 // or on its lowest-named member pod for a group without one), so that a restarted muster,
 // or a new leader, resumes the group's retries rather than starting them over. A record
 // that does not decode is logged and ignored.
-func (s *scheduler) pastOf(key string, pods []*corev1.Pod) *lifecycle.Past {
+func (s *scheduler) pastOf(key string) *lifecycle.Past {
 	var raw, holder string
 	if obj := s.objects[key]; obj != nil {
 		raw, holder = obj.GetAnnotations()[musterv1alpha1.LifecycleAnnotation], key
