@@ -56,10 +56,38 @@ func (s *scheduler) evictPod(ctx context.Context, p *corev1.Pod, ev engine.Evict
 		s.recreate[ev.Pod] = r
 	}
 	s.event(p, corev1.EventTypeWarning, ev.Reason, ev.Message)
+	if ev.Reason != lifecycle.ReasonCancelled {
+		s.markDisrupted(ctx, p, ev)
+	}
 	uid := p.UID
 	err := s.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		s.log.Error(err, "evicting a pod", "pod", ev.Pod)
+	}
+}
+
+// markDisrupted gives p the DisruptionTarget condition before muster deletes it, as
+// kube-scheduler does for the pods it preempts: a Job whose podFailurePolicy ignores
+// DisruptionTarget (`action: Ignore, onPodConditions: [{type: DisruptionTarget}]`) then
+// does not count muster's evictions against its backoffLimit, while a deleted pod
+// without it counts as failed. The reason is PreemptionByScheduler for a preemption and
+// the eviction's own reason (StartTimeout, RecoveryTimeout, ...) otherwise. A pod that
+// cannot be marked is deleted all the same.
+func (s *scheduler) markDisrupted(ctx context.Context, p *corev1.Pod, ev engine.Eviction) {
+	reason := ev.Reason
+	if reason == lifecycle.ReasonPreempted {
+		reason = corev1.PodReasonPreemptionByScheduler
+	}
+	patch := map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{
+		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: reason,
+		Message: "muster: " + ev.Message, LastTransitionTime: metav1.NewTime(s.clock.Now()),
+	}}}}
+	data, err := json.Marshal(patch)
+	if err == nil {
+		_, err = s.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		s.log.Error(err, "marking a pod DisruptionTarget before evicting it", "pod", ev.Pod)
 	}
 }
 

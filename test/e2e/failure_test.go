@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
@@ -229,5 +230,57 @@ func TestRestartResumesRetries(t *testing.T) {
 	// second).
 	if second := after.Attempts[1].AdmittedAt.Time; second.Before(before.WakeAt.Add(-time.Second)) {
 		t.Errorf("expected the second attempt admitted at the backoff's end %s or later, found %s", before.WakeAt, second)
+	}
+}
+
+// TestEvictedPodsAreMarkedDisrupted: before muster deletes the pods of a group it evicts,
+// it gives them the DisruptionTarget condition (reason: the eviction's), so that a Job's
+// podFailurePolicy can keep muster's evictions off its backoffLimit. The pods hold a
+// finalizer here, so that they stay, terminating, for the test to read.
+func TestEvictedPodsAreMarkedDisrupted(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "disrupt", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	startMuster(t, env, musterOptions{})
+	const hold = "e2e.muster.dev/hold"
+	names := []string{"late-0", "late-1"}
+	for i, name := range names {
+		b := sandboxtest.Pod(ns, name).GPUs(1).SchedulerName("muster").
+			Annotate(musterv1alpha1.MinMemberAnnotation, "2").
+			Annotate(musterv1alpha1.StartTimeoutAnnotation, "2s")
+		if i == 1 {
+			b.Annotate(kubelet.AnnotationFailInit, "true")
+		}
+		p := b.Obj()
+		p.Labels = map[string]string{musterv1alpha1.GroupLabel: "late"}
+		p.Finalizers = []string{hold}
+		// A controller owns them (none runs here), so muster does not create them again.
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "late",
+			UID: "uid-late", Controller: ptr.To(true)}}
+		env.CreatePod(t, p)
+	}
+	t.Cleanup(func() {
+		for _, name := range names {
+			patch := []byte(`{"metadata":{"finalizers":null}}`)
+			_, _ = env.Kube.CoreV1().Pods(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{})
+		}
+	})
+	for _, name := range names {
+		var cond corev1.PodCondition
+		env.WaitFor(t, name+" evicted and marked DisruptionTarget", func(ctx context.Context) (bool, error) {
+			p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.DisruptionTarget {
+					cond = c
+				}
+			}
+			return p.DeletionTimestamp != nil && cond.Status == corev1.ConditionTrue, nil
+		})
+		if cond.Reason != "StartTimeout" || !strings.Contains(cond.Message, "start-timeout 2s expired") {
+			t.Errorf("%s: expected DisruptionTarget with reason StartTimeout and the timeout in the message, found %s: %s", name, cond.Reason, cond.Message)
+		}
 	}
 }
