@@ -24,13 +24,8 @@ var timedPhases = []Phase{Binding, Starting, Recovering, Backoff}
 // the seed and the failing sequence, and `-rapid.seed=N` reproduces it.
 func TestStepProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		minMember := rapid.IntRange(1, 6).Draw(t, "minMember")
-		p := drawPolicy(t)
+		minMember, p, s := drawStart(t)
 		now := epoch
-		s, err := New(minMember, now)
-		if err != nil {
-			t.Fatalf("New(%d): %v", minMember, err)
-		}
 		steps := rapid.IntRange(1, 150).Draw(t, "steps")
 		for range steps {
 			if wake := s.WakeAt(); !wake.IsZero() && rapid.IntRange(0, 3).Draw(t, "jumpToWake") == 0 {
@@ -54,6 +49,17 @@ func TestStepProperties(t *testing.T) {
 			s = next
 		}
 	})
+}
+
+// drawStart draws a minMember and a policy, and returns them with a new State at epoch.
+func drawStart(t *rapid.T) (int, Policy, State) {
+	minMember := rapid.IntRange(1, 6).Draw(t, "minMember")
+	p := drawPolicy(t)
+	s, err := New(minMember, epoch)
+	if err != nil {
+		t.Fatalf("New(%d): %v", minMember, err)
+	}
+	return minMember, p, s
 }
 
 func drawPolicy(t *rapid.T) Policy {

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -15,7 +16,12 @@ func pastOf(t *testing.T, p Policy, evs ...timed) (State, Past) {
 		t.Fatal(err)
 	}
 	s, _ = steps(t, s, p, evs...)
-	return s, Past{Phase: s.Phase(), Reason: s.Reason(), Message: s.Message(), Attempt: s.Attempt(),
+	return s, recordOf(s)
+}
+
+// recordOf is what the scheduler records of s, as Past.
+func recordOf(s State) Past {
+	return Past{Phase: s.Phase(), Reason: s.Reason(), Message: s.Message(), Attempt: s.Attempt(),
 		Failures: s.Failures(), WakeAt: s.WakeAt(), Attempts: s.Attempts()}
 }
 
@@ -46,7 +52,7 @@ func TestResumeBackoff(t *testing.T) {
 	}
 	wake := before.WakeAt().Sub(epoch)
 	s, actions := steps(t, s, resumePolicy, timed{wake, Tick{}})
-	if s.Phase() != Queued || !containsAction(actions, Enqueue{Requeued: true}) {
+	if s.Phase() != Queued || !slices.Contains(actions, Action(Enqueue{Requeued: true})) {
 		t.Fatalf("at the end of the backoff: expected Queued behind groups that never failed, found %s, %+v", s, actions)
 	}
 	s, _ = steps(t, s, resumePolicy, timed{wake, Admitted{Planned: 2}}, timed{wake + time.Minute, Tick{}})
@@ -113,15 +119,6 @@ func TestResumeRejectsInconsistentRecords(t *testing.T) {
 	}
 }
 
-func containsAction(actions []Action, want Action) bool {
-	for _, a := range actions {
-		if a == want {
-			return true
-		}
-	}
-	return false
-}
-
 // TestResumeProperties drives random event sequences, as TestStepProperties does, and
 // now and then restarts the scheduler: the state is rebuilt from what its record holds
 // (Resume). The rebuilt state keeps the history, failures and preemptions, a Failed
@@ -130,19 +127,12 @@ func containsAction(actions []Action, want Action) bool {
 // allows because the scheduler restarted.
 func TestResumeProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		minMember := rapid.IntRange(1, 6).Draw(t, "minMember")
-		p := drawPolicy(t)
+		minMember, p, s := drawStart(t)
 		now := epoch
-		s, err := New(minMember, now)
-		if err != nil {
-			t.Fatalf("New(%d): %v", minMember, err)
-		}
 		for range rapid.IntRange(1, 150).Draw(t, "steps") {
 			now = now.Add(time.Duration(rapid.Int64Range(0, int64(time.Hour)).Draw(t, "advance")))
 			if rapid.IntRange(0, 9).Draw(t, "restart") == 0 {
-				past := Past{Phase: s.Phase(), Reason: s.Reason(), Message: s.Message(), Attempt: s.Attempt(),
-					Failures: s.Failures(), WakeAt: s.WakeAt(), Attempts: s.Attempts()}
-				resumed, err := Resume(minMember, now, past)
+				resumed, err := Resume(minMember, now, recordOf(s))
 				if err != nil {
 					t.Fatalf("Resume of a reachable %s: %v", s, err)
 				}

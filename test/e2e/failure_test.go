@@ -118,17 +118,11 @@ func TestPlainGroupFailsAfterItsRetries(t *testing.T) {
 	env.CreateNodes(t, sandbox.NodePool{Name: "plain", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
 	startMuster(t, env, musterOptions{})
 	pod := func(i int) *corev1.Pod {
-		b := sandboxtest.Pod(ns, fmt.Sprintf("flaky-%d", i)).GPUs(1).SchedulerName("muster").
-			Annotate(musterv1alpha1.MinMemberAnnotation, "2").
-			Annotate(musterv1alpha1.StartTimeoutAnnotation, "3s").
-			Annotate(musterv1alpha1.MaxRetriesAnnotation, "1").
-			Annotate(musterv1alpha1.BackoffBaseAnnotation, "1s")
-		if i == 1 {
-			b.Annotate(kubelet.AnnotationFailInit, "true")
-		}
-		p := b.Obj()
-		p.Labels = map[string]string{musterv1alpha1.GroupLabel: "flaky"}
-		return p
+		return plainMember(ns, "flaky", i, map[string]string{
+			musterv1alpha1.StartTimeoutAnnotation: "3s",
+			musterv1alpha1.MaxRetriesAnnotation:   "1",
+			musterv1alpha1.BackoffBaseAnnotation:  "1s",
+		})
 	}
 	for i := range 2 {
 		env.CreatePod(t, pod(i))
@@ -244,15 +238,8 @@ func TestEvictedPodsAreMarkedDisrupted(t *testing.T) {
 	startMuster(t, env, musterOptions{})
 	const hold = "e2e.muster.dev/hold"
 	names := []string{"late-0", "late-1"}
-	for i, name := range names {
-		b := sandboxtest.Pod(ns, name).GPUs(1).SchedulerName("muster").
-			Annotate(musterv1alpha1.MinMemberAnnotation, "2").
-			Annotate(musterv1alpha1.StartTimeoutAnnotation, "2s")
-		if i == 1 {
-			b.Annotate(kubelet.AnnotationFailInit, "true")
-		}
-		p := b.Obj()
-		p.Labels = map[string]string{musterv1alpha1.GroupLabel: "late"}
+	for i := range names {
+		p := plainMember(ns, "late", i, map[string]string{musterv1alpha1.StartTimeoutAnnotation: "2s"})
 		p.Finalizers = []string{hold}
 		// A controller owns them (none runs here), so muster does not create them again.
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "late",
@@ -283,4 +270,20 @@ func TestEvictedPodsAreMarkedDisrupted(t *testing.T) {
 			t.Errorf("%s: expected DisruptionTarget with reason StartTimeout and the timeout in the message, found %s: %s", name, cond.Reason, cond.Message)
 		}
 	}
+}
+
+// plainMember returns member i (named GROUP-i) of a plain group of two one-GPU pods
+// with the given per-group annotations; member 1 never initialises.
+func plainMember(ns, group string, i int, annotations map[string]string) *corev1.Pod {
+	b := sandboxtest.Pod(ns, fmt.Sprintf("%s-%d", group, i)).GPUs(1).SchedulerName("muster").
+		Annotate(musterv1alpha1.MinMemberAnnotation, "2")
+	for k, v := range annotations {
+		b.Annotate(k, v)
+	}
+	if i == 1 {
+		b.Annotate(kubelet.AnnotationFailInit, "true")
+	}
+	p := b.Obj()
+	p.Labels = map[string]string{musterv1alpha1.GroupLabel: group}
+	return p
 }
