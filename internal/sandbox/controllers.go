@@ -3,48 +3,63 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/controller/job"
 	"k8s.io/kubernetes/pkg/controller/scheduling/podgroupprotection"
 )
 
 // controllers runs, from upstream, the kube-controller-manager controllers the
-// sandbox's APIs need. Today that is the PodGroup protection controller: the API
-// server stamps every native PodGroup with the scheduling.k8s.io/podgroup-protection
-// finalizer, and only this controller removes it, once a deleted PodGroup has no
-// running pod left. Without it a deleted PodGroup stays, terminating, forever.
+// sandbox's users need:
+//   - the PodGroup protection controller: the API server stamps every native PodGroup
+//     with the scheduling.k8s.io/podgroup-protection finalizer, and only this controller
+//     removes it, once a deleted PodGroup has no running pod left. Without it a deleted
+//     PodGroup stays, terminating, forever;
+//   - the Job controller, so that a batch/v1 Job applied to the sandbox creates its pods,
+//     replaces the failed ones and honours its backoffLimit and podFailurePolicy, as on a
+//     real cluster.
 type controllers struct {
 	factory informers.SharedInformerFactory
 	cancel  context.CancelFunc
-	done    chan struct{}
+	wg      sync.WaitGroup
 }
 
-// podGroupProtectionWorkers is the controller's worker count (kube-controller-manager
-// runs 5; the sandbox's PodGroups are few).
-const podGroupProtectionWorkers = 2
+// Worker counts (kube-controller-manager runs 5 of each; the sandbox's objects are few).
+const (
+	podGroupProtectionWorkers = 2
+	jobWorkers                = 2
+)
 
 // startControllers starts the controllers; stop stops them and waits for them.
 func startControllers(client kubernetes.Interface) (*controllers, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &controllers{factory: informers.NewSharedInformerFactory(client, 0), cancel: cancel, done: make(chan struct{})}
-	pgp, err := podgroupprotection.NewPodGroupProtectionController(klog.Background(),
+	c := &controllers{factory: informers.NewSharedInformerFactory(client, 0), cancel: cancel}
+	logger := klog.Background()
+	pgp, err := podgroupprotection.NewPodGroupProtectionController(logger,
 		c.factory.Scheduling().V1beta1().PodGroups(), c.factory.Core().V1().Pods(), client)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("creating the PodGroup protection controller: %w", err)
 	}
+	// The Workload and PodGroup informers serve the WorkloadWithJob feature, which is
+	// off: the Job controller creates no PodGroups here.
+	jobs, err := job.NewController(klog.NewContext(ctx, logger), client,
+		c.factory.Core().V1().Pods(), c.factory.Batch().V1().Jobs(), nil, nil)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("creating the Job controller: %w", err)
+	}
 	c.factory.Start(ctx.Done())
-	go func() {
-		defer close(c.done)
-		pgp.Run(ctx, podGroupProtectionWorkers)
-	}()
+	c.wg.Go(func() { pgp.Run(ctx, podGroupProtectionWorkers) })
+	c.wg.Go(func() { jobs.Run(ctx, jobWorkers) })
 	return c, nil
 }
 
 func (c *controllers) stop() {
 	c.cancel()
-	<-c.done
+	c.wg.Wait()
 	c.factory.Shutdown()
 }

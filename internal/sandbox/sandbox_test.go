@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/muster-sched/muster/internal/sandbox"
@@ -216,6 +218,95 @@ func TestDeletingABoundPodCompletes(t *testing.T) {
 	next := env.CreatePod(t, sandboxtest.Pod(ns, "worker-1").GPUs(1).Obj())
 	env.Bind(t, next, nodes[0])
 	env.WaitForPod(t, next, "Running", sandboxtest.PodPhase(v1.PodRunning))
+}
+
+// TestDeletedPodIsFailedBeforeItGoes: like a real kubelet, the sandbox's writes a
+// deleted pod's terminal status (Failed, the running container exited on SIGTERM, its
+// conditions kept) before it confirms the deletion. A Job with a podFailurePolicy
+// counts a deleted pod only then. A finalizer keeps the pod here for the test to read.
+func TestDeletedPodIsFailedBeforeItGoes(t *testing.T) {
+	t.Parallel()
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	nodes := env.CreateNodes(t, gpuPool("terminal", 1, 1))
+	const hold = "e2e.muster.dev/hold"
+	p := sandboxtest.Pod(ns, "worker-0").GPUs(1).Obj()
+	p.Finalizers = []string{hold}
+	pod := env.CreatePod(t, p)
+	env.Bind(t, pod, nodes[0])
+	running := env.WaitForPod(t, pod, "Running", sandboxtest.PodPhase(v1.PodRunning))
+	ctx := context.Background()
+	running.Status.Conditions = append(running.Status.Conditions, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "Test"})
+	if _, err := env.Kube.CoreV1().Pods(ns).UpdateStatus(ctx, running, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Kube.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := env.WaitForPod(t, pod, "Failed while terminating", func(p *v1.Pod) bool {
+		return p.DeletionTimestamp != nil && p.Status.Phase == v1.PodFailed
+	})
+	if term := got.Status.ContainerStatuses[0].State.Terminated; term == nil || term.ExitCode != 143 || term.Reason != "Error" {
+		t.Errorf("expected the container terminated with exit code 143 (SIGTERM), found %+v", got.Status.ContainerStatuses[0].State)
+	}
+	if c := sandboxtest.PodCondition(got, v1.DisruptionTarget); c != v1.ConditionTrue {
+		t.Errorf("expected the DisruptionTarget condition kept, found %q", c)
+	}
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	if _, err := env.Kube.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env.WaitFor(t, "the pod to be gone", func(ctx context.Context) (bool, error) {
+		_, err := env.Kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
+// TestJobCreatesItsPodsAndCompletes: the sandbox runs the upstream Job controller, so a
+// batch/v1 Job applied to it creates its pods, and completes once they succeed.
+func TestJobCreatesItsPodsAndCompletes(t *testing.T) {
+	t.Parallel()
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	nodes := env.CreateNodes(t, gpuPool("job", 1, 2))
+	ctx := context.Background()
+	tmpl := sandboxtest.Pod(ns, "").GPUs(1).Annotate(kubelet.AnnotationRunFor, "1s").Obj()
+	tmpl.Spec.RestartPolicy = v1.RestartPolicyNever
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"},
+		Spec: batchv1.JobSpec{
+			Parallelism: ptr.To[int32](2), Completions: ptr.To[int32](2),
+			CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			Template:       v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: tmpl.Annotations}, Spec: tmpl.Spec},
+		},
+	}
+	if _, err := env.Kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pods []v1.Pod
+	env.WaitFor(t, "the Job's 2 pods", func(ctx context.Context) (bool, error) {
+		list, err := env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=train"})
+		if err != nil {
+			return false, err
+		}
+		pods = list.Items
+		return len(pods) == 2, nil
+	})
+	for i := range pods {
+		env.Bind(t, &pods[i], nodes[0])
+	}
+	env.WaitFor(t, "the Job Complete", func(ctx context.Context) (bool, error) {
+		j, err := env.Kube.BatchV1().Jobs(ns).Get(ctx, "train", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range j.Status.Conditions {
+			if c.Type == batchv1.JobComplete && c.Status == v1.ConditionTrue {
+				return j.Status.Succeeded == 2, nil
+			}
+		}
+		return false, nil
+	})
 }
 
 func TestMalformedAnnotationFailsThePod(t *testing.T) {

@@ -420,8 +420,19 @@ func (k *Kubelet) release(uid types.UID) {
 }
 
 // confirmDelete removes a pod that is being deleted, as the kubelet does once its
-// containers are gone.
+// containers are gone: first it writes the pod's terminal status (see killedStatus),
+// then it deletes the pod at once.
 func (k *Kubelet) confirmDelete(ctx context.Context, pod *v1.Pod) error {
+	if !terminal(pod.Status.Phase) {
+		updated := pod.DeepCopy()
+		updated.Status = killedStatus(pod, k.clock.Now())
+		_, err := k.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, updateOptions)
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil // the informer brings the newer pod, or its deletion
+		} else if err != nil {
+			return fmt.Errorf("updating status of pod %s/%s before its deletion: %w", pod.Namespace, pod.Name, err)
+		}
+	}
 	err := k.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, deleteNowOptions(pod.UID))
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting pod %s/%s: %w", pod.Namespace, pod.Name, err)

@@ -31,6 +31,9 @@ const (
 
 	// exitCodeKilled is the exit code of a container lost with its node (SIGKILL).
 	exitCodeKilled = 137
+	// exitCodeTerminated is the exit code of a container stopped for its pod's
+	// deletion (SIGTERM).
+	exitCodeTerminated = 143
 )
 
 // renderStatus is the status pod has at time now when it was admitted to its node at
@@ -180,18 +183,38 @@ func initialized(s *v1.PodStatus, pod *v1.Pod, boundAt, runningAt time.Time) {
 func failedStatus(pod *v1.Pod, reason, message string, at time.Time) v1.PodStatus {
 	s := pod.Status.DeepCopy()
 	s.Phase, s.Reason, s.Message = v1.PodFailed, reason, message
+	terminate(s, at, exitCodeKilled, reasonUnknownStatus)
+	return *s
+}
+
+// killedStatus is the status of a pod being deleted once the kubelet has stopped its
+// containers at time at, written before the kubelet confirms the deletion, as a
+// real kubelet does: Failed, running containers exited on SIGTERM, waiting ones never
+// found. A Job whose podFailurePolicy is set counts its deleted pods only once they
+// are Failed, and reads the pod's conditions (DisruptionTarget) then.
+func killedStatus(pod *v1.Pod, at time.Time) v1.PodStatus {
+	s := pod.Status.DeepCopy()
+	s.Phase = v1.PodFailed
+	terminate(s, at, exitCodeTerminated, reasonError)
+	return *s
+}
+
+// terminate marks every container of s that has not terminated as terminated at at:
+// a running one with exitCode and reason, a waiting one as never found (SIGKILL). The
+// pod is no longer Ready.
+func terminate(s *v1.PodStatus, at time.Time, exitCode int32, reason string) {
 	for _, list := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses} {
 		for i := range list {
 			c := &list[i]
 			if c.State.Terminated != nil {
 				continue
 			}
-			started := at
+			started, code, why := at, int32(exitCodeKilled), reasonUnknownStatus
 			if c.State.Running != nil {
-				started = c.State.Running.StartedAt.Time
+				started, code, why = c.State.Running.StartedAt.Time, exitCode, reason
 			}
 			c.State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
-				ExitCode: exitCodeKilled, Reason: reasonUnknownStatus, StartedAt: *stamp(started), FinishedAt: *stamp(at),
+				ExitCode: code, Reason: why, StartedAt: *stamp(started), FinishedAt: *stamp(at),
 			}}
 			c.Ready = false
 		}
@@ -199,7 +222,6 @@ func failedStatus(pod *v1.Pod, reason, message string, at time.Time) v1.PodStatu
 	if len(s.Conditions) > 0 {
 		setReady(s, false, at, reasonPodFailed)
 	}
-	return *s
 }
 
 // containerState is what containerStatuses writes for one container.

@@ -161,3 +161,39 @@ func TestFailedStatusTerminatesContainers(t *testing.T) {
 		t.Errorf("expected %q reason %s, found %q reason %s", want, ReasonNodeLost, summary(got), got.Reason)
 	}
 }
+
+func TestKilledStatusFailsThePodAndKeepsItsConditions(t *testing.T) {
+	pod := testPod(true, map[string]string{AnnotationFailInit: "true"})
+	pod.Status, _ = renderStatus(pod, t0, t0.Add(time.Minute), faults{failInit: true}, time.Second)
+	running := testPod(false, nil)
+	running.Status, _ = renderStatus(running, t0, t0.Add(time.Minute), faults{}, time.Second)
+	for _, p := range []*v1.Pod{pod, running} {
+		p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "StartTimeout"})
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		want string
+		code int32
+	}{
+		// A crash-looping init container is waiting: it is never found (SIGKILL).
+		{"crash-looping", pod, "Failed ready=False setup:terminated/ContainerStatusUnknown second:terminated/ContainerStatusUnknown main:terminated/ContainerStatusUnknown", exitCodeKilled},
+		// A running container exits on SIGTERM.
+		{"running", running, "Failed ready=False main:terminated/Error", exitCodeTerminated},
+	} {
+		got := killedStatus(tc.pod, t0.Add(2*time.Minute))
+		if summary(got) != tc.want || got.Reason != "" {
+			t.Errorf("%s: expected %q and no pod reason, found %q reason %q", tc.name, tc.want, summary(got), got.Reason)
+		}
+		if last := got.ContainerStatuses[0].State.Terminated; last == nil || last.ExitCode != tc.code {
+			t.Errorf("%s: expected the main container to exit %d, found %+v", tc.name, tc.code, got.ContainerStatuses[0].State)
+		}
+		disrupted := false
+		for _, c := range got.Conditions {
+			disrupted = disrupted || c.Type == v1.DisruptionTarget && c.Status == v1.ConditionTrue
+		}
+		if !disrupted {
+			t.Errorf("%s: expected the DisruptionTarget condition kept, found %+v", tc.name, got.Conditions)
+		}
+	}
+}
