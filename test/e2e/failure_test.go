@@ -241,7 +241,8 @@ func TestEvictedPodsAreMarkedDisrupted(t *testing.T) {
 	for i := range names {
 		p := plainMember(ns, "late", i, map[string]string{musterv1alpha1.StartTimeoutAnnotation: "2s"})
 		p.Finalizers = []string{hold}
-		// A controller owns them (none runs here), so muster does not create them again.
+		// A controller owns them (a Job that does not exist, so no controller acts on them),
+		// so muster does not create them again.
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "late",
 			UID: "uid-late", Controller: ptr.To(true)}}
 		env.CreatePod(t, p)

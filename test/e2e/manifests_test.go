@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -188,9 +189,20 @@ func createAll(t *testing.T, c client.Client, objs []client.Object) {
 			t.Fatalf("creating %T %s/%s: %v", obj, obj.GetNamespace(), obj.GetName(), err)
 		}
 		t.Cleanup(func() {
-			zero := int64(0)
-			if err := c.Delete(ctx, obj, &client.DeleteOptions{GracePeriodSeconds: &zero}); client.IgnoreNotFound(err) != nil {
+			// Background propagation, as kubectl deletes: with a batch Job's default
+			// (orphan), the Job would wait for a garbage collector, and the sandbox
+			// runs none.
+			err := c.Delete(ctx, obj, client.GracePeriodSeconds(0), client.PropagationPolicy(metav1.DeletePropagationBackground))
+			if client.IgnoreNotFound(err) != nil {
 				t.Errorf("deleting %T %s/%s: %v", obj, obj.GetNamespace(), obj.GetName(), err)
+			}
+			// Nor does anything delete a Job's pods, then: the test does.
+			if job, ok := obj.(*batchv1.Job); ok {
+				err := c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(job.Namespace),
+					client.MatchingLabels{batchv1.JobNameLabel: job.Name}, client.GracePeriodSeconds(0))
+				if err != nil {
+					t.Errorf("deleting the pods of Job %s/%s: %v", job.Namespace, job.Name, err)
+				}
 			}
 		})
 	}

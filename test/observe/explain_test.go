@@ -184,11 +184,12 @@ func TestExplainLauncherOutsideGroup(t *testing.T) {
 	env.CreateNodes(t, sandbox.NodePool{Name: "mpi", Count: 3, CPU: "16", Memory: "64Gi", GPUs: 1})
 	startMuster(t, env)
 	ns := namespace(t, env, "explain-launcher")
-	// A batch Job stands in for the MPIJob: the sandbox runs no job controller, so the
-	// test creates the pods the operator would, with the launcher left out of the group.
+	// A batch Job stands in for the MPIJob. It is suspended, so that the sandbox's Job
+	// controller creates none of its pods: the test creates the pods the operator
+	// would, with the launcher left out of the group.
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "allreduce", Namespace: ns},
-		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](3), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](3), Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "main", Image: "registry.example/mpi:v1"}},
 		}}},
 	}

@@ -420,9 +420,12 @@ func (k *Kubelet) release(uid types.UID) {
 }
 
 // confirmDelete removes a pod that is being deleted, as the kubelet does once its
-// containers are gone: first it writes the pod's terminal status (see killedStatus),
-// then it deletes the pod at once.
+// containers are gone: it releases what the pod held on its node, writes the pod's
+// terminal status (see killedStatus), then deletes the pod at once. The release comes
+// first: a scheduler that sees the terminal status may bind another pod to the node
+// at once, and the kubelet must admit it.
 func (k *Kubelet) confirmDelete(ctx context.Context, pod *v1.Pod) error {
+	k.finish(pod.UID)
 	if !terminal(pod.Status.Phase) {
 		updated := pod.DeepCopy()
 		updated.Status = killedStatus(pod, k.clock.Now())

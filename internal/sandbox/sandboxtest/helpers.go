@@ -29,9 +29,9 @@ const (
 // nonName matches runs of characters not allowed in a DNS-1123 label.
 var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
 
-// Namespace creates a namespace for the test, named after it, and deletes its pods
-// and itself when the test ends. (With no controller-manager, a deleted namespace
-// stays Terminating; its name is never reused.)
+// Namespace creates a namespace for the test, named after it, and deletes its Jobs,
+// its pods and itself when the test ends. (With no namespace controller, a deleted
+// namespace stays Terminating; its name is never reused.)
 func (e *Env) Namespace(t testing.TB) string {
 	t.Helper()
 	base := strings.Trim(nonName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
@@ -46,7 +46,12 @@ func (e *Env) Namespace(t testing.TB) string {
 	}
 	t.Cleanup(func() {
 		zero := int64(0)
-		err := e.Kube.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		background := metav1.DeletePropagationBackground
+		err := e.Kube.BatchV1().Jobs(name).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &background}, metav1.ListOptions{})
+		if err != nil {
+			t.Errorf("deleting Jobs of namespace %s: %v", name, err)
+		}
+		err = e.Kube.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 		if err != nil {
 			t.Errorf("deleting pods of namespace %s: %v", name, err)
 		}
