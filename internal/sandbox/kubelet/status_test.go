@@ -163,11 +163,11 @@ func TestFailedStatusTerminatesContainers(t *testing.T) {
 }
 
 func TestKilledStatusFailsThePodAndKeepsItsConditions(t *testing.T) {
-	pod := testPod(true, map[string]string{AnnotationFailInit: "true"})
-	pod.Status, _ = renderStatus(pod, t0, t0.Add(time.Minute), faults{failInit: true}, time.Second)
+	crashing := testPod(true, map[string]string{AnnotationFailInit: "true"})
+	crashing.Status, _ = renderStatus(crashing, t0, t0.Add(time.Minute), faults{failInit: true}, time.Second)
 	running := testPod(false, nil)
 	running.Status, _ = renderStatus(running, t0, t0.Add(time.Minute), faults{}, time.Second)
-	for _, p := range []*v1.Pod{pod, running} {
+	for _, p := range []*v1.Pod{crashing, running} {
 		p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "StartTimeout"})
 	}
 	for _, tc := range []struct {
@@ -177,7 +177,7 @@ func TestKilledStatusFailsThePodAndKeepsItsConditions(t *testing.T) {
 		code int32
 	}{
 		// A crash-looping init container is waiting: it is never found (SIGKILL).
-		{"crash-looping", pod, "Failed ready=False setup:terminated/ContainerStatusUnknown second:terminated/ContainerStatusUnknown main:terminated/ContainerStatusUnknown", exitCodeKilled},
+		{"crash-looping", crashing, "Failed ready=False setup:terminated/ContainerStatusUnknown second:terminated/ContainerStatusUnknown main:terminated/ContainerStatusUnknown", exitCodeKilled},
 		// A running container exits on SIGTERM.
 		{"running", running, "Failed ready=False main:terminated/Error", exitCodeTerminated},
 	} {
