@@ -100,6 +100,10 @@ func noKubeconfig(rules *clientcmd.ClientConfigLoadingRules) bool {
 }
 
 func clients(cfg *rest.Config) (explain.Clients, error) {
+	// explain reads every group API on the user's behalf; the API server's warnings
+	// about one the user does not use (a deprecated PodGroup version) are noise.
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandler = rest.NoWarnings{}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return explain.Clients{}, errors.Join(errors.New("creating a Kubernetes client"), err)

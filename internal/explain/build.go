@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/source"
@@ -105,7 +106,13 @@ func stepObjects(f Facts) (check, bool) {
 	if !f.GroupFound {
 		msg := fmt.Sprintf("no %s named %s in namespace %s", f.GroupAPI, f.Spec.Name, f.Namespace)
 		fix := "create the group object"
-		if f.Parent != nil {
+		switch {
+		case f.Parent != nil && (f.Parent.GetKind() == "Job" || f.Parent.GetKind() == "JobSet"):
+			// A batch Job or a JobSet makes no group object of its own: its pods name one.
+			msg = fmt.Sprintf("no pod of %s %s joins a group, and no %s is named %s", f.Parent.GetKind(), f.Parent.GetName(), f.GroupAPI, f.Spec.Name)
+			fix = fmt.Sprintf("give the pod template the label %s: %s and the annotation %s (the group's minimum), or the label of a PodGroup; see docs/integrations.md",
+				musterv1alpha1.GroupLabel, f.Parent.GetName(), musterv1alpha1.MinMemberAnnotation)
+		case f.Parent != nil:
 			fix = "run the training operator with --gang-scheduler-name=" + f.SchedulerName + " so that it creates the PodGroup"
 		}
 		return failed(msg, fix, append(ev, msg)...), false

@@ -80,6 +80,20 @@ func TestBuild(t *testing.T) {
 			want:     []string{"✗ 1. objects exist", "--gang-scheduler-name=muster", "· 2."},
 		},
 		{
+			name: "batch Job whose pods join no group",
+			facts: func() explain.Facts {
+				f := facts("Queued", nil)
+				f.GroupFound = false
+				f.Parent = &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": "batch/v1", "kind": "Job",
+					"metadata": map[string]any{"name": "sweep", "namespace": "default"},
+				}}
+				return f
+			},
+			wantStep: 1,
+			want:     []string{"no pod of Job sweep joins a group", "the label muster.dev/group: sweep and the annotation muster.dev/min-member"},
+		},
+		{
 			name: "member with another scheduler",
 			facts: func() explain.Facts {
 				return facts("Gathering", members(4, false, func(i int, p *corev1.Pod) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,15 +79,26 @@ func Gather(ctx context.Context, c Clients, target, namespace, schedulerName str
 	case kind == "podgroup" || kind == "pg":
 		obj = f.findGroupObject(ctx, c, name)
 	case kind == "group":
-		f.GroupAPI, f.Spec = "plain group (label "+musterv1alpha1.GroupLabel+")", engine.GroupSpec{Source: engine.Labels, Namespace: namespace, Name: name}
+		f.setPlain(name)
 	default:
 		gvr, ok := parentKinds[kind]
 		if !ok {
 			return f, fmt.Errorf("%w: kind %q: expected one of pytorchjob, tfjob, mpijob, job, jobset, podgroup, or a plain group name", ErrUsage, kind)
 		}
 		f.Parent, f.ParentProblem = getParent(ctx, c, gvr, namespace, name)
-		if f.Parent != nil {
+		if f.Parent == nil {
+			break
+		}
+		// The group is the one the parent's pods join (a batch Job's pods may form a
+		// plain group, or name a PodGroup of another name); before any pod exists, a
+		// group object named after the parent, as the training operators create.
+		switch ref, ok := groupOfParent(f.Parent, pods.Items); {
+		case !ok:
 			obj = f.findGroupObject(ctx, c, name)
+		case ref.Source == engine.Labels:
+			f.setPlain(ref.Name)
+		default:
+			obj = f.findGroupObject(ctx, c, ref.Name, ref.Source)
 		}
 	}
 	members := membersOf(&f, pods.Items)
@@ -136,10 +148,51 @@ func isResourceMissing(err error) bool {
 	return false
 }
 
-// findGroupObject looks for a group object named name in each group API, first found wins.
-func (f *Facts) findGroupObject(ctx context.Context, c Clients, name string) *unstructured.Unstructured {
-	f.GroupAPI, f.Spec = groupAPIs[0].name, engine.GroupSpec{Source: groupAPIs[0].source, Namespace: f.Namespace, Name: name}
-	for _, api := range groupAPIs {
+// setPlain makes f describe the plain group name (pods labelled muster.dev/group).
+func (f *Facts) setPlain(name string) {
+	f.GroupAPI = "plain group (label " + musterv1alpha1.GroupLabel + ")"
+	f.Spec = engine.GroupSpec{Source: engine.Labels, Namespace: f.Namespace, Name: name}
+}
+
+// groupOfParent returns the group that the pods of parent join: the pods it controls,
+// or, for a JobSet, the pods labelled with its name (its Jobs control them). When they
+// join several, the one most of them join wins (ties: the first key). ok is false when
+// none of its pods joins a group.
+func groupOfParent(parent *unstructured.Unstructured, pods []corev1.Pod) (ref source.Ref, ok bool) {
+	count := map[source.Ref]int{}
+	for i := range pods {
+		p := &pods[i]
+		owned := p.Labels[jobSetNameLabel] == parent.GetName() && parent.GetKind() == "JobSet"
+		if c := metav1.GetControllerOf(p); c != nil && c.UID == parent.GetUID() {
+			owned = true
+		}
+		if r := source.GroupOf(p); owned && r.Source != engine.Single {
+			count[r]++
+		}
+	}
+	for r, n := range count {
+		if !ok || n > count[ref] || n == count[ref] && r.Key() < ref.Key() {
+			ref, ok = r, true
+		}
+	}
+	return ref, ok
+}
+
+// jobSetNameLabel is the label JobSet puts on the pods of its Jobs.
+const jobSetNameLabel = "jobset.sigs.k8s.io/jobset-name"
+
+// findGroupObject looks for a group object named name in each group API (or in those of
+// the given sources only), first found wins.
+func (f *Facts) findGroupObject(ctx context.Context, c Clients, name string, sources ...engine.Source) *unstructured.Unstructured {
+	apis := slices.DeleteFunc(slices.Clone(groupAPIs), func(api groupAPI) bool {
+		return len(sources) > 0 && !slices.Contains(sources, api.source)
+	})
+	if len(apis) == 0 {
+		apis = groupAPIs[:1]
+	}
+	// Not found, the group is reported as missing from the first API looked in.
+	f.GroupAPI, f.Spec = apis[0].name, engine.GroupSpec{Source: apis[0].source, Namespace: f.Namespace, Name: name}
+	for _, api := range apis {
 		u, err := c.Dynamic.Resource(api.gvr).Namespace(f.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			continue
