@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/cluster"
@@ -107,6 +108,16 @@ func stepObjects(f Facts) (check, bool) {
 		msg := fmt.Sprintf("no %s named %s in namespace %s", f.GroupAPI, f.Spec.Name, f.Namespace)
 		fix := "create the group object"
 		switch {
+		case f.TemplateGroup:
+			// The plain group of a batch Job whose pods are gone: they come back.
+			kind, name := f.Parent.GetKind(), f.Parent.GetName()
+			msg = fmt.Sprintf("%s %s has no pods now; its pod template joins %s %s", kind, name, f.GroupAPI, f.Spec.Name)
+			if suspended, _, _ := unstructured.NestedBool(f.Parent.Object, "spec", "suspend"); suspended {
+				msg += "; the Job is suspended (spec.suspend: true) and creates none"
+				fix = "resume the Job (spec.suspend: false)"
+			} else {
+				fix = fmt.Sprintf("wait for the Job to create them: after failed pods a Job waits 10s, doubled for each failure up to 6m (kubectl describe job %s)", name)
+			}
 		case f.Parent != nil && (f.Parent.GetKind() == "Job" || f.Parent.GetKind() == "JobSet"):
 			// A batch Job or a JobSet makes no group object of its own: its pods name one.
 			msg = fmt.Sprintf("no pod of %s %s joins a group, and no %s is named %s", f.Parent.GetKind(), f.Parent.GetName(), f.GroupAPI, f.Spec.Name)

@@ -94,6 +94,21 @@ func TestBuild(t *testing.T) {
 			want:     []string{"no pod of Job sweep joins a group", "the label muster.dev/group: sweep and the annotation muster.dev/min-member"},
 		},
 		{
+			name: "batch Job between its pods' deletion and their creation",
+			facts: func() explain.Facts {
+				f := facts("Queued", nil)
+				f.GroupFound, f.TemplateGroup = false, true
+				f.GroupAPI = "plain group (label muster.dev/group)"
+				f.Parent = &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": "batch/v1", "kind": "Job",
+					"metadata": map[string]any{"name": "sweep", "namespace": "default"},
+				}}
+				return f
+			},
+			wantStep: 1,
+			want:     []string{"Job sweep has no pods now; its pod template joins plain group", "wait for the Job to create them"},
+		},
+		{
 			name: "member with another scheduler",
 			facts: func() explain.Facts {
 				return facts("Gathering", members(4, false, func(i int, p *corev1.Pod) {

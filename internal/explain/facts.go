@@ -33,6 +33,10 @@ type Facts struct {
 	Parent *unstructured.Unstructured
 	// ParentProblem says why Parent is missing (not found, API not served).
 	ParentProblem string
+	// TemplateGroup is set when Parent has no pod in a group, and the group was read
+	// from its pod template instead (a batch Job between its pods' deletion and their
+	// creation).
+	TemplateGroup bool
 	// GroupAPI names the group's API ("scheduling.x-k8s.io/v1alpha1 PodGroup") and
 	// GroupServed whether the cluster serves it.
 	GroupAPI    string

@@ -92,7 +92,14 @@ func Gather(ctx context.Context, c Clients, target, namespace, schedulerName str
 		// The group is the one the parent's pods join (a batch Job's pods may form a
 		// plain group, or name a PodGroup of another name); before any pod exists, a
 		// group object named after the parent, as the training operators create.
-		switch ref, ok := groupOfParent(f.Parent, pods.Items); {
+		ref, ok := groupOfParent(f.Parent, pods.Items)
+		if !ok {
+			// No pod now (a Job creates its pods again after a backoff): the group
+			// its pod template joins.
+			ref, ok = groupOfTemplate(f.Parent)
+			f.TemplateGroup = ok
+		}
+		switch {
 		case !ok:
 			obj = f.findGroupObject(ctx, c, name)
 		case ref.Source == engine.Labels:
@@ -176,6 +183,28 @@ func groupOfParent(parent *unstructured.Unstructured, pods []corev1.Pod) (ref so
 		}
 	}
 	return ref, ok
+}
+
+// groupOfTemplate returns the group that the pods of a batch Job will join, read from
+// its pod template; ok is false for other kinds and for a template that joins none.
+func groupOfTemplate(parent *unstructured.Unstructured) (ref source.Ref, ok bool) {
+	if parent.GetAPIVersion() != "batch/v1" || parent.GetKind() != "Job" {
+		return ref, false
+	}
+	raw, found, err := unstructured.NestedMap(parent.Object, "spec", "template")
+	if err != nil || !found {
+		return ref, false
+	}
+	var tmpl corev1.PodTemplateSpec
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &tmpl) != nil {
+		return ref, false
+	}
+	pod := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
+	pod.Namespace = parent.GetNamespace()
+	if ref = source.GroupOf(pod); ref.Source == engine.Single {
+		return ref, false
+	}
+	return ref, true
 }
 
 // jobSetNameLabel is the label JobSet puts on the pods of its Jobs.

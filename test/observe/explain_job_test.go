@@ -18,8 +18,9 @@ import (
 )
 
 // TestExplainBatchJob: `muster explain job/NAME` finds the group a batch Job's pods join,
-// here a plain group of another name, and walks it; for a Job whose pods join no group
-// it says so, with the labels to add. The Jobs run through the sandbox's Job
+// here a plain group of another name, and walks it; for a Job with no pods it reads the
+// group from the pod template; for a Job whose pods join no group it says so, with the
+// labels to add. The Jobs run through the sandbox's Job
 // controller; their pod names are random, so the reports are checked line by line
 // rather than against golden files.
 func TestExplainBatchJob(t *testing.T) {
@@ -31,9 +32,17 @@ func TestExplainBatchJob(t *testing.T) {
 	grouped.Spec.Template.Annotations = map[string]string{musterv1alpha1.MinMemberAnnotation: "2"}
 	loose := batchJob(ns, "loose", nil)
 	loose.Spec.Suspend = ptr.To(true) // its pods would take the GPUs the group needs
-	for _, j := range []*batchv1.Job{grouped, loose} {
+	later := batchJob(ns, "later", map[string]string{musterv1alpha1.GroupLabel: "later"})
+	later.Spec.Suspend = ptr.To(true)
+	for _, j := range []*batchv1.Job{grouped, loose, later} {
 		createJob(t, env, j)
 	}
+
+	// A Job with no pods: the group is read from its pod template.
+	wantLines(t, explain.Build(gather(t, env, "job/later", ns)), 1,
+		"✗ 1. objects exist: Job explain-batch/later exists",
+		"Job later has no pods now; its pod template joins plain group (label muster.dev/group) later; the Job is suspended",
+		"try: resume the Job (spec.suspend: false)")
 
 	r := waitExplain(t, env, "job/train", ns, func(f explain.Facts) bool {
 		return phase("Running")(f) && readyMembers(f) == 2
