@@ -74,6 +74,12 @@ const (
 	VolcanoGroupNameAnnotation = "scheduling.k8s.io/group-name"
 )
 
+// SuspendedAnnotation marks a batch Job that muster suspended to evict its group; its
+// value is the eviction's reason (StartTimeout, Preempted, ...). muster resumes the Job,
+// and removes the annotation, when the group's backoff ends; it leaves a Job whose group
+// Failed suspended. The Job also carries the group's LifecycleAnnotation.
+const SuspendedAnnotation = "muster.dev/suspended"
+
 // LifecycleAnnotation is written by muster on the group object (on the
 // lowest-named member pod for plain groups): the group's lifecycle as JSON
 // (GroupLifecycle), so that `muster explain` can say when the next timeout fires and

@@ -190,6 +190,11 @@ func (s *scheduler) pastOf(key string) *lifecycle.Past {
 	} else if p := s.recordHolder(key); p != nil {
 		raw, holder = p.Annotations[musterv1alpha1.LifecycleAnnotation], podKey(p)
 	}
+	if owner := s.ownerObjects[key]; raw == "" && owner != nil && owner.GetAPIVersion() == "batch/v1" && owner.GetKind() == "Job" {
+		// The pods of a Job muster suspended came back without the record: the Job
+		// carries it (see suspend.go).
+		raw, holder = owner.GetAnnotations()[musterv1alpha1.LifecycleAnnotation], "Job "+owner.GetNamespace()+"/"+owner.GetName()
+	}
 	if raw == "" {
 		return nil
 	}

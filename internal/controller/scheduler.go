@@ -67,6 +67,8 @@ type scheduler struct {
 	specDirty map[string]bool
 	// recreate holds the recorded pods to create again once their old pod is gone.
 	recreate map[string]*recreation
+	// suspended holds the Jobs muster suspended to evict their groups.
+	suspended map[types.NamespacedName]*suspension
 	// written holds the last status written per group, to write only changes.
 	written map[string]string
 	// conditions holds the conditions last written per group.
@@ -105,7 +107,7 @@ func (s *scheduler) Start(ctx context.Context) error {
 	s.phases = map[string]spv1alpha1.PodGroupPhase{}
 	s.queueWritten = map[string]string{}
 	s.memberOf, s.declared, s.declaredBy = map[string]string{}, map[string]map[string]bool{}, map[string]string{}
-	s.failed = map[string]bool{}
+	s.failed, s.suspended = map[string]bool{}, map[types.NamespacedName]*suspension{}
 	s.owners, s.ownerObjects = map[types.NamespacedName]ownerEntry{}, map[string]*unstructured.Unstructured{}
 	if err := s.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return fmt.Errorf("starting the Event recorder: %w", err)
@@ -115,6 +117,9 @@ func (s *scheduler) Start(ctx context.Context) error {
 		return err
 	}
 	if err := s.recoverInFlight(ctx); err != nil {
+		return err
+	}
+	if err := s.findSuspended(ctx); err != nil {
 		return err
 	}
 	s.writer = newStatusWriter(s.log)
@@ -172,6 +177,9 @@ func (s *scheduler) loop(ctx context.Context) {
 		s.observe(out, time.Since(began))
 		s.carryOut(ctx, out)
 		wakeAt := s.report(ctx, out)
+		if resume := s.resumeDue(ctx); !resume.IsZero() && (wakeAt.IsZero() || resume.Before(wakeAt)) {
+			wakeAt = resume
+		}
 		timer.Stop()
 		timer.Reset(s.sleep(wakeAt))
 	}
@@ -218,9 +226,7 @@ func (s *scheduler) carryOut(ctx context.Context, out engine.Output) {
 			s.groupEvent(ev.Group, string(ev.Type), ev.Reason, ev.Message)
 		}
 	}
-	for _, ev := range out.Evictions {
-		s.evict(ctx, ev)
-	}
+	s.evictGroups(ctx, out.Evictions)
 	s.replaceFailed(ctx)
 	s.bindAll(ctx, out.Binds)
 }

@@ -217,6 +217,18 @@ func (e *Engine) RemoveGroup(key string) {
 	}
 }
 
+// HandOff reports that the state of a group defined by its pods, being evicted, is kept
+// by their owner from now on: muster suspended the Job that owns them and recorded the
+// group's lifecycle on it. The group is not retained once its pods are gone; it leaves
+// the engine then, neither cancelled nor failed, and pods that come back start it again
+// from the owner's record (GroupSpec.Past). A group admitted again is not affected.
+func (e *Engine) HandOff(key string) {
+	if g := e.groups[key]; g != nil && g.definedByPods() && g.awaitsPods {
+		g.awaitsPods, g.handedOff = false, true
+		e.dirty[key] = true
+	}
+}
+
 // SetQueue adds or updates a queue.
 func (e *Engine) SetQueue(q Queue) {
 	e.queues[q.Name] = q

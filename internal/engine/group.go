@@ -50,6 +50,9 @@ type group struct {
 	awaitsPods bool
 	// emptySince is when such a group last lost its last member; zero while it has one.
 	emptySince time.Time
+	// handedOff is set when the group's state is kept by its owner from now on (see
+	// Engine.HandOff): the group leaves the engine with its last pod, without a cancel.
+	handedOff bool
 }
 
 // emptyRetention is how long a group defined by its pods keeps its state (attempts,

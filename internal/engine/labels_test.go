@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/explain"
 	gt "github.com/muster-sched/muster/internal/gangtest"
 	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/sim"
@@ -169,5 +170,37 @@ func TestLabelsGroupDeletedIsCancelledAtOnce(t *testing.T) {
 	j.step(time.Second)
 	if st, ok := j.e.Group(labelsKey); ok {
 		t.Fatalf("expected the group gone once its pods were deleted, found %s", st.Phase)
+	}
+}
+
+// TestLabelsGroupHandedOffLeavesWithItsPods: a group whose owner keeps its state (muster
+// suspended the Job and recorded the group on it) is not retained once its evicted pods
+// are gone: it leaves the engine without a cancel, and pods that come back with the
+// owner's record resume its attempts.
+func TestLabelsGroupHandedOffLeavesWithItsPods(t *testing.T) {
+	j := newLabelsJob(t)
+	j.step(0)
+	j.step(time.Second)
+	if out := j.step(time.Minute); len(out.Evictions) != 2 {
+		t.Fatalf("start timeout: expected 2 evictions, found %+v", out.Evictions)
+	}
+	st := j.status("after the eviction")
+	j.e.HandOff(labelsKey)
+	out := j.step(time.Second) // the pods are gone
+	if got, ok := j.e.Group(labelsKey); ok {
+		t.Fatalf("expected the handed-off group gone with its pods, found %s", got.Phase)
+	}
+	for _, ev := range out.Events {
+		if ev.Reason == lifecycle.ReasonCancelled {
+			t.Errorf("expected no cancel of a handed-off group, found event %+v", ev)
+		}
+	}
+
+	past := explain.PastOf(explain.RecordOf(st)) // as the controller reads it back from the Job
+	j.spec.Past = &past
+	j.create()
+	j.step(15 * time.Second)
+	if st := j.status("pods back with the record"); st.Attempt != 2 || st.Failures != 1 {
+		t.Fatalf("pods back with the record: expected attempt 2 after 1 failure, found attempt %d (%s), %d failures", st.Attempt, st.Phase, st.Failures)
 	}
 }

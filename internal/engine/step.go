@@ -65,7 +65,7 @@ func (e *Engine) advance(g *group, now time.Time, out *Output) {
 	if !g.started {
 		return
 	}
-	if g.removed && !g.state.Phase().Terminal() {
+	if g.removed && !g.state.Phase().Terminal() && !g.handedOff {
 		e.step(g, lifecycle.Cancel{}, now, out)
 	}
 	obs, held := g.observe()
@@ -142,7 +142,7 @@ func (e *Engine) start(g *group, now time.Time, out *Output) bool {
 
 // forget drops a cancelled group once nothing of it is left.
 func (e *Engine) forget(g *group) {
-	if g.removed && len(g.members) == 0 && (!g.started || g.state.Phase().Terminal()) {
+	if g.removed && len(g.members) == 0 && (!g.started || g.state.Phase().Terminal() || g.handedOff) {
 		e.queue.Remove(g.key)
 		e.queue.Release(g.key)
 		delete(e.groups, g.key)
@@ -192,7 +192,7 @@ func (e *Engine) step(g *group, ev lifecycle.Event, now time.Time, out *Output) 
 		case lifecycle.Transition:
 			out.Events = append(out.Events, transitionEvent(g.key, a))
 			if a.To == lifecycle.Binding {
-				g.awaitsPods = false
+				g.awaitsPods, g.handedOff = false, false
 			}
 			if a.To == lifecycle.Running && a.From != lifecycle.Recovering {
 				if d, ok := g.state.TimeToReady(); ok {
@@ -218,7 +218,7 @@ func (e *Engine) evictAll(g *group, a lifecycle.EvictAll, out *Output) {
 	if g.evicting == nil {
 		g.evicting = map[string]bool{}
 	}
-	g.awaitsPods = g.definedByPods() && a.Reason != lifecycle.ReasonCancelled
+	g.awaitsPods, g.handedOff = g.definedByPods() && a.Reason != lifecycle.ReasonCancelled, false
 	for _, key := range g.memberKeys() {
 		if g.evicting[key] {
 			continue

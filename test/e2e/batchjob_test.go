@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -17,85 +19,170 @@ import (
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
-// TestBatchJobKeepsItsBackoffLimit runs two Indexed batch Jobs of two one-GPU workers
-// that never initialise, through the sandbox's upstream Job controller, each with
-// backoffLimit 0. muster evicts them at their start timeout and marks the pods it
-// evicts DisruptionTarget. The Job whose podFailurePolicy ignores that condition
-// creates its pods again and muster's retries run their course: muster fails the group
-// after max-retries, and the Job itself has not failed. The Job without the policy
-// counts the first eviction against its backoffLimit and fails at once, as
-// docs/integrations.md warns.
-func TestBatchJobKeepsItsBackoffLimit(t *testing.T) {
+// TestBatchJobSuspendedBetweenAttempts runs, through the sandbox's upstream Job
+// controller, two Indexed batch Jobs of two one-GPU workers that never initialise, each
+// with backoffLimit 0. muster evicts them at their start timeout:
+//   - Job direct, which nothing else controls, by suspending it: the Job controller
+//     deletes its pods without counting them as failed, muster resumes it when the
+//     backoff ends, and after max-retries leaves it suspended, its group Failed, with
+//     the lifecycle record on the Job. The Job itself never failed. Deleted and created
+//     again, fixed, it runs at once: the failed group went with the old Job.
+//   - Job child, which a JobSet controls (whose controller would undo a suspension), by
+//     deleting its pods, marked DisruptionTarget first: its podFailurePolicy ignores
+//     them, and muster's retries run their course without failing it either.
+func TestBatchJobSuspendedBetweenAttempts(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	ns := env.Namespace(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "batch", Count: 4, CPU: "16", Memory: "64Gi", GPUs: 1})
 	startMuster(t, env, musterOptions{})
-	ignoring := trainingJob(ns, "ignoring")
-	ignoring.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+	direct := trainingJob(ns, "direct", "1s")
+	child := trainingJob(ns, "child", "1s")
+	child.OwnerReferences = []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "child",
+		UID: "uid-jobset-child", Controller: ptr.To(true)}}
+	child.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 		Action:          batchv1.PodFailurePolicyActionIgnore,
 		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
 	}}}
-	counting := trainingJob(ns, "counting")
 	ctx := context.Background()
-	for _, j := range []*batchv1.Job{ignoring, counting} {
+	for _, j := range []*batchv1.Job{direct, child} {
 		if _, err := env.Kube.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	var failed *batchv1.JobCondition
-	env.WaitFor(t, "Job counting Failed at muster's first eviction", func(ctx context.Context) (bool, error) {
-		j, err := env.Kube.BatchV1().Jobs(ns).Get(ctx, "counting", metav1.GetOptions{})
+	var job *batchv1.Job
+	rec := waitJobRecord(t, env, ns, "direct", "Failed", func(j *batchv1.Job) { job = j })
+	if rec.Failures != 2 || len(rec.Attempts) != 2 || rec.Reason != "RetryLimitExceeded" {
+		t.Errorf("Job direct: expected 2 failed attempts and reason RetryLimitExceeded, found %d failures, %d attempts, reason %s: %s",
+			rec.Failures, len(rec.Attempts), rec.Reason, rec.Message)
+	}
+	if job.Spec.Suspend == nil || !*job.Spec.Suspend || job.Annotations[musterv1alpha1.SuspendedAnnotation] == "" {
+		t.Errorf("Job direct: expected it left suspended, with %s, found suspend %v, annotations %v",
+			musterv1alpha1.SuspendedAnnotation, job.Spec.Suspend, job.Annotations)
+	}
+	if c := jobCondition(job, batchv1.JobFailed); c != nil || job.Status.Failed != 0 {
+		t.Errorf("Job direct: expected no failure counted, found %d failed and condition %+v", job.Status.Failed, c)
+	}
+
+	// Fixed and created again under the same name, the Job's group starts anew: the
+	// failed group's state went with the Job that kept it.
+	background := metav1.DeletePropagationBackground
+	if err := env.Kube.BatchV1().Jobs(ns).Delete(ctx, "direct", metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
+		t.Fatal(err)
+	}
+	env.WaitFor(t, "Job direct gone", func(ctx context.Context) (bool, error) {
+		_, err := env.Kube.BatchV1().Jobs(ns).Get(ctx, "direct", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	fixed := trainingJob(ns, "direct", "1s")
+	delete(fixed.Spec.Template.Annotations, kubelet.AnnotationFailInit)
+	if _, err := env.Kube.BatchV1().Jobs(ns).Create(ctx, fixed, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitPlainRecord(t, env, ns, "direct", "Running"); rec.Attempt != 1 || rec.Failures != 0 {
+		t.Errorf("Job direct created again: expected its group running at attempt 1, found attempt %d with %d failures", rec.Attempt, rec.Failures)
+	}
+
+	rec = waitPlainRecord(t, env, ns, "child", "Failed")
+	if rec.Failures != 2 || rec.Reason != "RetryLimitExceeded" {
+		t.Errorf("Job child: expected 2 failed attempts and reason RetryLimitExceeded, found %d failures, reason %s: %s", rec.Failures, rec.Reason, rec.Message)
+	}
+	j, err := env.Kube.BatchV1().Jobs(ns).Get(ctx, "child", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := jobCondition(j, batchv1.JobFailed); c != nil || j.Status.Failed != 0 || (j.Spec.Suspend != nil && *j.Spec.Suspend) {
+		t.Errorf("Job child: expected it neither failed nor suspended, found %d failed, condition %+v, suspend %v", j.Status.Failed, c, j.Spec.Suspend)
+	}
+}
+
+// TestSuspendedJobResumesAfterRestart: muster stops while a Job it suspended waits out
+// its group's backoff; the muster started after it finds the Job, resumes it at the
+// backoff's end, and resumes the group from the record on the Job: the second failed
+// attempt is its last (max-retries 1), with the first in its history.
+func TestSuspendedJobResumesAfterRestart(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "resume", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	first := startMuster(t, env, musterOptions{})
+	if _, err := env.Kube.BatchV1().Jobs(ns).Create(context.Background(), trainingJob(ns, "again", "6s"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := waitJobRecord(t, env, ns, "again", "Backoff", nil)
+	first.stop(t)
+	startMuster(t, env, musterOptions{})
+
+	after := waitJobRecord(t, env, ns, "again", "Failed", nil)
+	if after.Failures != 2 || len(after.Attempts) != 2 {
+		t.Fatalf("expected 2 failed attempts in all, found %d failures and attempts %+v", after.Failures, after.Attempts)
+	}
+	if got, want := after.Attempts[0].AdmittedAt, before.Attempts[0].AdmittedAt; !got.Equal(&want) {
+		t.Errorf("expected the attempt from before the restart (admitted %s) first, found one admitted %s", want, got)
+	}
+	if second := after.Attempts[1].AdmittedAt.Time; second.Before(before.WakeAt.Add(-time.Second)) {
+		t.Errorf("expected the second attempt admitted at the backoff's end %s or later, found %s", before.WakeAt, second)
+	}
+}
+
+// waitJobRecord waits until Job name is suspended by muster with a lifecycle record in
+// phase, and returns the record; seen, if set, gets the Job.
+func waitJobRecord(t *testing.T, env *sandboxtest.Env, ns, name, phase string, seen func(*batchv1.Job)) musterv1alpha1.GroupLifecycle {
+	t.Helper()
+	var rec musterv1alpha1.GroupLifecycle
+	env.WaitFor(t, fmt.Sprintf("Job %s suspended by muster, its group %s", name, phase), func(ctx context.Context) (bool, error) {
+		j, err := env.Kube.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		failed = jobCondition(j, batchv1.JobFailed)
-		return failed != nil, nil
-	})
-	if failed.Reason != batchv1.JobReasonBackoffLimitExceeded {
-		t.Errorf("Job counting: expected reason %s, found %s: %s", batchv1.JobReasonBackoffLimitExceeded, failed.Reason, failed.Message)
-	}
-
-	var rec musterv1alpha1.GroupLifecycle
-	env.WaitFor(t, "the group of Job ignoring Failed after its retries", func(ctx context.Context) (bool, error) {
 		rec = musterv1alpha1.GroupLifecycle{}
-		pods, err := env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=ignoring"})
+		if v := j.Annotations[musterv1alpha1.LifecycleAnnotation]; v != "" {
+			if err := json.Unmarshal([]byte(v), &rec); err != nil {
+				return false, fmt.Errorf("decoding the lifecycle record on Job %s: %w", name, err)
+			}
+		}
+		if seen != nil {
+			seen(j)
+		}
+		return j.Annotations[musterv1alpha1.SuspendedAnnotation] != "" && rec.Phase == phase, nil
+	})
+	return rec
+}
+
+// waitPlainRecord waits until a pod of Job name carries its plain group's lifecycle
+// record in phase, and returns the record.
+func waitPlainRecord(t *testing.T, env *sandboxtest.Env, ns, name, phase string) musterv1alpha1.GroupLifecycle {
+	t.Helper()
+	var rec musterv1alpha1.GroupLifecycle
+	env.WaitFor(t, fmt.Sprintf("the group of Job %s %s", name, phase), func(ctx context.Context) (bool, error) {
+		pods, err := env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + name})
 		if err != nil {
 			return false, err
 		}
 		for _, p := range pods.Items {
 			if v := p.Annotations[musterv1alpha1.LifecycleAnnotation]; v != "" {
+				rec = musterv1alpha1.GroupLifecycle{}
 				if err := json.Unmarshal([]byte(v), &rec); err != nil {
 					return false, fmt.Errorf("decoding the lifecycle record on %s: %w", p.Name, err)
 				}
-				if rec.Phase == "Failed" {
+				if rec.Phase == phase {
 					return true, nil
 				}
 			}
 		}
 		return false, nil
 	})
-	if rec.Failures != 2 || rec.Reason != "RetryLimitExceeded" {
-		t.Errorf("expected 2 failed attempts and reason RetryLimitExceeded, found %d failures, reason %s: %s", rec.Failures, rec.Reason, rec.Message)
-	}
-	j, err := env.Kube.BatchV1().Jobs(ns).Get(ctx, "ignoring", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := jobCondition(j, batchv1.JobFailed); c != nil || j.Status.Failed != 0 {
-		t.Errorf("Job ignoring: expected no failure counted, found %d failed and condition %+v", j.Status.Failed, c)
-	}
+	return rec
 }
 
 // trainingJob is an Indexed batch Job of two one-GPU workers that never initialise,
 // a plain muster group (muster.dev/group NAME, minimum 2) with a 2s start timeout,
-// one retry and a 1s backoff, and backoffLimit 0.
-func trainingJob(ns, name string) *batchv1.Job {
+// one retry and the given backoff, and backoffLimit 0.
+func trainingJob(ns, name, backoff string) *batchv1.Job {
 	pod := sandboxtest.Pod(ns, "").GPUs(1).SchedulerName("muster").
 		Annotate(musterv1alpha1.MinMemberAnnotation, "2").
 		Annotate(musterv1alpha1.StartTimeoutAnnotation, "2s").
 		Annotate(musterv1alpha1.MaxRetriesAnnotation, "1").
-		Annotate(musterv1alpha1.BackoffBaseAnnotation, "1s").
+		Annotate(musterv1alpha1.BackoffBaseAnnotation, backoff).
 		Annotate(kubelet.AnnotationFailInit, "true").Obj()
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},

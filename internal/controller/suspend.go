@@ -1,0 +1,234 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/explain"
+	"github.com/muster-sched/muster/internal/lifecycle"
+)
+
+// A group whose members are all the pods of one batch Job is evicted by suspending the
+// Job (DESIGN §7) rather than by deleting its pods: the Job controller deletes them
+// without counting them as failed, so muster's retries spend neither the Job's
+// backoffLimit nor its pod-failure backoff (10 s, doubled per failed pod, up to 6 min,
+// before it creates pods again). muster resumes the Job when the group's backoff ends,
+// and leaves it suspended when the group has Failed. The Job carries the
+// muster.dev/suspended annotation while muster holds it suspended, and the group's
+// lifecycle record, from which a restarted muster resumes both the Job and the group.
+
+// suspension is a Job muster suspended, and when to resume it (zero: never, its group
+// Failed).
+type suspension struct {
+	group    string
+	resumeAt time.Time
+}
+
+// evictGroups carries out the engine's evictions, group by group: a group that a batch
+// Job owns whole is evicted by suspending the Job, any other by deleting its pods. If
+// the suspension fails, the pods are deleted.
+func (s *scheduler) evictGroups(ctx context.Context, evictions []engine.Eviction) {
+	byGroup := map[string][]engine.Eviction{}
+	var order []string
+	for _, ev := range evictions {
+		if byGroup[ev.Group] == nil {
+			order = append(order, ev.Group)
+		}
+		byGroup[ev.Group] = append(byGroup[ev.Group], ev)
+	}
+	for _, gk := range order {
+		evs := byGroup[gk]
+		if job := s.suspendable(gk, evs[0]); job != nil {
+			err := s.suspend(ctx, gk, job, evs[0])
+			if err == nil {
+				continue
+			}
+			s.log.Error(err, "suspending a Job to evict its group; deleting its pods instead", "group", gk, "job", job)
+		}
+		for _, ev := range evs {
+			s.evict(ctx, ev)
+		}
+	}
+}
+
+// suspendable returns the batch Job to suspend to evict group gk, or nil: the group's
+// members must all be controlled by one batch/v1 Job, and the eviction must not be a
+// cancellation (the owner removed the pods already). A Job that something else controls
+// (a JobSet) is not suspended: its controller would resume it.
+func (s *scheduler) suspendable(gk string, ev engine.Eviction) *types.NamespacedName {
+	if ev.Reason == lifecycle.ReasonCancelled {
+		return nil
+	}
+	var job *metav1.OwnerReference
+	ns := ""
+	for _, p := range s.memberList(gk) {
+		ref := metav1.GetControllerOf(p)
+		if ref == nil || ref.APIVersion != "batch/v1" || ref.Kind != "Job" || (job != nil && ref.UID != job.UID) {
+			return nil
+		}
+		job, ns = ref, p.Namespace
+	}
+	if job == nil {
+		return nil
+	}
+	owner := s.getOwner(context.Background(), ns, *job)
+	if owner == nil || metav1.GetControllerOf(owner) != nil {
+		return nil
+	}
+	return &types.NamespacedName{Namespace: ns, Name: job.Name}
+}
+
+// suspend suspends job to evict group gk, recording on it why and the group's lifecycle
+// after the eviction, and remembers when to resume it.
+func (s *scheduler) suspend(ctx context.Context, gk string, job *types.NamespacedName, ev engine.Eviction) error {
+	st, ok := s.eng.Group(gk)
+	if !ok {
+		return fmt.Errorf("group %s: expected it known to the engine", gk)
+	}
+	record, err := json.Marshal(explain.RecordOf(st))
+	if err != nil {
+		return fmt.Errorf("encoding the lifecycle record: %w", err)
+	}
+	patch := map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{
+			musterv1alpha1.SuspendedAnnotation: ev.Reason, musterv1alpha1.LifecycleAnnotation: string(record),
+		}},
+		"spec": map[string]any{"suspend": true},
+	}
+	obj, err := s.patchJob(ctx, *job, patch)
+	if err != nil {
+		return err
+	}
+	s.suspended[*job] = &suspension{group: gk, resumeAt: resumeAt(st, s.clock.Now())}
+	// The Job keeps the group's state now: pods it creates on resumption start the group
+	// from the record, and a new Job of the same group name starts it anew.
+	s.eng.HandOff(gk)
+	s.forgetOwner(obj)
+	msg := fmt.Sprintf("muster suspended the Job to evict its group %s: %s", gk, ev.Message)
+	if st.Phase == lifecycle.Failed {
+		msg += "; the group has Failed, and the Job stays suspended"
+	}
+	s.event(obj, corev1.EventTypeWarning, ev.Reason, msg)
+	return nil
+}
+
+// resumeAt is when a Job suspended for a group in state st is resumed: at the end of
+// the group's backoff, never once it has Failed, else at once.
+func resumeAt(st engine.Status, now time.Time) time.Time {
+	switch {
+	case st.Phase == lifecycle.Failed:
+		return time.Time{}
+	case st.Phase == lifecycle.Backoff && st.WakeAt.After(now):
+		return st.WakeAt
+	}
+	return now
+}
+
+// resumeDue resumes the Jobs whose time has come, and returns when the next one is due
+// (zero: none).
+func (s *scheduler) resumeDue(ctx context.Context) time.Time {
+	now := s.clock.Now()
+	var next time.Time
+	for _, job := range sortedNames(s.suspended) {
+		sp := s.suspended[job]
+		if sp.resumeAt.IsZero() {
+			continue
+		}
+		if sp.resumeAt.After(now) {
+			if next.IsZero() || sp.resumeAt.Before(next) {
+				next = sp.resumeAt
+			}
+			continue
+		}
+		patch := map[string]any{
+			"metadata": map[string]any{"annotations": map[string]any{musterv1alpha1.SuspendedAnnotation: nil}},
+			"spec":     map[string]any{"suspend": false},
+		}
+		obj, err := s.patchJob(ctx, job, patch)
+		switch {
+		case apierrors.IsNotFound(err):
+			delete(s.suspended, job)
+		case err != nil:
+			s.log.Error(err, "resuming a Job muster suspended; trying again", "job", job)
+			if retry := now.Add(time.Second); next.IsZero() || retry.Before(next) {
+				next = retry
+			}
+		default:
+			delete(s.suspended, job)
+			s.forgetOwner(obj)
+			s.event(obj, corev1.EventTypeNormal, "Resumed", fmt.Sprintf("muster resumed the Job: the backoff of its group %s ended", sp.group))
+		}
+	}
+	return next
+}
+
+// findSuspended reads back, when muster starts, the Jobs an earlier muster suspended:
+// each is resumed at the end of the backoff its lifecycle record names, or left
+// suspended if its group Failed.
+func (s *scheduler) findSuspended(ctx context.Context) error {
+	jobs, err := s.kube.BatchV1().Jobs("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing Jobs to find those muster suspended: %w", err)
+	}
+	now := s.clock.Now()
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		if _, ours := j.Annotations[musterv1alpha1.SuspendedAnnotation]; !ours || j.Spec.Suspend == nil || !*j.Spec.Suspend {
+			continue
+		}
+		sp := &suspension{resumeAt: now}
+		var rec musterv1alpha1.GroupLifecycle
+		if err := json.Unmarshal([]byte(j.Annotations[musterv1alpha1.LifecycleAnnotation]), &rec); err == nil {
+			switch {
+			case rec.Phase == string(lifecycle.Failed):
+				sp.resumeAt = time.Time{}
+			case rec.WakeAt != nil && rec.WakeAt.After(now):
+				sp.resumeAt = rec.WakeAt.Time
+			}
+		}
+		s.suspended[types.NamespacedName{Namespace: j.Namespace, Name: j.Name}] = sp
+	}
+	return nil
+}
+
+// patchJob applies a JSON merge patch to a Job.
+func (s *scheduler) patchJob(ctx context.Context, job types.NamespacedName, patch map[string]any) (*batchv1.Job, error) {
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return nil, fmt.Errorf("encoding a patch of Job %s: %w", job, err)
+	}
+	obj, err := s.kube.BatchV1().Jobs(job.Namespace).Patch(ctx, job.Name, types.MergePatchType, data, metav1.PatchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("patching Job %s: %w", job, err)
+	}
+	obj.SetGroupVersionKind(batchv1.SchemeGroupVersion.WithKind("Job"))
+	return obj, nil
+}
+
+// forgetOwner drops job from the cache of owners, so that the next read sees its
+// annotations as they are now.
+func (s *scheduler) forgetOwner(job *batchv1.Job) {
+	delete(s.owners, types.NamespacedName{Namespace: job.Namespace, Name: string(job.UID)})
+}
+
+// sortedNames returns m's keys in order.
+func sortedNames[V any](m map[types.NamespacedName]V) []types.NamespacedName {
+	out := make([]types.NamespacedName, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
