@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -112,7 +113,10 @@ func stepObjects(f Facts) (check, bool) {
 			// The plain group of a batch Job whose pods are gone: they come back.
 			kind, name := f.Parent.GetKind(), f.Parent.GetName()
 			msg = fmt.Sprintf("%s %s has no pods now; its pod template joins %s %s", kind, name, f.GroupAPI, f.Spec.Name)
-			if suspended, _, _ := unstructured.NestedBool(f.Parent.Object, "spec", "suspend"); suspended {
+			suspended, _, _ := unstructured.NestedBool(f.Parent.Object, "spec", "suspend")
+			if reason, byMuster := f.Parent.GetAnnotations()[musterv1alpha1.SuspendedAnnotation]; suspended && byMuster {
+				msg, fix = suspendedByMuster(f, reason)
+			} else if suspended {
 				msg += "; the Job is suspended (spec.suspend: true) and creates none"
 				fix = "resume the Job (spec.suspend: false)"
 			} else {
@@ -130,6 +134,26 @@ func stepObjects(f Facts) (check, bool) {
 	}
 	ev = append(ev, fmt.Sprintf("%s %s/%s exists", f.GroupAPI, f.Namespace, f.Spec.Name))
 	return ok(strings.Join(ev, "; ")), true
+}
+
+// suspendedByMuster explains a Job that muster suspended to evict its group (reason),
+// from the group's record on the Job: it is resumed when the backoff ends, or stays
+// suspended because the group Failed.
+func suspendedByMuster(f Facts, reason string) (msg, fix string) {
+	name := f.Parent.GetName()
+	msg = fmt.Sprintf("muster suspended Job %s to evict its group %s (%s)", name, f.Spec.Name, reason)
+	lc := f.Lifecycle
+	switch {
+	case lc != nil && lc.Phase == string(lifecycle.Failed):
+		msg += fmt.Sprintf("; the group Failed after %s: %s", attemptsOf(len(lc.Attempts)), lc.Message)
+		return msg, fmt.Sprintf("fix what made its attempts fail (kubectl get events), then delete Job %s and create it again; muster keeps it suspended", name)
+	case lc != nil && lc.WakeAt != nil && lc.WakeAt.After(f.Now):
+		msg += fmt.Sprintf("; muster resumes it when the group's backoff ends, at %s (in %s)",
+			lc.WakeAt.UTC().Format(time.RFC3339), lc.WakeAt.Sub(f.Now).Round(time.Second))
+	default:
+		msg += "; muster resumes it now"
+	}
+	return msg, "wait: muster resumes the Job, and its pods are scheduled as a group again"
 }
 
 // stepOwnership: the group's API is served and every member names muster.

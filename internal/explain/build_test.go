@@ -109,6 +109,23 @@ func TestBuild(t *testing.T) {
 			want:     []string{"Job sweep has no pods now; its pod template joins plain group", "wait for the Job to create them"},
 		},
 		{
+			name: "batch Job muster suspended for its group's backoff",
+			facts: func() explain.Facts {
+				f := facts("Backoff", nil)
+				f.GroupFound, f.TemplateGroup = false, true
+				f.Spec.Name = "sweep"
+				f.Parent = &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": "batch/v1", "kind": "Job",
+					"metadata": map[string]any{"name": "sweep", "namespace": "default", "annotations": map[string]any{"muster.dev/suspended": "StartTimeout"}},
+					"spec":     map[string]any{"suspend": true},
+				}}
+				return f
+			},
+			wantStep: 1,
+			want: []string{"muster suspended Job sweep to evict its group sweep (StartTimeout); muster resumes it when the group's backoff ends",
+				"(in 3m0s)", "try: wait: muster resumes the Job"},
+		},
+		{
 			name: "member with another scheduler",
 			facts: func() explain.Facts {
 				return facts("Gathering", members(4, false, func(i int, p *corev1.Pod) {

@@ -119,6 +119,10 @@ func Gather(ctx context.Context, c Clients, target, namespace, schedulerName str
 	}
 	source.CheckMembers(&f.Spec, members, f.Parent, schedulerName)
 	f.Lifecycle = lifecycleOf(obj, members)
+	if f.Lifecycle == nil && f.TemplateGroup {
+		// A Job muster suspended carries its group's record (see SuspendedAnnotation).
+		f.Lifecycle = lifecycleOf(f.Parent, nil)
+	}
 	if f.Lifecycle != nil && f.Lifecycle.Queue != "" {
 		f.Queue = getQueue(ctx, c, f.Lifecycle.Queue)
 	}

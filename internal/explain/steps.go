@@ -202,7 +202,7 @@ func stepTimeout(f Facts) (check, bool) {
 		msg := fmt.Sprintf("attempt %d failed in %s: %s; requeued at %s (%d of %d retries left)", lc.Attempt, last.stage, last.message, at(), left, lc.MaxRetries)
 		return failed(msg, "find the cause in the steps above (image, init, readiness); a longer timeout will not repair a bad image", msg), true
 	case lifecycle.Failed:
-		ev := []string{fmt.Sprintf("failed after %d attempts; no more retries", lc.Attempt)}
+		ev := []string{fmt.Sprintf("failed after %s; no more retries", attemptsOf(lc.Attempt))}
 		for _, a := range lc.Attempts {
 			ev = append(ev, fmt.Sprintf("attempt %d: %s in %s after %s: %s", a.Number, a.Reason, a.Stage,
 				a.EndedAt.Sub(a.AdmittedAt.Time).Round(time.Second), a.Message))
@@ -220,4 +220,12 @@ func lastAttempt(attempts []musterv1alpha1.AttemptRecord) attemptSummary {
 	}
 	a := attempts[len(attempts)-1]
 	return attemptSummary{stage: a.Stage, reason: a.Reason, message: a.Message}
+}
+
+// attemptsOf renders a count of attempts: "1 attempt", "3 attempts".
+func attemptsOf(n int) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
 }

@@ -14,18 +14,19 @@ import (
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/sandbox"
+	"github.com/muster-sched/muster/internal/sandbox/kubelet"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
 // TestExplainBatchJob: `muster explain job/NAME` finds the group a batch Job's pods join,
 // here a plain group of another name, and walks it; for a Job with no pods it reads the
-// group from the pod template; for a Job whose pods join no group it says so, with the
+// group from the pod template, and the group's record from a Job muster suspended; for a Job whose pods join no group it says so, with the
 // labels to add. The Jobs run through the sandbox's Job
 // controller; their pod names are random, so the reports are checked line by line
 // rather than against golden files.
 func TestExplainBatchJob(t *testing.T) {
 	env := sandboxtest.Shared(t)
-	env.CreateNodes(t, sandbox.NodePool{Name: "batch", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	env.CreateNodes(t, sandbox.NodePool{Name: "batch", Count: 4, CPU: "16", Memory: "64Gi", GPUs: 1})
 	startMuster(t, env)
 	ns := namespace(t, env, "explain-batch")
 	grouped := batchJob(ns, "train", map[string]string{musterv1alpha1.GroupLabel: "train-gang"})
@@ -34,7 +35,12 @@ func TestExplainBatchJob(t *testing.T) {
 	loose.Spec.Suspend = ptr.To(true) // its pods would take the GPUs the group needs
 	later := batchJob(ns, "later", map[string]string{musterv1alpha1.GroupLabel: "later"})
 	later.Spec.Suspend = ptr.To(true)
-	for _, j := range []*batchv1.Job{grouped, loose, later} {
+	broken := batchJob(ns, "broken", map[string]string{musterv1alpha1.GroupLabel: "broken"})
+	broken.Spec.Template.Annotations = map[string]string{
+		musterv1alpha1.MinMemberAnnotation: "2", musterv1alpha1.StartTimeoutAnnotation: "2s",
+		musterv1alpha1.MaxRetriesAnnotation: "0", kubelet.AnnotationFailInit: "true",
+	}
+	for _, j := range []*batchv1.Job{grouped, loose, later, broken} {
 		createJob(t, env, j)
 	}
 
@@ -52,6 +58,12 @@ func TestExplainBatchJob(t *testing.T) {
 		"✓ 1. objects exist: Job explain-batch/train exists; plain group (label muster.dev/group) explain-batch/train-gang exists",
 		"✓ 3. membership: members joined: 2 of the 2 metadata.annotations[muster.dev/min-member] requires",
 		"verdict: the group is running: 2 of minMember 2 members Ready")
+
+	// A Job muster suspended: its group's record is on it.
+	r = waitExplain(t, env, "job/broken", ns, func(f explain.Facts) bool { return f.TemplateGroup && phase("Failed")(f) })
+	wantLines(t, r, 1,
+		"muster suspended Job broken to evict its group broken (RetryLimitExceeded); the group Failed after 1 attempt: ",
+		"try: fix what made its attempts fail (kubectl get events), then delete Job broken and create it again")
 
 	// Resumed, the loose Job creates its pods; they join no group.
 	patch := []byte(`{"spec":{"suspend":false}}`)
