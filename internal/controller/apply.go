@@ -87,11 +87,22 @@ func (s *scheduler) applyPod(ctx context.Context, key string) {
 		return
 	}
 	old := s.pods[key]
-	if old != nil && (err != nil || old.UID != p.UID || s.memberOf[key] != s.groupKeyOf(p)) {
+	leaving := err == nil && s.leaving[p.UID]
+	if old != nil && (err != nil || old.UID != p.UID || leaving != (s.memberOf[key] == "") || !leaving && s.memberOf[key] != s.groupKeyOf(p)) {
 		s.forgetPod(key, old)
+		if err != nil || old.UID != p.UID {
+			delete(s.leaving, old.UID) // gone
+		}
 	}
 	if err != nil {
 		s.recreateIfRecorded(ctx, key, nil)
+		return
+	}
+	if leaving {
+		// A pod of a Job muster suspended, on its way out: it counts against its node
+		// and is no member of any group (see suspend.go).
+		s.pods[key], s.memberOf[key] = p, ""
+		s.eng.SetPod(p, "")
 		return
 	}
 	if r := s.recreate[key]; r != nil && r.uid != p.UID {

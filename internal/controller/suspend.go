@@ -112,8 +112,13 @@ func (s *scheduler) suspend(ctx context.Context, gk string, job *types.Namespace
 		return err
 	}
 	s.suspended[*job] = &suspension{group: gk, resumeAt: resumeAt(st, s.clock.Now())}
-	// The Job keeps the group's state now: pods it creates on resumption start the group
-	// from the record, and a new Job of the same group name starts it anew.
+	// The Job keeps the group's state now: its pods leave the group at once, pods it
+	// creates on resumption start the group from the record, and those of a new Job of
+	// the same group name (created before the old pods are gone) start it anew.
+	for _, p := range s.memberList(gk) {
+		s.leaving[p.UID] = true
+		s.applyPod(ctx, podKey(p))
+	}
 	s.eng.HandOff(gk)
 	s.forgetOwner(obj)
 	msg := fmt.Sprintf("muster suspended the Job to evict its group %s: %s", gk, ev.Message)

@@ -219,14 +219,22 @@ func (e *Engine) RemoveGroup(key string) {
 
 // HandOff reports that the state of a group defined by its pods, being evicted, is kept
 // by their owner from now on: muster suspended the Job that owns them and recorded the
-// group's lifecycle on it. The group is not retained once its pods are gone; it leaves
-// the engine then, neither cancelled nor failed, and pods that come back start it again
-// from the owner's record (GroupSpec.Past). A group admitted again is not affected.
+// group's lifecycle on it. The group is not retained: it leaves the engine, neither
+// cancelled nor failed, at once if it has no member left (the caller may have moved its
+// pods out of it first), else with its last pod; pods that come later start it again,
+// from the owner's record if they give one (GroupSpec.Past). A group admitted again
+// before its pods are gone is not affected.
 func (e *Engine) HandOff(key string) {
-	if g := e.groups[key]; g != nil && g.definedByPods() && g.awaitsPods {
-		g.awaitsPods, g.handedOff = false, true
-		e.dirty[key] = true
+	g := e.groups[key]
+	if g == nil || !g.definedByPods() || !g.awaitsPods {
+		return
 	}
+	g.awaitsPods, g.handedOff = false, true
+	if len(g.members) == 0 {
+		e.drop(g)
+		return
+	}
+	e.dirty[key] = true
 }
 
 // SetQueue adds or updates a queue.

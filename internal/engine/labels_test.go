@@ -181,11 +181,19 @@ func TestLabelsGroupHandedOffLeavesWithItsPods(t *testing.T) {
 	j := newLabelsJob(t)
 	j.step(0)
 	j.step(time.Second)
-	if out := j.step(time.Minute); len(out.Evictions) != 2 {
-		t.Fatalf("start timeout: expected 2 evictions, found %+v", out.Evictions)
+	j.now = j.now.Add(time.Minute)
+	evicted := j.e.Step(j.now).Evictions // the pods are still there, terminating
+	if len(evicted) != 2 {
+		t.Fatalf("start timeout: expected 2 evictions, found %+v", evicted)
 	}
 	st := j.status("after the eviction")
 	j.e.HandOff(labelsKey)
+	if _, ok := j.e.Group(labelsKey); !ok {
+		t.Fatalf("expected the handed-off group kept while its pods are there")
+	}
+	for _, ev := range evicted {
+		j.e.RemovePod(ev.Pod)
+	}
 	out := j.step(time.Second) // the pods are gone
 	if got, ok := j.e.Group(labelsKey); ok {
 		t.Fatalf("expected the handed-off group gone with its pods, found %s", got.Phase)
@@ -202,5 +210,29 @@ func TestLabelsGroupHandedOffLeavesWithItsPods(t *testing.T) {
 	j.step(15 * time.Second)
 	if st := j.status("pods back with the record"); st.Attempt != 2 || st.Failures != 1 {
 		t.Fatalf("pods back with the record: expected attempt 2 after 1 failure, found attempt %d (%s), %d failures", st.Attempt, st.Phase, st.Failures)
+	}
+}
+
+// TestLabelsGroupHandedOffWithoutPodsLeavesAtOnce: a group handed off after its pods
+// were moved out of it leaves the engine at once, so that pods of a new owner that come
+// before the next Step start a group of their own rather than joining the old one.
+func TestLabelsGroupHandedOffWithoutPodsLeavesAtOnce(t *testing.T) {
+	j := newLabelsJob(t)
+	j.step(0)
+	j.step(time.Second)
+	out := j.step(time.Minute)
+	for _, ev := range out.Evictions {
+		j.e.RemovePod(ev.Pod) // the caller moved them out (they count on their nodes only)
+	}
+	j.e.HandOff(labelsKey)
+	if got, ok := j.e.Group(labelsKey); ok {
+		t.Fatalf("expected the group gone at once, found %s", got.Phase)
+	}
+	j.create() // a new Job's pods, before any Step
+	if out := j.step(time.Second); len(out.Binds) != 2 {
+		t.Fatalf("the new group: expected 2 binds, found %+v", out.Binds)
+	}
+	if st := j.status("the new group"); st.Attempt != 1 || st.Failures != 0 {
+		t.Fatalf("the new group: expected attempt 1 and no failure, found attempt %d, %d failures", st.Attempt, st.Failures)
 	}
 }

@@ -143,10 +143,15 @@ func (e *Engine) start(g *group, now time.Time, out *Output) bool {
 // forget drops a cancelled group once nothing of it is left.
 func (e *Engine) forget(g *group) {
 	if g.removed && len(g.members) == 0 && (!g.started || g.state.Phase().Terminal() || g.handedOff) {
-		e.queue.Remove(g.key)
-		e.queue.Release(g.key)
-		delete(e.groups, g.key)
+		e.drop(g)
 	}
+}
+
+// drop removes a group from the engine and its queue.
+func (e *Engine) drop(g *group) {
+	e.queue.Remove(g.key)
+	e.queue.Release(g.key)
+	delete(e.groups, g.key)
 }
 
 func seedOf(key string) uint64 {

@@ -64,6 +64,11 @@ func TestBatchJobSuspendedBetweenAttempts(t *testing.T) {
 		t.Errorf("Job direct: expected no failure counted, found %d failed and condition %+v", job.Status.Failed, c)
 	}
 
+	// The Job controller deletes the pods of a suspended Job.
+	env.WaitFor(t, "the pods of Job direct gone", func(ctx context.Context) (bool, error) {
+		pods, err := env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=direct"})
+		return err == nil && len(pods.Items) == 0, err
+	})
 	// Fixed and created again under the same name, the Job's group starts anew: the
 	// failed group's state went with the Job that kept it.
 	background := metav1.DeletePropagationBackground
