@@ -87,11 +87,11 @@ func (s *scheduler) applyPod(ctx context.Context, key string) {
 		return
 	}
 	old := s.pods[key]
-	leaving := err == nil && s.leaving[p.UID]
+	leaving := err == nil && s.leaving[p.UID] != nil
 	if old != nil && (err != nil || old.UID != p.UID || leaving != (s.memberOf[key] == "") || !leaving && s.memberOf[key] != s.groupKeyOf(p)) {
 		s.forgetPod(key, old)
 		if err != nil || old.UID != p.UID {
-			delete(s.leaving, old.UID) // gone
+			s.gone(old.UID)
 		}
 	}
 	if err != nil {

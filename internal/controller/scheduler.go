@@ -67,10 +67,11 @@ type scheduler struct {
 	specDirty map[string]bool
 	// recreate holds the recorded pods to create again once their old pod is gone.
 	recreate map[string]*recreation
-	// suspended holds the Jobs muster suspended to evict their groups, and leaving the
-	// UIDs of their pods, which are no members of any group while they go.
+	// suspended holds the Jobs muster suspended to evict their groups and will resume;
+	// leaving holds, by UID, the pods of the Jobs it suspended, which are no members of
+	// any group while they go, and their eviction's cleanup.
 	suspended map[types.NamespacedName]*suspension
-	leaving   map[types.UID]bool
+	leaving   map[types.UID]*cleanup
 	// written holds the last status written per group, to write only changes.
 	written map[string]string
 	// conditions holds the conditions last written per group.
@@ -109,7 +110,7 @@ func (s *scheduler) Start(ctx context.Context) error {
 	s.phases = map[string]spv1alpha1.PodGroupPhase{}
 	s.queueWritten = map[string]string{}
 	s.memberOf, s.declared, s.declaredBy = map[string]string{}, map[string]map[string]bool{}, map[string]string{}
-	s.failed, s.suspended, s.leaving = map[string]bool{}, map[types.NamespacedName]*suspension{}, map[types.UID]bool{}
+	s.failed, s.suspended, s.leaving = map[string]bool{}, map[types.NamespacedName]*suspension{}, map[types.UID]*cleanup{}
 	s.owners, s.ownerObjects = map[types.NamespacedName]ownerEntry{}, map[string]*unstructured.Unstructured{}
 	if err := s.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return fmt.Errorf("starting the Event recorder: %w", err)

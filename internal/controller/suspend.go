@@ -29,11 +29,30 @@ import (
 // muster.dev/suspended annotation while muster holds it suspended, and the group's
 // lifecycle record, from which a restarted muster resumes both the Job and the group.
 
-// suspension is a Job muster suspended, and when to resume it (zero: never, its group
-// Failed).
+// suspension is a Job muster suspended and will resume, and when.
 type suspension struct {
 	group    string
 	resumeAt time.Time
+}
+
+// cleanup is the eviction of a suspended Job's pods: when it began and how many of them
+// are left. When the last is gone, muster_group_cleanup_seconds observes it, as it does
+// for the groups the engine evicts.
+type cleanup struct {
+	since time.Time
+	left  int
+}
+
+// gone notes that a pod is gone, closing its Job's cleanup if it was the last.
+func (s *scheduler) gone(uid types.UID) {
+	c := s.leaving[uid]
+	if c == nil {
+		return
+	}
+	delete(s.leaving, uid)
+	if c.left--; c.left == 0 {
+		s.metrics.Cleanup.Observe(s.clock.Since(c.since).Seconds())
+	}
 }
 
 // evictGroups carries out the engine's evictions, group by group: a group that a batch
@@ -111,12 +130,16 @@ func (s *scheduler) suspend(ctx context.Context, gk string, job *types.Namespace
 	if err != nil {
 		return err
 	}
-	s.suspended[*job] = &suspension{group: gk, resumeAt: resumeAt(st, s.clock.Now())}
+	if at := resumeAt(st, s.clock.Now()); !at.IsZero() {
+		s.suspended[*job] = &suspension{group: gk, resumeAt: at}
+	}
 	// The Job keeps the group's state now: its pods leave the group at once, pods it
 	// creates on resumption start the group from the record, and those of a new Job of
 	// the same group name (created before the old pods are gone) start it anew.
-	for _, p := range s.memberList(gk) {
-		s.leaving[p.UID] = true
+	members := s.memberList(gk)
+	c := &cleanup{since: s.clock.Now(), left: len(members)}
+	for _, p := range members {
+		s.leaving[p.UID] = c
 		s.applyPod(ctx, podKey(p))
 	}
 	s.eng.HandOff(gk)
@@ -148,9 +171,6 @@ func (s *scheduler) resumeDue(ctx context.Context) time.Time {
 	var next time.Time
 	for _, job := range sortedNames(s.suspended) {
 		sp := s.suspended[job]
-		if sp.resumeAt.IsZero() {
-			continue
-		}
 		if sp.resumeAt.After(now) {
 			if next.IsZero() || sp.resumeAt.Before(next) {
 				next = sp.resumeAt
@@ -198,7 +218,7 @@ func (s *scheduler) findSuspended(ctx context.Context) error {
 		if err := json.Unmarshal([]byte(j.Annotations[musterv1alpha1.LifecycleAnnotation]), &rec); err == nil {
 			switch {
 			case rec.Phase == string(lifecycle.Failed):
-				sp.resumeAt = time.Time{}
+				continue // it stays suspended
 			case rec.WakeAt != nil && rec.WakeAt.After(now):
 				sp.resumeAt = rec.WakeAt.Time
 			}

@@ -27,7 +27,9 @@ import (
 func TestExplainBatchJob(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "batch", Count: 4, CPU: "16", Memory: "64Gi", GPUs: 1})
-	startMuster(t, env)
+	addr := startMuster(t, env)
+	const cleanups = "muster_group_cleanup_seconds_count"
+	cleanupsBefore := scrape(t, env, addr, cleanups)
 	ns := namespace(t, env, "explain-batch")
 	grouped := batchJob(ns, "train", map[string]string{musterv1alpha1.GroupLabel: "train-gang"})
 	grouped.Spec.Template.Annotations = map[string]string{musterv1alpha1.MinMemberAnnotation: "2"}
@@ -64,6 +66,10 @@ func TestExplainBatchJob(t *testing.T) {
 	wantLines(t, r, 1,
 		"muster suspended Job broken to evict its group broken (RetryLimitExceeded); the group Failed after 1 attempt: ",
 		"try: fix what made its attempts fail (kubectl get events), then delete Job broken and create it again")
+	// Its pods gone, the eviction's cleanup is measured as the engine's are.
+	env.WaitFor(t, "the cleanup of Job broken's pods measured", func(context.Context) (bool, error) {
+		return scrape(t, env, addr, cleanups) == cleanupsBefore+1, nil
+	})
 
 	// Resumed, the loose Job creates its pods; they join no group.
 	patch := []byte(`{"spec":{"suspend":false}}`)
