@@ -68,7 +68,7 @@ func TestExplainBatchJob(t *testing.T) {
 		"try: fix what made its attempts fail (kubectl get events), then delete Job broken and create it again")
 	// Its pods gone, the eviction's cleanup is measured as the engine's are.
 	env.WaitFor(t, "the cleanup of Job broken's pods measured", func(context.Context) (bool, error) {
-		return scrape(t, env, addr, cleanups) == cleanupsBefore+1, nil
+		return scrape(t, env, addr, cleanups) > cleanupsBefore, nil
 	})
 
 	// Resumed, the loose Job creates its pods; they join no group.
