@@ -87,8 +87,7 @@ func (s *scheduler) applyPod(ctx context.Context, key string) {
 		return
 	}
 	old := s.pods[key]
-	leaving := err == nil && s.leaving[p.UID] != nil
-	if old != nil && (err != nil || old.UID != p.UID || leaving != (s.memberOf[key] == "") || !leaving && s.memberOf[key] != s.groupKeyOf(p)) {
+	if old != nil && (err != nil || old.UID != p.UID || s.memberOf[key] != s.memberKey(p)) {
 		s.forgetPod(key, old)
 		if err != nil || old.UID != p.UID {
 			s.gone(old.UID)
@@ -98,7 +97,7 @@ func (s *scheduler) applyPod(ctx context.Context, key string) {
 		s.recreateIfRecorded(ctx, key, nil)
 		return
 	}
-	if leaving {
+	if s.leaving[p.UID] != nil {
 		// A pod of a Job muster suspended, on its way out: it counts against its node
 		// and is no member of any group (see suspend.go).
 		s.pods[key], s.memberOf[key] = p, ""
@@ -126,6 +125,15 @@ func (s *scheduler) applyPod(ctx context.Context, key string) {
 	}
 	s.members[gk][key] = p
 	s.specDirty[gk] = true
+}
+
+// memberKey returns the key of the group p is a member of, or "" for a pod of a Job
+// muster suspended, on its way out (see suspend.go).
+func (s *scheduler) memberKey(p *corev1.Pod) string {
+	if s.leaving[p.UID] != nil {
+		return ""
+	}
+	return s.groupKeyOf(p)
 }
 
 // forgetPod removes a pod that is gone, was replaced by one of the same name, or moved
