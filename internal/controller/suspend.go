@@ -144,7 +144,7 @@ func (s *scheduler) suspend(ctx context.Context, gk string, job *types.Namespace
 	}
 	s.eng.HandOff(gk)
 	s.forgetOwner(obj)
-	msg := fmt.Sprintf("muster suspended the Job to evict its group %s: %s", gk, ev.Message)
+	msg := fmt.Sprintf("muster suspended the Job to evict its group %s: %s", groupName(gk), ev.Message)
 	if st.Phase == lifecycle.Failed {
 		msg += "; the group has Failed, and the Job stays suspended"
 	}
@@ -193,7 +193,7 @@ func (s *scheduler) resumeDue(ctx context.Context) time.Time {
 		default:
 			delete(s.suspended, job)
 			s.forgetOwner(obj)
-			s.event(obj, corev1.EventTypeNormal, "Resumed", fmt.Sprintf("muster resumed the Job: the backoff of its group %s ended", sp.group))
+			s.event(obj, corev1.EventTypeNormal, "Resumed", fmt.Sprintf("muster resumed the Job: the backoff of its group %s ended", groupName(sp.group)))
 		}
 	}
 	return next
@@ -226,6 +226,12 @@ func (s *scheduler) findSuspended(ctx context.Context) error {
 		s.suspended[types.NamespacedName{Namespace: j.Namespace, Name: j.Name}] = sp
 	}
 	return nil
+}
+
+// groupName renders a group key for people: namespace/name.
+func groupName(key string) string {
+	ref := refOfKey(key)
+	return ref.Namespace + "/" + ref.Name
 }
 
 // patchJob applies a JSON merge patch to a Job.

@@ -145,7 +145,7 @@ func suspendedByMuster(f Facts, reason string) (msg, fix string) {
 	lc := f.Lifecycle
 	switch {
 	case lc != nil && lc.Phase == string(lifecycle.Failed):
-		msg += fmt.Sprintf("; the group Failed after %s: %s", attemptsOf(len(lc.Attempts)), lc.Message)
+		msg += "; the group Failed: " + lc.Message
 		return msg, fmt.Sprintf("fix what made its attempts fail (kubectl get events), then delete Job %s and create it again; muster keeps it suspended", name)
 	case lc != nil && lc.WakeAt != nil && lc.WakeAt.After(f.Now):
 		msg += fmt.Sprintf("; muster resumes it when the group's backoff ends, at %s (in %s)",

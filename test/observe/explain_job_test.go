@@ -64,7 +64,7 @@ func TestExplainBatchJob(t *testing.T) {
 	// A Job muster suspended: its group's record is on it.
 	r = waitExplain(t, env, "job/broken", ns, func(f explain.Facts) bool { return f.TemplateGroup && phase("Failed")(f) })
 	wantLines(t, r, 1,
-		"muster suspended Job broken to evict its group broken (RetryLimitExceeded); the group Failed after 1 attempt: ",
+		"muster suspended Job broken to evict its group broken (RetryLimitExceeded); the group Failed: 1 of 1 attempts failed",
 		"try: fix what made its attempts fail (kubectl get events), then delete Job broken and create it again")
 	// Its pods gone, the eviction's cleanup is measured as the engine's are.
 	env.WaitFor(t, "the cleanup of Job broken's pods measured", func(context.Context) (bool, error) {
