@@ -14,6 +14,7 @@ import (
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/lifecycle"
 )
 
@@ -48,7 +49,7 @@ func (s *scheduler) evictPod(ctx context.Context, p *corev1.Pod, ev engine.Evict
 		return
 	}
 	if metav1.GetControllerOf(p) == nil && s.recreate[ev.Pod] == nil && ev.Reason != lifecycle.ReasonCancelled {
-		r, err := s.record(ctx, p)
+		r, err := s.record(ctx, p, s.lifecycleRecord(ev.Group))
 		if err != nil {
 			s.log.Error(err, "recording a pod before evicting it; it is not evicted", "pod", ev.Pod)
 			return
@@ -101,8 +102,28 @@ func recordName(name string) string {
 	return prefix + hex.EncodeToString(sum[:16])
 }
 
-// record writes the ConfigMap from which pod is created again.
-func (s *scheduler) record(ctx context.Context, p *corev1.Pod) (*recreation, error) {
+// lifecycleRecord returns the lifecycle record of a group that has no object, as it is
+// now, or "" for a group with an object (which carries the record) or unknown.
+func (s *scheduler) lifecycleRecord(gk string) string {
+	if s.objects[gk] != nil {
+		return ""
+	}
+	st, ok := s.eng.Group(gk)
+	if !ok {
+		return ""
+	}
+	data, err := json.Marshal(explain.RecordOf(st))
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
+// record writes the ConfigMap from which pod is created again. A record of the group
+// (see lifecycleRecord) replaces the pod's: a plain group's record lives on its pods,
+// and the pod created again must carry the group's state after the eviction, for a
+// muster that restarts before it writes the record again.
+func (s *scheduler) record(ctx context.Context, p *corev1.Pod, groupRecord string) (*recreation, error) {
 	again := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, Annotations: map[string]string{},
@@ -113,6 +134,9 @@ func (s *scheduler) record(ctx context.Context, p *corev1.Pod) (*recreation, err
 		if k != musterv1alpha1.PlacementAnnotation {
 			again.Annotations[k] = v
 		}
+	}
+	if groupRecord != "" {
+		again.Annotations[musterv1alpha1.LifecycleAnnotation] = groupRecord
 	}
 	again.Spec.NodeName = ""
 	data, err := json.Marshal(again)

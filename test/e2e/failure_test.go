@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -128,23 +127,7 @@ func TestPlainGroupFailsAfterItsRetries(t *testing.T) {
 		env.CreatePod(t, pod(i))
 	}
 	firstUID := uidOf(t, env, ns, "flaky-0")
-	var rec musterv1alpha1.GroupLifecycle
-	waitFailed := func(what string) {
-		env.WaitFor(t, what, func(ctx context.Context) (bool, error) {
-			p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, "flaky-0", metav1.GetOptions{})
-			if err != nil {
-				return false, nil // between an eviction and the pod's creation
-			}
-			rec = musterv1alpha1.GroupLifecycle{}
-			if v := p.Annotations[musterv1alpha1.LifecycleAnnotation]; v != "" {
-				if err := json.Unmarshal([]byte(v), &rec); err != nil {
-					return false, fmt.Errorf("decoding the lifecycle record %q: %w", v, err)
-				}
-			}
-			return rec.Phase == "Failed", nil
-		})
-	}
-	waitFailed("the plain group Failed, recorded on its pod flaky-0")
+	rec := waitPodRecord(t, env, ns, "flaky-0", "Failed")
 	if rec.Failures != 2 || len(rec.Attempts) != 2 || rec.Reason != "RetryLimitExceeded" {
 		t.Errorf("expected 2 failed attempts and reason RetryLimitExceeded, found %d failures, %d attempts, reason %s: %s",
 			rec.Failures, len(rec.Attempts), rec.Reason, rec.Message)
@@ -173,7 +156,7 @@ func TestPlainGroupFailsAfterItsRetries(t *testing.T) {
 		return err != nil || string(p.UID) != secondUID, nil
 	})
 	env.CreatePod(t, pod(0))
-	waitFailed("the record on the flaky-0 created by hand")
+	waitPodRecord(t, env, ns, "flaky-0", "Failed") // on the flaky-0 created by hand
 	// The pods created after the failure wait: nothing is bound again.
 	for range 20 {
 		for _, name := range []string{"flaky-0", "flaky-1"} {
