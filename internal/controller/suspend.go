@@ -193,7 +193,11 @@ func (s *scheduler) resumeDue(ctx context.Context) time.Time {
 		default:
 			delete(s.suspended, job)
 			s.forgetOwner(obj)
-			s.event(obj, corev1.EventTypeNormal, "Resumed", fmt.Sprintf("muster resumed the Job: the backoff of its group %s ended", groupName(sp.group)))
+			msg := "muster resumed the Job: its group's backoff ended" // found at start: the group is not known yet
+			if sp.group != "" {
+				msg = fmt.Sprintf("muster resumed the Job: the backoff of its group %s ended", groupName(sp.group))
+			}
+			s.event(obj, corev1.EventTypeNormal, "Resumed", msg)
 		}
 	}
 	return next
