@@ -177,3 +177,24 @@ func TestPlanAnnotations(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeAt: a Job suspended for a group is resumed at the end of its backoff, never
+// once the group has Failed, and at once otherwise.
+func TestResumeAt(t *testing.T) {
+	now := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		st   engine.Status
+		want time.Time
+	}{
+		{"backoff", engine.Status{Phase: lifecycle.Backoff, WakeAt: now.Add(30 * time.Second)}, now.Add(30 * time.Second)},
+		{"backoff already over", engine.Status{Phase: lifecycle.Backoff, WakeAt: now.Add(-time.Second)}, now},
+		{"failed", engine.Status{Phase: lifecycle.Failed}, time.Time{}},
+		{"queued", engine.Status{Phase: lifecycle.Queued}, now},
+	}
+	for _, tc := range tests {
+		if got := resumeAt(tc.st, now); !got.Equal(tc.want) {
+			t.Errorf("%s: expected %v, found %v", tc.name, tc.want, got)
+		}
+	}
+}
