@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -139,11 +138,8 @@ func waitJobRecord(t *testing.T, env *sandboxtest.Env, ns, name, phase string, s
 		if err != nil {
 			return false, err
 		}
-		rec = musterv1alpha1.GroupLifecycle{}
-		if v := j.Annotations[musterv1alpha1.LifecycleAnnotation]; v != "" {
-			if err := json.Unmarshal([]byte(v), &rec); err != nil {
-				return false, fmt.Errorf("decoding the lifecycle record on Job %s: %w", name, err)
-			}
+		if rec, err = recordOn(j.Annotations, "Job "+name); err != nil {
+			return false, err
 		}
 		if seen != nil {
 			seen(j)
@@ -164,14 +160,8 @@ func waitPlainRecord(t *testing.T, env *sandboxtest.Env, ns, name, phase string)
 			return false, err
 		}
 		for _, p := range pods.Items {
-			if v := p.Annotations[musterv1alpha1.LifecycleAnnotation]; v != "" {
-				rec = musterv1alpha1.GroupLifecycle{}
-				if err := json.Unmarshal([]byte(v), &rec); err != nil {
-					return false, fmt.Errorf("decoding the lifecycle record on %s: %w", p.Name, err)
-				}
-				if rec.Phase == phase {
-					return true, nil
-				}
+			if rec, err = recordOn(p.Annotations, "pod "+p.Name); err != nil || rec.Phase == phase {
+				return err == nil, err
 			}
 		}
 		return false, nil

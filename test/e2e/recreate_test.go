@@ -81,13 +81,22 @@ func waitPodRecord(t *testing.T, env *sandboxtest.Env, ns, name, phase string) m
 		if err != nil {
 			return false, nil // between an eviction and the pod's creation
 		}
-		rec = musterv1alpha1.GroupLifecycle{}
-		if v := p.Annotations[musterv1alpha1.LifecycleAnnotation]; v != "" {
-			if err := json.Unmarshal([]byte(v), &rec); err != nil {
-				return false, fmt.Errorf("decoding the lifecycle record %q: %w", v, err)
-			}
-		}
-		return rec.Phase == phase, nil
+		rec, err = recordOn(p.Annotations, "pod "+name)
+		return rec.Phase == phase, err
 	})
 	return rec
+}
+
+// recordOn decodes the lifecycle record in annotations (of what, for errors); none
+// decodes as an empty record.
+func recordOn(annotations map[string]string, what string) (musterv1alpha1.GroupLifecycle, error) {
+	var rec musterv1alpha1.GroupLifecycle
+	v := annotations[musterv1alpha1.LifecycleAnnotation]
+	if v == "" {
+		return rec, nil
+	}
+	if err := json.Unmarshal([]byte(v), &rec); err != nil {
+		return rec, fmt.Errorf("decoding the lifecycle record %q on %s: %w", v, what, err)
+	}
+	return rec, nil
 }
