@@ -20,6 +20,9 @@ import (
 type preemption struct {
 	preemptor string
 	victims   []string
+	// pods are the victims' members when they were evicted: a victim whose owner keeps
+	// its state leaves the engine before its pods are gone (see HandOff).
+	pods []string
 }
 
 // maxPreemptionTries bounds the waiting groups an admission pass tries to preempt for.
@@ -78,24 +81,23 @@ func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
 
 // preemptionPending reports whether a preemption is still in flight: its preemptor is
 // queued and some victim's member still counts on a node of the snapshot (a bind in
-// flight when it was evicted counts until the pod is gone).
+// flight when it was evicted counts until the pod is gone), in its group or, for a
+// victim handed off to its owner, on its own.
 func (e *Engine) preemptionPending(pr *preemption) bool {
 	g := e.groups[pr.preemptor]
 	if g == nil || !g.queued {
 		return false
 	}
 	for _, key := range pr.victims {
-		v := e.groups[key]
-		if v == nil {
-			continue
-		}
-		for member := range v.members {
-			if e.snap.Bound(member) {
-				return true
+		if v := e.groups[key]; v != nil {
+			for member := range v.members {
+				if e.snap.Bound(member) {
+					return true
+				}
 			}
 		}
 	}
-	return false
+	return slices.ContainsFunc(pr.pods, e.snap.Bound)
 }
 
 // mayPreempt reports whether a group may evict others: neither its PriorityClass nor
@@ -223,6 +225,7 @@ func (e *Engine) evictFor(g *group, victims []*group, now time.Time, out *Output
 	for i, v := range victims {
 		names[i] = fmt.Sprintf("%s (priority %d)", v.key, v.spec.Priority)
 		pr.victims = append(pr.victims, v.key)
+		pr.pods = append(pr.pods, v.memberKeys()...)
 		nodes = append(nodes, v.nodes()...) // before the eviction clears pending binds
 		e.step(v, lifecycle.Preempt{Message: msg}, now, out)
 		e.arm(v)

@@ -93,3 +93,49 @@ func TestPreemptionWaitsForItsVictims(t *testing.T) {
 		t.Errorf("young: expected Backoff without a failure, found %s with %d failures", st.Phase, st.Failures)
 	}
 }
+
+// TestPreemptionWaitsForHandedOffVictims: a victim whose state its owner keeps (muster
+// suspended the Job: its pods leave the group, which leaves the engine) still holds its
+// node until its pods are gone; the preemption stays in flight meanwhile, and evicts
+// no other group.
+func TestPreemptionWaitsForHandedOffVictims(t *testing.T) {
+	e := sim.NewEngine()
+	for _, n := range gt.Nodes("n", 2, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
+		e.SetNode(n)
+	}
+	old := runningGroup(e, "old", "n-0", 0)
+	e.Step(sim.Epoch)
+	const job = "Labels/default/job"
+	e.SetGroup(engine.GroupSpec{Key: job, Source: engine.Labels, Namespace: "default", Name: "job", MinMember: 1})
+	p := gt.Pod("job-0").GPU(1).Node("n-1").Obj()
+	p.Status.Phase = corev1.PodRunning
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	e.SetPod(p, job)
+	now := sim.Epoch.Add(time.Minute)
+	e.Step(now)
+
+	vip := waitingGroup(e, "vip", 10, false)
+	now = now.Add(time.Second)
+	if out := e.Step(now); len(out.Evictions) != 1 || out.Evictions[0].Group != job {
+		t.Fatalf("expected the job's group preempted, found evictions %+v", out.Evictions)
+	}
+	e.SetPod(p, "") // the caller moves the suspended Job's pod out: it counts on its node only
+	e.HandOff(job)
+	if _, ok := e.Group(job); ok {
+		t.Fatalf("expected the handed-off victim gone from the engine")
+	}
+	waitingGroup(e, "low", -1, false) // an admission pass
+	now = now.Add(time.Second)
+	if out := e.Step(now); len(out.Evictions) != 0 || len(out.Binds) != 0 {
+		t.Fatalf("while the victim's pod still holds its node: evictions %+v, binds %+v; want none", out.Evictions, out.Binds)
+	}
+	if st, _ := e.Group(old); st.Phase != lifecycle.Running {
+		t.Errorf("old: expected it spared and Running, found %s", st.Phase)
+	}
+
+	e.RemovePod("default/job-0")
+	now = now.Add(time.Second)
+	if out := e.Step(now); len(out.Binds) != 1 || out.Binds[0].Group != vip || out.Binds[0].Node != "n-1" {
+		t.Fatalf("once the victim's pod is gone: expected vip bound to n-1, found %+v", out.Binds)
+	}
+}
