@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/kubelet"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
@@ -200,4 +201,64 @@ func jobCondition(j *batchv1.Job, typ batchv1.JobConditionType) *batchv1.JobCond
 		}
 	}
 	return nil
+}
+
+// TestPreemptedJobIsSuspendedAndResumed: a higher-priority job preempts a running batch
+// Job's group on a full cluster. muster suspends the Job (reason Preempted) rather than
+// deleting its pods, the preemptor runs on the freed nodes, and no other group is
+// evicted while the Job's pods go. When the preempted group's backoff ends muster
+// resumes the Job: its pods come back and wait, holding nothing, while the cluster is
+// full; the Job has counted no failure.
+func TestPreemptedJobIsSuspendedAndResumed(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "preempt-job", Count: 3, CPU: "16", Memory: "64Gi", GPUs: 1})
+	c := newClient(t, env.Config)
+	urgent := ns + "-urgent"
+	createPriorityClass(t, env, urgent, 1000, corev1.PreemptLowerPriority)
+	startMuster(t, env, musterOptions{})
+
+	old := pytorchJob{ns: ns, name: "old", workers: 0}
+	old.create(t, env, c)
+	waitCondition(t, env, c, ns, "old", "PodsReady", metav1.ConditionTrue)
+	low := trainingJob(ns, "low", "1s")
+	delete(low.Spec.Template.Annotations, kubelet.AnnotationFailInit)
+	ctx := context.Background()
+	if _, err := env.Kube.BatchV1().Jobs(ns).Create(ctx, low, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPlainRecord(t, env, ns, "low", "Running")
+
+	(pytorchJob{ns: ns, name: "vip", workers: 1, priorityClass: urgent}).create(t, env, c)
+	var job *batchv1.Job
+	env.WaitFor(t, "Job low suspended for the preemption", func(ctx context.Context) (bool, error) {
+		j, err := env.Kube.BatchV1().Jobs(ns).Get(ctx, "low", metav1.GetOptions{})
+		job = j
+		return err == nil && j.Annotations[musterv1alpha1.SuspendedAnnotation] == lifecycle.ReasonPreempted, err
+	})
+	waitCondition(t, env, c, ns, "vip", "PodsReady", metav1.ConditionTrue)
+	if cond, _ := groupCondition(t, c, ns, "old", "Evicted"); cond.Status == metav1.ConditionTrue {
+		t.Errorf("old: expected it spared, found Evicted: %s: %s", cond.Reason, cond.Message)
+	}
+
+	env.WaitFor(t, "Job low resumed, its pods back and waiting", func(ctx context.Context) (bool, error) {
+		j, err := env.Kube.BatchV1().Jobs(ns).Get(ctx, "low", metav1.GetOptions{})
+		if err != nil || (j.Spec.Suspend != nil && *j.Spec.Suspend) || j.Annotations[musterv1alpha1.SuspendedAnnotation] != "" {
+			return false, err
+		}
+		job = j
+		pods, err := env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=low"})
+		if err != nil || len(pods.Items) != 2 {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				return false, fmt.Errorf("pod %s of the preempted Job bound to %s while the cluster is full", p.Name, p.Spec.NodeName)
+			}
+		}
+		return true, nil
+	})
+	if c := jobCondition(job, batchv1.JobFailed); c != nil || job.Status.Failed != 0 {
+		t.Errorf("Job low: expected no failure counted, found %d failed and condition %+v", job.Status.Failed, c)
+	}
 }
