@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"maps"
 	"slices"
 
@@ -203,23 +202,24 @@ func (s *scheduler) translate(key string) {
 // or a new leader, resumes the group's retries rather than starting them over. A record
 // that does not decode is logged and ignored.
 func (s *scheduler) pastOf(key string) *lifecycle.Past {
-	var raw, holder string
+	var annotations map[string]string
+	holder := ""
 	if obj := s.objects[key]; obj != nil {
-		raw, holder = obj.GetAnnotations()[musterv1alpha1.LifecycleAnnotation], key
+		annotations, holder = obj.GetAnnotations(), key
 	} else if p := s.recordHolder(key); p != nil {
-		raw, holder = p.Annotations[musterv1alpha1.LifecycleAnnotation], podKey(p)
+		annotations, holder = p.Annotations, podKey(p)
 	}
-	if owner := s.ownerObjects[key]; raw == "" && owner != nil && owner.GetAPIVersion() == "batch/v1" && owner.GetKind() == "Job" {
+	if owner := s.ownerObjects[key]; annotations[musterv1alpha1.LifecycleAnnotation] == "" && owner != nil &&
+		owner.GetAPIVersion() == "batch/v1" && owner.GetKind() == "Job" {
 		// The pods of a Job muster suspended came back without the record: the Job
 		// carries it (see suspend.go).
-		raw, holder = owner.GetAnnotations()[musterv1alpha1.LifecycleAnnotation], "Job "+owner.GetNamespace()+"/"+owner.GetName()
+		annotations, holder = owner.GetAnnotations(), "Job "+owner.GetNamespace()+"/"+owner.GetName()
 	}
-	if raw == "" {
-		return nil
-	}
-	var rec musterv1alpha1.GroupLifecycle
-	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+	rec, ok, err := explain.RecordIn(annotations)
+	if err != nil {
 		s.log.Error(err, "ignoring a lifecycle record that does not decode", "group", key, "on", holder)
+	}
+	if !ok {
 		return nil
 	}
 	past := explain.PastOf(rec)

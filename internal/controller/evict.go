@@ -112,11 +112,8 @@ func (s *scheduler) lifecycleRecord(gk string) string {
 	if !ok {
 		return ""
 	}
-	data, err := json.Marshal(explain.RecordOf(st))
-	if err != nil {
-		return ""
-	}
-	return string(data)
+	record, _ := explain.EncodeRecord(st) // a record always encodes; "" keeps the pod's
+	return record
 }
 
 // record writes the ConfigMap from which pod is created again. A record of the group

@@ -148,12 +148,12 @@ func (s *scheduler) prepareWrite(key string) (groupWrite, bool) {
 	if !ok || !s.due(key, st) {
 		return groupWrite{}, false
 	}
-	data, err := json.Marshal(explain.RecordOf(st))
+	record, err := explain.EncodeRecord(st)
 	if err != nil {
 		s.log.Error(err, "encoding a lifecycle record", "group", key)
 		return groupWrite{}, false
 	}
-	w := groupWrite{key: key, record: string(data), significant: significance(st)}
+	w := groupWrite{key: key, record: record, significant: significance(st)}
 	if s.objects[key] == nil {
 		// The record goes on a member pod; pods created again after an eviction (the
 		// group kept its state for them) get it again.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -69,7 +70,7 @@ func (s *scheduler) evictGroups(ctx context.Context, evictions []engine.Eviction
 	}
 	for _, gk := range order {
 		evs := byGroup[gk]
-		if job := s.suspendable(gk, evs[0]); job != nil {
+		if job := s.suspendable(ctx, gk, evs[0]); job != nil {
 			err := s.suspend(ctx, gk, job, evs[0])
 			if err == nil {
 				continue
@@ -86,7 +87,7 @@ func (s *scheduler) evictGroups(ctx context.Context, evictions []engine.Eviction
 // members must all be controlled by one batch/v1 Job, and the eviction must not be a
 // cancellation (the owner removed the pods already). A Job that something else controls
 // (a JobSet) is not suspended: its controller would resume it.
-func (s *scheduler) suspendable(gk string, ev engine.Eviction) *types.NamespacedName {
+func (s *scheduler) suspendable(ctx context.Context, gk string, ev engine.Eviction) *types.NamespacedName {
 	if ev.Reason == lifecycle.ReasonCancelled {
 		return nil
 	}
@@ -102,7 +103,7 @@ func (s *scheduler) suspendable(gk string, ev engine.Eviction) *types.Namespaced
 	if job == nil {
 		return nil
 	}
-	owner := s.getOwner(context.Background(), ns, *job)
+	owner := s.getOwner(ctx, ns, *job)
 	if owner == nil || metav1.GetControllerOf(owner) != nil {
 		return nil
 	}
@@ -116,13 +117,13 @@ func (s *scheduler) suspend(ctx context.Context, gk string, job *types.Namespace
 	if !ok {
 		return fmt.Errorf("group %s: expected it known to the engine", gk)
 	}
-	record, err := json.Marshal(explain.RecordOf(st))
+	record, err := explain.EncodeRecord(st)
 	if err != nil {
-		return fmt.Errorf("encoding the lifecycle record: %w", err)
+		return err
 	}
 	patch := map[string]any{
 		"metadata": map[string]any{"annotations": map[string]any{
-			musterv1alpha1.SuspendedAnnotation: ev.Reason, musterv1alpha1.LifecycleAnnotation: string(record),
+			musterv1alpha1.SuspendedAnnotation: ev.Reason, musterv1alpha1.LifecycleAnnotation: record,
 		}},
 		"spec": map[string]any{"suspend": true},
 	}
@@ -167,9 +168,13 @@ func resumeAt(st engine.Status, now time.Time) time.Time {
 // resumeDue resumes the Jobs whose time has come, and returns when the next one is due
 // (zero: none).
 func (s *scheduler) resumeDue(ctx context.Context) time.Time {
+	if len(s.suspended) == 0 {
+		return time.Time{} // the loop's every pass: nothing to sort
+	}
 	now := s.clock.Now()
 	var next time.Time
-	for _, job := range sortedNames(s.suspended) {
+	byName := func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }
+	for _, job := range slices.SortedFunc(maps.Keys(s.suspended), byName) {
 		sp := s.suspended[job]
 		if sp.resumeAt.After(now) {
 			if next.IsZero() || sp.resumeAt.Before(next) {
@@ -218,8 +223,7 @@ func (s *scheduler) findSuspended(ctx context.Context) error {
 			continue
 		}
 		sp := &suspension{resumeAt: now}
-		var rec musterv1alpha1.GroupLifecycle
-		if err := json.Unmarshal([]byte(j.Annotations[musterv1alpha1.LifecycleAnnotation]), &rec); err == nil {
+		if rec, ok, err := explain.RecordIn(j.Annotations); ok && err == nil {
 			switch {
 			case rec.Phase == string(lifecycle.Failed):
 				continue // it stays suspended
@@ -256,14 +260,4 @@ func (s *scheduler) patchJob(ctx context.Context, job types.NamespacedName, patc
 // annotations as they are now.
 func (s *scheduler) forgetOwner(job *batchv1.Job) {
 	delete(s.owners, types.NamespacedName{Namespace: job.Namespace, Name: string(job.UID)})
-}
-
-// sortedNames returns m's keys in order.
-func sortedNames[V any](m map[types.NamespacedName]V) []types.NamespacedName {
-	out := make([]types.NamespacedName, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.SortFunc(out, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
-	return out
 }

@@ -20,8 +20,9 @@ import (
 type preemption struct {
 	preemptor string
 	victims   []string
-	// pods are the victims' members when they were evicted: a victim whose owner keeps
-	// its state leaves the engine before its pods are gone (see HandOff).
+	// pods are the victims' members when they were evicted: what holds the nodes the
+	// preemptor waits for, in their groups or, for a victim whose owner keeps its state
+	// (see HandOff), out of them.
 	pods []string
 }
 
@@ -80,22 +81,12 @@ func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
 }
 
 // preemptionPending reports whether a preemption is still in flight: its preemptor is
-// queued and some victim's member still counts on a node of the snapshot (a bind in
-// flight when it was evicted counts until the pod is gone), in its group or, for a
-// victim handed off to its owner, on its own.
+// queued and some pod of its victims still counts on a node of the snapshot (a bind in
+// flight when it was evicted counts until the pod is gone).
 func (e *Engine) preemptionPending(pr *preemption) bool {
 	g := e.groups[pr.preemptor]
 	if g == nil || !g.queued {
 		return false
-	}
-	for _, key := range pr.victims {
-		if v := e.groups[key]; v != nil {
-			for member := range v.members {
-				if e.snap.Bound(member) {
-					return true
-				}
-			}
-		}
 	}
 	return slices.ContainsFunc(pr.pods, e.snap.Bound)
 }

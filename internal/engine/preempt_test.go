@@ -18,11 +18,16 @@ import (
 func runningGroup(e *engine.Engine, name, node string, prio int32) string {
 	key := "Coscheduling/default/" + name
 	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: name, MinMember: 1, Priority: prio})
-	p := gt.Pod(name + "-0").GPU(1).Node(node).Obj()
+	e.SetPod(runningPod(name+"-0", node), key)
+	return key
+}
+
+// runningPod returns a one-GPU pod bound to node, Running and Ready.
+func runningPod(name, node string) *corev1.Pod {
+	p := gt.Pod(name).GPU(1).Node(node).Obj()
 	p.Status.Phase = corev1.PodRunning
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	e.SetPod(p, key)
-	return key
+	return p
 }
 
 // waitingGroup adds a group of priority prio with one unbound member of one GPU.
@@ -107,9 +112,7 @@ func TestPreemptionWaitsForHandedOffVictims(t *testing.T) {
 	e.Step(sim.Epoch)
 	const job = "Labels/default/job"
 	e.SetGroup(engine.GroupSpec{Key: job, Source: engine.Labels, Namespace: "default", Name: "job", MinMember: 1})
-	p := gt.Pod("job-0").GPU(1).Node("n-1").Obj()
-	p.Status.Phase = corev1.PodRunning
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	p := runningPod("job-0", "n-1")
 	e.SetPod(p, job)
 	now := sim.Epoch.Add(time.Minute)
 	e.Step(now)

@@ -2,7 +2,6 @@ package explain
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -304,26 +303,25 @@ func fromUnstructured(u *unstructured.Unstructured, into any) error {
 }
 
 // lifecycleOf reads muster's lifecycle record from the group object, or from a member pod
-// for plain groups.
+// for plain groups: the first that has one. A record that does not decode is none.
 func lifecycleOf(obj *unstructured.Unstructured, members []*corev1.Pod) *musterv1alpha1.GroupLifecycle {
-	var raw string
+	var holders []map[string]string
 	if obj != nil {
-		raw = obj.GetAnnotations()[musterv1alpha1.LifecycleAnnotation]
+		holders = append(holders, obj.GetAnnotations())
 	}
 	for _, p := range members {
-		if raw != "" {
-			break
+		holders = append(holders, p.Annotations)
+	}
+	for _, annotations := range holders {
+		rec, ok, err := RecordIn(annotations)
+		switch {
+		case err != nil:
+			return nil
+		case ok:
+			return &rec
 		}
-		raw = p.Annotations[musterv1alpha1.LifecycleAnnotation]
 	}
-	if raw == "" {
-		return nil
-	}
-	var lc musterv1alpha1.GroupLifecycle
-	if json.Unmarshal([]byte(raw), &lc) != nil {
-		return nil
-	}
-	return &lc
+	return nil
 }
 
 func getQueue(ctx context.Context, c Clients, name string) *musterv1alpha1.Queue {

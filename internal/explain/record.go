@@ -1,6 +1,9 @@
 package explain
 
 import (
+	"encoding/json"
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
@@ -58,4 +61,27 @@ func PastOf(r musterv1alpha1.GroupLifecycle) lifecycle.Past {
 		})
 	}
 	return p
+}
+
+// EncodeRecord renders the record of st (RecordOf) as the value of the
+// muster.dev/lifecycle annotation.
+func EncodeRecord(st engine.Status) (string, error) {
+	data, err := json.Marshal(RecordOf(st))
+	if err != nil {
+		return "", fmt.Errorf("encoding the lifecycle record: %w", err)
+	}
+	return string(data), nil
+}
+
+// RecordIn decodes the muster.dev/lifecycle annotation among annotations; ok is false
+// when there is none.
+func RecordIn(annotations map[string]string) (rec musterv1alpha1.GroupLifecycle, ok bool, err error) {
+	raw := annotations[musterv1alpha1.LifecycleAnnotation]
+	if raw == "" {
+		return rec, false, nil
+	}
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+		return rec, false, fmt.Errorf("decoding the lifecycle record %q: %w", raw, err)
+	}
+	return rec, true, nil
 }

@@ -270,8 +270,7 @@ func TestJobCreatesItsPodsAndCompletes(t *testing.T) {
 	ns := env.Namespace(t)
 	nodes := env.CreateNodes(t, gpuPool("job", 1, 2))
 	ctx := context.Background()
-	tmpl := sandboxtest.Pod(ns, "").GPUs(1).Annotate(kubelet.AnnotationRunFor, "1s").Obj()
-	tmpl.Spec.RestartPolicy = v1.RestartPolicyNever
+	tmpl := sandboxtest.Pod(ns, "").GPUs(1).Annotate(kubelet.AnnotationRunFor, "1s").Obj() // restartPolicy Never
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"},
 		Spec: batchv1.JobSpec{

@@ -67,12 +67,7 @@ func TestWorkerFailsToInitialise(t *testing.T) {
 	env.CreateNodes(t, sandbox.NodePool{Name: "init", Count: 4, CPU: "16", Memory: "64Gi", GPUs: 1})
 	c := newClient(t, env.Config)
 	startMuster(t, env, musterOptions{})
-	flaky := pytorchJob{ns: ns, name: "flaky", workers: 1, plain: true, groupAnnotations: map[string]string{
-		musterv1alpha1.StartTimeoutAnnotation: "3s",
-		musterv1alpha1.MaxRetriesAnnotation:   "1",
-		musterv1alpha1.BackoffBaseAnnotation:  "1s",
-	}}
-	flaky.podAnnotations = map[string]map[string]string{"flaky-worker-0": {kubelet.AnnotationFailInit: "true"}}
+	flaky := flakyJob(ns, "1s")
 	flaky.create(t, env, c)
 	ctx := context.Background()
 	steady := pytorchJob{ns: ns, name: "steady", workers: 1}
@@ -179,12 +174,7 @@ func TestRestartResumesRetries(t *testing.T) {
 	env.CreateNodes(t, sandbox.NodePool{Name: "restart", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
 	c := newClient(t, env.Config)
 	first := startMuster(t, env, musterOptions{})
-	flaky := pytorchJob{ns: ns, name: "flaky", workers: 1, plain: true, groupAnnotations: map[string]string{
-		musterv1alpha1.StartTimeoutAnnotation: "3s",
-		musterv1alpha1.MaxRetriesAnnotation:   "1",
-		musterv1alpha1.BackoffBaseAnnotation:  "8s",
-	}}
-	flaky.podAnnotations = map[string]map[string]string{"flaky-worker-0": {kubelet.AnnotationFailInit: "true"}}
+	flaky := flakyJob(ns, "8s")
 	flaky.create(t, env, c)
 	var before musterv1alpha1.GroupLifecycle
 	env.WaitFor(t, "flaky backing off after its first failure", func(context.Context) (bool, error) {
@@ -270,4 +260,17 @@ func plainMember(ns, group string, i int, annotations map[string]string) *corev1
 	p := b.Obj()
 	p.Labels = map[string]string{musterv1alpha1.GroupLabel: group}
 	return p
+}
+
+// flakyJob is a job "flaky" of a master and one worker, with no owner, whose worker
+// never initialises; its group has a 3s start timeout, one retry and the given backoff.
+func flakyJob(ns, backoff string) pytorchJob {
+	return pytorchJob{ns: ns, name: "flaky", workers: 1, plain: true,
+		groupAnnotations: map[string]string{
+			musterv1alpha1.StartTimeoutAnnotation: "3s",
+			musterv1alpha1.MaxRetriesAnnotation:   "1",
+			musterv1alpha1.BackoffBaseAnnotation:  backoff,
+		},
+		podAnnotations: map[string]map[string]string{"flaky-worker-0": {kubelet.AnnotationFailInit: "true"}},
+	}
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
@@ -169,11 +169,9 @@ func lifecycleOf(t *testing.T, c client.Client, ns, name string) musterv1alpha1.
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pg); err != nil {
 		t.Fatalf("reading PodGroup %s/%s: %v", ns, name, err)
 	}
-	var rec musterv1alpha1.GroupLifecycle
-	if v := pg.Annotations[musterv1alpha1.LifecycleAnnotation]; v != "" {
-		if err := json.Unmarshal([]byte(v), &rec); err != nil {
-			t.Fatalf("decoding %s of PodGroup %s/%s: %v", musterv1alpha1.LifecycleAnnotation, ns, name, err)
-		}
+	rec, err := recordOn(pg.Annotations, "PodGroup "+ns+"/"+name)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return rec
 }
@@ -200,13 +198,9 @@ func TestBasicPodGroupIsNoGang(t *testing.T) {
 	// Each pod is a group of its own: muster records each one's lifecycle on the pod.
 	for _, p := range g.pods {
 		env.WaitFor(t, "a lifecycle record of a group of one on pod "+p.Name, func(ctx context.Context) (bool, error) {
-			v := getPod(t, env, ns, p.Name).Annotations[musterv1alpha1.LifecycleAnnotation]
-			var rec musterv1alpha1.GroupLifecycle
-			if v == "" {
-				return false, nil
-			}
-			if err := json.Unmarshal([]byte(v), &rec); err != nil {
-				return false, fmt.Errorf("decoding the lifecycle record %q: %w", v, err)
+			rec, ok, err := explain.RecordIn(getPod(t, env, ns, p.Name).Annotations)
+			if err != nil || !ok {
+				return false, err
 			}
 			if rec.MinMember != 1 {
 				return false, fmt.Errorf("expected a group of one, found minMember %d", rec.MinMember)

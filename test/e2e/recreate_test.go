@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
@@ -90,13 +90,9 @@ func waitPodRecord(t *testing.T, env *sandboxtest.Env, ns, name, phase string) m
 // recordOn decodes the lifecycle record in annotations (of what, for errors); none
 // decodes as an empty record.
 func recordOn(annotations map[string]string, what string) (musterv1alpha1.GroupLifecycle, error) {
-	var rec musterv1alpha1.GroupLifecycle
-	v := annotations[musterv1alpha1.LifecycleAnnotation]
-	if v == "" {
-		return rec, nil
-	}
-	if err := json.Unmarshal([]byte(v), &rec); err != nil {
-		return rec, fmt.Errorf("decoding the lifecycle record %q on %s: %w", v, what, err)
+	rec, _, err := explain.RecordIn(annotations)
+	if err != nil {
+		return rec, fmt.Errorf("%s: %w", what, err)
 	}
 	return rec, nil
 }
