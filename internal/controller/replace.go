@@ -3,11 +3,11 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/lifecycle"
 )
@@ -24,12 +24,6 @@ const (
 	// would with a job controller (DESIGN §4, §7).
 	ReasonMemberFailed = "MemberFailed"
 )
-
-// kubeletRejected reports whether the kubelet refused p at admission: phase Failed with
-// reason OutOf<resource>.
-func kubeletRejected(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodFailed && strings.HasPrefix(p.Status.Reason, "OutOf")
-}
 
 // noteFailed records a member of muster's that failed, for replaceFailed to decide on
 // once the engine has seen the failure.
@@ -85,29 +79,16 @@ func replacement(phase lifecycle.Phase, p *corev1.Pod, gk string) (engine.Evicti
 		return ev, false
 	}
 	switch {
-	case kubeletRejected(p):
+	case cluster.KubeletRejected(p):
 		ev.Reason = ReasonKubeletRejected
 		ev.Message = fmt.Sprintf("the kubelet of %s rejected member %s (%s: %s); it is placed again alone",
 			p.Spec.NodeName, p.Name, p.Status.Reason, p.Status.Message)
 	case (phase == lifecycle.Running || phase == lifecycle.Recovering) && metav1.GetControllerOf(p) == nil:
 		ev.Reason = ReasonMemberFailed
 		ev.Message = fmt.Sprintf("member %s failed on %s (%s) and has no controller; muster creates it again",
-			p.Name, p.Spec.NodeName, failure(p))
+			p.Name, p.Spec.NodeName, cluster.PodFailure(p))
 	default:
 		return ev, false
 	}
 	return ev, true
-}
-
-// failure describes why p failed: its reason and message, or its containers' exit.
-func failure(p *corev1.Pod) string {
-	if p.Status.Reason != "" {
-		return strings.TrimSpace(p.Status.Reason + " " + p.Status.Message)
-	}
-	for _, c := range p.Status.ContainerStatuses {
-		if t := c.State.Terminated; t != nil && t.ExitCode != 0 {
-			return fmt.Sprintf("container %s exited with %d", c.Name, t.ExitCode)
-		}
-	}
-	return "phase Failed"
 }

@@ -18,6 +18,7 @@ func (e *Engine) admit(now time.Time, out *Output) {
 			a.Plan.Revert()
 			continue
 		}
+		g.placed = map[string]bool{} // a new attempt
 		e.bindPlan(g, a.Plan, out)
 		out.Admitted = append(out.Admitted, Admission{Group: g.key, Queue: a.Entry.Queue, Waited: now.Sub(g.queuedAt)})
 		out.decision("admitted")
@@ -75,6 +76,10 @@ func (e *Engine) bindPlan(g *group, plan *placement.Plan, out *Output) {
 		}
 		e.snap.Bind(p, a.Node)
 		g.pending[a.Member] = a.Node
+		if g.placed == nil {
+			g.placed = map[string]bool{}
+		}
+		g.placed[a.Member] = true
 		out.Binds = append(out.Binds, Bind{Group: g.key, Pod: a.Member, Node: a.Node})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/lifecycle"
@@ -25,6 +26,8 @@ type group struct {
 	pending map[string]string
 	// evicting holds members the engine asked to delete; they are never placed again.
 	evicting map[string]bool
+	// placed holds the members placed in the current attempt (see lifecycle.Observe.Placed).
+	placed map[string]bool
 
 	started bool
 	state   lifecycle.State
@@ -149,7 +152,33 @@ func (g *group) observe() (lifecycle.Observe, cluster.Resources) {
 	}
 	delete(held, corev1.ResourcePods)
 	o.Held = held.List()
+	g.observePlaced(&o)
 	return o, held
+}
+
+// observePlaced counts the members placed in the current attempt and those of them that
+// failed on their own with no controller to replace them, and describes the first of
+// those (by key). A failed member with a controller (a Job's pod) is left to it: the
+// replacement it creates is placed alone, within the start timeout.
+func (g *group) observePlaced(o *lifecycle.Observe) {
+	var failed []string
+	for key := range g.placed {
+		p := g.members[key]
+		if p == nil {
+			continue // deleted: its controller's to replace, or gone with an eviction
+		}
+		o.Placed++
+		if p.Status.Phase == corev1.PodFailed && p.DeletionTimestamp == nil && !g.evicting[key] &&
+			!cluster.KubeletRejected(p) && metav1.GetControllerOf(p) == nil {
+			failed = append(failed, key)
+		}
+	}
+	if len(failed) == 0 {
+		return
+	}
+	slices.Sort(failed)
+	o.PlacedFailed = len(failed)
+	o.Failure = failed[0] + ": " + cluster.PodFailure(g.members[failed[0]])
 }
 
 // unplaced returns the members that need a node: live, not terminal, unbound, not being

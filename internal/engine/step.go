@@ -224,6 +224,7 @@ func (e *Engine) evictAll(g *group, a lifecycle.EvictAll, out *Output) {
 		g.evicting = map[string]bool{}
 	}
 	g.awaitsPods, g.handedOff = g.definedByPods() && a.Reason != lifecycle.ReasonCancelled, false
+	g.placed = nil // the attempt is over
 	for _, key := range g.memberKeys() {
 		if g.evicting[key] {
 			continue
@@ -263,6 +264,14 @@ func (e *Engine) push(g *group) {
 func (e *Engine) adopt(g *group, obs lifecycle.Observe, now time.Time, out *Output) {
 	g.queued = false
 	e.queue.Remove(g.key)
+	g.placed = map[string]bool{}
+	for key, p := range g.members {
+		if g.nodeOf(key, p) != "" {
+			g.placed[key] = true
+		}
+	}
+	obs.Placed, obs.PlacedFailed, obs.Failure = 0, 0, ""
+	g.observePlaced(&obs)
 	e.step(g, lifecycle.Admitted{Planned: g.boundLive()}, now, out)
 	e.step(g, obs, now, out)
 }

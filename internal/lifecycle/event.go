@@ -31,6 +31,17 @@ type Observe struct {
 	// Held is the sum of the requests of the bound, non-terminal members: what the group
 	// holds on its nodes now.
 	Held corev1.ResourceList
+	// Placed counts the member pods placed in the current attempt: by its admission, or
+	// alone since (replacements), failed ones included; zero once they are evicted.
+	Placed int
+	// PlacedFailed counts the Placed members that failed on their own and that nothing
+	// replaces: phase Failed, not deleted, not rejected by the kubelet at admission
+	// (such a member is placed again), and without a controller owner (a controller
+	// creates a replacement, which is placed alone).
+	PlacedFailed int
+	// Failure describes one of the PlacedFailed members, e.g. "worker-3: init
+	// container fetch exited with 1 (Error)", for the reason a failed attempt gives.
+	Failure string
 }
 
 // Admitted reports that the queue admitted the group with a placement for Planned members.
@@ -95,8 +106,9 @@ type Dequeue struct{}
 
 // EvictAll deletes every member of the group, releasing everything it holds.
 type EvictAll struct {
-	// Reason is one of ReasonStartTimeout, ReasonRecoveryTimeout,
-	// ReasonRetryLimitExceeded, ReasonCancelled or ReasonPreempted.
+	// Reason is one of ReasonStartTimeout, ReasonMemberFailedToStart,
+	// ReasonRecoveryTimeout, ReasonRetryLimitExceeded, ReasonCancelled or
+	// ReasonPreempted.
 	Reason string
 	// Message says why, for Events.
 	Message string
@@ -159,5 +171,8 @@ func (o Observe) String() string {
 	fmt.Fprintf(&b, "members=%d bound=%d ready=%d succeeded=%d failed=%d held=",
 		o.Members, o.Bound, o.Ready, o.Succeeded, o.Failed)
 	b.WriteString(formatResourceList(o.Held))
+	if o.Placed > 0 {
+		fmt.Fprintf(&b, " placed=%d placed-failed=%d", o.Placed, o.PlacedFailed)
+	}
 	return b.String()
 }

@@ -82,13 +82,16 @@ func drawEvent(t *rapid.T, minMember int) Event {
 	count := rapid.IntRange(0, minMember+2)
 	switch kind := rapid.IntRange(0, 99).Draw(t, "kind"); {
 	case kind < 50:
+		placed := count.Draw(t, "placed")
 		return Observe{
-			Members:   count.Draw(t, "members"),
-			Bound:     count.Draw(t, "bound"),
-			Ready:     count.Draw(t, "ready"),
-			Succeeded: count.Draw(t, "succeeded"),
-			Failed:    count.Draw(t, "failed"),
-			Held:      drawHeld(t),
+			Members:      count.Draw(t, "members"),
+			Bound:        count.Draw(t, "bound"),
+			Ready:        count.Draw(t, "ready"),
+			Succeeded:    count.Draw(t, "succeeded"),
+			Failed:       count.Draw(t, "failed"),
+			Held:         drawHeld(t),
+			Placed:       placed,
+			PlacedFailed: rapid.IntRange(0, placed).Draw(t, "placedFailed"),
 		}
 	case kind < 65:
 		return Admitted{Planned: count.Draw(t, "planned")}

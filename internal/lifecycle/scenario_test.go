@@ -151,7 +151,7 @@ func parsePolicy(t *testing.T, d *datadriven.TestData) (Policy, error) {
 func parseObserve(t *testing.T, d *datadriven.TestData) (Observe, error) {
 	var o Observe
 	counts := map[string]*int{"members": &o.Members, "bound": &o.Bound, "ready": &o.Ready,
-		"succeeded": &o.Succeeded, "failed": &o.Failed}
+		"succeeded": &o.Succeeded, "failed": &o.Failed, "placed": &o.Placed, "placed-failed": &o.PlacedFailed}
 	for _, arg := range d.CmdArgs {
 		if arg.Key == "held" {
 			held, err := parseHeld(arg.Vals)

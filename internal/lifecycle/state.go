@@ -52,17 +52,21 @@ type Attempt struct {
 	// Stage is the phase the attempt was in when it ended (Binding, Starting, Running or
 	// Recovering).
 	Stage Phase
-	// Reason is ReasonStartTimeout, ReasonRecoveryTimeout, ReasonCancelled,
-	// ReasonPreempted or ReasonSucceeded.
+	// Reason is ReasonStartTimeout, ReasonMemberFailedToStart, ReasonRecoveryTimeout,
+	// ReasonCancelled, ReasonPreempted or ReasonSucceeded.
 	Reason string
 	// Message explains the reason with counts, e.g. how many members were Ready.
 	Message string
 }
 
-// Failed reports whether the attempt failed (timed out), as opposed to finishing or being
-// cancelled.
+// Failed reports whether the attempt failed (timed out, or a member failed to start), as
+// opposed to finishing, being preempted or being cancelled.
 func (a Attempt) Failed() bool {
-	return a.Reason == ReasonStartTimeout || a.Reason == ReasonRecoveryTimeout
+	switch a.Reason {
+	case ReasonStartTimeout, ReasonMemberFailedToStart, ReasonRecoveryTimeout:
+		return true
+	}
+	return false
 }
 
 // New returns the State of a group first seen at now, in Gathering. minMember is the

@@ -90,7 +90,7 @@ func TestFailInitNeverBecomesReady(t *testing.T) {
 	ns := env.Namespace(t)
 	nodes := env.CreateNodes(t, gpuPool("failinit", 1, 8))
 	pod := env.CreatePod(t, sandboxtest.Pod(ns, "worker-0").GPUs(1).InitContainer("rendezvous").
-		Annotate(kubelet.AnnotationFailInit, "true").Obj())
+		RestartPolicy(v1.RestartPolicyOnFailure).Annotate(kubelet.AnnotationFailInit, "true").Obj())
 	env.Bind(t, pod, nodes[0])
 
 	crashing := func(p *v1.Pod) bool {
@@ -106,6 +106,27 @@ func TestFailInitNeverBecomesReady(t *testing.T) {
 	if got.Status.Phase != v1.PodPending || sandboxtest.PodReady(got) {
 		t.Errorf("expected Pending and not Ready, found phase %s conditions %v", got.Status.Phase, got.Status.Conditions)
 	}
+}
+
+// TestFailInitWithRestartNeverFailsThePod: with restartPolicy Never the kubelet does not
+// restart the failed init container; the pod is Failed and its GPU is free again.
+func TestFailInitWithRestartNeverFailsThePod(t *testing.T) {
+	t.Parallel()
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	nodes := env.CreateNodes(t, gpuPool("failnever", 1, 1))
+	pod := env.CreatePod(t, sandboxtest.Pod(ns, "worker-0").GPUs(1).InitContainer("rendezvous").
+		Annotate(kubelet.AnnotationFailInit, "true").Obj())
+	env.Bind(t, pod, nodes[0])
+	got := env.WaitForPod(t, pod, "Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	s := got.Status.InitContainerStatuses
+	if len(s) != 1 || s[0].State.Terminated == nil || s[0].State.Terminated.ExitCode != 1 {
+		t.Errorf("expected init container rendezvous terminated with exit code 1, found %+v", s)
+	}
+	// The node's GPU is free: a second pod is admitted there and runs.
+	next := env.CreatePod(t, sandboxtest.Pod(ns, "worker-1").GPUs(1).Obj())
+	env.Bind(t, next, nodes[0])
+	env.WaitForPod(t, next, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 }
 
 func TestReadyAfterDelaysReadiness(t *testing.T) {

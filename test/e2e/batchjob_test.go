@@ -20,7 +20,7 @@ import (
 )
 
 // TestBatchJobSuspendedBetweenAttempts runs, through the sandbox's upstream Job
-// controller, two Indexed batch Jobs of two one-GPU workers that never initialise, each
+// controller, two Indexed batch Jobs of two one-GPU workers that are never Ready in time, each
 // with backoffLimit 0. muster evicts them at their start timeout:
 //   - Job direct, which nothing else controls, by suspending it: the Job controller
 //     deletes its pods without counting them as failed, muster resumes it when the
@@ -80,7 +80,7 @@ func TestBatchJobSuspendedBetweenAttempts(t *testing.T) {
 		return apierrors.IsNotFound(err), nil
 	})
 	fixed := trainingJob(ns, "direct", "1s")
-	delete(fixed.Spec.Template.Annotations, kubelet.AnnotationFailInit)
+	delete(fixed.Spec.Template.Annotations, kubelet.AnnotationReadyAfter)
 	if _, err := env.Kube.BatchV1().Jobs(ns).Create(ctx, fixed, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,8 @@ func waitPlainRecord(t *testing.T, env *sandboxtest.Env, ns, name, phase string)
 	return rec
 }
 
-// trainingJob is an Indexed batch Job of two one-GPU workers that never initialise,
+// trainingJob is an Indexed batch Job of two one-GPU workers that are not Ready for an
+// hour (a fault that fails them would spend the Job's backoffLimit of 0),
 // a plain muster group (muster.dev/group NAME, minimum 2) with a 2s start timeout,
 // one retry and the given backoff, and backoffLimit 0.
 func trainingJob(ns, name, backoff string) *batchv1.Job {
@@ -179,7 +180,7 @@ func trainingJob(ns, name, backoff string) *batchv1.Job {
 		Annotate(musterv1alpha1.StartTimeoutAnnotation, "2s").
 		Annotate(musterv1alpha1.MaxRetriesAnnotation, "1").
 		Annotate(musterv1alpha1.BackoffBaseAnnotation, backoff).
-		Annotate(kubelet.AnnotationFailInit, "true").Obj()
+		Annotate(kubelet.AnnotationReadyAfter, "1h").Obj()
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: batchv1.JobSpec{
@@ -222,7 +223,7 @@ func TestPreemptedJobIsSuspendedAndResumed(t *testing.T) {
 	old.create(t, env, c)
 	waitCondition(t, env, c, ns, "old", "PodsReady", metav1.ConditionTrue)
 	low := trainingJob(ns, "low", "1s")
-	delete(low.Spec.Template.Annotations, kubelet.AnnotationFailInit)
+	delete(low.Spec.Template.Annotations, kubelet.AnnotationReadyAfter)
 	ctx := context.Background()
 	if _, err := env.Kube.BatchV1().Jobs(ns).Create(ctx, low, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

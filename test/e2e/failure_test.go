@@ -200,6 +200,39 @@ func TestRestartResumesRetries(t *testing.T) {
 	}
 }
 
+// TestMemberFailedToStartEndsTheAttempt: a member with restartPolicy Never and no
+// controller whose init fails is Failed for good, so its group cannot become Ready: the
+// attempt ends at once, without holding the other member's GPU until the start timeout
+// (10 minutes here), and the group fails after its retry with the failed container named.
+func TestMemberFailedToStartEndsTheAttempt(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "failstart", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	startMuster(t, env, musterOptions{})
+	for i := range 2 {
+		p := plainMember(ns, "broken", i, map[string]string{
+			musterv1alpha1.StartTimeoutAnnotation: "10m",
+			musterv1alpha1.MaxRetriesAnnotation:   "1",
+			musterv1alpha1.BackoffBaseAnnotation:  "1s",
+		})
+		p.Spec.RestartPolicy = corev1.RestartPolicyNever // member 1 fails instead of crash-looping
+		env.CreatePod(t, p)
+	}
+	rec := waitPodRecord(t, env, ns, "broken-0", "Failed")
+	if rec.Failures != 2 || len(rec.Attempts) != 2 {
+		t.Fatalf("expected 2 failed attempts, found %d failures and attempts %+v", rec.Failures, rec.Attempts)
+	}
+	const want = "broken-1: container main exited with 1 (Error); 1 of 2 members placed in attempt"
+	for _, a := range rec.Attempts {
+		if a.Reason != "MemberFailedToStart" || !strings.Contains(a.Message, want) {
+			t.Errorf("attempt %d: expected reason MemberFailedToStart and %q in the message, found %s: %s", a.Number, want, a.Reason, a.Message)
+		}
+		if held := a.EndedAt.Sub(a.AdmittedAt.Time); held >= 10*time.Minute {
+			t.Errorf("attempt %d: expected it to end before the start timeout, found it held %s", a.Number, held)
+		}
+	}
+}
+
 // TestEvictedPodsAreMarkedDisrupted: before muster deletes the pods of a group it evicts,
 // it gives them the DisruptionTarget condition (reason: the eviction's), so that a Job's
 // podFailurePolicy can keep muster's evictions off its backoffLimit. The pods hold a
@@ -247,7 +280,7 @@ func TestEvictedPodsAreMarkedDisrupted(t *testing.T) {
 }
 
 // plainMember returns member i (named GROUP-i) of a plain group of two one-GPU pods
-// with the given per-group annotations; member 1 never initialises.
+// with the given per-group annotations; member 1 never initialises (it crash-loops).
 func plainMember(ns, group string, i int, annotations map[string]string) *corev1.Pod {
 	b := sandboxtest.Pod(ns, fmt.Sprintf("%s-%d", group, i)).GPUs(1).SchedulerName("muster").
 		Annotate(musterv1alpha1.MinMemberAnnotation, "2")
@@ -255,7 +288,7 @@ func plainMember(ns, group string, i int, annotations map[string]string) *corev1
 		b.Annotate(k, v)
 	}
 	if i == 1 {
-		b.Annotate(kubelet.AnnotationFailInit, "true")
+		b.Annotate(kubelet.AnnotationFailInit, "true").RestartPolicy(corev1.RestartPolicyOnFailure)
 	}
 	p := b.Obj()
 	p.Labels = map[string]string{musterv1alpha1.GroupLabel: group}
@@ -263,9 +296,10 @@ func plainMember(ns, group string, i int, annotations map[string]string) *corev1
 }
 
 // flakyJob is a job "flaky" of a master and one worker, with no owner, whose worker
-// never initialises; its group has a 3s start timeout, one retry and the given backoff.
+// never initialises (it crash-loops); its group has a 3s start timeout, one retry and
+// the given backoff.
 func flakyJob(ns, backoff string) pytorchJob {
-	return pytorchJob{ns: ns, name: "flaky", workers: 1, plain: true,
+	return pytorchJob{ns: ns, name: "flaky", workers: 1, plain: true, restartPolicy: corev1.RestartPolicyOnFailure,
 		groupAnnotations: map[string]string{
 			musterv1alpha1.StartTimeoutAnnotation: "3s",
 			musterv1alpha1.MaxRetriesAnnotation:   "1",

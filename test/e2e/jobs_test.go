@@ -37,6 +37,8 @@ type pytorchJob struct {
 	plain bool
 	// priorityClass is the pods' spec.priorityClassName, if set.
 	priorityClass string
+	// restartPolicy is the pods' spec.restartPolicy (Never if unset).
+	restartPolicy corev1.RestartPolicy
 }
 
 // podNames returns the names of the job's pods.
@@ -78,6 +80,9 @@ func (j pytorchJob) create(t *testing.T, env *sandboxtest.Env, c client.Client) 
 		}
 		for k, v := range j.podAnnotations[name] {
 			b.Annotate(k, v)
+		}
+		if j.restartPolicy != "" {
+			b.RestartPolicy(j.restartPolicy)
 		}
 		p := b.Obj()
 		p.Spec.PriorityClassName = j.priorityClass

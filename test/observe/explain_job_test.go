@@ -42,6 +42,7 @@ func TestExplainBatchJob(t *testing.T) {
 		musterv1alpha1.MinMemberAnnotation: "2", musterv1alpha1.StartTimeoutAnnotation: "2s",
 		musterv1alpha1.MaxRetriesAnnotation: "0", kubelet.AnnotationFailInit: "true",
 	}
+	broken.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure // it crash-loops
 	for _, j := range []*batchv1.Job{grouped, loose, later, broken} {
 		createJob(t, env, j)
 	}

@@ -160,7 +160,7 @@ func TestExplainWorkerNeverReady(t *testing.T) {
 	podGroup(t, env, ns, "stuck", 2, map[string]string{musterv1alpha1.StartTimeoutAnnotation: "10m"}, nil)
 	createMembers(t, env, ns, "stuck", 2, 1, func(i int, b *sandboxtest.PodBuilder) {
 		if i == 1 {
-			b.InitContainer("fetch-dataset").Annotate(kubelet.AnnotationFailInit, "true")
+			b.InitContainer("fetch-dataset").Annotate(kubelet.AnnotationFailInit, "true").RestartPolicy(corev1.RestartPolicyOnFailure)
 		}
 	})
 	r := waitExplain(t, env, "podgroup/stuck", ns, func(f explain.Facts) bool {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/kubelet"
@@ -62,7 +64,7 @@ func TestHeldResourceSecondsOfAnEvictedGroup(t *testing.T) {
 	}, nil)
 	createMembers(t, env, ns, "probe", 2, 1, func(i int, b *sandboxtest.PodBuilder) {
 		if i == 1 {
-			b.InitContainer("init").Annotate(kubelet.AnnotationFailInit, "true")
+			b.InitContainer("init").Annotate(kubelet.AnnotationFailInit, "true").RestartPolicy(corev1.RestartPolicyOnFailure)
 		}
 	})
 	var attempt musterv1alpha1.AttemptRecord

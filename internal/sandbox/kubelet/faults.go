@@ -11,9 +11,10 @@ import (
 // Annotations that inject behaviour into the simulated kubelet. They are read from
 // the pod (or, for AnnotationDown, the node) every time the kubelet syncs it.
 const (
-	// AnnotationFailInit ("true") keeps the pod initialising forever: its first init
-	// container (or, with none, its containers) waits in CrashLoopBackOff and the
-	// pod never becomes Ready.
+	// AnnotationFailInit ("true") makes the pod's initialisation fail: its first init
+	// container (or, with none, its containers) exits with 1. As a real kubelet does,
+	// the container then waits in CrashLoopBackOff and the pod never becomes Ready, or,
+	// with restartPolicy Never, the pod is Failed.
 	AnnotationFailInit = "sandbox.muster.dev/fail-init"
 	// AnnotationReadyAfter (a duration such as "30s") is how long the containers run
 	// before the pod becomes Ready; it overrides Timing.ReadyDelay.

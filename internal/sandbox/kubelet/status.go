@@ -44,7 +44,8 @@ const (
 // The timeline: Pending with containers ContainerCreating until boundAt+pull, then
 // Running (all init containers completed), Ready after f.readyAfter more, and
 // Succeeded or Failed after f.runFor of running (if set). With f.failInit the pod
-// never gets past its first init container.
+// never gets past its first init container: it crash-loops, or, with restartPolicy
+// Never, fails.
 func renderStatus(pod *v1.Pod, boundAt, now time.Time, f faults, pull time.Duration) (v1.PodStatus, time.Duration) {
 	s := pod.Status.DeepCopy()
 	s.StartTime = stamp(boundAt)
@@ -56,7 +57,11 @@ func renderStatus(pod *v1.Pod, boundAt, now time.Time, f faults, pull time.Durat
 		return *s, runningAt.Sub(now)
 	}
 	if f.failInit {
-		crashLooping(s, pod, boundAt, runningAt)
+		if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+			initFailed(s, pod, boundAt, runningAt)
+		} else {
+			crashLooping(s, pod, boundAt, runningAt)
+		}
 		return *s, 0
 	}
 	endAt := runningAt.Add(f.runFor)
@@ -117,6 +122,32 @@ func crashLooping(s *v1.PodStatus, pod *v1.Pod, boundAt, runningAt time.Time) {
 	s.InitContainerStatuses = containerStatuses(pod, pod.Spec.InitContainers, func(c v1.Container) containerState {
 		if c.Name == first {
 			return crash
+		}
+		return containerState{state: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: reasonPodInitializing}}}
+	})
+	s.ContainerStatuses = containerStatuses(pod, pod.Spec.Containers, func(v1.Container) containerState {
+		return containerState{state: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: reasonPodInitializing}}}
+	})
+}
+
+// initFailed is the status of a pod with restartPolicy Never whose initialisation
+// failed: the kubelet does not restart the container, and the pod is Failed. With init
+// containers, the first exited with 1 and the others never started; without, the
+// containers exited with 1.
+func initFailed(s *v1.PodStatus, pod *v1.Pod, boundAt, runningAt time.Time) {
+	if len(pod.Spec.InitContainers) == 0 {
+		exited(s, pod, runningAt, runningAt, 1)
+		return
+	}
+	s.Phase = v1.PodFailed
+	setReady(s, false, runningAt, reasonPodFailed)
+	setCondition(s, v1.PodInitialized, v1.ConditionFalse, boundAt, reasonNotInitialized)
+	first := pod.Spec.InitContainers[0].Name
+	s.InitContainerStatuses = containerStatuses(pod, pod.Spec.InitContainers, func(c v1.Container) containerState {
+		if c.Name == first {
+			return containerState{state: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+				ExitCode: 1, Reason: reasonError, StartedAt: *stamp(runningAt), FinishedAt: *stamp(runningAt),
+			}}}
 		}
 		return containerState{state: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: reasonPodInitializing}}}
 	})

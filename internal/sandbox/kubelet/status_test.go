@@ -53,24 +53,31 @@ func TestRenderStatusTimeline(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		init     bool
+		never    bool // restartPolicy Never
 		f        faults
 		at       time.Duration // since bound
 		want     string
 		wantNext time.Duration
 	}{
-		{"pulling", false, defaults, time.Second, "Pending ready=False main:waiting/ContainerCreating", time.Second},
-		{"pulling with init", true, defaults, 0, "Pending ready=False setup:waiting/ContainerCreating second:waiting/ContainerCreating main:waiting/PodInitializing", pull},
-		{"running not ready", false, defaults, pull, "Running ready=False main:running", 30 * time.Second},
-		{"ready", true, defaults, pull + 30*time.Second, "Running ready=True setup:terminated/Completed second:terminated/Completed main:running", 9*time.Minute + 30*time.Second},
-		{"succeeded", false, defaults, pull + 10*time.Minute, "Succeeded ready=False main:terminated/Completed", 0},
-		{"failed", false, faults{runFor: time.Minute, exitCode: 2}, pull + time.Hour, "Failed ready=False main:terminated/Error", 0},
-		{"runs forever", false, faults{readyAfter: time.Second}, pull + time.Hour, "Running ready=True main:running", 0},
-		{"run ends before ready", false, faults{readyAfter: time.Hour, runFor: time.Minute}, pull, "Running ready=False main:running", time.Minute},
-		{"fail init", true, faults{failInit: true}, pull + time.Hour, "Pending ready=False setup:waiting/CrashLoopBackOff second:waiting/PodInitializing main:waiting/PodInitializing", 0},
-		{"fail init without init containers", false, faults{failInit: true}, pull, "Running ready=False main:waiting/CrashLoopBackOff", 0},
+		{"pulling", false, false, defaults, time.Second, "Pending ready=False main:waiting/ContainerCreating", time.Second},
+		{"pulling with init", true, false, defaults, 0, "Pending ready=False setup:waiting/ContainerCreating second:waiting/ContainerCreating main:waiting/PodInitializing", pull},
+		{"running not ready", false, false, defaults, pull, "Running ready=False main:running", 30 * time.Second},
+		{"ready", true, false, defaults, pull + 30*time.Second, "Running ready=True setup:terminated/Completed second:terminated/Completed main:running", 9*time.Minute + 30*time.Second},
+		{"succeeded", false, false, defaults, pull + 10*time.Minute, "Succeeded ready=False main:terminated/Completed", 0},
+		{"failed", false, false, faults{runFor: time.Minute, exitCode: 2}, pull + time.Hour, "Failed ready=False main:terminated/Error", 0},
+		{"runs forever", false, false, faults{readyAfter: time.Second}, pull + time.Hour, "Running ready=True main:running", 0},
+		{"run ends before ready", false, false, faults{readyAfter: time.Hour, runFor: time.Minute}, pull, "Running ready=False main:running", time.Minute},
+		{"fail init", true, false, faults{failInit: true}, pull + time.Hour, "Pending ready=False setup:waiting/CrashLoopBackOff second:waiting/PodInitializing main:waiting/PodInitializing", 0},
+		{"fail init without init containers", false, false, faults{failInit: true}, pull, "Running ready=False main:waiting/CrashLoopBackOff", 0},
+		{"fail init, restartPolicy Never", true, true, faults{failInit: true}, pull, "Failed ready=False setup:terminated/Error second:waiting/PodInitializing main:waiting/PodInitializing", 0},
+		{"fail init without init containers, restartPolicy Never", false, true, faults{failInit: true}, pull, "Failed ready=False main:terminated/Error", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, next := renderStatus(testPod(tc.init, nil), t0, t0.Add(tc.at), tc.f, pull)
+			pod := testPod(tc.init, nil)
+			if tc.never {
+				pod.Spec.RestartPolicy = v1.RestartPolicyNever
+			}
+			got, next := renderStatus(pod, t0, t0.Add(tc.at), tc.f, pull)
 			if s := summary(got); s != tc.want || next != tc.wantNext {
 				t.Errorf("expected %q next in %s, found %q next in %s", tc.want, tc.wantNext, s, next)
 			}

@@ -94,7 +94,7 @@ func (e *Env) CreateNodes(t testing.TB, pool sandbox.NodePool) []string {
 type PodBuilder struct{ pod *v1.Pod }
 
 // Pod starts a pod named name in namespace ns with one container "main" that
-// requests 100m CPU and 128Mi memory.
+// requests 100m CPU and 128Mi memory, and restartPolicy Never.
 func Pod(ns, name string) *PodBuilder {
 	return &PodBuilder{pod: &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -137,6 +137,14 @@ func (b *PodBuilder) InitContainer(name string) *PodBuilder {
 // SchedulerName sets spec.schedulerName.
 func (b *PodBuilder) SchedulerName(name string) *PodBuilder {
 	b.pod.Spec.SchedulerName = name
+	return b
+}
+
+// RestartPolicy sets spec.restartPolicy (Never unless set). With
+// kubelet.AnnotationFailInit, OnFailure or Always make the pod crash-loop, never Ready;
+// Never makes it Failed.
+func (b *PodBuilder) RestartPolicy(p v1.RestartPolicy) *PodBuilder {
+	b.pod.Spec.RestartPolicy = p
 	return b
 }
 
