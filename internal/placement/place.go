@@ -73,13 +73,7 @@ func (p *placer) place() *Plan {
 	if key := p.g.Topology.Required; key != "" {
 		return p.placeInDomain(key)
 	}
-	var tiers [][]*cluster.NodeInfo
-	if key := p.g.Topology.Preferred; key != "" {
-		tiers = p.preferredTiers(key)
-	} else {
-		tiers = [][]*cluster.NodeInfo{p.snap.Nodes()}
-	}
-	a := p.fill(tiers)
+	a := p.fill(p.tiers(p.snap.Nodes()))
 	if len(a.assignments) < p.g.MinMember {
 		p.best = max(p.best, len(a.assignments))
 		a.revert()
@@ -92,25 +86,36 @@ func (p *placer) plan(a *attempt, domain string) *Plan {
 	return &Plan{Group: p.g.Name, Assignments: a.assignments, Unplaced: a.unplaced, Domain: domain, undo: a.undo}
 }
 
-// placeInDomain tries every value of the required key and keeps the one that breaks the
-// fewest whole nodes, then the tightest fit, then the first by name.
+// tiers orders nodes for fill: one tier, or with a preferred key the nodes of each of its
+// values, the values that can take the most members first.
+func (p *placer) tiers(nodes []*cluster.NodeInfo) [][]*cluster.NodeInfo {
+	if key := p.g.Topology.Preferred; key != "" {
+		return p.preferredTiers(key, nodes)
+	}
+	return [][]*cluster.NodeInfo{nodes}
+}
+
+// placeInDomain tries every value of the required key and keeps the one whose placement
+// uses the fewest values of the preferred key (with one), then breaks the fewest whole
+// nodes, then fits the tightest, then comes first by name.
 func (p *placer) placeInDomain(key string) *Plan {
 	domains, names := p.domains(key)
 	if pinned := p.g.Topology.Domain; pinned != "" {
 		names = slices.DeleteFunc(names, func(n string) bool { return n != pinned })
 	}
-	bestName, bestBroken, bestFree := "", 0, int64(0)
+	bestName, bestSpread, bestBroken, bestFree := "", 0, 0, int64(0)
 	for _, name := range names {
-		a := p.fill([][]*cluster.NodeInfo{domains[name]})
-		placed := len(a.assignments)
+		a := p.fill(p.tiers(domains[name]))
+		placed, spread := len(a.assignments), p.spread(a)
 		a.revert()
 		p.best = max(p.best, placed)
 		if placed < p.g.MinMember {
 			continue
 		}
 		free := freeOf(domains[name], p.scarce)
-		if bestName == "" || a.broken < bestBroken || (a.broken == bestBroken && free < bestFree) {
-			bestName, bestBroken, bestFree = name, a.broken, free
+		better := cmp.Or(cmp.Compare(spread, bestSpread), cmp.Compare(a.broken, bestBroken), cmp.Compare(free, bestFree)) < 0
+		if bestName == "" || better {
+			bestName, bestSpread, bestBroken, bestFree = name, spread, a.broken, free
 		}
 	}
 	if bestName == "" {
@@ -118,14 +123,42 @@ func (p *placer) placeInDomain(key string) *Plan {
 			key, len(names), p.g.MinMember, p.best)
 		return nil
 	}
-	a := p.fill([][]*cluster.NodeInfo{domains[bestName]})
+	a := p.fill(p.tiers(domains[bestName]))
 	return p.plan(a, bestName)
+}
+
+// spread counts the values of the preferred key an attempt's nodes have (nodes without
+// the label count as one more); 0 without a preferred key.
+func (p *placer) spread(a *attempt) int {
+	key := p.g.Topology.Preferred
+	if key == "" {
+		return 0
+	}
+	values := map[string]bool{}
+	for _, as := range a.assignments {
+		n := p.snap.Node(as.Node)
+		if n == nil {
+			continue
+		}
+		v, ok := n.Node.Labels[key]
+		if !ok {
+			v = "\x00unlabelled"
+		}
+		values[v] = true
+	}
+	return len(values)
 }
 
 // domains groups the snapshot's nodes by their value of key, with the values sorted.
 func (p *placer) domains(key string) (map[string][]*cluster.NodeInfo, []string) {
+	return domainsOf(p.snap.Nodes(), key)
+}
+
+// domainsOf groups nodes by their value of key, with the values sorted; nodes without
+// the label are left out.
+func domainsOf(nodes []*cluster.NodeInfo, key string) (map[string][]*cluster.NodeInfo, []string) {
 	out := map[string][]*cluster.NodeInfo{}
-	for _, n := range p.snap.Nodes() {
+	for _, n := range nodes {
 		if v, ok := n.Node.Labels[key]; ok {
 			out[v] = append(out[v], n)
 		}
@@ -138,11 +171,11 @@ func (p *placer) domains(key string) (map[string][]*cluster.NodeInfo, []string) 
 	return out, names
 }
 
-// preferredTiers orders domains by how many members of the group's first shape they can
-// take now, largest first, so that filling them in order uses the fewest domains. Nodes
-// without the label come last.
-func (p *placer) preferredTiers(key string) [][]*cluster.NodeInfo {
-	domains, names := p.domains(key)
+// preferredTiers groups nodes by their value of key, the values ordered by how many
+// members of the group's first shape they can take now, largest first, so that filling
+// them in order uses the fewest values. Nodes without the label come last.
+func (p *placer) preferredTiers(key string, nodes []*cluster.NodeInfo) [][]*cluster.NodeInfo {
+	domains, names := domainsOf(nodes, key)
 	room := map[string]int{}
 	for _, name := range names {
 		for _, n := range domains[name] {
@@ -157,7 +190,7 @@ func (p *placer) preferredTiers(key string) [][]*cluster.NodeInfo {
 		tiers = append(tiers, domains[name])
 	}
 	var rest []*cluster.NodeInfo
-	for _, n := range p.snap.Nodes() {
+	for _, n := range nodes {
 		if _, ok := n.Node.Labels[key]; !ok {
 			rest = append(rest, n)
 		}

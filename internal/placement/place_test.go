@@ -1,6 +1,7 @@
 package placement_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -257,6 +258,42 @@ func TestTopology(t *testing.T) {
 		}
 		if len(racks) != 2 || racks["b"] != 4 {
 			t.Fatalf("racks used %v, want all of b and one other", racks)
+		}
+	})
+	t.Run("required and preferred: one zone, fewest racks in it", func(t *testing.T) {
+		// Zone east fits the group tighter, but only across its two racks; zone west
+		// fits it in one rack. (Before, a preferred key with a required one was ignored.)
+		at := func(zone, rack string) func(*gt.NodeBuilder) *gt.NodeBuilder {
+			return func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(8).Label("zone", zone).Label("rack", rack) }
+		}
+		nodes := slices.Concat(gt.Nodes("e1", 2, at("east", "e1")), gt.Nodes("e2", 2, at("east", "e2")),
+			gt.Nodes("w1", 4, at("west", "w1")), gt.Nodes("w2", 1, at("west", "w2")))
+		g := gt.Group("g").Members(4).GPU(8).Topology(placement.Topology{Required: "zone", Preferred: "rack"}).Build()
+		plan, diag := placement.Place(cluster.New(nodes, nil), g, placement.Options{})
+		if diag != nil {
+			t.Fatal(diag)
+		}
+		if plan.Domain != "west" {
+			t.Fatalf("domain = %q, want west (one rack); plan %+v", plan.Domain, plan.Assignments)
+		}
+		for _, a := range plan.Assignments {
+			if !strings.HasPrefix(a.Node, "w1-") {
+				t.Errorf("member %s on %s, outside rack w1", a.Member, a.Node)
+			}
+		}
+		// With no zone that fits it in one rack, the fewest racks still win within the zone.
+		nodes = slices.Concat(gt.Nodes("e1", 3, at("east", "e1")), gt.Nodes("e2", 1, at("east", "e2")),
+			gt.Nodes("e3", 1, at("east", "e3")))
+		plan, diag = placement.Place(cluster.New(nodes, nil), g, placement.Options{})
+		if diag != nil {
+			t.Fatal(diag)
+		}
+		racks := map[string]int{}
+		for _, a := range plan.Assignments {
+			racks[a.Node[:2]]++
+		}
+		if len(racks) != 2 || racks["e1"] != 3 {
+			t.Fatalf("racks used %v, want all of e1 and one other", racks)
 		}
 	})
 }
