@@ -57,8 +57,8 @@ type Engine struct {
 	timers timers
 	// nextStarve is when the oldest waiting group crosses the starvation threshold.
 	nextStarve time.Time
-	// preempting is the preemption in flight, or nil.
-	preempting *preemption
+	// preempting holds the preemptions in flight, by preemptor.
+	preempting map[string]*preemption
 }
 
 // New returns an engine with no nodes, pods, groups or queues.
@@ -72,6 +72,8 @@ func New(cfg Config) *Engine {
 		podGroup: map[string]string{},
 		dirty:    map[string]bool{},
 		replace:  map[string]bool{},
+
+		preempting: map[string]*preemption{},
 	}
 }
 

@@ -19,7 +19,10 @@ import (
 // higher priority, whose nodes are reserved for it while they release them.
 type preemption struct {
 	preemptor string
+	priority  int32
 	victims   []string
+	// nodes are the victims' nodes, reserved for the preemptor.
+	nodes []string
 	// pods are the victims' members when they were evicted: what holds the nodes the
 	// preemptor waits for, in their groups or, for a victim whose owner keeps its state
 	// (see HandOff), out of them.
@@ -31,24 +34,26 @@ type preemption struct {
 // victim when the try succeeds.
 const maxPreemptionTries = 3
 
-// preempt runs after an admission pass. While a preemption is in flight it only checks
-// whether it is over: the preemptor was admitted or left the queue, or its victims hold
-// nothing any more. Otherwise it takes the waiting groups in admission order and, for
-// the first that does not fit now but would if admitted groups of lower priority gave
-// up their nodes, evicts the fewest such groups, sparing those of higher priority and
-// older admission first, and reserves their nodes for it.
+// preempt runs after an admission pass. It first ends the preemptions that are over:
+// the preemptor was admitted or left the queue, or its victims hold nothing any more.
+// Then it takes the waiting groups in admission order and, for each that has no
+// preemption in flight and does not fit now but would if admitted groups of lower
+// priority gave up their nodes, evicts the fewest such groups, sparing those of higher
+// priority and older admission first, and reserves their nodes for it.
 //
-// One preemption is in flight at a time: a preemptor does not evict more groups while
-// its victims are still releasing their nodes, and no second preemptor evicts groups
-// the first might not need.
+// Several preemptions may be in flight, one per preemptor, each with its own victims: a
+// preemptor does not evict more groups while its victims are still releasing their
+// nodes, and a second preemptor does not count on the nodes being freed for another
+// unless it is of higher priority (the queue keeps them closed to it otherwise), so no
+// two preemptors evict groups for the same nodes. A preemptor of a pod whose
+// termination takes minutes (a checkpoint on SIGTERM) no longer holds up the next.
 func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
-	if pr := e.preempting; pr != nil {
-		if e.preemptionPending(pr) {
-			return
+	for _, key := range sortedKeys(e.preempting) {
+		if pr := e.preempting[key]; !e.preemptionPending(pr) {
+			e.queue.Unreserve(key)
+			delete(e.preempting, key)
+			out.touch(key)
 		}
-		e.queue.Unreserve(pr.preemptor)
-		e.preempting = nil
-		out.touch(pr.preemptor)
 	}
 	if !e.anyBelow(res.Waiting) {
 		return
@@ -63,7 +68,7 @@ func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
 			return
 		}
 		g := e.groups[w.Key]
-		if g == nil || g.spec.Priority <= lowest || w.Reason.Kind != queue.Placement || w.Reason.Impossible() || !mayPreempt(g) {
+		if g == nil || e.preempting[w.Key] != nil || g.spec.Priority <= lowest || !needsRoom(w.Reason) || !mayPreempt(g) {
 			continue
 		}
 		candidates := e.victimCandidates(g.spec.Priority)
@@ -71,13 +76,40 @@ func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
 			continue
 		}
 		tries++
-		victims := chooseVictims(e.snap, w.Entry.Group, candidates)
+		victims := chooseVictims(e.snap, w.Entry.Group, candidates, e.closedBy(g))
 		if len(victims) == 0 {
 			continue
 		}
 		e.evictFor(g, victims, now, out)
-		return
 	}
+}
+
+// needsRoom reports whether a group waits for nodes that preemption could free: it does
+// not fit now, though it could fit an empty cluster, or it fits only on nodes being freed
+// for another preemptor.
+func needsRoom(r queue.Reason) bool {
+	switch r.Kind {
+	case queue.Placement:
+		return !r.Impossible()
+	case queue.Reserved:
+		return r.ForPreemption
+	}
+	return false
+}
+
+// closedBy returns the nodes being freed for other preemptors that g may not use: those
+// of preemptors of g's priority or higher, as the queue has it (see
+// queue.Manager.ReserveForPreemption).
+func (e *Engine) closedBy(g *group) map[string]bool {
+	closed := map[string]bool{}
+	for key, pr := range e.preempting {
+		if key != g.key && g.spec.Priority <= pr.priority {
+			for _, n := range pr.nodes {
+				closed[n] = true
+			}
+		}
+	}
+	return closed
 }
 
 // preemptionPending reports whether a preemption is still in flight: its preemptor is
@@ -173,22 +205,22 @@ func (e *Engine) victimCandidates(prio int32) []*group {
 }
 
 // chooseVictims returns the fewest candidates whose eviction lets want be placed on
-// snap, or nil if evicting them all would not. On a copy of snap it removes every
-// candidate's members, then gives each candidate its nodes back, most valuable first,
-// as long as want still fits without them: each candidate returned is needed given
-// the ones spared before it. snap is not modified.
-func chooseVictims(snap *cluster.Snapshot, want placement.Group, candidates []*group) []*group {
+// snap outside the closed nodes, or nil if evicting them all would not. On a copy of
+// snap it removes every candidate's members, then gives each candidate its nodes back,
+// most valuable first, as long as want still fits without them: each candidate
+// returned is needed given the ones spared before it. snap is not modified.
+func chooseVictims(snap *cluster.Snapshot, want placement.Group, candidates []*group, closed map[string]bool) []*group {
 	trial := snap.Clone()
 	for _, v := range candidates {
 		v.removeFrom(trial)
 	}
-	if !fits(trial, want) {
+	if !fits(trial, want, closed) {
 		return nil
 	}
 	var victims []*group
 	for _, v := range candidates {
 		v.addTo(trial)
-		if !fits(trial, want) {
+		if !fits(trial, want, closed) {
 			v.removeFrom(trial)
 			victims = append(victims, v)
 		}
@@ -196,9 +228,14 @@ func chooseVictims(snap *cluster.Snapshot, want placement.Group, candidates []*g
 	return victims
 }
 
-// fits reports whether g can be placed on snap now, leaving snap as it was.
-func fits(snap *cluster.Snapshot, g placement.Group) bool {
-	plan, _ := placement.Place(snap, g, placement.Options{})
+// fits reports whether g can be placed on snap now outside the closed nodes, leaving
+// snap as it was.
+func fits(snap *cluster.Snapshot, g placement.Group, closed map[string]bool) bool {
+	opts := placement.Options{}
+	if len(closed) > 0 {
+		opts.Exclude = func(node string) bool { return closed[node] }
+	}
+	plan, _ := placement.Place(snap, g, opts)
 	if plan == nil {
 		return false
 	}
@@ -209,7 +246,7 @@ func fits(snap *cluster.Snapshot, g placement.Group) bool {
 // evictFor preempts victims for g: each victim's attempt ends as Preempted and its
 // members are evicted, and their nodes are reserved for g until they are free.
 func (e *Engine) evictFor(g *group, victims []*group, now time.Time, out *Output) {
-	pr := &preemption{preemptor: g.key}
+	pr := &preemption{preemptor: g.key, priority: g.spec.Priority}
 	names := make([]string, len(victims))
 	var nodes []string
 	msg := fmt.Sprintf("preempted by %s (priority %d)", g.key, g.spec.Priority)
@@ -221,7 +258,8 @@ func (e *Engine) evictFor(g *group, victims []*group, now time.Time, out *Output
 		e.step(v, lifecycle.Preempt{Message: msg}, now, out)
 		e.arm(v)
 	}
-	e.preempting = pr
+	pr.nodes = nodes
+	e.preempting[g.key] = pr
 	e.queue.ReserveForPreemption(g.key, g.spec.Priority, nodes, now)
 	out.decision("preempting")
 	out.touch(g.key)
@@ -231,7 +269,7 @@ func (e *Engine) evictFor(g *group, victims []*group, now time.Time, out *Output
 
 // preemptingFor returns the victims of the preemption in flight for key, if any.
 func (e *Engine) preemptingFor(key string) []string {
-	if pr := e.preempting; pr != nil && pr.preemptor == key {
+	if pr := e.preempting[key]; pr != nil {
 		return slices.Clone(pr.victims)
 	}
 	return nil

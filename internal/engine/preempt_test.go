@@ -142,3 +142,99 @@ func TestPreemptionWaitsForHandedOffVictims(t *testing.T) {
 		t.Fatalf("once the victim's pod is gone: expected vip bound to n-1, found %+v", out.Binds)
 	}
 }
+
+// TestPreemptionsInFlightAtOnce: two preemptors of equal priority each evict a group of
+// their own in one pass, without the second waiting for the first's victim to go; the
+// second does not count on the node being freed for the first, so a third group is
+// spared; each is bound where its own victim was, in whichever order the victims go.
+func TestPreemptionsInFlightAtOnce(t *testing.T) {
+	e := sim.NewEngine()
+	for _, n := range gt.Nodes("n", 3, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
+		e.SetNode(n)
+	}
+	a := runningGroup(e, "a", "n-0", 0)
+	e.Step(sim.Epoch)
+	b := runningGroup(e, "b", "n-1", 0)
+	c := runningGroup(e, "c", "n-2", 5)
+	now := sim.Epoch.Add(time.Minute)
+	e.Step(now)
+
+	vip1 := waitingGroup(e, "vip1", 10, false)
+	now = now.Add(time.Second)
+	vip2 := waitingGroup(e, "vip2", 10, false)
+	out := e.Step(now)
+	evicted := map[string]string{}
+	for _, ev := range out.Evictions {
+		evicted[ev.Group] = ev.Message
+	}
+	want := map[string]string{b: "preempted by " + vip1 + " (priority 10)", a: "preempted by " + vip2 + " (priority 10)"}
+	if d := cmp.Diff(want, evicted); d != "" {
+		t.Fatalf("evictions by group (-want +got):\n%s", d)
+	}
+	for key, victim := range map[string]string{vip1: b, vip2: a} {
+		if st, _ := e.Group(key); !slices.Equal(st.Preempting, []string{victim}) {
+			t.Errorf("%s: expected Preempting [%s], found %v", key, victim, st.Preempting)
+		}
+	}
+
+	// vip2's victim goes first: vip2 is bound on its node, and vip1 keeps waiting for n-1.
+	e.RemovePod("default/a-0")
+	now = now.Add(time.Second)
+	out = e.Step(now)
+	if d := cmp.Diff([]engine.Bind{{Group: vip2, Pod: "default/vip2-0", Node: "n-0"}}, out.Binds); d != "" {
+		t.Fatalf("once a is gone, binds (-want +got):\n%s", d)
+	}
+	if len(out.Evictions) != 0 {
+		t.Fatalf("once a is gone: expected no more evictions, found %+v", out.Evictions)
+	}
+	e.RemovePod("default/b-0")
+	now = now.Add(time.Second)
+	out = e.Step(now)
+	if d := cmp.Diff([]engine.Bind{{Group: vip1, Pod: "default/vip1-0", Node: "n-1"}}, out.Binds); d != "" {
+		t.Fatalf("once b is gone, binds (-want +got):\n%s", d)
+	}
+	if st, _ := e.Group(c); st.Phase != lifecycle.Running {
+		t.Errorf("c: expected it spared and Running, found %s", st.Phase)
+	}
+}
+
+// TestPreemptorDoesNotCountOnNodesFreedForAnother: a node that one preemptor's victim
+// has already left stays reserved for that preemptor while its other victims go; a
+// second preemptor of the same priority, to which the queue keeps it closed, evicts a
+// victim of its own instead of waiting for the node.
+func TestPreemptorDoesNotCountOnNodesFreedForAnother(t *testing.T) {
+	e := sim.NewEngine()
+	for _, n := range gt.Nodes("n", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
+		e.SetNode(n)
+	}
+	a := runningGroup(e, "a", "n-0", 0)
+	e.Step(sim.Epoch)
+	b := "Coscheduling/default/b"
+	e.SetGroup(engine.GroupSpec{Key: b, Source: engine.Coscheduling, Namespace: "default", Name: "b", MinMember: 2})
+	e.SetPod(runningPod("b-0", "n-1"), b)
+	e.SetPod(runningPod("b-1", "n-2"), b)
+	runningGroup(e, "c", "n-3", 5)
+	now := sim.Epoch.Add(time.Minute)
+	e.Step(now)
+
+	vip1 := "Coscheduling/default/vip1"
+	e.SetGroup(engine.GroupSpec{Key: vip1, Source: engine.Coscheduling, Namespace: "default", Name: "vip1", MinMember: 2, Priority: 10})
+	e.SetPod(gt.Pod("vip1-0").GPU(1).Obj(), vip1)
+	e.SetPod(gt.Pod("vip1-1").GPU(1).Obj(), vip1)
+	now = now.Add(time.Second)
+	if out := e.Step(now); len(out.Evictions) != 2 || out.Evictions[0].Group != b {
+		t.Fatalf("vip1: expected b's two pods evicted, found %+v", out.Evictions)
+	}
+	e.RemovePod("default/b-0") // n-1 is free, b-1 still holds n-2
+	now = now.Add(time.Second)
+	vip2 := waitingGroup(e, "vip2", 10, false)
+	out := e.Step(now)
+	want := []engine.Eviction{{Group: a, Pod: "default/a-0", Reason: lifecycle.ReasonPreempted,
+		Message: "preempted by " + vip2 + " (priority 10)"}}
+	if d := cmp.Diff(want, out.Evictions); d != "" {
+		t.Fatalf("vip2's evictions (-want +got):\n%s", d)
+	}
+	if len(out.Binds) != 0 {
+		t.Fatalf("expected no bind on n-1 while vip1 waits for it, found %+v", out.Binds)
+	}
+}

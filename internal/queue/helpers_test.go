@@ -59,7 +59,7 @@ func (b *entryBuilder) build() queue.Entry {
 
 // summary renders a result one line per group, admitted first, in order:
 // "admit KEY CHARGE on NODES" and "wait KEY #POSITION: REASON", with "(impossible)" when
-// the reason says so, then the reservation.
+// the reason says so, then the reservations.
 func summary(r queue.Result) []string {
 	var out []string
 	for _, a := range r.Admitted {
@@ -77,7 +77,7 @@ func summary(r queue.Result) []string {
 		}
 		out = append(out, line)
 	}
-	if res := r.Reservation; res != nil {
+	for _, res := range r.Reservations {
 		out = append(out, fmt.Sprintf("reserve %s since %s: %s", res.Key, res.Since.Sub(t0), strings.Join(res.Nodes, ",")))
 	}
 	return out

@@ -85,14 +85,18 @@ type QueueStatus struct {
 }
 
 // Manager holds the queues, the waiting groups, the quota held by admitted groups and the
-// reservation. It is not safe for concurrent use.
+// reservations. It is not safe for concurrent use.
 type Manager struct {
 	opts    Options
 	queues  map[string]Queue
 	entries map[string]*item
 	charges map[string]charge
 	used    map[string]cluster.Resources // by queue
+	// reserve is the starving group's reservation, or nil.
 	reserve *Reservation
+	// preempt holds the reservations of the nodes being freed by preemption, by the
+	// group they are freed for (see ReserveForPreemption).
+	preempt map[string]*Reservation
 }
 
 // item is a queued entry with what Schedule needs of it, computed once at Push.
@@ -119,6 +123,7 @@ func New(opts Options) *Manager {
 		entries: map[string]*item{},
 		charges: map[string]charge{},
 		used:    map[string]cluster.Resources{},
+		preempt: map[string]*Reservation{},
 	}
 }
 
@@ -175,12 +180,10 @@ func (m *Manager) Push(e Entry) {
 	m.entries[e.Key] = it
 }
 
-// Remove takes a group out of the queue, and drops its reservation if it holds one.
+// Remove takes a group out of the queue, and drops its reservations.
 func (m *Manager) Remove(key string) {
 	delete(m.entries, key)
-	if m.reserve != nil && m.reserve.Key == key {
-		m.reserve = nil
-	}
+	m.Unreserve(key)
 }
 
 // Charge records that group key holds r of queue's quota (it is admitted or running),

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"time"
 
@@ -81,25 +82,38 @@ func scarceOf(it *item) corev1.ResourceName {
 // ReserveForPreemption reserves nodes for the queued group key, of priority prio, while
 // the groups preempted for it release them: no other group of priority prio or lower
 // may use them, wherever it comes in order, until key is admitted, leaves the queue,
-// waits for anything but room, or Unreserve is called. It replaces any reservation.
-// nodes may repeat and be in any order.
+// waits for anything but room, or Unreserve is called. Several groups may hold such a
+// reservation at once, each for the nodes of its own victims; it replaces key's own, and
+// the starving group's reservation, whose nodes the preemption may be freeing. nodes may
+// repeat and be in any order.
 func (m *Manager) ReserveForPreemption(key string, prio int32, nodes []string, now time.Time) {
-	m.reserve = &Reservation{Key: key, Nodes: slices.Compact(slices.Sorted(slices.Values(nodes))), Since: now, Preemption: true, Priority: prio}
+	m.preempt[key] = &Reservation{Key: key, Nodes: slices.Compact(slices.Sorted(slices.Values(nodes))), Since: now, Preemption: true, Priority: prio}
+	m.reserve = nil
 }
 
-// Unreserve drops the reservation if key holds it.
+// Unreserve drops key's reservations.
 func (m *Manager) Unreserve(key string) {
 	if m.reserve != nil && m.reserve.Key == key {
 		m.reserve = nil
 	}
+	delete(m.preempt, key)
 }
 
-// Reservation returns the reservation in force, or nil.
-func (m *Manager) Reservation() *Reservation {
-	if m.reserve == nil {
-		return nil
+// Reservations returns the reservations in force: the starving group's first, then those
+// for preemption by key.
+func (m *Manager) Reservations() []Reservation {
+	var out []Reservation
+	if m.reserve != nil {
+		out = append(out, m.reserve.clone())
 	}
-	r := *m.reserve
-	r.Nodes = slices.Clone(r.Nodes)
-	return &r
+	for _, key := range slices.Sorted(maps.Keys(m.preempt)) {
+		out = append(out, m.preempt[key].clone())
+	}
+	return out
+}
+
+func (r *Reservation) clone() Reservation {
+	c := *r
+	c.Nodes = slices.Clone(r.Nodes)
+	return c
 }

@@ -198,7 +198,62 @@ func TestPreemptionReservation(t *testing.T) {
 		now:  2 * time.Minute,
 		want: []string{"admit vip {nvidia.com/gpu: 4} on n-1", "admit late {nvidia.com/gpu: 1} on n-0"},
 	}})
-	if r := m.Reservation(); r != nil {
+	if r := m.Reservations(); len(r) != 0 {
 		t.Errorf("after the preemptor's admission: expected no reservation, found %+v", r)
 	}
+}
+
+// TestPreemptionReservations checks several preemptions in flight at once: each
+// preemptor's nodes are closed to the groups of its priority or lower, the other
+// preemptors included, and open to those of higher priority.
+func TestPreemptionReservations(t *testing.T) {
+	m := newReserveManager(entry("vip", 1, 4).prio(10), entry("boss", 1, 4).prio(20),
+		entry("top", 1, 1).prio(25), entry("mid", 1, 1).prio(15), entry("peer", 1, 1).prio(10).at(time.Minute))
+	oneFree := func() *cluster.Snapshot {
+		return cluster.New(gpuNodes("n", 4, 4), []*corev1.Pod{
+			gt.Pod("x0").GPU(3).Node("n-0").Obj(),
+			gt.Pod("x1").GPU(3).Node("n-1").Obj(),
+			gt.Pod("x2").GPU(3).Node("n-2").Obj(),
+			gt.Pod("x3").GPU(4).Node("n-3").Obj(),
+		})
+	}
+	runSteps(t, m, []reserveStep{{
+		// vip's victim is on n-0, boss's on n-1. top may use both and takes n-0 (the
+		// first of the tightest); mid may use vip's n-0, not boss's n-1, and takes n-2;
+		// peer may use neither and would fit only on boss's n-1.
+		do: func(m *queue.Manager) {
+			m.ReserveForPreemption("vip", 10, []string{"n-0"}, t0)
+			m.ReserveForPreemption("boss", 20, []string{"n-1"}, t0)
+		},
+		snap: oneFree,
+		now:  time.Minute,
+		want: []string{
+			"admit top {nvidia.com/gpu: 1} on n-0",
+			"admit mid {nvidia.com/gpu: 1} on n-2",
+			"wait boss #1: 0 of minMember 1 members can be placed now; boss-worker-0 {nvidia.com/gpu: 4}: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu",
+			"wait vip #2: 0 of minMember 1 members can be placed now; vip-worker-0 {nvidia.com/gpu: 4}: 0/4 nodes are available: 3 Insufficient nvidia.com/gpu, 1 node(s) were reserved for a waiting group",
+			"wait peer #3: fits only on nodes being freed by preemption for group boss",
+			"reserve boss since 0s: n-1",
+			"reserve vip since 0s: n-0",
+		},
+	}, {
+		// boss's victim is gone and boss is admitted on n-1; vip's reservation stays, and
+		// closes n-0 to peer.
+		snap: func() *cluster.Snapshot {
+			return cluster.New(gpuNodes("n", 4, 4), []*corev1.Pod{
+				gt.Pod("x0").GPU(3).Node("n-0").Obj(),
+				gt.Pod("top").GPU(1).Node("n-0").Obj(),
+				gt.Pod("mid").GPU(1).Node("n-2").Obj(),
+				gt.Pod("x2").GPU(3).Node("n-2").Obj(),
+				gt.Pod("x3").GPU(4).Node("n-3").Obj(),
+			})
+		},
+		now: 2 * time.Minute,
+		want: []string{
+			"admit boss {nvidia.com/gpu: 4} on n-1",
+			"wait vip #1: 0 of minMember 1 members can be placed now; vip-worker-0 {nvidia.com/gpu: 4}: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu",
+			"wait peer #2: 0 of minMember 1 members can be placed now; peer-worker-0 {nvidia.com/gpu: 1}: 0/4 nodes are available: 3 Insufficient nvidia.com/gpu, 1 node(s) were reserved for a waiting group",
+			"reserve vip since 0s: n-0",
+		},
+	}})
 }

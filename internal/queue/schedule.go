@@ -50,8 +50,9 @@ type Result struct {
 	Admitted []Admission
 	// Waiting lists the groups still queued, in order, with why.
 	Waiting []Waiting
-	// Reservation is the reservation in force after the call, or nil.
-	Reservation *Reservation
+	// Reservations are the reservations in force after the call (see
+	// Manager.Reservations).
+	Reservations []Reservation
 }
 
 // Schedule decides every queued group, in order, on snapshot s at time now. Admitted
@@ -66,6 +67,14 @@ func (m *Manager) Schedule(s *cluster.Snapshot, now time.Time) Result {
 		m.reserve = nil
 	}
 	p := &pass{m: m, snap: s, now: now, failed: map[string]Reason{}}
+	for key, r := range m.preempt {
+		if m.entries[key] == nil {
+			delete(m.preempt, key)
+			continue
+		}
+		p.preempted = append(p.preempted, preemptedNodes{Reservation: r, nodes: nodeSet(r.Nodes)})
+	}
+	slices.SortFunc(p.preempted, func(a, b preemptedNodes) int { return strings.Compare(a.Key, b.Key) })
 	if m.reserve != nil {
 		p.reserved = nodeSet(m.reserve.Nodes)
 	}
@@ -78,9 +87,7 @@ func (m *Manager) Schedule(s *cluster.Snapshot, now time.Time) Result {
 		positions[w.Queue]++
 		w.Position = positions[w.Queue]
 	}
-	if r := m.reserve; r != nil {
-		p.res.Reservation = &Reservation{Key: r.Key, Nodes: slices.Clone(r.Nodes), Since: r.Since, Preemption: r.Preemption, Priority: r.Priority}
-	}
+	p.res.Reservations = m.Reservations()
 	return p.res
 }
 
@@ -110,11 +117,13 @@ type pass struct {
 	now  time.Time
 	// failed caches placement failures by signature and exclusion.
 	failed map[string]Reason
-	// reserved is the current reservation's node set.
+	// reserved is the starving group's reservation's node set.
 	reserved map[string]bool
-	// behind is set once the walk has passed the reservation's holder: from then on the
-	// reserved nodes are excluded.
+	// behind is set once the walk has passed the starving group's reservation's holder:
+	// from then on its nodes are excluded.
 	behind bool
+	// preempted are the reservations for preemption, by key, with their node sets.
+	preempted []preemptedNodes
 	// capacity is the snapshot's allocatable, summed on first use (see share).
 	capacity cluster.Resources
 	res      Result
@@ -131,11 +140,16 @@ func (p *pass) decide(it *item) {
 		p.wait(it, r)
 		return
 	}
-	excluded := p.m.reserve != nil && (p.behind || p.closedByPreemption(it))
+	closed := p.closedTo(it)
+	excluded := len(closed) > 0
 	opts, cacheKey := placement.Options{}, it.signature
 	if excluded {
-		opts.Exclude = func(node string) bool { return p.reserved[node] }
-		cacheKey += "\x00" + p.m.reserve.Key
+		opts.Exclude = func(node string) bool {
+			return slices.ContainsFunc(closed, func(c closedNodes) bool { return c.nodes[node] })
+		}
+		for _, c := range closed {
+			cacheKey += "\x00" + c.key
+		}
 	}
 	if r, ok := p.failed[cacheKey]; ok {
 		// The diagnosis is shared; it is rendered for this group only if read.
@@ -152,7 +166,7 @@ func (p *pass) decide(it *item) {
 	if excluded && diag.Code == placement.Unschedulable {
 		if free, _ := placement.Place(p.snap, it.Group, placement.Options{}); free != nil {
 			free.Revert()
-			r = Reason{Kind: Reserved, ReservedFor: p.m.reserve.Key, ForPreemption: p.m.reserve.Preemption}
+			r = Reason{Kind: Reserved, ReservedFor: closed[0].key, ForPreemption: closed[0].preemption}
 		}
 	}
 	p.failed[cacheKey] = r
@@ -198,10 +212,8 @@ func asExceeded(r Reason) Reason {
 // first starving group in order that could fit an empty cluster.
 func (p *pass) fail(it *item, r Reason) {
 	p.wait(it, r)
-	if p.holds(it) && p.m.reserve.Preemption {
-		// Its victims are still releasing the nodes: keep them for it.
-		p.behind = true
-		return
+	if p.m.preempt[it.Key] != nil {
+		return // its victims are still releasing the nodes reserved for it
 	}
 	starving := r.Kind == Placement && !r.Impossible() && p.now.Sub(it.QueuedAt) >= p.m.opts.StarvationThreshold
 	switch {
@@ -215,31 +227,52 @@ func (p *pass) fail(it *item, r Reason) {
 }
 
 // wait records that a group stays queued; a reservation holder that waits for anything
-// but placement loses its reservation, since nodes would not help it.
+// but placement loses its reservations, since nodes would not help it.
 func (p *pass) wait(it *item, r Reason) {
 	p.res.Waiting = append(p.res.Waiting, Waiting{Entry: it.Entry, Reason: r})
-	if p.holds(it) && r.Kind != Placement {
-		p.m.reserve = nil
+	if r.Kind != Placement {
+		p.m.Unreserve(it.Key)
 	}
 }
 
 func (p *pass) admit(it *item, plan *placement.Plan, c cluster.Resources) {
-	if p.holds(it) {
-		p.m.reserve = nil
-	}
+	p.m.Unreserve(it.Key)
 	delete(p.m.entries, it.Key)
 	p.m.Charge(it.Key, it.Queue, c)
 	p.res.Admitted = append(p.res.Admitted, Admission{Entry: it.Entry, Plan: plan, Charge: c})
 }
 
+// holds reports whether it holds the starving group's reservation.
 func (p *pass) holds(it *item) bool { return p.m.reserve != nil && p.m.reserve.Key == it.Key }
 
-// closedByPreemption reports whether nodes being freed by preemption are closed to it
-// although it comes before their holder: as kube-scheduler's nominated nodes, they are
-// open only to groups of higher priority than the holder's.
-func (p *pass) closedByPreemption(it *item) bool {
-	r := p.m.reserve
-	return r.Preemption && r.Key != it.Key && it.Priority <= r.Priority
+// preemptedNodes is a reservation for preemption with its nodes as a set.
+type preemptedNodes struct {
+	*Reservation
+	nodes map[string]bool
+}
+
+// closedNodes is a reservation whose nodes a group may not use.
+type closedNodes struct {
+	key        string
+	preemption bool
+	nodes      map[string]bool
+}
+
+// closedTo returns the reservations whose nodes it may not use: the starving group's
+// once the walk has passed its holder, and every other group's nodes being freed by
+// preemption unless it is of higher priority than their holder (as kube-scheduler's
+// nominated nodes, they are open only to such groups, wherever they come in order).
+func (p *pass) closedTo(it *item) []closedNodes {
+	var out []closedNodes
+	if p.m.reserve != nil && p.behind && !p.holds(it) {
+		out = append(out, closedNodes{key: p.m.reserve.Key, nodes: p.reserved})
+	}
+	for _, r := range p.preempted {
+		if r.Key != it.Key && it.Priority <= r.Priority && p.m.preempt[r.Key] == r.Reservation { // not dropped in this pass
+			out = append(out, closedNodes{key: r.Key, preemption: true, nodes: r.nodes})
+		}
+	}
+	return out
 }
 
 // reserveFor gives it the reservation, or refreshes the one it holds, and excludes the

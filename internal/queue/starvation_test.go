@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -57,7 +58,7 @@ func simulateStream(t *testing.T, threshold, length time.Duration) streamRun {
 			m.Push(entry("gang", 8, 1).at(now).build())
 		}
 		res := m.Schedule(cluster.New(nodes, pods), t0.Add(now))
-		if res.Reservation != nil && res.Reservation.Key == "gang" && out.reservedAt < 0 {
+		if slices.ContainsFunc(res.Reservations, func(r queue.Reservation) bool { return r.Key == "gang" }) && out.reservedAt < 0 {
 			out.reservedAt = now
 		}
 		for _, a := range res.Admitted {
