@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-sched/muster/internal/sandbox"
+	"github.com/muster-sched/muster/internal/sandbox/kubelet"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
@@ -68,5 +69,42 @@ func TestPreemptionEvictsTheFewestLowerPriorityGroups(t *testing.T) {
 	}
 	if s := stateOf(t, env, ns, "waits"); s.holding != 0 {
 		t.Errorf("waits (preemptionPolicy Never): expected it still waiting, found %d pods holding", s.holding)
+	}
+}
+
+// TestPreemptionsInFlightAtOnce: two jobs of priority 0 fill four GPUs, and their
+// containers take 15 s to stop once deleted (a checkpoint on SIGTERM). Two jobs of a
+// higher priority arrive: each preempts one of them at once, the second without waiting
+// for the first's victim to stop, and both run once their victims are gone.
+func TestPreemptionsInFlightAtOnce(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "preempt-two", Count: 4, CPU: "16", Memory: "64Gi", GPUs: 1})
+	c := newClient(t, env.Config)
+	urgent := ns + "-urgent"
+	createPriorityClass(t, env, urgent, 1000, corev1.PreemptLowerPriority)
+	startMuster(t, env, musterOptions{})
+
+	slow := map[string]string{kubelet.AnnotationStopAfter: "15s"}
+	for _, name := range []string{"a", "b"} {
+		(pytorchJob{ns: ns, name: name, workers: 1, annotations: slow}).create(t, env, c)
+		waitCondition(t, env, c, ns, name, "PodsReady", metav1.ConditionTrue)
+	}
+	for _, name := range []string{"vip1", "vip2"} {
+		(pytorchJob{ns: ns, name: name, workers: 1, priorityClass: urgent}).create(t, env, c)
+	}
+	for _, name := range []string{"a", "b"} {
+		if cond := waitCondition(t, env, c, ns, name, "Evicted", metav1.ConditionTrue); cond.Reason != "Preempted" {
+			t.Errorf("%s: expected Evicted by preemption, found %s: %s", name, cond.Reason, cond.Message)
+		}
+	}
+	// Both victims are still stopping: neither preemption waited for the other's.
+	for _, name := range []string{"a", "b"} {
+		if s := stateOf(t, env, ns, name); s.total != 2 {
+			t.Errorf("%s: expected its 2 pods still terminating when both groups are preempted, found %d", name, s.total)
+		}
+	}
+	for _, name := range []string{"vip1", "vip2"} {
+		waitCondition(t, env, c, ns, name, "PodsReady", metav1.ConditionTrue)
 	}
 }

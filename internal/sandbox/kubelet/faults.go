@@ -25,6 +25,11 @@ const (
 	// AnnotationExitCode (an integer, default "0") is the exit code of the
 	// containers when they exit: 0 makes the pod Succeeded, anything else Failed.
 	AnnotationExitCode = "sandbox.muster.dev/exit-code"
+	// AnnotationStopAfter (a duration such as "20s") is how long the containers take to
+	// exit once the pod is deleted (a SIGTERM handler that checkpoints), up to the
+	// deletion's grace period (terminationGracePeriodSeconds), after which they are
+	// killed. Until then the pod stays on its node, terminating. Default 0.
+	AnnotationStopAfter = "sandbox.muster.dev/stop-after"
 	// AnnotationDown ("true") on a Node turns it NotReady and fails its pods.
 	AnnotationDown = "sandbox.muster.dev/down"
 )
@@ -35,6 +40,7 @@ type faults struct {
 	readyAfter time.Duration
 	runFor     time.Duration
 	exitCode   int32
+	stopAfter  time.Duration
 }
 
 // parseFaults reads the fault annotations of pod, starting from the defaults in t.
@@ -54,6 +60,9 @@ func parseFaults(pod *v1.Pod, t Timing) (faults, error) {
 		return f, err
 	}
 	if f.runFor, err = durationAnnotation(a, AnnotationRunFor, f.runFor); err != nil {
+		return f, err
+	}
+	if f.stopAfter, err = durationAnnotation(a, AnnotationStopAfter, 0); err != nil {
 		return f, err
 	}
 	if v, ok := a[AnnotationExitCode]; ok {

@@ -308,6 +308,10 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 		return err
 	}
 	if pod.DeletionTimestamp != nil {
+		if wait := k.stopping(ctx, pod, k.clock.Now()); wait > 0 {
+			k.podQueue.AddAfter(key, wait)
+			return nil
+		}
 		return k.confirmDelete(ctx, pod)
 	}
 	if terminal(pod.Status.Phase) {
@@ -417,6 +421,34 @@ func (k *Kubelet) release(uid types.UID) {
 		u.requests[name] = cur
 	}
 	u.pods--
+}
+
+// stopping returns how long the containers of pod, being deleted, still take to exit at
+// now (see AnnotationStopAfter), or 0 once they have.
+func (k *Kubelet) stopping(ctx context.Context, pod *v1.Pod, now time.Time) time.Duration {
+	if terminal(pod.Status.Phase) {
+		return 0
+	}
+	f, err := parseFaults(pod, k.timing)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Ignoring malformed annotation", "pod", klog.KObj(pod))
+	}
+	return stopWait(pod, f.stopAfter, now)
+}
+
+// stopWait is how long after now the containers of pod, being deleted, exit when they
+// take stopAfter to stop: the deletion was asked for its grace period before its
+// deletionTimestamp, and they are killed when the grace period ends.
+func stopWait(pod *v1.Pod, stopAfter time.Duration, now time.Time) time.Duration {
+	if pod.DeletionTimestamp == nil || stopAfter <= 0 {
+		return 0
+	}
+	var grace time.Duration
+	if s := pod.DeletionGracePeriodSeconds; s != nil {
+		grace = time.Duration(*s) * time.Second
+	}
+	exit := pod.DeletionTimestamp.Add(-grace).Add(min(stopAfter, grace))
+	return max(exit.Sub(now), 0)
 }
 
 // confirmDelete removes a pod that is being deleted, as the kubelet does once its
