@@ -85,10 +85,7 @@ func TestBindFailed(t *testing.T) {
 // TestAdoptBoundGroup: a restarted muster finds a group whose members are bound and Ready;
 // it takes the group over as Running without binding anything again.
 func TestAdoptBoundGroup(t *testing.T) {
-	e := sim.NewEngine()
-	for _, n := range gt.Nodes("n", 2, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
-		e.SetNode(n)
-	}
+	e := oneGPUEngine(2)
 	key := "Coscheduling/default/g"
 	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "g", MinMember: 2})
 	for i, node := range []string{"n-0", "n-1"} {

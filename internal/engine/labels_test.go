@@ -30,10 +30,7 @@ const labelsKey = "Labels/default/job"
 
 func newLabelsJob(t *testing.T) *labelsJob {
 	maxRetries := 1
-	e := sim.NewEngine()
-	for _, n := range gt.Nodes("n", 2, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
-		e.SetNode(n)
-	}
+	e := oneGPUEngine(2)
 	j := &labelsJob{t: t, e: e, now: sim.Epoch, spec: engine.GroupSpec{
 		Key: labelsKey, Source: engine.Labels, Namespace: "default", Name: "job", MinMember: 2,
 		Policy: engine.PolicyOverrides{

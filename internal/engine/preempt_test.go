@@ -14,6 +14,15 @@ import (
 	"github.com/muster-sched/muster/internal/sim"
 )
 
+// oneGPUEngine returns an engine with n nodes n-0, n-1, ... of one GPU each.
+func oneGPUEngine(n int) *engine.Engine {
+	e := sim.NewEngine()
+	for _, node := range gt.Nodes("n", n, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
+		e.SetNode(node)
+	}
+	return e
+}
+
 // runningGroup adds a group of priority prio whose one member is bound to node and Ready.
 func runningGroup(e *engine.Engine, name, node string, prio int32) string {
 	key := "Coscheduling/default/" + name
@@ -43,10 +52,7 @@ func waitingGroup(e *engine.Engine, name string, prio int32, never bool) string 
 // priority that came first, and to one of lower priority; once the victim's pod is gone
 // the preemptor is bound there.
 func TestPreemptionWaitsForItsVictims(t *testing.T) {
-	e := sim.NewEngine()
-	for _, n := range gt.Nodes("n", 2, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
-		e.SetNode(n)
-	}
+	e := oneGPUEngine(2)
 	old := runningGroup(e, "old", "n-0", 0)
 	e.Step(sim.Epoch)
 	young := runningGroup(e, "young", "n-1", 0)
@@ -104,10 +110,7 @@ func TestPreemptionWaitsForItsVictims(t *testing.T) {
 // node until its pods are gone; the preemption stays in flight meanwhile, and evicts
 // no other group.
 func TestPreemptionWaitsForHandedOffVictims(t *testing.T) {
-	e := sim.NewEngine()
-	for _, n := range gt.Nodes("n", 2, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
-		e.SetNode(n)
-	}
+	e := oneGPUEngine(2)
 	old := runningGroup(e, "old", "n-0", 0)
 	e.Step(sim.Epoch)
 	const job = "Labels/default/job"
@@ -144,14 +147,11 @@ func TestPreemptionWaitsForHandedOffVictims(t *testing.T) {
 }
 
 // TestPreemptionsInFlightAtOnce: two preemptors of equal priority each evict a group of
-// their own in one pass, without the second waiting for the first's victim to go; the
-// second does not count on the node being freed for the first, so a third group is
-// spared; each is bound where its own victim was, in whichever order the victims go.
+// their own in one pass, without the second waiting for the first's victim to go; a
+// third group, of higher priority than the victims, is spared; each preemptor is bound
+// where its own victim was, in whichever order the victims go.
 func TestPreemptionsInFlightAtOnce(t *testing.T) {
-	e := sim.NewEngine()
-	for _, n := range gt.Nodes("n", 3, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
-		e.SetNode(n)
-	}
+	e := oneGPUEngine(3)
 	a := runningGroup(e, "a", "n-0", 0)
 	e.Step(sim.Epoch)
 	b := runningGroup(e, "b", "n-1", 0)
@@ -203,10 +203,7 @@ func TestPreemptionsInFlightAtOnce(t *testing.T) {
 // second preemptor of the same priority, to which the queue keeps it closed, evicts a
 // victim of its own instead of waiting for the node.
 func TestPreemptorDoesNotCountOnNodesFreedForAnother(t *testing.T) {
-	e := sim.NewEngine()
-	for _, n := range gt.Nodes("n", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
-		e.SetNode(n)
-	}
+	e := oneGPUEngine(4)
 	a := runningGroup(e, "a", "n-0", 0)
 	e.Step(sim.Epoch)
 	b := "Coscheduling/default/b"
