@@ -257,3 +257,25 @@ func TestPreemptionReservations(t *testing.T) {
 		},
 	}})
 }
+
+// TestPreemptorKeepsItsNodesWhileBlockedByAnother: a preemptor that would fit only on
+// the nodes being freed for a preemptor of higher priority keeps its own reservation.
+func TestPreemptorKeepsItsNodesWhileBlockedByAnother(t *testing.T) {
+	m := newReserveManager(entry("vip", 1, 4).prio(10), entry("boss", 2, 4).prio(20))
+	m.ReserveForPreemption("vip", 10, []string{"n-0"}, t0)
+	m.ReserveForPreemption("boss", 20, []string{"n-1", "n-2"}, t0)
+	snap := cluster.New(gpuNodes("n", 3, 4), []*corev1.Pod{
+		gt.Pod("x0").GPU(3).Node("n-0").Obj(), // vip's victim, still there
+		gt.Pod("x2").GPU(3).Node("n-2").Obj(), // boss's other victim, still there
+	})
+	got := summary(m.Schedule(snap, t0.Add(time.Minute)))
+	want := []string{
+		"wait boss #1: 1 of minMember 2 members can be placed now; boss-worker-0 ×2 {nvidia.com/gpu: 4}: 1/3 nodes are available: 2 Insufficient nvidia.com/gpu",
+		"wait vip #2: fits only on nodes being freed by preemption for group boss",
+		"reserve boss since 0s: n-1,n-2",
+		"reserve vip since 0s: n-0",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}

@@ -227,10 +227,11 @@ func (p *pass) fail(it *item, r Reason) {
 }
 
 // wait records that a group stays queued; a reservation holder that waits for anything
-// but placement loses its reservations, since nodes would not help it.
+// but room (it does not fit, or fits only on nodes reserved for another) loses its
+// reservations, since nodes would not help it.
 func (p *pass) wait(it *item, r Reason) {
 	p.res.Waiting = append(p.res.Waiting, Waiting{Entry: it.Entry, Reason: r})
-	if r.Kind != Placement {
+	if r.Kind != Placement && r.Kind != Reserved {
 		p.m.Unreserve(it.Key)
 	}
 }
