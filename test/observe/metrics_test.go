@@ -117,3 +117,34 @@ func TestWaitingGroupHoldsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanupSecondsIncludeTheMembersStopping: the cleanup time after a failure runs
+// until the evicted members are gone from their nodes, so it includes the time their
+// containers take to stop (here 5 s, a SIGTERM handler that checkpoints), and it ends
+// within their grace period (the default 30 s).
+func TestCleanupSecondsIncludeTheMembersStopping(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "stopping", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	addr := startMuster(t, env)
+	ns := namespace(t, env, "metrics-cleanup")
+	const count, sum = "muster_group_cleanup_seconds_count", "muster_group_cleanup_seconds_sum"
+	countBefore, sumBefore := scrape(t, env, addr, count), scrape(t, env, addr, sum)
+	podGroup(t, env, ns, "slow", 2, map[string]string{
+		musterv1alpha1.StartTimeoutAnnotation: "3s",
+		musterv1alpha1.MaxRetriesAnnotation:   "0",
+	}, nil)
+	createMembers(t, env, ns, "slow", 2, 1, func(_ int, b *sandboxtest.PodBuilder) {
+		b.Annotate(kubelet.AnnotationReadyAfter, "1h").Annotate(kubelet.AnnotationStopAfter, "5s")
+	})
+	env.WaitFor(t, "a cleanup observed", func(context.Context) (bool, error) {
+		return scrape(t, env, addr, count) > countBefore, nil
+	})
+	if got := scrape(t, env, addr, count) - countBefore; got != 1 {
+		t.Fatalf("expected 1 cleanup observed, found %v", got)
+	}
+	took := scrape(t, env, addr, sum) - sumBefore
+	if took < 5 || took > 30 {
+		t.Errorf("cleanup took %.2f s; want at least the 5 s the members take to stop, and at most their 30 s grace period", took)
+	}
+	t.Logf("cleanup after the start timeout: %.2f s", took)
+}

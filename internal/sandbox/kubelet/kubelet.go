@@ -110,6 +110,8 @@ type admission struct {
 	boundAt  time.Time
 	podIP    string
 	done     bool
+	// stopping is when the kubelet first saw the pod's deletion; zero before.
+	stopping time.Time
 }
 
 // nodeUsage is what the admitted, unfinished pods of one node request together.
@@ -424,7 +426,8 @@ func (k *Kubelet) release(uid types.UID) {
 }
 
 // stopping returns how long the containers of pod, being deleted, still take to exit at
-// now (see AnnotationStopAfter), or 0 once they have.
+// now (see AnnotationStopAfter), or 0 once they have. They stop from when the kubelet
+// first sees the deletion, as a real kubelet sends SIGTERM then.
 func (k *Kubelet) stopping(ctx context.Context, pod *v1.Pod, now time.Time) time.Duration {
 	if terminal(pod.Status.Phase) {
 		return 0
@@ -433,21 +436,26 @@ func (k *Kubelet) stopping(ctx context.Context, pod *v1.Pod, now time.Time) time
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Ignoring malformed annotation", "pod", klog.KObj(pod))
 	}
-	return stopWait(pod, f.stopAfter, now)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	a, ok := k.admitted[pod.UID]
+	if !ok {
+		return 0 // never started here: nothing to stop
+	}
+	if a.stopping.IsZero() {
+		a.stopping = now
+	}
+	return stopWait(a.stopping, pod.DeletionGracePeriodSeconds, f.stopAfter, now)
 }
 
-// stopWait is how long after now the containers of pod, being deleted, exit when they
-// take stopAfter to stop: the deletion was asked for its grace period before its
-// deletionTimestamp, and they are killed when the grace period ends.
-func stopWait(pod *v1.Pod, stopAfter time.Duration, now time.Time) time.Duration {
-	if pod.DeletionTimestamp == nil || stopAfter <= 0 {
-		return 0
-	}
+// stopWait is how long after now containers asked to stop at since exit when they take
+// stopAfter to: they are killed when the grace period (seconds, nil for none) ends.
+func stopWait(since time.Time, graceSeconds *int64, stopAfter time.Duration, now time.Time) time.Duration {
 	var grace time.Duration
-	if s := pod.DeletionGracePeriodSeconds; s != nil {
-		grace = time.Duration(*s) * time.Second
+	if graceSeconds != nil {
+		grace = time.Duration(*graceSeconds) * time.Second
 	}
-	exit := pod.DeletionTimestamp.Add(-grace).Add(min(stopAfter, grace))
+	exit := since.Add(max(min(stopAfter, grace), 0))
 	return max(exit.Sub(now), 0)
 }
 

@@ -206,28 +206,23 @@ func TestKilledStatusFailsThePodAndKeepsItsConditions(t *testing.T) {
 }
 
 func TestStopWait(t *testing.T) {
-	deleting := func(grace int64) *v1.Pod {
-		p := testPod(false, nil)
-		p.DeletionTimestamp = &metav1.Time{Time: t0.Add(time.Duration(grace) * time.Second)}
-		p.DeletionGracePeriodSeconds = &grace
-		return p
-	}
+	grace := func(s int64) *int64 { return &s }
 	for _, tc := range []struct {
 		name      string
-		pod       *v1.Pod
+		grace     *int64
 		stopAfter time.Duration
-		at        time.Duration // since the deletion was asked for
+		at        time.Duration // since the kubelet saw the deletion
 		want      time.Duration
 	}{
-		{"stops at once", deleting(30), 0, 0, 0},
-		{"still stopping", deleting(30), 20 * time.Second, 5 * time.Second, 15 * time.Second},
-		{"stopped", deleting(30), 20 * time.Second, 25 * time.Second, 0},
-		{"killed at the end of the grace period", deleting(30), time.Hour, 10 * time.Second, 20 * time.Second},
-		{"grace period 0", deleting(0), 20 * time.Second, 0, 0},
-		{"not being deleted", testPod(false, nil), 20 * time.Second, 0, 0},
+		{"stops at once", grace(30), 0, 0, 0},
+		{"still stopping", grace(30), 20 * time.Second, 5 * time.Second, 15 * time.Second},
+		{"stopped", grace(30), 20 * time.Second, 25 * time.Second, 0},
+		{"killed at the end of the grace period", grace(30), time.Hour, 10 * time.Second, 20 * time.Second},
+		{"grace period 0", grace(0), 20 * time.Second, 0, 0},
+		{"no grace period", nil, 20 * time.Second, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := stopWait(tc.pod, tc.stopAfter, t0.Add(tc.at)); got != tc.want {
+			if got := stopWait(t0, tc.grace, tc.stopAfter, t0.Add(tc.at)); got != tc.want {
 				t.Errorf("expected %s, found %s", tc.want, got)
 			}
 		})
