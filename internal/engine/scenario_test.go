@@ -26,7 +26,7 @@ import (
 //	config start-timeout=5m recovery-timeout=5m max-retries=3 backoff-base=30s backoff-max=10m starvation=10m
 //	nodes count=8 gpu=1 [prefix=n] [label=k=v]
 //	queue name=default [gpu=8] [weight=2] [priority=1]
-//	submit job=a workers=8 gpu=1 [min=8] [run=10m] [ready-after=30s] [fail-init=0,3] [queue=q] [priority=p]
+//	submit job=a workers=8 gpu=1 [min=8] [run=10m] [ready-after=30s] [fail-init=0,3] [fail-start=1] [queue=q] [priority=p]
 //	run 10m           advance simulated time; print what happened
 //	status            each job's group: phase, bound/ready, GPUs held, why it waits
 //	cancel job=a | kill job=a worker=3 | node-down name=n-3
@@ -168,9 +168,11 @@ func job(t *testing.T, args map[string]string) *sim.Job {
 	if v, ok := args["priority"]; ok {
 		j.Priority = int32(atoi(t, v))
 	}
-	if v, ok := args["fail-init"]; ok {
-		for _, f := range strings.Split(v, ",") {
-			j.FailInit = append(j.FailInit, atoi(t, f))
+	for arg, dst := range map[string]*[]int{"fail-init": &j.FailInit, "fail-start": &j.FailStart} {
+		if v, ok := args[arg]; ok {
+			for _, f := range strings.Split(v, ",") {
+				*dst = append(*dst, atoi(t, f))
+			}
 		}
 	}
 	return j

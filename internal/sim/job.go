@@ -24,8 +24,12 @@ type Job struct {
 	RunFor time.Duration
 	// ReadyAfter is the time from bind to Ready (image pull, init, rendezvous).
 	ReadyAfter time.Duration
-	// FailInit lists worker indexes that never become Ready (a bad init container).
+	// FailInit lists worker indexes that never become Ready (a bad init container that
+	// the kubelet restarts).
 	FailInit []int
+	// FailStart lists worker indexes whose pods fail instead of becoming Ready (a bad
+	// init container with restartPolicy Never): they stay Failed until deleted.
+	FailStart []int
 	Queue    string
 	Priority int32
 	Policy   engine.PolicyOverrides

@@ -16,18 +16,25 @@ func (w *World) startKubelet(key string) {
 		return
 	}
 	uid := w.pods[key].UID
-	failInit := slices.Contains(j.FailInit, i)
+	failInit, failStart := slices.Contains(j.FailInit, i), slices.Contains(j.FailStart, i)
 	w.at(w.now.Add(j.ReadyAfter), func() {
 		p := w.pods[key]
 		if p == nil || p.UID != uid || p.Status.Phase != corev1.PodPending {
 			return
 		}
 		p = p.DeepCopy()
-		if failInit {
+		switch {
+		case failStart:
+			p.Status.Phase = corev1.PodFailed
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "init", State: corev1.ContainerState{
+				Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"},
+			}}}
+			w.logf("%s: pod %s failed to start", j.Name, shortKey(key))
+		case failInit:
 			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "init", State: corev1.ContainerState{
 				Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "init container exited with code 1"},
 			}}}
-		} else {
+		default:
 			p.Status.Phase = corev1.PodRunning
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 		}
