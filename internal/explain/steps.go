@@ -200,6 +200,9 @@ func stepTimeout(f Facts) (check, bool) {
 			return failed(msg, "if the job must not be preempted, give its pods a PriorityClass at least as high as the preemptor's, or run it in a Queue of higher priority", msg), true
 		}
 		msg := fmt.Sprintf("attempt %d failed in %s: %s; requeued at %s (%d of %d retries left)", lc.Attempt, last.stage, last.message, at(), left, lc.MaxRetries)
+		if last.reason == lifecycle.ReasonMemberFailedToStart {
+			return failed(msg, "fix what the container named above failed on: its pod was evicted with the group, so read its logs from your log store, or follow the next attempt's pod (kubectl logs -f POD -c CONTAINER)", msg), true
+		}
 		return failed(msg, "find the cause in the steps above (image, init, readiness); a longer timeout will not repair a bad image", msg), true
 	case lifecycle.Failed:
 		ev := []string{fmt.Sprintf("failed after %s; no more retries", attemptsOf(lc.Attempt))}

@@ -179,6 +179,27 @@ func TestExplainWorkerNeverReady(t *testing.T) {
 	golden(t, "worker-never-ready", r, 5)
 }
 
+// TestExplainWorkerFailedToStart: a worker with restartPolicy Never fails its init
+// container; muster ends the attempt at once, and explain names the container in step 6.
+func TestExplainWorkerFailedToStart(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "failstart", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	startMuster(t, env)
+	ns := namespace(t, env, "explain-failed-start")
+	podGroup(t, env, ns, "broken", 2, map[string]string{
+		musterv1alpha1.StartTimeoutAnnotation: "10m",
+		musterv1alpha1.BackoffBaseAnnotation:  "10m",
+		musterv1alpha1.BackoffMaxAnnotation:   "10m",
+	}, nil)
+	createMembers(t, env, ns, "broken", 2, 1, func(i int, b *sandboxtest.PodBuilder) {
+		if i == 1 {
+			b.InitContainer("fetch-dataset").Annotate(kubelet.AnnotationFailInit, "true")
+		}
+	})
+	r := waitExplain(t, env, "podgroup/broken", ns, phase("Backoff"))
+	golden(t, "worker-failed-to-start", r, 6)
+}
+
 func TestExplainLauncherOutsideGroup(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "mpi", Count: 3, CPU: "16", Memory: "64Gi", GPUs: 1})
