@@ -45,8 +45,8 @@ const maxPreemptionTries = 3
 // preemptor does not evict more groups while its victims are still releasing their
 // nodes, and a second preemptor does not count on the nodes being freed for another
 // unless it is of higher priority (the queue keeps them closed to it otherwise), so no
-// two preemptors evict groups for the same nodes. A preemptor of a pod whose
-// termination takes minutes (a checkpoint on SIGTERM) no longer holds up the next.
+// two preemptors evict groups for the same nodes. A victim whose pods take minutes to
+// stop (a checkpoint on SIGTERM) holds up its own preemptor only.
 func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
 	for _, key := range sortedKeys(e.preempting) {
 		if pr := e.preempting[key]; !e.preemptionPending(pr) {
