@@ -23,6 +23,22 @@ func oneGPUEngine(n int) *engine.Engine {
 	return e
 }
 
+// podGone removes pod from the engine a second after now and steps it; it returns the
+// step's output and its time.
+func podGone(e *engine.Engine, pod string, now time.Time) (engine.Output, time.Time) {
+	e.RemovePod(pod)
+	now = now.Add(time.Second)
+	return e.Step(now), now
+}
+
+// wantBinds fails the test unless out bound exactly want.
+func wantBinds(t *testing.T, what string, out engine.Output, want ...engine.Bind) {
+	t.Helper()
+	if d := cmp.Diff(want, out.Binds); d != "" {
+		t.Fatalf("%s, binds (-want +got):\n%s", what, d)
+	}
+}
+
 // runningGroup adds a group of priority prio whose one member is bound to node and Ready.
 func runningGroup(e *engine.Engine, name, node string, prio int32) string {
 	key := "Coscheduling/default/" + name
@@ -89,12 +105,8 @@ func TestPreemptionWaitsForItsVictims(t *testing.T) {
 		t.Errorf("old: expected it spared and Running, found %s", st.Phase)
 	}
 
-	e.RemovePod("default/young-0")
-	now = now.Add(time.Second)
-	out = e.Step(now)
-	if d := cmp.Diff([]engine.Bind{{Group: vip, Pod: "default/vip-0", Node: "n-1"}}, out.Binds); d != "" {
-		t.Fatalf("once the victim is gone, binds (-want +got):\n%s", d)
-	}
+	out, _ = podGone(e, "default/young-0", now)
+	wantBinds(t, "once the victim is gone", out, engine.Bind{Group: vip, Pod: "default/vip-0", Node: "n-1"})
 	for _, key := range []string{polite, low} {
 		if st, _ := e.Group(key); st.Phase != lifecycle.Queued {
 			t.Errorf("%s: expected it still queued, found %s", key, st.Phase)
@@ -178,21 +190,13 @@ func TestPreemptionsInFlightAtOnce(t *testing.T) {
 	}
 
 	// vip2's victim goes first: vip2 is bound on its node, and vip1 keeps waiting for n-1.
-	e.RemovePod("default/a-0")
-	now = now.Add(time.Second)
-	out = e.Step(now)
-	if d := cmp.Diff([]engine.Bind{{Group: vip2, Pod: "default/vip2-0", Node: "n-0"}}, out.Binds); d != "" {
-		t.Fatalf("once a is gone, binds (-want +got):\n%s", d)
-	}
+	out, now = podGone(e, "default/a-0", now)
+	wantBinds(t, "once a is gone", out, engine.Bind{Group: vip2, Pod: "default/vip2-0", Node: "n-0"})
 	if len(out.Evictions) != 0 {
 		t.Fatalf("once a is gone: expected no more evictions, found %+v", out.Evictions)
 	}
-	e.RemovePod("default/b-0")
-	now = now.Add(time.Second)
-	out = e.Step(now)
-	if d := cmp.Diff([]engine.Bind{{Group: vip1, Pod: "default/vip1-0", Node: "n-1"}}, out.Binds); d != "" {
-		t.Fatalf("once b is gone, binds (-want +got):\n%s", d)
-	}
+	out, _ = podGone(e, "default/b-0", now)
+	wantBinds(t, "once b is gone", out, engine.Bind{Group: vip1, Pod: "default/vip1-0", Node: "n-1"})
 	if st, _ := e.Group(c); st.Phase != lifecycle.Running {
 		t.Errorf("c: expected it spared and Running, found %s", st.Phase)
 	}
