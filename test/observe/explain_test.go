@@ -196,7 +196,19 @@ func TestExplainWorkerFailedToStart(t *testing.T) {
 			b.InitContainer("fetch-dataset").Annotate(kubelet.AnnotationFailInit, "true")
 		}
 	})
-	r := waitExplain(t, env, "podgroup/broken", ns, phase("Backoff"))
+	// In Backoff, once muster has created the evicted members again (they have no
+	// controller), unbound.
+	r := waitExplain(t, env, "podgroup/broken", ns, func(f explain.Facts) bool {
+		if !phase("Backoff")(f) || len(f.Members) != 2 {
+			return false
+		}
+		for _, p := range f.Members {
+			if p.DeletionTimestamp != nil || p.Spec.NodeName != "" {
+				return false
+			}
+		}
+		return true
+	})
 	golden(t, "worker-failed-to-start", r, 6)
 }
 
