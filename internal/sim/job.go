@@ -30,9 +30,9 @@ type Job struct {
 	// FailStart lists worker indexes whose pods fail instead of becoming Ready (a bad
 	// init container with restartPolicy Never): they stay Failed until deleted.
 	FailStart []int
-	Queue    string
-	Priority int32
-	Policy   engine.PolicyOverrides
+	Queue     string
+	Priority  int32
+	Policy    engine.PolicyOverrides
 
 	// Submitted, Whole, Ready and Finished are when the job was submitted, when MinMember
 	// members were first bound together, Ready together, and when it finished.
