@@ -19,10 +19,7 @@ import (
 // higher priority, whose nodes are reserved for it while they release them.
 type preemption struct {
 	preemptor string
-	priority  int32
 	victims   []string
-	// nodes are the victims' nodes, reserved for the preemptor.
-	nodes []string
 	// pods are the victims' members when they were evicted: what holds the nodes the
 	// preemptor waits for, in their groups or, for a victim whose owner keeps its state
 	// (see HandOff), out of them.
@@ -76,7 +73,8 @@ func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
 			continue
 		}
 		tries++
-		victims := chooseVictims(e.snap, w.Entry.Group, candidates, e.closedBy(g))
+		closed := e.queue.ClosedByPreemption(g.key, g.spec.Priority)
+		victims := chooseVictims(e.snap, w.Entry.Group, candidates, closed)
 		if len(victims) == 0 {
 			continue
 		}
@@ -95,21 +93,6 @@ func needsRoom(r queue.Reason) bool {
 		return r.ForPreemption
 	}
 	return false
-}
-
-// closedBy returns the nodes being freed for other preemptors that g may not use: those
-// of preemptors of g's priority or higher, as the queue has it (see
-// queue.Manager.ReserveForPreemption).
-func (e *Engine) closedBy(g *group) map[string]bool {
-	closed := map[string]bool{}
-	for key, pr := range e.preempting {
-		if key != g.key && g.spec.Priority <= pr.priority {
-			for _, n := range pr.nodes {
-				closed[n] = true
-			}
-		}
-	}
-	return closed
 }
 
 // preemptionPending reports whether a preemption is still in flight: its preemptor is
@@ -246,7 +229,7 @@ func fits(snap *cluster.Snapshot, g placement.Group, closed map[string]bool) boo
 // evictFor preempts victims for g: each victim's attempt ends as Preempted and its
 // members are evicted, and their nodes are reserved for g until they are free.
 func (e *Engine) evictFor(g *group, victims []*group, now time.Time, out *Output) {
-	pr := &preemption{preemptor: g.key, priority: g.spec.Priority}
+	pr := &preemption{preemptor: g.key}
 	names := make([]string, len(victims))
 	var nodes []string
 	msg := fmt.Sprintf("preempted by %s (priority %d)", g.key, g.spec.Priority)
@@ -258,7 +241,6 @@ func (e *Engine) evictFor(g *group, victims []*group, now time.Time, out *Output
 		e.step(v, lifecycle.Preempt{Message: msg}, now, out)
 		e.arm(v)
 	}
-	pr.nodes = nodes
 	e.preempting[g.key] = pr
 	e.queue.ReserveForPreemption(g.key, g.spec.Priority, nodes, now)
 	out.decision("preempting")

@@ -270,8 +270,7 @@ func (e *Engine) adopt(g *group, obs lifecycle.Observe, now time.Time, out *Outp
 			g.placed[key] = true
 		}
 	}
-	obs.Placed, obs.PlacedFailed, obs.Failure = 0, 0, ""
-	g.observePlaced(&obs)
+	obs, _ = g.observe() // with the members placed in the attempt it takes over
 	e.step(g, lifecycle.Admitted{Planned: g.boundLive()}, now, out)
 	e.step(g, obs, now, out)
 }

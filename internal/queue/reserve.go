@@ -91,6 +91,31 @@ func (m *Manager) ReserveForPreemption(key string, prio int32, nodes []string, n
 	m.reserve = nil
 }
 
+// closes reports whether the nodes of r, a reservation for preemption, are closed to
+// group key of priority prio: as kube-scheduler's nominated nodes, they are open only to
+// their holder and to groups of higher priority, wherever those come in order.
+func (r *Reservation) closes(key string, prio int32) bool {
+	return r.Key != key && prio <= r.Priority
+}
+
+// ClosedByPreemption returns the nodes being freed by preemption that group key of
+// priority prio may not use, or nil.
+func (m *Manager) ClosedByPreemption(key string, prio int32) map[string]bool {
+	var closed map[string]bool
+	for _, r := range m.preempt {
+		if !r.closes(key, prio) {
+			continue
+		}
+		if closed == nil {
+			closed = map[string]bool{}
+		}
+		for _, n := range r.Nodes {
+			closed[n] = true
+		}
+	}
+	return closed
+}
+
 // Unreserve drops key's reservations.
 func (m *Manager) Unreserve(key string) {
 	if m.reserve != nil && m.reserve.Key == key {

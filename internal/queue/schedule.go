@@ -260,16 +260,15 @@ type closedNodes struct {
 }
 
 // closedTo returns the reservations whose nodes it may not use: the starving group's
-// once the walk has passed its holder, and every other group's nodes being freed by
-// preemption unless it is of higher priority than their holder (as kube-scheduler's
-// nominated nodes, they are open only to such groups, wherever they come in order).
+// once the walk has passed its holder, and the nodes being freed by preemption that
+// Reservation.closes keeps from it.
 func (p *pass) closedTo(it *item) []closedNodes {
 	var out []closedNodes
 	if p.m.reserve != nil && p.behind && !p.holds(it) {
 		out = append(out, closedNodes{key: p.m.reserve.Key, nodes: p.reserved})
 	}
 	for _, r := range p.preempted {
-		if r.Key != it.Key && it.Priority <= r.Priority && p.m.preempt[r.Key] == r.Reservation { // not dropped in this pass
+		if r.closes(it.Key, it.Priority) && p.m.preempt[r.Key] == r.Reservation { // not dropped in this pass
 			out = append(out, closedNodes{key: r.Key, preemption: true, nodes: r.nodes})
 		}
 	}

@@ -211,13 +211,7 @@ func jobCondition(j *batchv1.Job, typ batchv1.JobConditionType) *batchv1.JobCond
 // resumes the Job: its pods come back and wait, holding nothing, while the cluster is
 // full; the Job has counted no failure.
 func TestPreemptedJobIsSuspendedAndResumed(t *testing.T) {
-	env := sandboxtest.Shared(t)
-	ns := env.Namespace(t)
-	env.CreateNodes(t, sandbox.NodePool{Name: "preempt-job", Count: 3, CPU: "16", Memory: "64Gi", GPUs: 1})
-	c := newClient(t, env.Config)
-	urgent := ns + "-urgent"
-	createPriorityClass(t, env, urgent, 1000, corev1.PreemptLowerPriority)
-	startMuster(t, env, musterOptions{})
+	env, ns, urgent, c := preemptionCluster(t, "preempt-job", 3)
 
 	old := pytorchJob{ns: ns, name: "old", workers: 0}
 	old.create(t, env, c)

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/kubelet"
@@ -26,6 +27,20 @@ func createPriorityClass(t *testing.T, env *sandboxtest.Env, name string, value 
 			t.Errorf("deleting PriorityClass %s: %v", name, err)
 		}
 	})
+}
+
+// preemptionCluster starts a namespace, a pool of n one-GPU nodes and muster, with a
+// PriorityClass of value 1000 that may preempt, and returns them with a client.
+func preemptionCluster(t *testing.T, pool string, n int) (env *sandboxtest.Env, ns, urgent string, c client.Client) {
+	t.Helper()
+	env = sandboxtest.Shared(t)
+	ns = env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: pool, Count: n, CPU: "16", Memory: "64Gi", GPUs: 1})
+	c = newClient(t, env.Config)
+	urgent = ns + "-urgent"
+	createPriorityClass(t, env, urgent, 1000, corev1.PreemptLowerPriority)
+	startMuster(t, env, musterOptions{})
+	return env, ns, urgent, c
 }
 
 // TestPreemptionEvictsTheFewestLowerPriorityGroups: two jobs of priority 0 fill four
@@ -77,13 +92,7 @@ func TestPreemptionEvictsTheFewestLowerPriorityGroups(t *testing.T) {
 // higher priority arrive: each preempts one of them at once, the second without waiting
 // for the first's victim to stop, and both run once their victims are gone.
 func TestPreemptionsInFlightAtOnce(t *testing.T) {
-	env := sandboxtest.Shared(t)
-	ns := env.Namespace(t)
-	env.CreateNodes(t, sandbox.NodePool{Name: "preempt-two", Count: 4, CPU: "16", Memory: "64Gi", GPUs: 1})
-	c := newClient(t, env.Config)
-	urgent := ns + "-urgent"
-	createPriorityClass(t, env, urgent, 1000, corev1.PreemptLowerPriority)
-	startMuster(t, env, musterOptions{})
+	env, ns, urgent, c := preemptionCluster(t, "preempt-two", 4)
 
 	slow := map[string]string{kubelet.AnnotationStopAfter: "15s"}
 	for _, name := range []string{"a", "b"} {
