@@ -42,6 +42,16 @@ type Queue struct {
 	// Weight is the queue's share relative to the other queues of its priority when
 	// they take turns by fairness (see WeightedShare); below 1 counts as 1.
 	Weight int32
+	// Cohort names the set of queues that lend each other the quota they do not use;
+	// empty for none. A queue of a cohort may hold more than its Quota of a resource
+	// while the cohort's queues together hold no more than their summed quotas of it;
+	// a group within its own queue's quota takes back what is lent (see
+	// Reason.Reclaimable). Only the queues whose Quota lists a resource lend or borrow
+	// it.
+	Cohort string
+	// BorrowingLimit caps, per resource, how much more than its Quota the queue may
+	// hold by borrowing. Resources it does not list are capped by the cohort alone.
+	BorrowingLimit cluster.Resources
 }
 
 // Entry is a group waiting for admission.
@@ -129,7 +139,7 @@ func New(opts Options) *Manager {
 
 // SetQueue adds a queue or replaces its quota, priority and weight. Charges already held stay.
 func (m *Manager) SetQueue(q Queue) {
-	q.Quota = q.Quota.Clone()
+	q.Quota, q.BorrowingLimit = q.Quota.Clone(), q.BorrowingLimit.Clone()
 	m.queues[q.Name] = q
 }
 

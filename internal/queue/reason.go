@@ -2,7 +2,6 @@ package queue
 
 import (
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -18,10 +17,12 @@ const (
 	// the queue is set.
 	QueueNotFound ReasonKind = "QueueNotFound"
 	// QuotaExceeded: the group's charge and what the queue's admitted groups hold exceed
-	// the quota. It waits until quota is released.
+	// the quota (and what the queue may borrow from its cohort), or the cohort's unused
+	// quota. It waits until quota is released; when the group is within its own queue's
+	// quota (Reason.Reclaimable), the quota its queue lent is taken back.
 	QuotaExceeded ReasonKind = "QuotaExceeded"
-	// QuotaNeverEnough: the group's charge alone exceeds the queue's whole quota. It is
-	// impossible in this queue.
+	// QuotaNeverEnough: the group's charge alone exceeds the queue's whole quota, with
+	// what it may borrow from its cohort. It is impossible in this queue.
 	QuotaNeverEnough ReasonKind = "QuotaNeverEnough"
 	// Placement: the group does not fit the cluster; Diagnosis says why, and whether it
 	// is impossible.
@@ -42,6 +43,18 @@ type Reason struct {
 	Need     int64
 	Used     int64
 	Quota    int64
+	// Cohort names the queue's cohort when the cohort, not the queue, is what is short
+	// (QuotaExceeded) or what bounds its borrowing (QuotaNeverEnough); CohortUsed and
+	// CohortQuota are then the cohort's usage and summed quota of Resource, and Limit
+	// is the most the queue may hold of it, its quota plus what it may borrow.
+	Cohort      string
+	CohortUsed  int64
+	CohortQuota int64
+	Limit       int64
+	// Reclaimable marks a QuotaExceeded group that is within its own queue's quota: the
+	// room it needs is lent to other queues of the cohort, and evicting their borrowing
+	// groups gives it back.
+	Reclaimable bool
 	// Diagnosis explains a Placement failure.
 	Diagnosis *placement.Diagnosis
 	// ReservedFor names the group holding the reservation, for Reserved.
@@ -73,9 +86,23 @@ func (r Reason) String() string {
 	case QueueNotFound:
 		return fmt.Sprintf("queue %q does not exist", r.Queue)
 	case QuotaExceeded:
-		return fmt.Sprintf("needs %s %s, queue %s has %s of %s in use", cluster.Format(r.Resource, r.Need), r.Resource,
-			r.Queue, cluster.Format(r.Resource, r.Used), cluster.Format(r.Resource, r.Quota))
+		f := func(v int64) string { return cluster.Format(r.Resource, v) }
+		switch {
+		case r.Reclaimable:
+			return fmt.Sprintf("needs %s %s, within queue %s's quota (%s of %s in use), but cohort %s has %s of %s in use: "+
+				"the rest is lent to other queues and is reclaimed", f(r.Need), r.Resource, r.Queue, f(r.Used), f(r.Quota),
+				r.Cohort, f(r.CohortUsed), f(r.CohortQuota))
+		case r.Cohort != "":
+			return fmt.Sprintf("needs %s %s, queue %s has %s of %s in use (%s with borrowing) and cohort %s has %s of %s in use",
+				f(r.Need), r.Resource, r.Queue, f(r.Used), f(r.Quota), f(r.Limit), r.Cohort, f(r.CohortUsed), f(r.CohortQuota))
+		}
+		return fmt.Sprintf("needs %s %s, queue %s has %s of %s in use", f(r.Need), r.Resource, r.Queue, f(r.Used), f(r.Quota))
 	case QuotaNeverEnough:
+		if r.Cohort != "" {
+			return fmt.Sprintf("needs %s %s, more than queue %s may ever hold: its quota of %s and what it may borrow from cohort %s, %s in all",
+				cluster.Format(r.Resource, r.Need), r.Resource, r.Queue, cluster.Format(r.Resource, r.Quota), r.Cohort,
+				cluster.Format(r.Resource, r.Limit))
+		}
 		return fmt.Sprintf("needs %s %s, more than queue %s's whole quota of %s", cluster.Format(r.Resource, r.Need),
 			r.Resource, r.Queue, cluster.Format(r.Resource, r.Quota))
 	case Placement:
@@ -93,27 +120,4 @@ func (r Reason) String() string {
 		return fmt.Sprintf("fits only on nodes reserved for starving group %s", r.ReservedFor)
 	}
 	return string(r.Kind)
-}
-
-// overQuota checks a charge against queue q, given what its admitted groups hold. A
-// resource whose charge alone exceeds the quota is reported before one that only exceeds
-// it with the usage, so an impossible group is always told so; among equals, the first
-// resource by name is reported. Resources the quota does not list are unlimited.
-func overQuota(q Queue, used, need cluster.Resources) (Reason, bool) {
-	names := make([]corev1.ResourceName, 0, len(q.Quota))
-	for name := range q.Quota {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		if n := need[name]; n > 0 && n > q.Quota[name] {
-			return Reason{Kind: QuotaNeverEnough, Queue: q.Name, Resource: name, Need: n, Used: used[name], Quota: q.Quota[name]}, true
-		}
-	}
-	for _, name := range names {
-		if n := need[name]; n > 0 && used[name]+n > q.Quota[name] {
-			return Reason{Kind: QuotaExceeded, Queue: q.Name, Resource: name, Need: n, Used: used[name], Quota: q.Quota[name]}, true
-		}
-	}
-	return Reason{}, false
 }

@@ -136,7 +136,7 @@ func (p *pass) decide(it *item) {
 		p.wait(it, Reason{Kind: QueueNotFound, Queue: it.Queue})
 		return
 	}
-	if r, over := overQuota(q, p.m.usedBy(q.Name), it.least); over {
+	if r, over := p.m.overQuota(q, it.least); over {
 		p.wait(it, r)
 		return
 	}
@@ -178,9 +178,8 @@ func (p *pass) decide(it *item) {
 // first MinMember members (the preferred ones), which may fit. Otherwise the plan is
 // reverted, leaving the snapshot as it was, and the group waits with QuotaExceeded.
 func (p *pass) admitWithinQuota(it *item, q Queue, plan *placement.Plan, opts placement.Options) {
-	used := p.m.usedBy(q.Name)
 	c := it.chargeOf(plan)
-	r, over := overQuota(q, used, c)
+	r, over := p.m.overQuota(q, c)
 	if over && len(plan.Assignments) > it.Group.MinMember {
 		plan.Revert()
 		g := it.Group
@@ -191,7 +190,7 @@ func (p *pass) admitWithinQuota(it *item, q Queue, plan *placement.Plan, opts pl
 			return
 		}
 		c = it.chargeOf(plan)
-		r, over = overQuota(q, used, c)
+		r, over = p.m.overQuota(q, c)
 	}
 	if over {
 		plan.Revert()

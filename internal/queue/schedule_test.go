@@ -18,6 +18,8 @@ type scheduleCase struct {
 	nodes   []*corev1.Node
 	queues  []queue.Queue // default: team-a, unlimited
 	charged map[string]cluster.Resources
+	// chargedTo names the queue of a charged group; default team-a.
+	chargedTo map[string]string
 	entries []*entryBuilder
 	want    []string
 }
@@ -33,7 +35,11 @@ func (tc scheduleCase) run(t *testing.T) {
 		m.SetQueue(q)
 	}
 	for key, r := range tc.charged {
-		m.Charge(key, "team-a", r)
+		q := tc.chargedTo[key]
+		if q == "" {
+			q = "team-a"
+		}
+		m.Charge(key, q, r)
 	}
 	for _, e := range tc.entries {
 		m.Push(e.build())

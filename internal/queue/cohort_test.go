@@ -1,0 +1,116 @@
+package queue_test
+
+import (
+	"testing"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	gt "github.com/muster-sched/muster/internal/gangtest"
+	"github.com/muster-sched/muster/internal/queue"
+)
+
+func TestScheduleCohort(t *testing.T) {
+	// Two teams of 8 GPUs each that lend each other what they do not use.
+	teams := func(limitA cluster.Resources) []queue.Queue {
+		return []queue.Queue{
+			{Name: "team-a", Quota: gpus(8), Cohort: "research", BorrowingLimit: limitA},
+			{Name: "team-b", Quota: gpus(8), Cohort: "research"},
+		}
+	}
+	tests := []scheduleCase{{
+		name:    "a queue borrows what the other does not use",
+		nodes:   gpuNodes("n", 4, 8),
+		queues:  teams(nil),
+		entries: []*entryBuilder{entry("a1", 8, 1), entry("a2", 8, 1)},
+		want: []string{
+			"admit a1 {nvidia.com/gpu: 8} on n-0",
+			"admit a2 {nvidia.com/gpu: 8} on n-1",
+		},
+	}, {
+		name:      "no more than the cohort's summed quota",
+		nodes:     gpuNodes("n", 4, 8),
+		queues:    teams(nil),
+		charged:   map[string]cluster.Resources{"a1": gpus(8), "b1": gpus(4)},
+		chargedTo: map[string]string{"b1": "team-b"},
+		entries:   []*entryBuilder{entry("a2", 8, 1)},
+		want: []string{
+			"wait a2 #1: needs 8 nvidia.com/gpu, queue team-a has 8 of 8 in use (16 with borrowing) and cohort research has 12 of 16 in use",
+		},
+	}, {
+		name:    "the borrowing limit caps what a queue holds beyond its quota",
+		nodes:   gpuNodes("n", 4, 8),
+		queues:  teams(gpus(4)),
+		charged: map[string]cluster.Resources{"a1": gpus(8)},
+		entries: []*entryBuilder{entry("a2", 8, 1), entry("a3", 4, 1)},
+		want: []string{
+			"admit a3 {nvidia.com/gpu: 4} on n-0",
+			"wait a2 #1: needs 8 nvidia.com/gpu, queue team-a has 8 of 8 in use (12 with borrowing) and cohort research has 8 of 16 in use",
+		},
+	}, {
+		name:    "more than the quota and all it may borrow is impossible",
+		nodes:   gpuNodes("n", 4, 8),
+		queues:  teams(gpus(4)),
+		entries: []*entryBuilder{entry("huge", 13, 1)},
+		want: []string{
+			"wait huge #1: needs 13 nvidia.com/gpu, more than queue team-a may ever hold: its quota of 8 and what it may borrow from cohort research, 12 in all (impossible)",
+		},
+	}, {
+		name:      "a group within its own quota, lent out, is told it is reclaimed",
+		nodes:     gpuNodes("n", 4, 8),
+		queues:    teams(nil),
+		charged:   map[string]cluster.Resources{"a1": gpus(8), "a2": gpus(8)},
+		chargedTo: map[string]string{},
+		entries:   []*entryBuilder{entry("b1", 4, 1).in("team-b")},
+		want: []string{
+			"wait b1 #1: needs 4 nvidia.com/gpu, within queue team-b's quota (0 of 8 in use), but cohort research has 16 of 16 in use: the rest is lent to other queues and is reclaimed",
+		},
+	}, {
+		name:  "a queue outside the cohort neither lends nor borrows",
+		nodes: gpuNodes("n", 4, 8),
+		queues: append(teams(nil),
+			queue.Queue{Name: "solo", Quota: gpus(8)}),
+		entries: []*entryBuilder{entry("a1", 16, 1), entry("s1", 16, 1).in("solo"), entry("a2", 8, 1)},
+		want: []string{
+			"admit a1 {nvidia.com/gpu: 16} on n-0,n-1",
+			"wait s1 #1: needs 16 nvidia.com/gpu, more than queue solo's whole quota of 8 (impossible)",
+			"wait a2 #1: needs 8 nvidia.com/gpu, queue team-a has 16 of 8 in use (16 with borrowing) and cohort research has 16 of 16 in use",
+		},
+	}, {
+		name:  "only the queues whose quota lists a resource lend it",
+		nodes: gpuNodes("n", 4, 8),
+		queues: []queue.Queue{
+			{Name: "team-a", Quota: gpus(8), Cohort: "research"},
+			{Name: "cpu-only", Quota: cluster.Resources{"cpu": 64000}, Cohort: "research"},
+		},
+		entries: []*entryBuilder{entry("a1", 9, 1)},
+		want: []string{
+			"wait a1 #1: needs 9 nvidia.com/gpu, more than queue team-a may ever hold: its quota of 8 and what it may borrow from cohort research, 8 in all (impossible)",
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, tc.run)
+	}
+}
+
+func TestBorrowingAndFitsQuotaWithout(t *testing.T) {
+	m := queue.New(queue.Options{})
+	m.SetQueue(queue.Queue{Name: "team-a", Quota: gpus(8), Cohort: "research"})
+	m.SetQueue(queue.Queue{Name: "team-b", Quota: gpus(8), Cohort: "research"})
+	m.Charge("a1", "team-a", gpus(8))
+	m.Charge("a2", "team-a", gpus(6))
+	if !m.Borrowing("team-a") || m.Borrowing("team-b") {
+		t.Errorf("Borrowing: team-a %t, team-b %t; expected team-a only", m.Borrowing("team-a"), m.Borrowing("team-b"))
+	}
+	m.Push(entry("b1", 4, 1).in("team-b").build())
+	if m.FitsQuotaWithout("b1", nil) {
+		t.Errorf("b1 fits with 14 of 16 in use; expected not")
+	}
+	if !m.FitsQuotaWithout("b1", []string{"a2"}) {
+		t.Errorf("b1 does not fit once a2 releases its 6; expected it to")
+	}
+	if m.FitsQuotaWithout("b1", nil) {
+		t.Errorf("FitsQuotaWithout changed the usage")
+	}
+	if got := m.Queues()[0].Used[gt.GPU]; got != 14 {
+		t.Errorf("team-a uses %d GPUs after the checks, expected 14", got)
+	}
+}

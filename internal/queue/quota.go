@@ -1,0 +1,131 @@
+package queue
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/cluster"
+)
+
+// limits is what bounds one queue's holding of one resource.
+type limits struct {
+	// quota is the queue's own quota.
+	quota int64
+	// most is the most the queue may hold: its quota plus what it may borrow.
+	most int64
+	// cohortQuota and cohortUsed are the summed quotas and usage of the resource over
+	// the queues of the cohort that list it; zero without a cohort.
+	cohortQuota, cohortUsed int64
+}
+
+// limitsOf returns the bounds on queue q's holding of resource name, which its quota
+// lists.
+func (m *Manager) limitsOf(q Queue, name corev1.ResourceName) limits {
+	l := limits{quota: q.Quota[name], most: q.Quota[name]}
+	if q.Cohort == "" {
+		return l
+	}
+	for _, other := range m.queues {
+		if quota, ok := other.Quota[name]; ok && other.Cohort == q.Cohort {
+			l.cohortQuota += quota
+			l.cohortUsed += m.used[other.Name][name]
+		}
+	}
+	borrow := l.cohortQuota - l.quota
+	if cap, ok := q.BorrowingLimit[name]; ok {
+		borrow = min(borrow, cap)
+	}
+	l.most += max(borrow, 0)
+	return l
+}
+
+// overQuota checks a charge against queue q, given what the admitted groups hold. A
+// resource whose charge alone exceeds what the queue may ever hold is reported before
+// one that only exceeds it with the usage, so an impossible group is always told so;
+// among equals, the first resource by name is reported. Resources the quota does not
+// list are unlimited.
+//
+// In a cohort, a charge fits when the queue stays within its quota plus what it may
+// borrow and the cohort's queues stay within their summed quotas. A charge that fits the
+// queue's own quota but not the cohort, whose quota is lent out, is Reclaimable.
+func (m *Manager) overQuota(q Queue, need cluster.Resources) (Reason, bool) {
+	names := make([]corev1.ResourceName, 0, len(q.Quota))
+	for name := range q.Quota {
+		if need[name] > 0 {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	used := m.usedBy(q.Name)
+	reason := func(kind ReasonKind, name corev1.ResourceName, l limits) Reason {
+		r := Reason{Kind: kind, Queue: q.Name, Resource: name, Need: need[name], Used: used[name], Quota: l.quota}
+		if q.Cohort != "" {
+			r.Cohort, r.CohortUsed, r.CohortQuota, r.Limit = q.Cohort, l.cohortUsed, l.cohortQuota, l.most
+		}
+		return r
+	}
+	bounds := make([]limits, len(names))
+	for i, name := range names {
+		bounds[i] = m.limitsOf(q, name)
+		if need[name] > bounds[i].most {
+			return reason(QuotaNeverEnough, name, bounds[i]), true
+		}
+	}
+	for i, name := range names {
+		l := bounds[i]
+		if used[name]+need[name] > l.most {
+			return reason(QuotaExceeded, name, l), true
+		}
+		if q.Cohort != "" && l.cohortUsed+need[name] > l.cohortQuota {
+			r := reason(QuotaExceeded, name, l)
+			r.Reclaimable = used[name]+need[name] <= l.quota
+			return r, true
+		}
+	}
+	return Reason{}, false
+}
+
+// Borrowing reports whether queue name holds more of some resource than its quota,
+// which only a queue of a cohort may: what it holds beyond is lent by the others.
+func (m *Manager) Borrowing(name string) bool {
+	q, ok := m.queues[name]
+	if !ok || q.Cohort == "" {
+		return false
+	}
+	for res, v := range m.used[name] {
+		if quota, ok := q.Quota[res]; ok && v > quota {
+			return true
+		}
+	}
+	return false
+}
+
+// Cohort returns the cohort of queue name, or "" if it has none or does not exist.
+func (m *Manager) Cohort(name string) string { return m.queues[name].Cohort }
+
+// FitsQuotaWithout reports whether queued group key's least charge would fit its
+// queue's quota and cohort if the groups without released what they hold. The Manager is
+// as it was after the call.
+func (m *Manager) FitsQuotaWithout(key string, without []string) bool {
+	it := m.entries[key]
+	if it == nil {
+		return false
+	}
+	q, ok := m.queues[it.Queue]
+	if !ok {
+		return false
+	}
+	for _, k := range without {
+		if c, ok := m.charges[k]; ok {
+			m.used[c.queue].Sub(c.res)
+		}
+	}
+	_, over := m.overQuota(q, it.least)
+	for _, k := range without {
+		if c, ok := m.charges[k]; ok {
+			m.used[c.queue].Add(c.res)
+		}
+	}
+	return !over
+}
