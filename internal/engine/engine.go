@@ -31,8 +31,11 @@ type Queue struct {
 	Priority int32
 	// Weight is the queue's share relative to the other queues of its priority (see
 	// queue.WeightedShare); below 1 counts as 1.
-	Weight   int32
-	Defaults PolicyOverrides
+	Weight int32
+	// Cohort and BorrowingLimit let the queue lend and borrow quota (see queue.Queue).
+	Cohort         string
+	BorrowingLimit cluster.Resources
+	Defaults       PolicyOverrides
 }
 
 // Engine is the decision core. It is not safe for concurrent use.
@@ -242,7 +245,8 @@ func (e *Engine) HandOff(key string) {
 // SetQueue adds or updates a queue.
 func (e *Engine) SetQueue(q Queue) {
 	e.queues[q.Name] = q
-	e.queue.SetQueue(queue.Queue{Name: q.Name, Quota: q.Quota, Priority: q.Priority, Weight: q.Weight})
+	e.queue.SetQueue(queue.Queue{Name: q.Name, Quota: q.Quota, Priority: q.Priority, Weight: q.Weight,
+		Cohort: q.Cohort, BorrowingLimit: q.BorrowingLimit})
 	e.nodesChanged = true // a larger quota may make a QuotaNeverEnough group possible
 	e.schedule = true
 }

@@ -34,9 +34,13 @@ const maxPreemptionTries = 3
 // preempt runs after an admission pass. It first ends the preemptions that are over:
 // the preemptor was admitted or left the queue, or its victims hold nothing any more.
 // Then it takes the waiting groups in admission order and, for each that has no
-// preemption in flight and does not fit now but would if admitted groups of lower
-// priority gave up their nodes, evicts the fewest such groups, sparing those of higher
-// priority and older admission first, and reserves their nodes for it.
+// preemption in flight, evicts the fewest groups that make room for it, sparing those
+// of higher priority and older admission first, and reserves their nodes for it:
+//   - a group within its own queue's quota whose cohort lent that quota out
+//     (queue.Reason.Reclaimable) takes it back from the groups of the cohort's
+//     borrowing queues, whatever their priority;
+//   - a group that does not fit now but would if admitted groups of lower priority gave
+//     up their nodes preempts those.
 //
 // Several preemptions may be in flight, one per preemptor, each with its own victims: a
 // preemptor does not evict more groups while its victims are still releasing their
@@ -52,33 +56,42 @@ func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
 			out.touch(key)
 		}
 	}
-	if !e.anyBelow(res.Waiting) {
-		return
-	}
+	byPriority := e.anyBelow(res.Waiting)
 	lowest, ok := e.lowestAdmittedPriority()
-	if !ok {
-		return
-	}
+	byPriority = byPriority && ok
 	tries := 0
 	for _, w := range res.Waiting {
 		if tries == maxPreemptionTries {
 			return
 		}
 		g := e.groups[w.Key]
-		if g == nil || e.preempting[w.Key] != nil || g.spec.Priority <= lowest || !needsRoom(w.Reason) || !mayPreempt(g) {
+		if g == nil || e.preempting[w.Key] != nil {
 			continue
 		}
-		candidates := e.victimCandidates(g.spec.Priority)
+		var candidates []*group
+		reclaim := w.Reason.Reclaimable
+		switch {
+		case reclaim:
+			candidates = e.borrowers(e.queueOf(g))
+		case byPriority && g.spec.Priority > lowest && needsRoom(w.Reason) && mayPreempt(g):
+			candidates = e.victimCandidates(g.spec.Priority)
+		}
 		if len(candidates) == 0 {
 			continue
 		}
 		tries++
 		closed := e.queue.ClosedByPreemption(g.key, g.spec.Priority)
-		victims := chooseVictims(e.snap, w.Entry.Group, candidates, closed)
+		admits := func(trial *cluster.Snapshot, evicted []*group) bool {
+			if reclaim && !e.queue.FitsQuotaWithout(g.key, keysOf(evicted)) {
+				return false
+			}
+			return fits(trial, w.Entry.Group, closed)
+		}
+		victims := chooseVictims(e.snap, candidates, admits)
 		if len(victims) == 0 {
 			continue
 		}
-		e.evictFor(g, victims, now, out)
+		e.evictFor(g, victims, reclaim, now, out)
 	}
 }
 
@@ -166,8 +179,7 @@ func preemptible(g *group) bool {
 }
 
 // victimCandidates returns the admitted groups of priority below prio that hold nodes
-// and are not being evicted, most valuable first: higher priority, then admitted
-// earlier, then key.
+// and are not being evicted, most valuable first (see byValue).
 func (e *Engine) victimCandidates(prio int32) []*group {
 	var out []*group
 	for _, g := range e.groups {
@@ -175,6 +187,30 @@ func (e *Engine) victimCandidates(prio int32) []*group {
 			out = append(out, g)
 		}
 	}
+	return byValue(out)
+}
+
+// borrowers returns the admitted groups that hold nodes, are not being evicted, and
+// belong to another queue of queue q's cohort that holds more than its quota, most
+// valuable first (see byValue): what a group of q may reclaim.
+func (e *Engine) borrowers(q string) []*group {
+	cohort := e.queue.Cohort(q)
+	if cohort == "" {
+		return nil
+	}
+	var out []*group
+	for _, g := range e.groups {
+		gq := e.queueOf(g)
+		if gq != q && e.queue.Cohort(gq) == cohort && e.queue.Borrowing(gq) && preemptible(g) {
+			out = append(out, g)
+		}
+	}
+	return byValue(out)
+}
+
+// byValue sorts groups most valuable first: higher priority, then admitted earlier, then
+// key. Victims are taken from the end.
+func byValue(out []*group) []*group {
 	slices.SortFunc(out, func(a, b *group) int {
 		if c := cmp.Compare(b.spec.Priority, a.spec.Priority); c != 0 {
 			return c
@@ -187,28 +223,37 @@ func (e *Engine) victimCandidates(prio int32) []*group {
 	return out
 }
 
-// chooseVictims returns the fewest candidates whose eviction lets want be placed on
-// snap outside the closed nodes, or nil if evicting them all would not. On a copy of
-// snap it removes every candidate's members, then gives each candidate its nodes back,
-// most valuable first, as long as want still fits without them: each candidate
-// returned is needed given the ones spared before it. snap is not modified.
-func chooseVictims(snap *cluster.Snapshot, want placement.Group, candidates []*group, closed map[string]bool) []*group {
+// chooseVictims returns the fewest candidates whose eviction lets the preemptor in, as
+// fits tells on a snapshot without the evicted groups' members, or nil if evicting them
+// all would not. On a copy of snap it removes every candidate's members, then gives each
+// candidate its nodes back, most valuable first, as long as the preemptor still fits
+// without it: each candidate returned is needed given the ones spared before it. snap
+// is not modified.
+func chooseVictims(snap *cluster.Snapshot, candidates []*group, fits func(trial *cluster.Snapshot, evicted []*group) bool) []*group {
 	trial := snap.Clone()
 	for _, v := range candidates {
 		v.removeFrom(trial)
 	}
-	if !fits(trial, want, closed) {
+	if !fits(trial, candidates) {
 		return nil
 	}
 	var victims []*group
-	for _, v := range candidates {
+	for i, v := range candidates {
 		v.addTo(trial)
-		if !fits(trial, want, closed) {
+		if !fits(trial, append(slices.Clip(victims), candidates[i+1:]...)) {
 			v.removeFrom(trial)
 			victims = append(victims, v)
 		}
 	}
 	return victims
+}
+
+func keysOf(groups []*group) []string {
+	out := make([]string, len(groups))
+	for i, g := range groups {
+		out[i] = g.key
+	}
+	return out
 }
 
 // fits reports whether g can be placed on snap now outside the closed nodes, leaving
@@ -227,12 +272,21 @@ func fits(snap *cluster.Snapshot, g placement.Group, closed map[string]bool) boo
 }
 
 // evictFor preempts victims for g: each victim's attempt ends as Preempted and its
-// members are evicted, and their nodes are reserved for g until they are free.
-func (e *Engine) evictFor(g *group, victims []*group, now time.Time, out *Output) {
+// members are evicted, and their nodes are reserved for g until they are free. reclaim
+// says g takes back its queue's quota from borrowing victims rather than preempting
+// groups of lower priority.
+func (e *Engine) evictFor(g *group, victims []*group, reclaim bool, now time.Time, out *Output) {
 	pr := &preemption{preemptor: g.key}
 	names := make([]string, len(victims))
 	var nodes []string
 	msg := fmt.Sprintf("preempted by %s (priority %d)", g.key, g.spec.Priority)
+	reason, what := "Preempting", "evicting %d group(s) of lower priority to make room: %s"
+	if reclaim {
+		q := e.queueOf(g)
+		msg = fmt.Sprintf("quota borrowed from cohort %s reclaimed by queue %s for %s", e.queue.Cohort(q), q, g.key)
+		reason = "Reclaiming"
+		what = fmt.Sprintf("evicting %%d group(s) that borrow from cohort %s to give queue %s its quota back: %%s", e.queue.Cohort(q), q)
+	}
 	for i, v := range victims {
 		names[i] = fmt.Sprintf("%s (priority %d)", v.key, v.spec.Priority)
 		pr.victims = append(pr.victims, v.key)
@@ -242,11 +296,11 @@ func (e *Engine) evictFor(g *group, victims []*group, now time.Time, out *Output
 		e.arm(v)
 	}
 	e.preempting[g.key] = pr
-	e.queue.ReserveForPreemption(g.key, g.spec.Priority, nodes, now)
-	out.decision("preempting")
+	e.queue.ReserveForPreemption(g.key, g.spec.Priority, nodes, reclaim, now)
+	out.decision(strings.ToLower(reason))
 	out.touch(g.key)
-	out.Events = append(out.Events, Event{Group: g.key, Type: Normal, Reason: "Preempting",
-		Message: fmt.Sprintf("evicting %d group(s) of lower priority to make room: %s", len(victims), strings.Join(names, ", "))})
+	out.Events = append(out.Events, Event{Group: g.key, Type: Normal, Reason: reason,
+		Message: fmt.Sprintf(what, len(victims), strings.Join(names, ", "))})
 }
 
 // preemptingFor returns the victims of the preemption in flight for key, if any.

@@ -1,6 +1,9 @@
 package queue_test
 
 import (
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 	"testing"
 
 	"github.com/muster-sched/muster/internal/cluster"
@@ -112,5 +115,37 @@ func TestBorrowingAndFitsQuotaWithout(t *testing.T) {
 	}
 	if got := m.Queues()[0].Used[gt.GPU]; got != 14 {
 		t.Errorf("team-a uses %d GPUs after the checks, expected 14", got)
+	}
+}
+
+// TestBorrowingPausedWhileReclaiming: while a group of team-b holds a reservation for
+// reclaiming, team-a may use its own quota but not borrow; a reservation for plain
+// preemption pauses nothing.
+func TestBorrowingPausedWhileReclaiming(t *testing.T) {
+	for _, reclaim := range []bool{true, false} {
+		m := queue.New(queue.Options{StarvationThreshold: time.Hour})
+		for _, q := range []string{"team-a", "team-b", "team-c"} {
+			m.SetQueue(queue.Queue{Name: q, Quota: gpus(8), Cohort: "research"})
+		}
+		m.Charge("a1", "team-a", gpus(6))
+		m.Charge("c1", "team-c", gpus(12))
+		m.Push(entry("b1", 8, 1).in("team-b").build())
+		m.ReserveForPreemption("b1", 0, []string{"n-3"}, reclaim, t0)
+		m.Push(entry("a2", 2, 1).build())
+		m.Push(entry("a3", 1, 1).at(time.Second).build())
+		got := summary(m.Schedule(cluster.New(gpuNodes("n", 4, 8), nil), t0.Add(time.Minute)))
+		b1 := "wait b1 #1: needs 8 nvidia.com/gpu, within queue team-b's quota (0 of 8 in use), but cohort research has 18 of 24 in use: the rest is lent to other queues and is reclaimed"
+		want := []string{
+			"admit a2 {nvidia.com/gpu: 2} on n-0",
+			b1,
+			"wait a3 #1: needs 1 nvidia.com/gpu, queue team-a has 8 of 8 in use and may not borrow from cohort research while another of its queues reclaims its quota",
+			"reserve b1 since 0s: n-3",
+		}
+		if !reclaim {
+			want = []string{"admit a2 {nvidia.com/gpu: 2} on n-0", "admit a3 {nvidia.com/gpu: 1} on n-0", b1, "reserve b1 since 0s: n-3"}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("reclaim %t: Schedule (-want +got):\n%s", reclaim, diff)
+		}
 	}
 }

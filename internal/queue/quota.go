@@ -17,6 +17,17 @@ type limits struct {
 	// cohortQuota and cohortUsed are the summed quotas and usage of the resource over
 	// the queues of the cohort that list it; zero without a cohort.
 	cohortQuota, cohortUsed int64
+	// paused says the queue may not borrow now: another queue of its cohort reclaims.
+	paused bool
+}
+
+// now is the most the queue may hold at the moment: its quota while borrowing is
+// paused, else l.most.
+func (l limits) now() int64 {
+	if l.paused {
+		return l.quota
+	}
+	return l.most
 }
 
 // limitsOf returns the bounds on queue q's holding of resource name, which its quota
@@ -37,6 +48,7 @@ func (m *Manager) limitsOf(q Queue, name corev1.ResourceName) limits {
 		borrow = min(borrow, cap)
 	}
 	l.most += max(borrow, 0)
+	l.paused = m.reclaiming(q)
 	return l
 }
 
@@ -74,8 +86,10 @@ func (m *Manager) overQuota(q Queue, need cluster.Resources) (Reason, bool) {
 	}
 	for i, name := range names {
 		l := bounds[i]
-		if used[name]+need[name] > l.most {
-			return reason(QuotaExceeded, name, l), true
+		if used[name]+need[name] > l.now() {
+			r := reason(QuotaExceeded, name, l)
+			r.BorrowingPaused = l.paused && used[name]+need[name] > l.quota
+			return r, true
 		}
 		if q.Cohort != "" && l.cohortUsed+need[name] > l.cohortQuota {
 			r := reason(QuotaExceeded, name, l)

@@ -55,6 +55,9 @@ type Reason struct {
 	// room it needs is lent to other queues of the cohort, and evicting their borrowing
 	// groups gives it back.
 	Reclaimable bool
+	// BorrowingPaused marks a QuotaExceeded group that would borrow but may not now: a
+	// group of another queue of the cohort is reclaiming its queue's quota.
+	BorrowingPaused bool
 	// Diagnosis explains a Placement failure.
 	Diagnosis *placement.Diagnosis
 	// ReservedFor names the group holding the reservation, for Reserved.
@@ -92,6 +95,9 @@ func (r Reason) String() string {
 			return fmt.Sprintf("needs %s %s, within queue %s's quota (%s of %s in use), but cohort %s has %s of %s in use: "+
 				"the rest is lent to other queues and is reclaimed", f(r.Need), r.Resource, r.Queue, f(r.Used), f(r.Quota),
 				r.Cohort, f(r.CohortUsed), f(r.CohortQuota))
+		case r.BorrowingPaused:
+			return fmt.Sprintf("needs %s %s, queue %s has %s of %s in use and may not borrow from cohort %s "+
+				"while another of its queues reclaims its quota", f(r.Need), r.Resource, r.Queue, f(r.Used), f(r.Quota), r.Cohort)
 		case r.Cohort != "":
 			return fmt.Sprintf("needs %s %s, queue %s has %s of %s in use (%s with borrowing) and cohort %s has %s of %s in use",
 				f(r.Need), r.Resource, r.Queue, f(r.Used), f(r.Quota), f(r.Limit), r.Cohort, f(r.CohortUsed), f(r.CohortQuota))

@@ -86,8 +86,13 @@ func scarceOf(it *item) corev1.ResourceName {
 // reservation at once, each for the nodes of its own victims; it replaces key's own, and
 // the starving group's reservation, whose nodes the preemption may be freeing. nodes may
 // repeat and be in any order.
-func (m *Manager) ReserveForPreemption(key string, prio int32, nodes []string, now time.Time) {
-	m.preempt[key] = &Reservation{Key: key, Nodes: slices.Compact(slices.Sorted(slices.Values(nodes))), Since: now, Preemption: true, Priority: prio}
+//
+// reclaim says the victims were evicted to give key's queue back the quota its cohort
+// lent: until the reservation ends, no other queue of the cohort may borrow, so that
+// what the victims release is not lent again before key is admitted.
+func (m *Manager) ReserveForPreemption(key string, prio int32, nodes []string, reclaim bool, now time.Time) {
+	m.preempt[key] = &Reservation{Key: key, Nodes: slices.Compact(slices.Sorted(slices.Values(nodes))), Since: now,
+		Preemption: true, Reclaim: reclaim, Priority: prio}
 	m.reserve = nil
 }
 
@@ -122,6 +127,17 @@ func (m *Manager) Unreserve(key string) {
 		m.reserve = nil
 	}
 	delete(m.preempt, key)
+}
+
+// reclaiming reports whether a group of another queue of q's cohort is taking back its
+// queue's quota (see ReserveForPreemption).
+func (m *Manager) reclaiming(q Queue) bool {
+	for key, r := range m.preempt {
+		if it := m.entries[key]; r.Reclaim && it != nil && it.Queue != q.Name && m.queues[it.Queue].Cohort == q.Cohort {
+			return true
+		}
+	}
+	return false
 }
 
 // Reservations returns the reservations in force: the starving group's first, then those

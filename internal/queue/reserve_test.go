@@ -176,7 +176,7 @@ func TestPreemptionReservation(t *testing.T) {
 		// x1's group on n-1 and x0's on n-0 are being preempted for vip. small and peer
 		// (of vip's priority, ahead of it) would take n-0 (the tightest fit) but may only
 		// use n-2; boss, of higher priority, may take n-0.
-		do:  func(m *queue.Manager) { m.ReserveForPreemption("vip", 10, []string{"n-1", "n-0"}, t0) },
+		do:  func(m *queue.Manager) { m.ReserveForPreemption("vip", 10, []string{"n-1", "n-0"}, false, t0) },
 		now: time.Minute,
 		want: []string{
 			"admit boss {nvidia.com/gpu: 1} on n-0",
@@ -222,8 +222,8 @@ func TestPreemptionReservations(t *testing.T) {
 		// first of the tightest); mid may use vip's n-0, not boss's n-1, and takes n-2;
 		// peer may use neither and would fit only on boss's n-1.
 		do: func(m *queue.Manager) {
-			m.ReserveForPreemption("vip", 10, []string{"n-0"}, t0)
-			m.ReserveForPreemption("boss", 20, []string{"n-1"}, t0)
+			m.ReserveForPreemption("vip", 10, []string{"n-0"}, false, t0)
+			m.ReserveForPreemption("boss", 20, []string{"n-1"}, false, t0)
 		},
 		snap: oneFree,
 		now:  time.Minute,
@@ -262,8 +262,8 @@ func TestPreemptionReservations(t *testing.T) {
 // the nodes being freed for a preemptor of higher priority keeps its own reservation.
 func TestPreemptorKeepsItsNodesWhileBlockedByAnother(t *testing.T) {
 	m := newReserveManager(entry("vip", 1, 4).prio(10), entry("boss", 2, 4).prio(20))
-	m.ReserveForPreemption("vip", 10, []string{"n-0"}, t0)
-	m.ReserveForPreemption("boss", 20, []string{"n-1", "n-2"}, t0)
+	m.ReserveForPreemption("vip", 10, []string{"n-0"}, false, t0)
+	m.ReserveForPreemption("boss", 20, []string{"n-1", "n-2"}, false, t0)
 	snap := cluster.New(gpuNodes("n", 3, 4), []*corev1.Pod{
 		gt.Pod("x0").GPU(3).Node("n-0").Obj(), // vip's victim, still there
 		gt.Pod("x2").GPU(3).Node("n-2").Obj(), // boss's other victim, still there

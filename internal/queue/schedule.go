@@ -40,6 +40,8 @@ type Reservation struct {
 	// Preemption marks nodes being freed for the group by preemption (see
 	// Manager.ReserveForPreemption) rather than reserved for a starving group.
 	Preemption bool
+	// Reclaim marks a preemption that takes back quota its holder's cohort lent.
+	Reclaim bool
 	// Priority is the group's priority, for a preemption's reservation.
 	Priority int32
 }
@@ -226,11 +228,11 @@ func (p *pass) fail(it *item, r Reason) {
 }
 
 // wait records that a group stays queued; a reservation holder that waits for anything
-// but room (it does not fit, or fits only on nodes reserved for another) loses its
-// reservations, since nodes would not help it.
+// but room (it does not fit, fits only on nodes reserved for another, or waits for the
+// quota it reclaims) loses its reservations, since nodes would not help it.
 func (p *pass) wait(it *item, r Reason) {
 	p.res.Waiting = append(p.res.Waiting, Waiting{Entry: it.Entry, Reason: r})
-	if r.Kind != Placement && r.Kind != Reserved {
+	if r.Kind != Placement && r.Kind != Reserved && !r.Reclaimable {
 		p.m.Unreserve(it.Key)
 	}
 }

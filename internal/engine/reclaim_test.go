@@ -1,0 +1,87 @@
+package engine_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/engine"
+	gt "github.com/muster-sched/muster/internal/gangtest"
+	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/sim"
+)
+
+// cohortEngine returns an engine of four one-GPU nodes and two queues, team-a and
+// team-b, of two GPUs each, in cohort research.
+func cohortEngine() *engine.Engine {
+	e := oneGPUEngine(4)
+	for _, q := range []string{"team-a", "team-b"} {
+		e.SetQueue(engine.Queue{Name: q, Quota: cluster.Resources{gt.GPU: 2}, Cohort: "research"})
+	}
+	return e
+}
+
+// queuedIn adds a group of priority prio in queue q with one unbound member of one GPU.
+func queuedIn(e *engine.Engine, name, q string, prio int32) string {
+	key := "Coscheduling/default/" + name
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: name, MinMember: 1,
+		Priority: prio, Queue: q})
+	e.SetPod(gt.Pod(name+"-0").GPU(1).Obj(), key)
+	return key
+}
+
+// TestReclaimWithinCohort: team-a borrows team-b's idle quota; a team-b group, of lower
+// priority than team-a's, takes it back by evicting the team-a group admitted last;
+// while that group stops, team-a may not borrow the freed GPU again; once it is gone the
+// team-b group is bound there, and team-a, over its quota, reclaims nothing back.
+func TestReclaimWithinCohort(t *testing.T) {
+	e := cohortEngine()
+	now := sim.Epoch
+	var a []string
+	for i, name := range []string{"a1", "a2", "a3", "a4"} {
+		a = append(a, queuedIn(e, name, "team-a", 5))
+		out := e.Step(now)
+		wantBinds(t, name+" borrows", out, engine.Bind{Group: a[i], Pod: "default/" + name + "-0", Node: out.Binds[0].Node})
+		e.SetPod(runningPod(name+"-0", out.Binds[0].Node), a[i])
+		now = now.Add(time.Second)
+	}
+	e.Step(now)
+
+	b1 := queuedIn(e, "b1", "team-b", 0)
+	now = now.Add(time.Second)
+	out := e.Step(now)
+	want := []engine.Eviction{{Group: a[3], Pod: "default/a4-0", Reason: lifecycle.ReasonPreempted,
+		Message: "quota borrowed from cohort research reclaimed by queue team-b for " + b1}}
+	if d := cmp.Diff(want, out.Evictions); d != "" {
+		t.Fatalf("evictions (-want +got):\n%s", d)
+	}
+	if !slices.ContainsFunc(out.Events, func(ev engine.Event) bool { return ev.Group == b1 && ev.Reason == "Reclaiming" }) {
+		t.Errorf("expected a Reclaiming event on %s, found %+v", b1, out.Events)
+	}
+
+	// a4 stops; a5 of team-a may not borrow meanwhile, whatever its priority.
+	a5 := queuedIn(e, "a5", "team-a", 10)
+	now = now.Add(time.Second)
+	out = e.Step(now)
+	if len(out.Evictions) != 0 || len(out.Binds) != 0 {
+		t.Fatalf("while a4 stops: evictions %+v, binds %+v; want none", out.Evictions, out.Binds)
+	}
+	if st, _ := e.Group(a5); st.WaitingKind != "QuotaExceeded" {
+		t.Errorf("a5: expected it to wait on quota, found %s: %s", st.WaitingKind, st.Waiting)
+	}
+
+	node := "n-3"
+	out, now = podGone(e, "default/a4-0", now)
+	wantBinds(t, "once a4 is gone", out, engine.Bind{Group: b1, Pod: "default/b1-0", Node: node})
+	e.SetPod(runningPod("b1-0", node), b1)
+	out = e.Step(now.Add(time.Second))
+	if len(out.Evictions) != 0 || len(out.Binds) != 0 {
+		t.Fatalf("team-a is over its quota and reclaims nothing: evictions %+v, binds %+v; want none", out.Evictions, out.Binds)
+	}
+	if st, _ := e.Group(a[3]); st.Phase != lifecycle.Backoff || st.Failures != 0 {
+		t.Errorf("a4: expected Backoff without a failure, found %s with %d failures", st.Phase, st.Failures)
+	}
+}
