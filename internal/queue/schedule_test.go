@@ -20,8 +20,8 @@ type scheduleCase struct {
 	charged map[string]cluster.Resources
 	// chargedTo names the queue of a charged group; default team-a.
 	chargedTo map[string]string
-	entries []*entryBuilder
-	want    []string
+	entries   []*entryBuilder
+	want      []string
 }
 
 func (tc scheduleCase) run(t *testing.T) {
