@@ -16,6 +16,7 @@ import (
 // +kubebuilder:printcolumn:name="GPU Used",type=string,JSONPath=`.status.used.nvidia\.com/gpu`,description="nvidia.com/gpu held by admitted groups."
 // +kubebuilder:printcolumn:name="Admitted",type=integer,JSONPath=`.status.admittedGroups`,description="Groups admitted through this queue."
 // +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingGroups`,description="Groups waiting in this queue."
+// +kubebuilder:printcolumn:name="Cohort",type=string,JSONPath=`.spec.cohort`,priority=1,description="The queues that lend each other unused quota."
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`,priority=1
 // +kubebuilder:printcolumn:name="Weight",type=integer,JSONPath=`.spec.weight`,priority=1
 // +kubebuilder:printcolumn:name="Share",type=integer,JSONPath=`.status.weightedShare`,priority=1,description="Dominant share of the cluster per unit of weight, in thousandths."
@@ -36,6 +37,8 @@ type Queue struct {
 }
 
 // QueueSpec is the desired behaviour of a Queue.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.borrowingLimit) || (has(self.cohort) && self.cohort != '')",message="spec.borrowingLimit requires spec.cohort: a queue borrows only from its cohort"
 type QueueSpec struct {
 	// quota is the most of each named resource that the groups admitted through this
 	// queue may hold together, counted from their members' requests. Resources not
@@ -53,6 +56,23 @@ type QueueSpec struct {
 	// admission before those of a lower one. Defaults to 0.
 	// +optional
 	Priority int32 `json:"priority,omitempty"`
+
+	// cohort names a set of queues that lend each other the quota they do not use. A
+	// queue of a cohort may hold more than its quota of a resource while the cohort's
+	// queues together hold no more than the sum of their quotas of it; when a group
+	// within its own queue's quota finds that quota lent out, muster evicts groups of the
+	// borrowing queues, whatever their priority, to give it back. Only resources a
+	// queue's quota lists are lent and borrowed. Empty: the queue neither lends nor
+	// borrows.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Cohort string `json:"cohort,omitempty"`
+
+	// borrowingLimit caps, per resource, how much more than its quota this queue may
+	// hold by borrowing from its cohort. Resources not listed are capped by the
+	// cohort's unused quota alone. Requires cohort.
+	// +optional
+	BorrowingLimit corev1.ResourceList `json:"borrowingLimit,omitempty"`
 
 	// weight is this queue's share, relative to the other queues of equal priority,
 	// when muster orders them by fairness. Defaults to 1.

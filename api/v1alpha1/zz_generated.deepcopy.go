@@ -238,6 +238,13 @@ func (in *QueueSpec) DeepCopyInto(out *QueueSpec) {
 		*out = new(v1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.BorrowingLimit != nil {
+		in, out := &in.BorrowingLimit, &out.BorrowingLimit
+		*out = make(corev1.ResourceList, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val.DeepCopy()
+		}
+	}
 	if in.Defaults != nil {
 		in, out := &in.Defaults, &out.Defaults
 		*out = new(GroupPolicy)

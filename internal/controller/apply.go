@@ -285,9 +285,12 @@ func (s *scheduler) ensureDefaultQueue() {
 
 // engineQueue translates a Queue object.
 func engineQueue(q *musterv1alpha1.Queue) engine.Queue {
-	out := engine.Queue{Name: q.Name, Priority: q.Spec.Priority, Weight: q.Spec.Weight}
+	out := engine.Queue{Name: q.Name, Priority: q.Spec.Priority, Weight: q.Spec.Weight, Cohort: q.Spec.Cohort}
 	if len(q.Spec.Quota) > 0 {
 		out.Quota = cluster.FromList(q.Spec.Quota)
+	}
+	if len(q.Spec.BorrowingLimit) > 0 {
+		out.BorrowingLimit = cluster.FromList(q.Spec.BorrowingLimit)
 	}
 	if d := q.Spec.Defaults; d != nil {
 		if d.StartTimeout != nil {

@@ -57,7 +57,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"queue", "state"}),
 		Decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "muster_scheduling_decisions_total",
-			Help: "Admission decisions by result: admitted, unschedulable, impossible, quota, queue-not-found, reserved, preempting.",
+			Help: "Admission decisions by result: admitted, unschedulable, impossible, quota, queue-not-found, reserved, preempting, reclaiming.",
 		}, []string{"result"}),
 		DecisionDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "muster_scheduling_decision_duration_seconds",

@@ -70,7 +70,7 @@ muster_queue_groups{queue="default",state="Running"} 1
 		t.Errorf("queue wait: %d observations summing to %vs, want 0s and 630s", n, sum)
 	}
 	wantDecisions := `
-# HELP muster_scheduling_decisions_total Admission decisions by result: admitted, unschedulable, impossible, quota, queue-not-found, reserved, preempting.
+# HELP muster_scheduling_decisions_total Admission decisions by result: admitted, unschedulable, impossible, quota, queue-not-found, reserved, preempting, reclaiming.
 # TYPE muster_scheduling_decisions_total counter
 muster_scheduling_decisions_total{result="admitted"} 2
 muster_scheduling_decisions_total{result="unschedulable"} 1

@@ -69,6 +69,13 @@ func (j pytorchJob) create(t *testing.T, env *sandboxtest.Env, c client.Client) 
 	if err := c.Create(ctx, pg); err != nil {
 		t.Fatalf("creating PodGroup %s/%s: %v", j.ns, j.name, err)
 	}
+	j.createPods(t, env)
+}
+
+// createPods creates the job's pods, as its operator does at first and after they were
+// deleted.
+func (j pytorchJob) createPods(t *testing.T, env *sandboxtest.Env) {
+	t.Helper()
 	for _, name := range j.podNames() {
 		gpus := int64(1)
 		if n, ok := j.gpus[name]; ok {

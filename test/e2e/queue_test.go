@@ -20,8 +20,9 @@ import (
 )
 
 // createQueue creates a Queue with a GPU quota (and selector, when not nil), named after
-// the test's namespace, and deletes it when the test ends.
-func createQueue(t *testing.T, c client.Client, name string, gpus int64, sel *metav1.LabelSelector) *musterv1alpha1.Queue {
+// the test's namespace, changed by mutate, and deletes it when the test ends.
+func createQueue(t *testing.T, c client.Client, name string, gpus int64, sel *metav1.LabelSelector,
+	mutate ...func(*musterv1alpha1.Queue)) *musterv1alpha1.Queue {
 	t.Helper()
 	q := &musterv1alpha1.Queue{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -29,6 +30,9 @@ func createQueue(t *testing.T, c client.Client, name string, gpus int64, sel *me
 			Quota:             corev1.ResourceList{sandbox.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI)},
 			NamespaceSelector: sel,
 		},
+	}
+	for _, f := range mutate {
+		f(q)
 	}
 	if err := c.Create(context.Background(), q); err != nil {
 		t.Fatalf("creating Queue %s: %v", name, err)
