@@ -38,7 +38,7 @@ type Queue struct {
 
 // QueueSpec is the desired behaviour of a Queue.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.borrowingLimit) || (has(self.cohort) && self.cohort != ”)",message="spec.borrowingLimit requires spec.cohort: a queue borrows only from its cohort"
+// +kubebuilder:validation:XValidation:rule="!has(self.borrowingLimit) || (has(self.cohort) && size(self.cohort) > 0)",message="spec.borrowingLimit requires spec.cohort: a queue borrows only from its cohort"
 type QueueSpec struct {
 	// quota is the most of each named resource that the groups admitted through this
 	// queue may hold together, counted from their members' requests. Resources not
