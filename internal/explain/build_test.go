@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -169,6 +170,20 @@ func TestBuild(t *testing.T) {
 			},
 			wantStep: 4,
 			want:     []string{"queue team-a has 2 of 4 in use", "raise its spec.quota"},
+		},
+		{
+			name: "quota lent to the cohort",
+			facts: func() explain.Facts {
+				f := facts("Queued", members(4, false, nil))
+				f.Lifecycle.Waiting, f.Lifecycle.WaitingKind = "needs 4 nvidia.com/gpu, within queue team-b's quota (0 of 4 in use), "+
+					"but cohort research has 8 of 8 in use: the rest is lent to other queues and is reclaimed", "QuotaExceeded"
+				f.Lifecycle.Queue = "team-b"
+				f.Queue = &musterv1alpha1.Queue{Spec: musterv1alpha1.QueueSpec{Cohort: "research",
+					Quota: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")}}}
+				return f
+			},
+			wantStep: 4,
+			want:     []string{"queue team-b (nvidia.com/gpu 0 of 4 used, cohort research)", "is reclaimed", "lent to cohort research to be reclaimed"},
 		},
 		{
 			name: "one worker never ready",

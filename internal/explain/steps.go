@@ -33,7 +33,7 @@ func stepAdmission(f Facts) (check, bool) {
 		if f.Fit != nil {
 			ev = append(ev, "now: "+f.Fit.String())
 		}
-		return failed("waiting in queue "+lc.Queue+": "+why, waitingFix(lc.WaitingKind, lc.Queue), ev...), false
+		return failed("waiting in queue "+lc.Queue+": "+why, waitingFix(lc.WaitingKind, lc.Queue, cohortOf(f)), ev...), false
 	}
 	if lc.AdmittedAt != nil {
 		ev = append(ev, fmt.Sprintf("attempt %d admitted at %s with a node for every member",
@@ -53,7 +53,18 @@ func quotaText(f Facts) string {
 	for _, name := range quota.Names() {
 		parts = append(parts, fmt.Sprintf("%s %s of %s used", name, cluster.Format(name, used[name]), cluster.Format(name, quota[name])))
 	}
+	if c := cohortOf(f); c != "" {
+		parts = append(parts, "cohort "+c)
+	}
 	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// cohortOf names the cohort of the group's queue, if any.
+func cohortOf(f Facts) string {
+	if f.Queue == nil {
+		return ""
+	}
+	return f.Queue.Spec.Cohort
 }
 
 func impossibleFix(kind string) string {
@@ -63,13 +74,16 @@ func impossibleFix(kind string) string {
 	return "change the member shape (requests, nodeSelector, tolerations, topology) or add nodes that can hold it; retries will not help"
 }
 
-func waitingFix(kind, queue string) string {
-	switch kind {
-	case "QuotaExceeded":
+func waitingFix(kind, queue, cohort string) string {
+	switch {
+	case kind == "QuotaExceeded" && cohort != "":
+		return "wait: for queue " + queue + "'s running groups to finish, or for what it lent to cohort " + cohort +
+			" to be reclaimed (muster evicts borrowing groups for a group within its queue's quota); or raise spec.quota, or use another queue"
+	case kind == "QuotaExceeded":
 		return "wait for queue " + queue + "'s running groups to finish, raise its spec.quota, or use another queue"
-	case "QueueNotFound":
+	case kind == "QueueNotFound":
 		return "create Queue " + queue + " or fix the group's muster.dev/queue"
-	case "Reserved":
+	case kind == "Reserved":
 		return "wait: capacity is reserved for a group that has waited longer"
 	}
 	return "wait for capacity to free up (the group holds nothing meanwhile), or ask for less"
