@@ -56,9 +56,11 @@ func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
 			out.touch(key)
 		}
 	}
+	var lowest int32
 	byPriority := e.anyBelow(res.Waiting)
-	lowest, ok := e.lowestAdmittedPriority()
-	byPriority = byPriority && ok
+	if byPriority {
+		lowest, byPriority = e.lowestAdmittedPriority()
+	}
 	tries := 0
 	for _, w := range res.Waiting {
 		if tries == maxPreemptionTries {
