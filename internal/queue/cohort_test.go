@@ -1,9 +1,11 @@
 package queue_test
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
 	"testing"
 
 	"github.com/muster-sched/muster/internal/cluster"
@@ -148,4 +150,76 @@ func TestBorrowingPausedWhileReclaiming(t *testing.T) {
 			t.Errorf("reclaim %t: Schedule (-want +got):\n%s", reclaim, diff)
 		}
 	}
+}
+
+// TestCohortBoundsHold: whatever the quotas, borrowing limits, groups and releases, the
+// groups Schedule admits keep every queue within its quota plus what it may borrow,
+// every cohort within its queues' summed quotas, and a queue outside a cohort within its
+// quota; and a group that fits its own queue's quota on an empty cohort is never told
+// its quota is never enough.
+func TestCohortBoundsHold(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := queue.New(queue.Options{StarvationThreshold: time.Hour})
+		n := rapid.IntRange(1, 4).Draw(t, "queues")
+		qs := make([]queue.Queue, n)
+		for i := range qs {
+			q := queue.Queue{Name: fmt.Sprintf("q%d", i), Quota: gpus(int64(rapid.IntRange(0, 8).Draw(t, "quota")))}
+			if rapid.Bool().Draw(t, "in cohort") {
+				q.Cohort = "c"
+				if rapid.Bool().Draw(t, "limited") {
+					q.BorrowingLimit = gpus(int64(rapid.IntRange(0, 8).Draw(t, "limit")))
+				}
+			}
+			qs[i] = q
+			m.SetQueue(q)
+		}
+		nodes := gpuNodes("n", 8, 8)
+		var held []string
+		for round := range rapid.IntRange(1, 5).Draw(t, "rounds") {
+			for j := range rapid.IntRange(0, 6).Draw(t, "groups") {
+				q := qs[rapid.IntRange(0, n-1).Draw(t, "queue")]
+				size := rapid.IntRange(1, 6).Draw(t, "size")
+				m.Push(entry(fmt.Sprintf("g%d-%d", round, j), size, 1).in(q.Name).build())
+			}
+			for _, key := range held {
+				if rapid.Bool().Draw(t, "release") {
+					m.Release(key)
+				}
+			}
+			res := m.Schedule(cluster.New(nodes, nil), t0.Add(time.Duration(round)*time.Minute))
+			for _, a := range res.Admitted {
+				held = append(held, a.Key)
+			}
+			used := map[string]int64{}
+			var cohortUsed, cohortQuota int64
+			for _, st := range m.Queues() {
+				used[st.Name] = st.Used[gt.GPU]
+				if st.Cohort == "c" {
+					cohortUsed += st.Used[gt.GPU]
+					cohortQuota += st.Quota[gt.GPU]
+				}
+			}
+			if cohortUsed > cohortQuota {
+				t.Fatalf("round %d: cohort holds %d GPUs of %d", round, cohortUsed, cohortQuota)
+			}
+			for _, q := range qs {
+				most := q.Quota[gt.GPU]
+				if q.Cohort != "" {
+					most = cohortQuota
+					if limit, ok := q.BorrowingLimit[gt.GPU]; ok {
+						most = min(most, q.Quota[gt.GPU]+limit)
+					}
+				}
+				if used[q.Name] > most {
+					t.Fatalf("round %d: queue %s holds %d GPUs, at most %d allowed", round, q.Name, used[q.Name], most)
+				}
+			}
+			for _, w := range res.Waiting {
+				q := qs[w.Queue[1]-'0']
+				if w.Reason.Kind == queue.QuotaNeverEnough && w.Reason.Need <= q.Quota[gt.GPU] {
+					t.Fatalf("round %d: %s needs %d of queue %s's %d and is told: %s", round, w.Key, w.Reason.Need, q.Name, q.Quota[gt.GPU], w.Reason)
+				}
+			}
+		}
+	})
 }
