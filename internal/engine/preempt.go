@@ -285,7 +285,7 @@ func (e *Engine) evictFor(g *group, victims []*group, reclaim bool, now time.Tim
 	reason, what := "Preempting", "evicting %d group(s) of lower priority to make room: %s"
 	if reclaim {
 		q := e.queueOf(g)
-		msg = fmt.Sprintf("quota borrowed from cohort %s reclaimed by queue %s for %s", e.queue.Cohort(q), q, g.key)
+		msg = fmt.Sprintf("reclaimed by queue %s of cohort %s for %s", q, e.queue.Cohort(q), g.key)
 		reason = "Reclaiming"
 		what = fmt.Sprintf("evicting %%d group(s) that borrow from cohort %s to give queue %s its quota back: %%s", e.queue.Cohort(q), q)
 	}

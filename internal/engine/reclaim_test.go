@@ -54,7 +54,7 @@ func TestReclaimWithinCohort(t *testing.T) {
 	now = now.Add(time.Second)
 	out := e.Step(now)
 	want := []engine.Eviction{{Group: a[3], Pod: "default/a4-0", Reason: lifecycle.ReasonPreempted,
-		Message: "quota borrowed from cohort research reclaimed by queue team-b for " + b1}}
+		Message: "reclaimed by queue team-b of cohort research for " + b1}}
 	if d := cmp.Diff(want, out.Evictions); d != "" {
 		t.Fatalf("evictions (-want +got):\n%s", d)
 	}

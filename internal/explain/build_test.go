@@ -213,6 +213,19 @@ func TestBuild(t *testing.T) {
 				"PriorityClass at least as high"},
 		},
 		{
+			name: "reclaimed",
+			facts: func() explain.Facts {
+				f := facts("Backoff", members(4, false, nil))
+				f.Lifecycle.Attempts = []musterv1alpha1.AttemptRecord{{Number: 1, AdmittedAt: metav1.NewTime(now.Add(-6 * time.Minute)),
+					EndedAt: metav1.NewTime(now.Add(-time.Minute)), Stage: "Running", Reason: "Preempted",
+					Message: "reclaimed by queue team-b of cohort research for Coscheduling/default/b1"}}
+				return f
+			},
+			wantStep: 6,
+			want: []string{"attempt 1 was reclaimed by queue team-b of cohort research for Coscheduling/default/b1 in Running",
+				"should fit their own queue's spec.quota"},
+		},
+		{
 			name: "failed after retries",
 			facts: func() explain.Facts {
 				f := facts("Failed", members(4, false, nil))

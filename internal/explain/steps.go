@@ -211,7 +211,11 @@ func stepTimeout(f Facts) (check, bool) {
 		if last.reason == lifecycle.ReasonPreempted {
 			msg := fmt.Sprintf("attempt %d was %s in %s; queued again at %s; a preemption uses no retry (%d of %d retries left)",
 				lc.Attempt, last.message, last.stage, at(), left, lc.MaxRetries)
-			return failed(msg, "if the job must not be preempted, give its pods a PriorityClass at least as high as the preemptor's, or run it in a Queue of higher priority", msg), true
+			fix := "if the job must not be preempted, give its pods a PriorityClass at least as high as the preemptor's, or run it in a Queue of higher priority"
+			if strings.HasPrefix(last.message, "reclaimed by") {
+				fix = "the job ran on quota its queue borrowed from its cohort, and the lending queue took it back; jobs that must not be reclaimed should fit their own queue's spec.quota"
+			}
+			return failed(msg, fix, msg), true
 		}
 		msg := fmt.Sprintf("attempt %d failed in %s: %s; requeued at %s (%d of %d retries left)", lc.Attempt, last.stage, last.message, at(), left, lc.MaxRetries)
 		if last.reason == lifecycle.ReasonMemberFailedToStart {

@@ -48,7 +48,7 @@ func TestReclaimWithinCohort(t *testing.T) {
 
 	(pytorchJob{ns: ns, name: "b1", workers: 1, groupAnnotations: inQueue(teamB)}).create(t, env, c)
 	evicted := waitCondition(t, env, c, ns, "a2", "Evicted", metav1.ConditionTrue)
-	want := "quota borrowed from cohort " + cohort + " reclaimed by queue " + teamB
+	want := "reclaimed by queue " + teamB + " of cohort " + cohort
 	if evicted.Reason != "Preempted" || !strings.Contains(evicted.Message, want) {
 		t.Errorf("a2's Evicted condition: expected Preempted with %q, found %s: %q", want, evicted.Reason, evicted.Message)
 	}
