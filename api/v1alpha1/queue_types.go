@@ -17,6 +17,7 @@ import (
 // +kubebuilder:printcolumn:name="Admitted",type=integer,JSONPath=`.status.admittedGroups`,description="Groups admitted through this queue."
 // +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingGroups`,description="Groups waiting in this queue."
 // +kubebuilder:printcolumn:name="Cohort",type=string,JSONPath=`.spec.cohort`,priority=1,description="The queues that lend each other unused quota."
+// +kubebuilder:printcolumn:name="GPU Borrowed",type=string,JSONPath=`.status.borrowed.nvidia\.com/gpu`,priority=1,description="nvidia.com/gpu held beyond the quota, lent by the cohort."
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`,priority=1
 // +kubebuilder:printcolumn:name="Weight",type=integer,JSONPath=`.spec.weight`,priority=1
 // +kubebuilder:printcolumn:name="Share",type=integer,JSONPath=`.status.weightedShare`,priority=1,description="Dominant share of the cluster per unit of weight, in thousandths."
@@ -140,6 +141,12 @@ type QueueStatus struct {
 	// used is the sum of the requests of the admitted groups' members, per resource.
 	// +optional
 	Used corev1.ResourceList `json:"used,omitempty"`
+
+	// borrowed is, per resource of the quota, how much of used is beyond the quota: what
+	// the queue holds on quota lent by the other queues of its cohort. Groups of the
+	// lending queues may reclaim it. Absent when the queue borrows nothing.
+	// +optional
+	Borrowed corev1.ResourceList `json:"borrowed,omitempty"`
 
 	// weightedShare is the queue's dominant share of the cluster divided by its weight,
 	// in thousandths: the largest fraction of a resource's cluster-wide allocatable that

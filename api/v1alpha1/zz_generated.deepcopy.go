@@ -272,6 +272,13 @@ func (in *QueueStatus) DeepCopyInto(out *QueueStatus) {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
+	if in.Borrowed != nil {
+		in, out := &in.Borrowed, &out.Borrowed
+		*out = make(corev1.ResourceList, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val.DeepCopy()
+		}
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

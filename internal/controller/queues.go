@@ -75,8 +75,22 @@ func (s *scheduler) retranslateNamespaces(namespaces map[string]bool, all bool) 
 type queueStatus struct {
 	Admitted, Pending int32
 	Used              cluster.Resources
+	// Borrowed is what Used holds beyond the queue's quota.
+	Borrowed cluster.Resources
 	// WeightedShare is queue.WeightedShare in thousandths.
 	WeightedShare int64
+}
+
+// borrowed returns what used holds beyond quota, per resource quota lists, without
+// zero amounts.
+func borrowed(used, quota cluster.Resources) cluster.Resources {
+	out := cluster.Resources{}
+	for name, q := range quota {
+		if v := used[name]; v > q {
+			out[name] = v - q
+		}
+	}
+	return out
 }
 
 // queueStatuses sums the engine's groups per queue: a group holding resources counts
@@ -125,6 +139,9 @@ func (s *scheduler) writeQueueStatuses(ctx context.Context) {
 		if qs == nil {
 			qs = &queueStatus{}
 		}
+		if q.Spec.Cohort != "" {
+			qs.Borrowed = borrowed(qs.Used, cluster.FromList(q.Spec.Quota))
+		}
 		fp, _ := json.Marshal(qs)
 		if s.queueWritten[q.Name] == string(fp) {
 			continue
@@ -138,17 +155,11 @@ func (s *scheduler) writeQueueStatuses(ctx context.Context) {
 }
 
 // patchQueueStatus merge-patches a Queue's status subresource with qs. A resource of
-// status.used that is no longer held is removed (set to null in the patch).
+// status.used or status.borrowed that is no longer held is removed.
 func (s *scheduler) patchQueueStatus(ctx context.Context, q *musterv1alpha1.Queue, qs *queueStatus) error {
-	used := map[corev1.ResourceName]any{}
-	for name := range q.Status.Used {
-		used[name] = nil
-	}
-	for name, v := range qs.Used.List() {
-		used[name] = v.String()
-	}
 	data, err := json.Marshal(map[string]any{"status": map[string]any{
-		"admittedGroups": qs.Admitted, "pendingGroups": qs.Pending, "used": used, "weightedShare": qs.WeightedShare,
+		"admittedGroups": qs.Admitted, "pendingGroups": qs.Pending, "weightedShare": qs.WeightedShare,
+		"used": resourcePatch(q.Status.Used, qs.Used), "borrowed": resourcePatch(q.Status.Borrowed, qs.Borrowed),
 	}})
 	if err != nil {
 		return fmt.Errorf("encoding the status of Queue %s: %w", q.Name, err)
@@ -158,4 +169,17 @@ func (s *scheduler) patchQueueStatus(ctx context.Context, q *musterv1alpha1.Queu
 		return fmt.Errorf("patching the status of Queue %s: %w", q.Name, err)
 	}
 	return nil
+}
+
+// resourcePatch is the merge patch that turns the resource list was into now: each
+// resource of now, and null for each resource of was that now lacks.
+func resourcePatch(was corev1.ResourceList, now cluster.Resources) map[corev1.ResourceName]any {
+	out := map[corev1.ResourceName]any{}
+	for name := range was {
+		out[name] = nil
+	}
+	for name, v := range now.List() {
+		out[name] = v.String()
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/sandbox"
@@ -45,6 +47,8 @@ func TestReclaimWithinCohort(t *testing.T) {
 		waitCondition(t, env, c, ns, j.name, "PodsReady", metav1.ConditionTrue)
 	}
 	wantQueueStatus(t, env, c, teamA, 2, 0, 4)
+	wantBorrowed(t, env, c, teamA, 2)
+	wantBorrowed(t, env, c, teamB, 0)
 
 	(pytorchJob{ns: ns, name: "b1", workers: 1, groupAnnotations: inQueue(teamB)}).create(t, env, c)
 	evicted := waitCondition(t, env, c, ns, "a2", "Evicted", metav1.ConditionTrue)
@@ -69,6 +73,27 @@ func TestReclaimWithinCohort(t *testing.T) {
 	}
 	wantQueueStatus(t, env, c, teamA, 1, 1, 2)
 	wantQueueStatus(t, env, c, teamB, 1, 0, 2)
+	wantBorrowed(t, env, c, teamA, 0)
+}
+
+// wantBorrowed waits until a Queue's status.borrowed shows gpus GPUs, and nothing else
+// (absent when gpus is 0).
+func wantBorrowed(t *testing.T, env *sandboxtest.Env, c client.Client, name string, gpus int64) {
+	t.Helper()
+	var last corev1.ResourceList
+	env.WaitFor(t, fmt.Sprintf("Queue %s status.borrowed: %d GPUs", name, gpus), func(ctx context.Context) (bool, error) {
+		q := &musterv1alpha1.Queue{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, q); err != nil {
+			return false, fmt.Errorf("reading Queue %s: %w", name, err)
+		}
+		last = q.Status.Borrowed
+		if gpus == 0 {
+			return len(last) == 0, nil
+		}
+		v := last[sandbox.ResourceGPU]
+		return len(last) == 1 && v.Value() == gpus, nil
+	})
+	t.Logf("Queue %s status.borrowed: %v", name, last)
 }
 
 // TestBorrowingLimitRequiresACohort: the API server refuses a Queue that may borrow but
