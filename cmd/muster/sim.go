@@ -36,7 +36,12 @@ core packages the scheduler uses: pod-by-pod (the default scheduler without gang
 permit-wait (scheduler-plugins Coscheduling: members reserved one by one and held at a
 permit barrier until the group is whole or the timeout), and muster (the engine). A job of
 N GPUs becomes a gang of ceil(N/G) workers of min(N,G) GPUs on G-GPU nodes, or N workers of
-one GPU with --workers-of-1gpu. It prints one row per policy and writes plots to --out.`,
+one GPU with --workers-of-1gpu. It prints one row per policy and writes plots to --out.
+
+Two more policies run muster with a Queue per virtual cluster (team) of the trace, whose
+GPU quota is the team's share of the window's GPU time: muster-quota holds each team to its
+quota; muster-cohort puts the queues in one cohort, so that teams borrow what others do not
+use and take their own quota back when they need it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd, f) },
 	}
@@ -83,7 +88,8 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	var worlds []*sim.World
 	for _, p := range policies {
 		start := time.Now()
-		w := sim.Replay(jobs, p.sched(), cfg)
+		cfg.Teams = p.teams
+		w := sim.Replay(jobs, p.sched(jobs, cl), cfg)
 		s := sim.Summarise(p.name, w, cl.GPUs())
 		s.Wall = time.Since(start)
 		fmt.Fprintf(out, "%-12s %d of %d jobs finished, %.1f GPU-hours held by incomplete groups, %s wall\n", p.name, s.Finished, s.Jobs, s.HeldGPUHours, s.Wall.Round(time.Millisecond))
@@ -104,8 +110,10 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 }
 
 type simPolicy struct {
-	name  string
-	sched func() sim.Scheduler
+	name string
+	// teams puts each job in its virtual cluster's queue.
+	teams bool
+	sched func(jobs []trace.Job, cl sim.Cluster) sim.Scheduler
 }
 
 func simPolicies(f simFlags) ([]simPolicy, error) {
@@ -113,13 +121,20 @@ func simPolicies(f simFlags) ([]simPolicy, error) {
 	for _, name := range strings.Split(f.policies, ",") {
 		switch name = strings.TrimSpace(name); name {
 		case "pod-by-pod":
-			out = append(out, simPolicy{name, func() sim.Scheduler { return sim.NewPodByPod() }})
+			out = append(out, simPolicy{name: name, sched: func([]trace.Job, sim.Cluster) sim.Scheduler { return sim.NewPodByPod() }})
 		case "permit-wait":
-			out = append(out, simPolicy{name, func() sim.Scheduler { return sim.NewPermitWait(f.permitTimeout, f.permitBackoff) }})
+			out = append(out, simPolicy{name: name, sched: func([]trace.Job, sim.Cluster) sim.Scheduler {
+				return sim.NewPermitWait(f.permitTimeout, f.permitBackoff)
+			}})
 		case "muster":
-			out = append(out, simPolicy{name, func() sim.Scheduler { return sim.NewEngine() }})
+			out = append(out, simPolicy{name: name, sched: func([]trace.Job, sim.Cluster) sim.Scheduler { return sim.NewEngine() }})
+		case "muster-quota", "muster-cohort":
+			cohort := name == "muster-cohort"
+			out = append(out, simPolicy{name: name, teams: true, sched: func(jobs []trace.Job, cl sim.Cluster) sim.Scheduler {
+				return sim.NewTeamsEngine(sim.TeamQueues(jobs, cl, cohort))
+			}})
 		default:
-			return nil, fmt.Errorf("--policies: unknown policy %q; want pod-by-pod, permit-wait or muster", name)
+			return nil, fmt.Errorf("--policies: unknown policy %q; want pod-by-pod, permit-wait, muster, muster-quota or muster-cohort", name)
 		}
 	}
 	return out, nil

@@ -46,6 +46,9 @@ type ReplayConfig struct {
 	Horizon time.Duration
 	// StallThreshold is the shortest deadlock episode (see Options.StallThreshold).
 	StallThreshold time.Duration
+	// Teams puts each job in the queue of its virtual cluster (TeamQueue); the
+	// scheduler must have those queues (TeamQueues).
+	Teams bool
 }
 
 // Replay submits the trace's jobs to a world driven by sched, in simulated time, and runs
@@ -96,6 +99,9 @@ func arrivals(jobs []trace.Job, cfg ReplayConfig) [][]*Job {
 		j := &Job{
 			Name: fmt.Sprintf("j%06d", i), Workers: workers, GPU: int64(each),
 			RunFor: tj.Duration, ReadyAfter: ready, Submitted: Epoch.Add(offset),
+		}
+		if cfg.Teams {
+			j.Queue = TeamQueue(tj.Cluster)
 		}
 		if n := len(out); n > 0 && out[n-1][0].Submitted.Equal(j.Submitted) {
 			out[n-1] = append(out[n-1], j)

@@ -25,6 +25,8 @@ type Summary struct {
 	Delays []time.Duration
 	// Utilisation is useful GPU time / (GPUs × Makespan).
 	Utilisation float64
+	// Evicted counts member pods the scheduler evicted (timeouts, preemption, reclaim).
+	Evicted int
 	// Makespan is from the first arrival to the last finish (to the end of the run if no
 	// job finished).
 	Makespan time.Duration
@@ -46,6 +48,7 @@ func Summarise(policy string, w *World, gpus int) Summary {
 	for _, j := range w.jobs {
 		s.Jobs++
 		s.HeldGPUHours += j.HeldIncomplete / 3600
+		s.Evicted += j.Evictions
 		if !j.Ready.IsZero() {
 			s.Delays = append(s.Delays, j.Ready.Sub(j.Submitted))
 		}
@@ -101,7 +104,7 @@ func (s Summary) StallTime() time.Duration {
 // WriteTable writes one Markdown table row per summary.
 func WriteTable(out io.Writer, sums []Summary) {
 	header := []string{"policy", "jobs finished", "deadlock episodes (total)", "GPU-h held by incomplete groups",
-		"queueing mean / p50 / p99", "JCT mean / p50 / p99", "GPU utilisation", "makespan", "wall time"}
+		"queueing mean / p50 / p99", "JCT mean / p50 / p99", "GPU utilisation", "pods evicted", "makespan", "wall time"}
 	rows := [][]string{header}
 	for _, s := range sums {
 		rows = append(rows, []string{
@@ -112,6 +115,7 @@ func WriteTable(out io.Writer, sums []Summary) {
 			fmt.Sprintf("%s / %s / %s", human(s.Queueing.Mean), human(s.Queueing.P50), human(s.Queueing.P99)),
 			fmt.Sprintf("%s / %s / %s", human(s.Completion.Mean), human(s.Completion.P50), human(s.Completion.P99)),
 			fmt.Sprintf("%.1f%%", 100*s.Utilisation),
+			fmt.Sprint(s.Evicted),
 			human(s.Makespan),
 			s.Wall.Round(10 * time.Millisecond).String(),
 		})
