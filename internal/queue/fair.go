@@ -98,12 +98,18 @@ func (p *pass) fairly(band []*item, yield func(*item) bool) bool {
 	return true
 }
 
-// share returns a queue's weighted share of the cluster (see walk).
+// share returns a queue's weighted share of the cluster (see walk), computed once per
+// change of the queue's usage in the pass (see admit).
 func (p *pass) share(queue string) float64 {
+	if s, ok := p.shares[queue]; ok {
+		return s
+	}
 	if p.capacity == nil {
 		p.capacity = capacityOf(p.snap)
 	}
-	return WeightedShare(p.m.usedBy(queue), p.capacity, p.m.queues[queue].Weight)
+	s := WeightedShare(p.m.usedBy(queue), p.capacity, p.m.queues[queue].Weight)
+	p.shares[queue] = s
+	return s
 }
 
 // Shares returns each queue's weighted share of snapshot s's allocatable: the share by

@@ -62,7 +62,11 @@ func (m *Manager) limitsOf(q Queue, name corev1.ResourceName) limits {
 // borrow and the cohort's queues stay within their summed quotas. A charge that fits the
 // queue's own quota but not the cohort, whose quota is lent out, is Reclaimable.
 func (m *Manager) overQuota(q Queue, need cluster.Resources) (Reason, bool) {
-	names := make([]corev1.ResourceName, 0, len(q.Quota))
+	if len(q.Quota) == 0 {
+		return Reason{}, false
+	}
+	var buf [4]corev1.ResourceName
+	names := buf[:0]
 	for name := range q.Quota {
 		if need[name] > 0 {
 			names = append(names, name)
@@ -77,12 +81,14 @@ func (m *Manager) overQuota(q Queue, need cluster.Resources) (Reason, bool) {
 		}
 		return r
 	}
-	bounds := make([]limits, len(names))
-	for i, name := range names {
-		bounds[i] = m.limitsOf(q, name)
-		if need[name] > bounds[i].most {
-			return reason(QuotaNeverEnough, name, bounds[i]), true
+	var boundsBuf [4]limits
+	bounds := boundsBuf[:0]
+	for _, name := range names {
+		l := m.limitsOf(q, name)
+		if need[name] > l.most {
+			return reason(QuotaNeverEnough, name, l), true
 		}
+		bounds = append(bounds, l)
 	}
 	for i, name := range names {
 		l := bounds[i]

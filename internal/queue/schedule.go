@@ -68,7 +68,8 @@ func (m *Manager) Schedule(s *cluster.Snapshot, now time.Time) Result {
 	if m.reserve != nil && m.entries[m.reserve.Key] == nil {
 		m.reserve = nil
 	}
-	p := &pass{m: m, snap: s, now: now, failed: map[string]Reason{}}
+	p := &pass{m: m, snap: s, now: now, failed: map[string]Reason{}, shares: map[string]float64{}}
+	p.res.Waiting = make([]Waiting, 0, len(m.entries))
 	for key, r := range m.preempt {
 		if m.entries[key] == nil {
 			delete(m.preempt, key)
@@ -128,6 +129,8 @@ type pass struct {
 	preempted []preemptedNodes
 	// capacity is the snapshot's allocatable, summed on first use (see share).
 	capacity cluster.Resources
+	// shares caches each queue's weighted share until its usage changes.
+	shares map[string]float64
 	res      Result
 }
 
@@ -241,6 +244,7 @@ func (p *pass) admit(it *item, plan *placement.Plan, c cluster.Resources) {
 	p.m.Unreserve(it.Key)
 	delete(p.m.entries, it.Key)
 	p.m.Charge(it.Key, it.Queue, c)
+	delete(p.shares, it.Queue)
 	p.res.Admitted = append(p.res.Admitted, Admission{Entry: it.Entry, Plan: plan, Charge: c})
 }
 
