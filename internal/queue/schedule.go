@@ -131,7 +131,7 @@ type pass struct {
 	capacity cluster.Resources
 	// shares caches each queue's weighted share until its usage changes.
 	shares map[string]float64
-	res      Result
+	res    Result
 }
 
 // decide admits one group or records why it waits.
