@@ -74,7 +74,7 @@ func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
 		reclaim := w.Reason.Reclaimable
 		switch {
 		case reclaim:
-			candidates = e.borrowers(e.queueOf(g))
+			candidates = e.borrowers(e.queueOf(g), w.Reason.Resource)
 		case byPriority && g.spec.Priority > lowest && needsRoom(w.Reason) && mayPreempt(g):
 			candidates = e.victimCandidates(g.spec.Priority)
 		}
@@ -193,9 +193,10 @@ func (e *Engine) victimCandidates(prio int32) []*group {
 }
 
 // borrowers returns the admitted groups that hold nodes, are not being evicted, and
-// belong to another queue of queue q's cohort that holds more than its quota, most
-// valuable first (see byValue): what a group of q may reclaim.
-func (e *Engine) borrowers(q string) []*group {
+// belong to another queue of queue q's cohort that holds more of res than its quota,
+// most valuable first (see byValue): what a group of q short of res may reclaim. A
+// queue that borrows only other resources keeps its groups.
+func (e *Engine) borrowers(q string, res corev1.ResourceName) []*group {
 	cohort := e.queue.Cohort(q)
 	if cohort == "" {
 		return nil
@@ -203,7 +204,7 @@ func (e *Engine) borrowers(q string) []*group {
 	var out []*group
 	for _, g := range e.groups {
 		gq := e.queueOf(g)
-		if gq != q && e.queue.Cohort(gq) == cohort && e.queue.Borrowing(gq) && preemptible(g) {
+		if gq != q && e.queue.Cohort(gq) == cohort && e.queue.Borrowing(gq, res) && preemptible(g) {
 			out = append(out, g)
 		}
 	}

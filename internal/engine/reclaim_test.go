@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
@@ -83,5 +84,57 @@ func TestReclaimWithinCohort(t *testing.T) {
 	}
 	if st, _ := e.Group(a[3]); st.Phase != lifecycle.Backoff || st.Failures != 0 {
 		t.Errorf("a4: expected Backoff without a failure, found %s with %d failures", st.Phase, st.Failures)
+	}
+}
+
+// TestReclaimSparesQueuesBorrowingOtherResources: team-c holds its one GPU within its
+// quota and borrows cpu; team-a borrows a GPU. Team b, short of GPUs, reclaims from team
+// a, although team c's group is the least valuable (admitted last).
+func TestReclaimSparesQueuesBorrowingOtherResources(t *testing.T) {
+	e := oneGPUEngine(4)
+	for _, q := range []engine.Queue{
+		{Name: "team-a", Quota: cluster.Resources{gt.GPU: 1, corev1.ResourceCPU: 100000}},
+		{Name: "team-b", Quota: cluster.Resources{gt.GPU: 2}},
+		{Name: "team-c", Quota: cluster.Resources{gt.GPU: 1, corev1.ResourceCPU: 1000}},
+	} {
+		q.Cohort = "research"
+		e.SetQueue(q)
+	}
+	now := sim.Epoch
+	admit := func(name, q string, cpu string) string {
+		key := "Coscheduling/default/" + name
+		e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: name, MinMember: 1, Queue: q})
+		pod := gt.Pod(name + "-0").GPU(1)
+		if cpu != "" {
+			pod.Req(corev1.ResourceCPU, cpu)
+		}
+		e.SetPod(pod.Obj(), key)
+		out := e.Step(now)
+		if len(out.Binds) != 1 {
+			t.Fatalf("%s: expected it bound, found %+v", name, out.Binds)
+		}
+		p := pod.Node(out.Binds[0].Node).Obj()
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		e.SetPod(p, key)
+		now = now.Add(time.Second)
+		return key
+	}
+	admit("a1", "team-a", "")
+	a2 := admit("a2", "team-a", "")
+	admit("c1", "team-c", "2")
+	e.Step(now)
+
+	b1 := "Coscheduling/default/b1"
+	e.SetGroup(engine.GroupSpec{Key: b1, Source: engine.Coscheduling, Namespace: "default", Name: b1, MinMember: 2, Queue: "team-b"})
+	e.SetPod(gt.Pod("b1-0").GPU(1).Obj(), b1)
+	e.SetPod(gt.Pod("b1-1").GPU(1).Obj(), b1)
+	out := e.Step(now.Add(time.Second))
+	var evicted []string
+	for _, ev := range out.Evictions {
+		evicted = append(evicted, ev.Group)
+	}
+	if !slices.Equal(evicted, []string{a2}) {
+		t.Errorf("evicted %v, expected team-a's a2 alone", evicted)
 	}
 }

@@ -102,8 +102,9 @@ func TestBorrowingAndFitsQuotaWithout(t *testing.T) {
 	m.SetQueue(queue.Queue{Name: "team-b", Quota: gpus(8), Cohort: "research"})
 	m.Charge("a1", "team-a", gpus(8))
 	m.Charge("a2", "team-a", gpus(6))
-	if !m.Borrowing("team-a") || m.Borrowing("team-b") {
-		t.Errorf("Borrowing: team-a %t, team-b %t; expected team-a only", m.Borrowing("team-a"), m.Borrowing("team-b"))
+	if !m.Borrowing("team-a", gt.GPU) || m.Borrowing("team-b", gt.GPU) || m.Borrowing("team-a", "cpu") {
+		t.Errorf("Borrowing: team-a %t, team-b %t, team-a's cpu %t; expected team-a's GPUs only",
+			m.Borrowing("team-a", gt.GPU), m.Borrowing("team-b", gt.GPU), m.Borrowing("team-a", "cpu"))
 	}
 	m.Push(entry("b1", 4, 1).in("team-b").build())
 	if m.FitsQuotaWithout("b1", nil) {

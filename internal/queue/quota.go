@@ -106,19 +106,15 @@ func (m *Manager) overQuota(q Queue, need cluster.Resources) (Reason, bool) {
 	return Reason{}, false
 }
 
-// Borrowing reports whether queue name holds more of some resource than its quota,
+// Borrowing reports whether queue name holds more of resource res than its quota,
 // which only a queue of a cohort may: what it holds beyond is lent by the others.
-func (m *Manager) Borrowing(name string) bool {
+func (m *Manager) Borrowing(name string, res corev1.ResourceName) bool {
 	q, ok := m.queues[name]
 	if !ok || q.Cohort == "" {
 		return false
 	}
-	for res, v := range m.used[name] {
-		if quota, ok := q.Quota[res]; ok && v > quota {
-			return true
-		}
-	}
-	return false
+	quota, ok := q.Quota[res]
+	return ok && m.used[name][res] > quota
 }
 
 // Cohort returns the cohort of queue name, or "" if it has none or does not exist.
