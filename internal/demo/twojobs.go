@@ -52,6 +52,7 @@ func Run(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, 
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", ns, err)
 	}
+	defer cleanUp(kube, dyn, ns, out)
 	jobs := []string{"job-a", "job-b"}
 	for _, j := range jobs {
 		if err := createPodGroup(ctx, dyn, ns, j, opts.Workers); err != nil {
@@ -69,6 +70,26 @@ func Run(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, 
 	fmt.Fprintf(out, "Submitted %s and %s to namespace %s: two PodGroups (minMember %d) and %d one-GPU pods, interleaved.\n",
 		jobs[0], jobs[1], ns, opts.Workers, 2*opts.Workers)
 	return watch(ctx, kube, ns, jobs, out, opts)
+}
+
+// cleanUp deletes what the demo created, on a context of its own (the demo's may have
+// expired): the pods, the PodGroups, then the namespace, which a cluster without a
+// namespace controller (the sandbox) would not empty by itself. Failures are reported
+// to out and do not change the demo's outcome.
+func cleanUp(kube kubernetes.Interface, dyn dynamic.Interface, ns string, out io.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	all := metav1.ListOptions{}
+	if err := kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all); err != nil {
+		fmt.Fprintf(out, "cleaning up: deleting the pods of namespace %s: %v\n", ns, err)
+	}
+	podGroups := dyn.Resource(spv1alpha1.GroupVersion.WithResource("podgroups")).Namespace(ns)
+	if err := podGroups.DeleteCollection(ctx, metav1.DeleteOptions{}, all); err != nil {
+		fmt.Fprintf(out, "cleaning up: deleting the PodGroups of namespace %s: %v\n", ns, err)
+	}
+	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		fmt.Fprintf(out, "cleaning up: deleting namespace %s: %v\n", ns, err)
+	}
 }
 
 func createPodGroup(ctx context.Context, dyn dynamic.Interface, ns, name string, minMember int) error {
