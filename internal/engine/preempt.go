@@ -24,6 +24,8 @@ type preemption struct {
 	// preemptor waits for, in their groups or, for a victim whose owner keeps its state
 	// (see HandOff), out of them.
 	pods []string
+	// reclaim marks victims evicted to give the preemptor's queue its lent quota back.
+	reclaim bool
 }
 
 // maxPreemptionTries bounds the waiting groups an admission pass tries to preempt for.
@@ -279,7 +281,7 @@ func fits(snap *cluster.Snapshot, g placement.Group, closed map[string]bool) boo
 // says g takes back its queue's quota from borrowing victims rather than preempting
 // groups of lower priority.
 func (e *Engine) evictFor(g *group, victims []*group, reclaim bool, now time.Time, out *Output) {
-	pr := &preemption{preemptor: g.key}
+	pr := &preemption{preemptor: g.key, reclaim: reclaim}
 	names := make([]string, len(victims))
 	var nodes []string
 	msg := fmt.Sprintf("preempted by %s (priority %d)", g.key, g.spec.Priority)
@@ -306,12 +308,13 @@ func (e *Engine) evictFor(g *group, victims []*group, reclaim bool, now time.Tim
 		Message: fmt.Sprintf(what, len(victims), strings.Join(names, ", "))})
 }
 
-// preemptingFor returns the victims of the preemption in flight for key, if any.
-func (e *Engine) preemptingFor(key string) []string {
+// preemptingFor returns the victims of the preemption in flight for key, if any, and
+// whether they were evicted to reclaim quota.
+func (e *Engine) preemptingFor(key string) ([]string, bool) {
 	if pr := e.preempting[key]; pr != nil {
-		return slices.Clone(pr.victims)
+		return slices.Clone(pr.victims), pr.reclaim
 	}
-	return nil
+	return nil, false
 }
 
 // holdsNodes reports whether a live member is bound or being bound.

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +70,9 @@ func TestReclaimWithinCohort(t *testing.T) {
 	out = e.Step(now)
 	if len(out.Evictions) != 0 || len(out.Binds) != 0 {
 		t.Fatalf("while a4 stops: evictions %+v, binds %+v; want none", out.Evictions, out.Binds)
+	}
+	if st, _ := e.Group(b1); !strings.Contains(st.Waiting, "preempting 1 group(s) that borrow its queue's quota, which are releasing their nodes: "+a[3]) {
+		t.Errorf("b1's status: expected it to say whom it reclaims from, found %q", st.Waiting)
 	}
 	if st, _ := e.Group(a5); st.WaitingKind != "QuotaExceeded" {
 		t.Errorf("a5: expected it to wait on quota, found %s: %s", st.WaitingKind, st.Waiting)

@@ -63,9 +63,14 @@ func (e *Engine) Group(key string) (Status, bool) {
 	if g.waiting != nil {
 		st.Waiting = g.waiting.String()
 	}
-	if st.Preempting = e.preemptingFor(key); len(st.Preempting) > 0 && st.Waiting != "" {
-		st.Waiting += fmt.Sprintf("; preempting %d group(s) of lower priority, which are releasing their nodes: %s",
-			len(st.Preempting), strings.Join(st.Preempting, ", "))
+	var reclaim bool
+	if st.Preempting, reclaim = e.preemptingFor(key); len(st.Preempting) > 0 && st.Waiting != "" {
+		whom := "of lower priority"
+		if reclaim {
+			whom = "that borrow its queue's quota"
+		}
+		st.Waiting += fmt.Sprintf("; preempting %d group(s) %s, which are releasing their nodes: %s",
+			len(st.Preempting), whom, strings.Join(st.Preempting, ", "))
 	}
 	for k, p := range g.members {
 		if n := g.nodeOf(k, p); n != "" {
