@@ -9,7 +9,7 @@ import (
 )
 
 // Event is something that happened to a group. The set is closed: Observe, Admitted,
-// Rejected, NodesChanged, Cancel, Preempt and Tick.
+// Rejected, NodesChanged, Cancel, Preempt, Tick and OwnerFailed.
 type Event interface {
 	isEvent()
 }
@@ -78,6 +78,16 @@ type Preempt struct {
 // Tick reports that time passed; due timers fire. Deliver it at or after State.WakeAt.
 type Tick struct{}
 
+// OwnerFailed reports that the workload controller behind the group's members (a batch
+// Job past its backoffLimit, a failed JobSet or Kubeflow job) has failed for good: it
+// creates no more members, so the group fails at once, whatever its phase, instead of
+// waiting for members that will not come. It does not count as a failed attempt.
+type OwnerFailed struct {
+	// Message says which owner and why, e.g. "Job default/train failed:
+	// BackoffLimitExceeded: Job has reached the specified backoff limit".
+	Message string
+}
+
 func (Observe) isEvent()      {}
 func (Admitted) isEvent()     {}
 func (Rejected) isEvent()     {}
@@ -85,6 +95,7 @@ func (NodesChanged) isEvent() {}
 func (Cancel) isEvent()       {}
 func (Preempt) isEvent()      {}
 func (Tick) isEvent()         {}
+func (OwnerFailed) isEvent()  {}
 
 // Action is a decision the caller must carry out. The set is closed: Enqueue, Dequeue,
 // EvictAll, Transition and Released.
@@ -107,8 +118,8 @@ type Dequeue struct{}
 // EvictAll deletes every member of the group, releasing everything it holds.
 type EvictAll struct {
 	// Reason is one of ReasonStartTimeout, ReasonMemberFailedToStart,
-	// ReasonRecoveryTimeout, ReasonRetryLimitExceeded, ReasonCancelled or
-	// ReasonPreempted.
+	// ReasonRecoveryTimeout, ReasonRetryLimitExceeded, ReasonCancelled,
+	// ReasonPreempted or ReasonOwnerFailed.
 	Reason string
 	// Message says why, for Events.
 	Message string

@@ -25,7 +25,7 @@ const (
 	// Impossible: the group's shape cannot fit even an empty cluster. It is not retried on a
 	// timer, only re-checked when nodes change.
 	Impossible Phase = "Impossible"
-	// Failed: every allowed attempt failed. Terminal.
+	// Failed: every allowed attempt failed, or the members' owner failed. Terminal.
 	Failed Phase = "Failed"
 	// Finished: minMember members Succeeded and none is still running. Terminal.
 	Finished Phase = "Finished"
@@ -83,4 +83,7 @@ const (
 	// priority; it is queued again after a backoff, and the attempt does not count as
 	// failed.
 	ReasonPreempted = "Preempted"
+	// ReasonOwnerFailed: the workload controller behind the members failed for good and
+	// creates no more of them; the group fails at once.
+	ReasonOwnerFailed = "OwnerFailed"
 )

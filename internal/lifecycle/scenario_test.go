@@ -96,6 +96,8 @@ func (sc *scenario) event(t *testing.T, d *datadriven.TestData) (Event, error) {
 		return Cancel{}, nil
 	case "preempt":
 		return Preempt{Message: strings.TrimSpace(d.Input)}, nil
+	case "owner-failed":
+		return OwnerFailed{Message: strings.TrimSpace(d.Input)}, nil
 	case "tick":
 		if len(d.CmdArgs) == 0 {
 			wake := sc.s.WakeAt()

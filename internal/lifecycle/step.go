@@ -38,6 +38,8 @@ func Step(s State, p Policy, ev Event, now time.Time) (State, []Action) {
 		m.preempt(ev)
 	case Tick:
 		m.tick()
+	case OwnerFailed:
+		m.ownerFailed(ev.Message)
 	}
 	return m.s, m.actions
 }
@@ -204,6 +206,17 @@ func (m *machine) cancel() {
 	m.emit(Dequeue{})
 	m.evict(ReasonCancelled, message)
 	m.to(Cancelled, ReasonCancelled, message)
+}
+
+// ownerFailed fails the group for good because its owner did: the group leaves the
+// queue, an attempt in progress ends, and every member left is evicted.
+func (m *machine) ownerFailed(message string) {
+	if m.attemptActive() {
+		m.endAttempt(ReasonOwnerFailed, message)
+	}
+	m.emit(Dequeue{})
+	m.evict(ReasonOwnerFailed, message)
+	m.to(Failed, ReasonOwnerFailed, message)
 }
 
 // tick fires the current phase's timer if it is due.
