@@ -125,3 +125,34 @@ func TestFailedPodOfAnEarlierAttemptIsNotCounted(t *testing.T) {
 		t.Fatalf("attempt 2: expected Starting with %d placed and none failed, found %s with %+v", len(out.Binds), st.Phase, st.Observed)
 	}
 }
+
+// TestOwnerFailedFailsTheGroup: a member whose Job replaces it fails; the engine waits
+// for the replacement. Then the Job fails for good (its backoffLimit is spent): the group
+// fails at once with the Job's reason, its last member is evicted, and no retry follows.
+func TestOwnerFailedFailsTheGroup(t *testing.T) {
+	j := newLabelsJob(t)
+	nodes := j.bound()
+	controller := true
+	byJob := func(p *corev1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "job", UID: "uid-job", Controller: &controller}}
+	}
+	j.failMember(1, nodes[1], byJob)
+	if out := j.step(time.Second); len(out.Evictions) != 0 {
+		t.Fatalf("while the Job may replace the member: expected no eviction, found %+v", out.Evictions)
+	}
+	const why = "Job default/job failed: BackoffLimitExceeded: Job has reached the specified backoff limit"
+	j.spec.OwnerFailed = why
+	j.e.SetGroup(j.spec)
+	out := j.step(time.Second)
+	if len(out.Evictions) != 2 || out.Evictions[0].Reason != lifecycle.ReasonOwnerFailed {
+		t.Fatalf("expected the members evicted with reason %s, found %+v", lifecycle.ReasonOwnerFailed, out.Evictions)
+	}
+	st := j.status("after the Job failed")
+	if st.Phase != lifecycle.Failed || st.Reason != lifecycle.ReasonOwnerFailed || st.Message != why || st.Failures != 0 {
+		t.Errorf("expected Failed with reason %s %q and no failed attempt, found %s %s %q with %d failures",
+			lifecycle.ReasonOwnerFailed, why, st.Phase, st.Reason, st.Message, st.Failures)
+	}
+	if out := j.step(time.Hour); len(out.Binds) != 0 {
+		t.Errorf("expected no retry, found binds %+v", out.Binds)
+	}
+}

@@ -57,6 +57,9 @@ type GroupSpec struct {
 	// Owner is the controller that owns the members, when known, for diagnoses such as
 	// "the PyTorchJob declares 9 replicas but 8 pods joined the group".
 	Owner *Owner
+	// OwnerFailed, when set, says that the members' owner failed for good (see
+	// source.OwnerFailure): the group fails at once with reason OwnerFailed.
+	OwnerFailed string
 	// Invalid lists problems with the group's definition, each naming the field and the
 	// value. A group with problems is not scheduled; the problems become its condition.
 	Invalid []string

@@ -68,6 +68,9 @@ func (e *Engine) advance(g *group, now time.Time, out *Output) {
 	if g.removed && !g.state.Phase().Terminal() && !g.handedOff {
 		e.step(g, lifecycle.Cancel{}, now, out)
 	}
+	if g.spec.OwnerFailed != "" && !g.state.Phase().Terminal() {
+		e.step(g, lifecycle.OwnerFailed{Message: g.spec.OwnerFailed}, now, out)
+	}
 	obs, held := g.observe()
 	e.step(g, obs, now, out)
 	if g.state.Phase() == lifecycle.Queued && g.boundLive() >= g.spec.MinMember {
@@ -223,7 +226,9 @@ func (e *Engine) evictAll(g *group, a lifecycle.EvictAll, out *Output) {
 	if g.evicting == nil {
 		g.evicting = map[string]bool{}
 	}
-	g.awaitsPods, g.handedOff = g.definedByPods() && a.Reason != lifecycle.ReasonCancelled, false
+	// Pods of a cancelled group, or of an owner that failed, do not come back.
+	g.awaitsPods = g.definedByPods() && a.Reason != lifecycle.ReasonCancelled && a.Reason != lifecycle.ReasonOwnerFailed
+	g.handedOff = false
 	g.placed = nil // the attempt is over
 	for _, key := range g.memberKeys() {
 		if g.evicting[key] {

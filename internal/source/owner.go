@@ -206,3 +206,28 @@ func count(obj map[string]any, def int, path ...string) (int, error) {
 	}
 	return int(n), nil
 }
+
+// OwnerFailure returns why owner has failed for good, or "" if it has not: a batch Job,
+// JobSet or Kubeflow training job whose status.conditions has type Failed with status
+// True creates no more pods. E.g. "Job default/train failed: BackoffLimitExceeded: Job
+// has reached the specified backoff limit".
+func OwnerFailure(owner *unstructured.Unstructured) string {
+	if owner == nil {
+		return ""
+	}
+	conditions, _, _ := unstructured.NestedSlice(owner.Object, "status", "conditions")
+	for _, c := range conditions {
+		cond, ok := c.(map[string]any)
+		if !ok || cond["type"] != "Failed" || cond["status"] != "True" {
+			continue
+		}
+		out := fmt.Sprintf("%s %s/%s failed", owner.GetKind(), owner.GetNamespace(), owner.GetName())
+		for _, field := range []string{"reason", "message"} {
+			if v, _ := cond[field].(string); v != "" {
+				out += ": " + v
+			}
+		}
+		return out
+	}
+	return ""
+}

@@ -157,3 +157,38 @@ func TestOwnerRolesMissingSpecs(t *testing.T) {
 		t.Errorf("OwnerReplicas error = %v, want %q", err, want)
 	}
 }
+
+func TestOwnerFailure(t *testing.T) {
+	job := func(kind string, conditions ...map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": kind,
+			"metadata": map[string]any{"namespace": "default", "name": "train"}}}
+		if conditions != nil {
+			list := make([]any, len(conditions))
+			for i, c := range conditions {
+				list[i] = c
+			}
+			u.Object["status"] = map[string]any{"conditions": list}
+		}
+		return u
+	}
+	for _, tc := range []struct {
+		name  string
+		owner *unstructured.Unstructured
+		want  string
+	}{
+		{"no owner", nil, ""},
+		{"no status", job("Job"), ""},
+		{"running", job("Job", map[string]any{"type": "Suspended", "status": "False"}), ""},
+		{"failure not yet final", job("Job", map[string]any{"type": "Failed", "status": "False"}), ""},
+		{"failed", job("Job",
+			map[string]any{"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded"},
+			map[string]any{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit"}),
+			"Job default/train failed: BackoffLimitExceeded: Job has reached the specified backoff limit"},
+		{"failed without a reason", job("PyTorchJob", map[string]any{"type": "Failed", "status": "True"}), "PyTorchJob default/train failed"},
+		{"malformed conditions", &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": "yes"}}}, ""},
+	} {
+		if got := OwnerFailure(tc.owner); got != tc.want {
+			t.Errorf("%s: OwnerFailure = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
