@@ -113,6 +113,7 @@ func (s *scheduler) applyPod(ctx context.Context, key string) {
 	if s.podIsOurs(p) {
 		s.eng.SetPod(p, gk)
 		s.noteFailed(key, p)
+		s.watchOwner(gk, p)
 	} else {
 		s.eng.SetPod(p, "")
 		if ref.Source == engine.Single {
@@ -187,6 +188,12 @@ func (s *scheduler) translate(key string) {
 		s.ownerObjects[key] = owner
 	} else {
 		delete(s.ownerObjects, key)
+	}
+	spec.OwnerFailed = source.OwnerFailure(owner)
+	if spec.OwnerFailed != "" {
+		s.ownerFailed[key] = true
+	} else {
+		delete(s.ownerFailed, key)
 	}
 	if spec.Queue == "" {
 		spec.Queue = s.queueForNamespace(context.Background(), ref.Namespace)

@@ -59,6 +59,10 @@ type scheduler struct {
 	// ownerObjects holds each group's, as of its last translation.
 	owners       map[types.NamespacedName]ownerEntry
 	ownerObjects map[string]*unstructured.Unstructured
+	// ownerFailed holds the groups whose owner was last read Failed; rechecks, the
+	// groups whose owner is read again after a member failed (see ownerfail.go).
+	ownerFailed map[string]bool
+	rechecks    map[string]*recheck
 	// failed holds the keys of muster's pods seen Failed, for replaceFailed.
 	failed map[string]bool
 	// objects holds the group objects by group key.
@@ -112,6 +116,7 @@ func (s *scheduler) Start(ctx context.Context) error {
 	s.memberOf, s.declared, s.declaredBy = map[string]string{}, map[string]map[string]bool{}, map[string]string{}
 	s.failed, s.suspended, s.leaving = map[string]bool{}, map[types.NamespacedName]*suspension{}, map[types.UID]*cleanup{}
 	s.owners, s.ownerObjects = map[types.NamespacedName]ownerEntry{}, map[string]*unstructured.Unstructured{}
+	s.ownerFailed, s.rechecks = map[string]bool{}, map[string]*recheck{}
 	if err := s.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return fmt.Errorf("starting the Event recorder: %w", err)
 	}
@@ -171,6 +176,7 @@ func (s *scheduler) loop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		recheck := s.recheckOwners()
 		s.apply(ctx, s.changes.take())
 		for _, pod := range s.binder.takeFailed() {
 			s.eng.BindFailed(pod)
@@ -180,8 +186,10 @@ func (s *scheduler) loop(ctx context.Context) {
 		s.observe(out, time.Since(began))
 		s.carryOut(ctx, out)
 		wakeAt := s.report(ctx, out)
-		if resume := s.resumeDue(ctx); !resume.IsZero() && (wakeAt.IsZero() || resume.Before(wakeAt)) {
-			wakeAt = resume
+		for _, at := range []time.Time{s.resumeDue(ctx), recheck} {
+			if !at.IsZero() && (wakeAt.IsZero() || at.Before(wakeAt)) {
+				wakeAt = at
+			}
 		}
 		timer.Stop()
 		timer.Reset(s.sleep(wakeAt))

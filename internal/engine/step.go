@@ -226,9 +226,7 @@ func (e *Engine) evictAll(g *group, a lifecycle.EvictAll, out *Output) {
 	if g.evicting == nil {
 		g.evicting = map[string]bool{}
 	}
-	// Pods of a cancelled group, or of an owner that failed, do not come back.
-	g.awaitsPods = g.definedByPods() && a.Reason != lifecycle.ReasonCancelled && a.Reason != lifecycle.ReasonOwnerFailed
-	g.handedOff = false
+	g.awaitsPods, g.handedOff = g.definedByPods() && a.Reason != lifecycle.ReasonCancelled, false
 	g.placed = nil // the attempt is over
 	for _, key := range g.memberKeys() {
 		if g.evicting[key] {

@@ -213,6 +213,18 @@ func TestBuild(t *testing.T) {
 				"PriorityClass at least as high"},
 		},
 		{
+			name: "owner failed",
+			facts: func() explain.Facts {
+				f := facts("Failed", members(4, false, nil))
+				f.Lifecycle.Reason = "OwnerFailed"
+				f.Lifecycle.Message = "Job default/bert failed: BackoffLimitExceeded: Job has reached the specified backoff limit"
+				return f
+			},
+			wantStep: 6,
+			want: []string{"the group's owner failed, so muster stopped waiting for its members: Job default/bert failed: BackoffLimitExceeded",
+				"failed pods' logs"},
+		},
+		{
 			name: "reclaimed",
 			facts: func() explain.Facts {
 				f := facts("Backoff", members(4, false, nil))

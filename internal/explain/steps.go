@@ -223,6 +223,10 @@ func stepTimeout(f Facts) (check, bool) {
 		}
 		return failed(msg, "find the cause in the steps above (image, init, readiness); a longer timeout will not repair a bad image", msg), true
 	case lifecycle.Failed:
+		if lc.Reason == lifecycle.ReasonOwnerFailed {
+			msg := "the group's owner failed, so muster stopped waiting for its members: " + lc.Message
+			return failed(msg, "read the owner's status and its failed pods' logs (the owner keeps them), fix the cause, then delete and resubmit the job", msg), true
+		}
 		ev := []string{fmt.Sprintf("failed after %s; no more retries", attemptsOf(lc.Attempt))}
 		for _, a := range lc.Attempts {
 			ev = append(ev, fmt.Sprintf("attempt %d: %s in %s after %s: %s", a.Number, a.Reason, a.Stage,

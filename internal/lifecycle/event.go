@@ -81,7 +81,8 @@ type Tick struct{}
 // OwnerFailed reports that the workload controller behind the group's members (a batch
 // Job past its backoffLimit, a failed JobSet or Kubeflow job) has failed for good: it
 // creates no more members, so the group fails at once, whatever its phase, instead of
-// waiting for members that will not come. It does not count as a failed attempt.
+// waiting for members that will not come. It does not count as a failed attempt, and
+// evicts nothing: the owner cleans up its pods (a failed Job keeps its failed ones).
 type OwnerFailed struct {
 	// Message says which owner and why, e.g. "Job default/train failed:
 	// BackoffLimitExceeded: Job has reached the specified backoff limit".
@@ -118,8 +119,8 @@ type Dequeue struct{}
 // EvictAll deletes every member of the group, releasing everything it holds.
 type EvictAll struct {
 	// Reason is one of ReasonStartTimeout, ReasonMemberFailedToStart,
-	// ReasonRecoveryTimeout, ReasonRetryLimitExceeded, ReasonCancelled,
-	// ReasonPreempted or ReasonOwnerFailed.
+	// ReasonRecoveryTimeout, ReasonRetryLimitExceeded, ReasonCancelled or
+	// ReasonPreempted.
 	Reason string
 	// Message says why, for Events.
 	Message string

@@ -209,13 +209,14 @@ func (m *machine) cancel() {
 }
 
 // ownerFailed fails the group for good because its owner did: the group leaves the
-// queue, an attempt in progress ends, and every member left is evicted.
+// queue and an attempt in progress ends. Its members are the owner's to clean up: a
+// failed Job deletes its running pods and keeps its failed ones for their logs, which
+// an eviction would destroy.
 func (m *machine) ownerFailed(message string) {
 	if m.attemptActive() {
 		m.endAttempt(ReasonOwnerFailed, message)
 	}
 	m.emit(Dequeue{})
-	m.evict(ReasonOwnerFailed, message)
 	m.to(Failed, ReasonOwnerFailed, message)
 }
 

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -255,5 +256,49 @@ func TestPreemptedJobIsSuspendedAndResumed(t *testing.T) {
 	})
 	if c := jobCondition(job, batchv1.JobFailed); c != nil || job.Status.Failed != 0 {
 		t.Errorf("Job low: expected no failure counted, found %d failed and condition %+v", job.Status.Failed, c)
+	}
+}
+
+// TestGroupFailsWithItsJob: both workers of an Indexed Job with backoffLimit 0 fail to
+// start (restartPolicy Never). The Job controller fails the Job, and muster fails its
+// group with reason OwnerFailed and the Job's reason within seconds, rather than leave it
+// Starting until its 10-minute start timeout; it neither suspends the failed Job nor
+// deletes the failed pods, whose logs say why.
+func TestGroupFailsWithItsJob(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "jobfails", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	startMuster(t, env, musterOptions{})
+	j := trainingJob(ns, "broken", "1s")
+	j.Spec.Template.Annotations[musterv1alpha1.StartTimeoutAnnotation] = "10m"
+	j.Spec.Template.Annotations[kubelet.AnnotationFailInit] = "true"
+	delete(j.Spec.Template.Annotations, kubelet.AnnotationReadyAfter)
+	ctx := context.Background()
+	if _, err := env.Kube.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rec := waitPlainRecord(t, env, ns, "broken", "Failed")
+	if rec.Reason != "OwnerFailed" || !strings.Contains(rec.Message, "Job "+ns+"/broken failed: BackoffLimitExceeded") || rec.Failures != 0 {
+		t.Errorf("expected the group Failed with reason OwnerFailed naming the Job's BackoffLimitExceeded and no failed attempt, found %s %q with %d failures",
+			rec.Reason, rec.Message, rec.Failures)
+	}
+	job, err := env.Kube.BatchV1().Jobs(ns).Get(ctx, "broken", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.Spec.Suspend != nil && *job.Spec.Suspend {
+		t.Errorf("expected the failed Job left as it is, found it suspended")
+	}
+	pods, err := env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=broken"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodFailed || p.DeletionTimestamp != nil {
+			t.Errorf("pod %s: expected it kept, Failed, found %s (deleting: %t)", p.Name, p.Status.Phase, p.DeletionTimestamp != nil)
+		}
+	}
+	if len(pods.Items) != 2 {
+		t.Errorf("expected the Job's 2 failed pods kept, found %d", len(pods.Items))
 	}
 }
