@@ -44,16 +44,11 @@ func (s *scheduler) watchOwner(gk string, p *corev1.Pod) {
 
 // recheckOwners forgets the cached owner of each group due for a recheck and marks the
 // group for translation, which reads the owner again. A group whose owner failed, or
-// that is gone, is not rechecked any more. It returns when the next recheck is due.
-func (s *scheduler) recheckOwners() time.Time {
+// that is gone, is not rechecked any more.
+func (s *scheduler) recheckOwners() {
 	now := s.clock.Now()
-	var next time.Time
 	for gk, r := range s.rechecks {
-		if s.members[gk] == nil || now.After(r.until) {
-			delete(s.rechecks, gk)
-			continue
-		}
-		if s.ownerFailed[gk] {
+		if s.members[gk] == nil || s.ownerFailed[gk] || now.After(r.until) {
 			delete(s.rechecks, gk)
 			continue
 		}
@@ -64,6 +59,13 @@ func (s *scheduler) recheckOwners() time.Time {
 			s.specDirty[gk] = true
 			r.next = now.Add(ownerRecheckEvery)
 		}
+	}
+}
+
+// nextRecheck returns when the next recheck is due, or zero if none is.
+func (s *scheduler) nextRecheck() time.Time {
+	var next time.Time
+	for _, r := range s.rechecks {
 		if next.IsZero() || r.next.Before(next) {
 			next = r.next
 		}

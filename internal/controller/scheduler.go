@@ -176,7 +176,7 @@ func (s *scheduler) loop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		recheck := s.recheckOwners()
+		s.recheckOwners()
 		s.apply(ctx, s.changes.take())
 		for _, pod := range s.binder.takeFailed() {
 			s.eng.BindFailed(pod)
@@ -186,7 +186,7 @@ func (s *scheduler) loop(ctx context.Context) {
 		s.observe(out, time.Since(began))
 		s.carryOut(ctx, out)
 		wakeAt := s.report(ctx, out)
-		for _, at := range []time.Time{s.resumeDue(ctx), recheck} {
+		for _, at := range []time.Time{s.resumeDue(ctx), s.nextRecheck()} {
 			if !at.IsZero() && (wakeAt.IsZero() || at.Before(wakeAt)) {
 				wakeAt = at
 			}
