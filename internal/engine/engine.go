@@ -251,6 +251,9 @@ func (e *Engine) SetQueue(q Queue) {
 	e.schedule = true
 }
 
+// Queues returns every queue with what its admitted groups hold, sorted by name.
+func (e *Engine) Queues() []queue.QueueStatus { return e.queue.Queues() }
+
 // RemoveQueue removes a queue; its groups wait with QueueNotFound.
 func (e *Engine) RemoveQueue(name string) {
 	delete(e.queues, name)

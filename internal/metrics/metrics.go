@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 
+	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/lifecycle"
 )
@@ -23,6 +25,8 @@ type Metrics struct {
 	Cleanup          prometheus.Histogram
 	QueueWait        prometheus.Histogram
 	QueueGroups      *prometheus.GaugeVec
+	QueueUsed        *prometheus.GaugeVec
+	QueueBorrowed    *prometheus.GaugeVec
 	Decisions        *prometheus.CounterVec
 	DecisionDuration prometheus.Histogram
 	Evictions        *prometheus.CounterVec
@@ -55,6 +59,14 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "muster_queue_groups",
 			Help: "Groups per queue and lifecycle phase.",
 		}, []string{"queue", "state"}),
+		QueueUsed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "muster_queue_used",
+			Help: "What the groups admitted through each queue hold, per resource (GPUs, CPU cores, bytes).",
+		}, []string{"queue", "resource"}),
+		QueueBorrowed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "muster_queue_borrowed",
+			Help: "What each queue of a cohort holds beyond its quota, on quota lent by the others, per resource (GPUs, CPU cores, bytes).",
+		}, []string{"queue", "resource"}),
 		Decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "muster_scheduling_decisions_total",
 			Help: "Admission decisions by result: admitted, unschedulable, impossible, quota, queue-not-found, reserved, preempting, reclaiming.",
@@ -73,7 +85,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "Groups requeued after a failed attempt.",
 		}),
 	}
-	reg.MustRegister(m.TimeToReady, m.HeldResource, m.Cleanup, m.QueueWait, m.QueueGroups,
+	reg.MustRegister(m.TimeToReady, m.HeldResource, m.Cleanup, m.QueueWait, m.QueueGroups, m.QueueUsed, m.QueueBorrowed,
 		m.Decisions, m.DecisionDuration, m.Evictions, m.Retries)
 	return m
 }
@@ -106,8 +118,19 @@ func (m *Metrics) Record(out engine.Output, took time.Duration) {
 	}
 }
 
-// SetQueues replaces the per-queue, per-phase group counts with the engine's current ones.
+// SetQueues replaces the per-queue, per-phase group counts and the queues' usage with
+// the engine's current ones.
 func (m *Metrics) SetQueues(e *engine.Engine) {
+	m.QueueUsed.Reset()
+	m.QueueBorrowed.Reset()
+	for _, q := range e.Queues() {
+		for _, name := range q.Used.Names() {
+			m.QueueUsed.WithLabelValues(q.Name, string(name)).Set(amount(name, q.Used[name]))
+			if quota, ok := q.Quota[name]; ok && q.Cohort != "" && q.Used[name] > quota {
+				m.QueueBorrowed.WithLabelValues(q.Name, string(name)).Set(amount(name, q.Used[name]-quota))
+			}
+		}
+	}
 	m.QueueGroups.Reset()
 	for _, key := range e.Groups() {
 		st, ok := e.Group(key)
@@ -123,4 +146,10 @@ func (m *Metrics) SetQueues(e *engine.Engine) {
 		}
 		m.QueueGroups.WithLabelValues(st.Queue, state).Inc()
 	}
+}
+
+// amount renders a canonical amount in the resource's unit: cores, bytes, devices.
+func amount(name corev1.ResourceName, v int64) float64 {
+	q := cluster.Quantity(name, v)
+	return q.AsApproximateFloat64()
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
 	gt "github.com/muster-sched/muster/internal/gangtest"
 	"github.com/muster-sched/muster/internal/lifecycle"
@@ -115,4 +116,34 @@ func observed(t *testing.T, h prometheus.Histogram) (uint64, float64) {
 		t.Fatal(err)
 	}
 	return pb.GetHistogram().GetSampleCount(), pb.GetHistogram().GetSampleSum()
+}
+
+// TestQueueUsage: a job of team-a runs on 6 GPUs, 2 of them lent by team-b through their
+// cohort; the gauges show what each queue holds and what team-a borrows.
+func TestQueueUsage(t *testing.T) {
+	w, m, e := world(t, lifecycle.DefaultPolicy())
+	for _, q := range []string{"team-a", "team-b"} {
+		e.SetQueue(engine.Queue{Name: q, Quota: cluster.Resources{gt.GPU: 4}, Cohort: "research"})
+	}
+	w.Submit(&sim.Job{Name: "big", Workers: 6, GPU: 1, Queue: "team-a", RunFor: time.Hour, ReadyAfter: 30 * time.Second})
+	w.RunFor(time.Minute)
+	m.SetQueues(e)
+	borrowed := `
+# HELP muster_queue_borrowed What each queue of a cohort holds beyond its quota, on quota lent by the others, per resource (GPUs, CPU cores, bytes).
+# TYPE muster_queue_borrowed gauge
+muster_queue_borrowed{queue="team-a",resource="nvidia.com/gpu"} 2
+`
+	used := `
+# HELP muster_queue_used What the groups admitted through each queue hold, per resource (GPUs, CPU cores, bytes).
+# TYPE muster_queue_used gauge
+muster_queue_used{queue="team-a",resource="nvidia.com/gpu"} 6
+`
+	for _, c := range []struct {
+		gauge *prometheus.GaugeVec
+		want  string
+	}{{m.QueueBorrowed, borrowed}, {m.QueueUsed, used}} {
+		if err := testutil.CollectAndCompare(c.gauge, strings.NewReader(c.want)); err != nil {
+			t.Error(err)
+		}
+	}
 }
