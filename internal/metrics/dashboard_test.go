@@ -22,6 +22,8 @@ func TestDashboardNamesExist(t *testing.T) {
 	m := metrics.New(reg)
 	m.HeldResource.WithLabelValues("nvidia.com/gpu")
 	m.QueueGroups.WithLabelValues("default", "Queued")
+	m.QueueUsed.WithLabelValues("default", "nvidia.com/gpu")
+	m.QueueBorrowed.WithLabelValues("default", "nvidia.com/gpu")
 	m.Decisions.WithLabelValues("admitted")
 	m.Evictions.WithLabelValues("StartTimeout")
 	families, err := reg.Gather()
