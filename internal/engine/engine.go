@@ -19,7 +19,8 @@ type Config struct {
 	// StarvationThreshold is how long a group may wait before capacity is reserved for it.
 	StarvationThreshold time.Duration
 	// DisablePreemption turns gang preemption off: a waiting group never evicts
-	// admitted groups of lower priority (see preempt).
+	// admitted groups, neither of lower priority nor of the queues that borrow its
+	// queue's quota (see preempt): a cohort's queues then lend without taking back.
 	DisablePreemption bool
 }
 
@@ -69,7 +70,7 @@ func New(cfg Config) *Engine {
 	return &Engine{
 		cfg:      cfg,
 		snap:     cluster.New(nil, nil),
-		queue:    queue.New(queue.Options{StarvationThreshold: cfg.StarvationThreshold}),
+		queue:    queue.New(queue.Options{StarvationThreshold: cfg.StarvationThreshold, NoReclaim: cfg.DisablePreemption}),
 		queues:   map[string]Queue{},
 		groups:   map[string]*group{},
 		podGroup: map[string]string{},

@@ -142,3 +142,32 @@ func TestReclaimSparesQueuesBorrowingOtherResources(t *testing.T) {
 		t.Errorf("evicted %v, expected team-a's a2 alone", evicted)
 	}
 }
+
+// TestNoReclaimWithPreemptionOff: with preemption off, team-b's group waits for team-a's
+// borrowing groups to finish instead of evicting one.
+func TestNoReclaimWithPreemptionOff(t *testing.T) {
+	e := engine.New(engine.Config{DefaultQueue: "default", Policy: lifecycle.DefaultPolicy(), DisablePreemption: true})
+	for _, node := range gt.Nodes("n", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
+		e.SetNode(node)
+	}
+	for _, q := range []string{"team-a", "team-b"} {
+		e.SetQueue(engine.Queue{Name: q, Quota: cluster.Resources{gt.GPU: 2}, Cohort: "research"})
+	}
+	now := sim.Epoch
+	for _, name := range []string{"a1", "a2", "a3", "a4"} {
+		key := queuedIn(e, name, "team-a", 0)
+		out := e.Step(now)
+		if len(out.Binds) != 1 {
+			t.Fatalf("%s: expected it bound, found %+v", name, out.Binds)
+		}
+		e.SetPod(runningPod(name+"-0", out.Binds[0].Node), key)
+		now = now.Add(time.Second)
+	}
+	b1 := queuedIn(e, "b1", "team-b", 0)
+	if out := e.Step(now.Add(time.Second)); len(out.Evictions) != 0 {
+		t.Fatalf("expected no eviction with preemption off, found %+v", out.Evictions)
+	}
+	if st, _ := e.Group(b1); st.WaitingKind != "QuotaExceeded" || strings.Contains(st.Waiting, "reclaimed") {
+		t.Errorf("b1: expected it to wait on quota without a promise of reclaim, found %s: %q", st.WaitingKind, st.Waiting)
+	}
+}

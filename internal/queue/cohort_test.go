@@ -96,6 +96,22 @@ func TestScheduleCohort(t *testing.T) {
 	}
 }
 
+// TestNoReclaim: with reclaiming off, a group within its own quota whose cohort lent it
+// out waits as any group over quota does.
+func TestNoReclaim(t *testing.T) {
+	m := queue.New(queue.Options{StarvationThreshold: time.Hour, NoReclaim: true})
+	for _, q := range []string{"team-a", "team-b"} {
+		m.SetQueue(queue.Queue{Name: q, Quota: gpus(8), Cohort: "research"})
+	}
+	m.Charge("a1", "team-a", gpus(16))
+	m.Push(entry("b1", 4, 1).in("team-b").build())
+	got := summary(m.Schedule(cluster.New(gpuNodes("n", 4, 8), nil), t0.Add(time.Minute)))
+	want := []string{"wait b1 #1: needs 4 nvidia.com/gpu, queue team-b has 0 of 8 in use (16 with borrowing) and cohort research has 16 of 16 in use"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Schedule (-want +got):\n%s", diff)
+	}
+}
+
 func TestBorrowingAndFitsQuotaWithout(t *testing.T) {
 	m := queue.New(queue.Options{})
 	m.SetQueue(queue.Queue{Name: "team-a", Quota: gpus(8), Cohort: "research"})

@@ -80,6 +80,10 @@ type Options struct {
 	// StarvationThreshold is how long a group may wait without fitting before it gets a
 	// reservation. Zero reserves for any group that does not fit at once.
 	StarvationThreshold time.Duration
+	// NoReclaim says lent quota is not taken back (the caller evicts no one for it): a
+	// group within its queue's quota whose cohort lent it out waits as any group over
+	// quota does, not Reclaimable.
+	NoReclaim bool
 }
 
 // QueueStatus is a queue with its current usage.

@@ -99,7 +99,7 @@ func (m *Manager) overQuota(q Queue, need cluster.Resources) (Reason, bool) {
 		}
 		if q.Cohort != "" && l.cohortUsed+need[name] > l.cohortQuota {
 			r := reason(QuotaExceeded, name, l)
-			r.Reclaimable = used[name]+need[name] <= l.quota
+			r.Reclaimable = used[name]+need[name] <= l.quota && !m.opts.NoReclaim
 			return r, true
 		}
 	}
