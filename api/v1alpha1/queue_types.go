@@ -40,6 +40,7 @@ type Queue struct {
 // QueueSpec is the desired behaviour of a Queue.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.borrowingLimit) || (has(self.cohort) && size(self.cohort) > 0)",message="spec.borrowingLimit requires spec.cohort: a queue borrows only from its cohort"
+// +kubebuilder:validation:XValidation:rule="!has(self.lendingLimit) || (has(self.cohort) && size(self.cohort) > 0)",message="spec.lendingLimit requires spec.cohort: a queue lends only to its cohort"
 type QueueSpec struct {
 	// quota is the most of each named resource that the groups admitted through this
 	// queue may hold together, counted from their members' requests. Resources not
@@ -74,6 +75,12 @@ type QueueSpec struct {
 	// cohort's unused quota alone. Requires cohort.
 	// +optional
 	BorrowingLimit corev1.ResourceList `json:"borrowingLimit,omitempty"`
+
+	// lendingLimit caps, per resource, how much of this queue's quota it lends to its
+	// cohort; the rest stays its own, idle or not, and is never borrowed by another
+	// queue. Resources not listed are lent whole. Requires cohort.
+	// +optional
+	LendingLimit corev1.ResourceList `json:"lendingLimit,omitempty"`
 
 	// weight is this queue's share, relative to the other queues of equal priority,
 	// when muster orders them by fairness. Defaults to 1.

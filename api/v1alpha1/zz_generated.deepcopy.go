@@ -245,6 +245,13 @@ func (in *QueueSpec) DeepCopyInto(out *QueueSpec) {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
+	if in.LendingLimit != nil {
+		in, out := &in.LendingLimit, &out.LendingLimit
+		*out = make(corev1.ResourceList, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val.DeepCopy()
+		}
+	}
 	if in.Defaults != nil {
 		in, out := &in.Defaults, &out.Defaults
 		*out = new(GroupPolicy)

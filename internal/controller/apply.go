@@ -299,6 +299,9 @@ func engineQueue(q *musterv1alpha1.Queue) engine.Queue {
 	if len(q.Spec.BorrowingLimit) > 0 {
 		out.BorrowingLimit = cluster.FromList(q.Spec.BorrowingLimit)
 	}
+	if len(q.Spec.LendingLimit) > 0 {
+		out.LendingLimit = cluster.FromList(q.Spec.LendingLimit)
+	}
 	if d := q.Spec.Defaults; d != nil {
 		if d.StartTimeout != nil {
 			out.Defaults.StartTimeout = &d.StartTimeout.Duration

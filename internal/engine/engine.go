@@ -33,9 +33,11 @@ type Queue struct {
 	// Weight is the queue's share relative to the other queues of its priority (see
 	// queue.WeightedShare); below 1 counts as 1.
 	Weight int32
-	// Cohort and BorrowingLimit let the queue lend and borrow quota (see queue.Queue).
+	// Cohort, BorrowingLimit and LendingLimit let the queue lend and borrow quota (see
+	// queue.Queue).
 	Cohort         string
 	BorrowingLimit cluster.Resources
+	LendingLimit   cluster.Resources
 	Defaults       PolicyOverrides
 }
 
@@ -247,7 +249,7 @@ func (e *Engine) HandOff(key string) {
 func (e *Engine) SetQueue(q Queue) {
 	e.queues[q.Name] = q
 	e.queue.SetQueue(queue.Queue{Name: q.Name, Quota: q.Quota, Priority: q.Priority, Weight: q.Weight,
-		Cohort: q.Cohort, BorrowingLimit: q.BorrowingLimit})
+		Cohort: q.Cohort, BorrowingLimit: q.BorrowingLimit, LendingLimit: q.LendingLimit})
 	e.nodesChanged = true // a larger quota may make a QuotaNeverEnough group possible
 	e.schedule = true
 }

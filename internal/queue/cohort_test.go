@@ -80,6 +80,19 @@ func TestScheduleCohort(t *testing.T) {
 			"wait a2 #1: needs 8 nvidia.com/gpu, queue team-a has 16 of 8 in use (16 with borrowing) and cohort research has 16 of 16 in use",
 		},
 	}, {
+		name: "a lending limit keeps the rest of a queue's quota for it alone",
+		nodes: gpuNodes("n", 4, 8),
+		queues: []queue.Queue{
+			{Name: "team-a", Quota: gpus(8), Cohort: "research"},
+			{Name: "team-b", Quota: gpus(8), Cohort: "research", LendingLimit: gpus(2)},
+		},
+		entries: []*entryBuilder{entry("a1", 10, 1), entry("a2", 1, 1).at(time.Second), entry("b1", 6, 1).in("team-b").at(2 * time.Second)},
+		want: []string{
+			"admit a1 {nvidia.com/gpu: 10} on n-0,n-1",
+			"admit b1 {nvidia.com/gpu: 6} on n-1",
+			"wait a2 #1: needs 1 nvidia.com/gpu, queue team-a has 10 of 8 in use (10 with borrowing) and cohort research has 10 of 10 in use",
+		},
+	}, {
 		name:  "only the queues whose quota lists a resource lend it",
 		nodes: gpuNodes("n", 4, 8),
 		queues: []queue.Queue{
@@ -169,11 +182,11 @@ func TestBorrowingPausedWhileReclaiming(t *testing.T) {
 	}
 }
 
-// TestCohortBoundsHold: whatever the quotas, borrowing limits, groups and releases, the
-// groups Schedule admits keep every queue within its quota plus what it may borrow,
-// every cohort within its queues' summed quotas, and a queue outside a cohort within its
-// quota; and a group that fits its own queue's quota on an empty cohort is never told
-// its quota is never enough.
+// TestCohortBoundsHold: whatever the quotas, borrowing and lending limits, groups and
+// releases, the groups Schedule admits keep every queue within its quota plus what it
+// may borrow, the cohort's draws within what its queues lend (within their summed
+// quotas, without lending limits), and a queue outside a cohort within its quota; and a
+// group that fits its own queue's quota is never told its quota is never enough.
 func TestCohortBoundsHold(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		m := queue.New(queue.Options{StarvationThreshold: time.Hour})
@@ -185,6 +198,9 @@ func TestCohortBoundsHold(t *testing.T) {
 				q.Cohort = "c"
 				if rapid.Bool().Draw(t, "limited") {
 					q.BorrowingLimit = gpus(int64(rapid.IntRange(0, 8).Draw(t, "limit")))
+				}
+				if rapid.Bool().Draw(t, "lends less") {
+					q.LendingLimit = gpus(int64(rapid.IntRange(0, 8).Draw(t, "lending limit")))
 				}
 			}
 			qs[i] = q
@@ -207,22 +223,31 @@ func TestCohortBoundsHold(t *testing.T) {
 			for _, a := range res.Admitted {
 				held = append(held, a.Key)
 			}
+			// Each queue of the cohort keeps quota − lent for itself; what it holds beyond
+			// that is drawn from the pool of what the queues lend.
 			used := map[string]int64{}
-			var cohortUsed, cohortQuota int64
+			kept := func(q queue.Queue) int64 {
+				lent := q.Quota[gt.GPU]
+				if limit, ok := q.LendingLimit[gt.GPU]; ok {
+					lent = min(lent, limit)
+				}
+				return q.Quota[gt.GPU] - lent
+			}
+			var drawn, pool int64
 			for _, st := range m.Queues() {
 				used[st.Name] = st.Used[gt.GPU]
 				if st.Cohort == "c" {
-					cohortUsed += st.Used[gt.GPU]
-					cohortQuota += st.Quota[gt.GPU]
+					drawn += max(st.Used[gt.GPU]-kept(st.Queue), 0)
+					pool += st.Quota[gt.GPU] - kept(st.Queue)
 				}
 			}
-			if cohortUsed > cohortQuota {
-				t.Fatalf("round %d: cohort holds %d GPUs of %d", round, cohortUsed, cohortQuota)
+			if drawn > pool {
+				t.Fatalf("round %d: the cohort's queues draw %d GPUs from a pool of %d", round, drawn, pool)
 			}
 			for _, q := range qs {
 				most := q.Quota[gt.GPU]
 				if q.Cohort != "" {
-					most = cohortQuota
+					most = kept(q) + pool
 					if limit, ok := q.BorrowingLimit[gt.GPU]; ok {
 						most = min(most, q.Quota[gt.GPU]+limit)
 					}

@@ -52,6 +52,10 @@ type Queue struct {
 	// BorrowingLimit caps, per resource, how much more than its Quota the queue may
 	// hold by borrowing. Resources it does not list are capped by the cohort alone.
 	BorrowingLimit cluster.Resources
+	// LendingLimit caps, per resource, how much of its Quota the queue lends to its
+	// cohort; the rest is its alone, used or not. Resources it does not list are lent
+	// whole.
+	LendingLimit cluster.Resources
 }
 
 // Entry is a group waiting for admission.
@@ -143,7 +147,7 @@ func New(opts Options) *Manager {
 
 // SetQueue adds a queue or replaces its quota, priority and weight. Charges already held stay.
 func (m *Manager) SetQueue(q Queue) {
-	q.Quota, q.BorrowingLimit = q.Quota.Clone(), q.BorrowingLimit.Clone()
+	q.Quota, q.BorrowingLimit, q.LendingLimit = q.Quota.Clone(), q.BorrowingLimit.Clone(), q.LendingLimit.Clone()
 	m.queues[q.Name] = q
 }
 

@@ -9,14 +9,22 @@ import (
 )
 
 // limits is what bounds one queue's holding of one resource.
+//
+// In a cohort each queue's quota is split in two: the part it lends (all of it, or its
+// LendingLimit) and the rest, guaranteed to it alone. The lendable parts form the
+// cohort's pool; a queue holding more than its guaranteed part draws the difference from
+// the pool, and the queues' draws together may not exceed it. Without lending limits the
+// pool is the sum of the quotas and the rule is the plain one: the cohort's queues hold
+// no more than their summed quotas.
 type limits struct {
-	// quota is the queue's own quota.
-	quota int64
-	// most is the most the queue may hold: its quota plus what it may borrow.
+	// quota is the queue's own quota; guaranteed, the part of it that it does not lend.
+	quota, guaranteed int64
+	// most is the most the queue may hold: its guaranteed part and the whole pool, up to
+	// its quota plus its BorrowingLimit.
 	most int64
-	// cohortQuota and cohortUsed are the summed quotas and usage of the resource over
-	// the queues of the cohort that list it; zero without a cohort.
-	cohortQuota, cohortUsed int64
+	// cohortQuota is the pool, cohortUsed what the cohort's queues draw from it, drawn
+	// what this queue draws; all zero without a cohort.
+	cohortQuota, cohortUsed, drawn int64
 	// paused says the queue may not borrow now: another queue of its cohort reclaims.
 	paused bool
 }
@@ -30,26 +38,48 @@ func (l limits) now() int64 {
 	return l.most
 }
 
+// lendable returns how much of resource name queue q lends to its cohort: its quota,
+// capped by its LendingLimit.
+func lendable(q Queue, name corev1.ResourceName) int64 {
+	v := q.Quota[name]
+	if limit, ok := q.LendingLimit[name]; ok {
+		v = min(v, max(limit, 0))
+	}
+	return v
+}
+
 // limitsOf returns the bounds on queue q's holding of resource name, which its quota
 // lists.
 func (m *Manager) limitsOf(q Queue, name corev1.ResourceName) limits {
-	l := limits{quota: q.Quota[name], most: q.Quota[name]}
+	l := limits{quota: q.Quota[name], guaranteed: q.Quota[name], most: q.Quota[name]}
 	if q.Cohort == "" {
 		return l
 	}
 	for _, other := range m.queues {
-		if quota, ok := other.Quota[name]; ok && other.Cohort == q.Cohort {
-			l.cohortQuota += quota
-			l.cohortUsed += m.used[other.Name][name]
+		if _, ok := other.Quota[name]; !ok || other.Cohort != q.Cohort {
+			continue
+		}
+		lend := lendable(other, name)
+		guaranteed := other.Quota[name] - lend
+		draw := max(m.used[other.Name][name]-guaranteed, 0)
+		l.cohortQuota += lend
+		l.cohortUsed += draw
+		if other.Name == q.Name {
+			l.guaranteed, l.drawn = guaranteed, draw
 		}
 	}
-	borrow := l.cohortQuota - l.quota
-	if cap, ok := q.BorrowingLimit[name]; ok {
-		borrow = min(borrow, cap)
+	l.most = l.guaranteed + l.cohortQuota
+	if limit, ok := q.BorrowingLimit[name]; ok {
+		l.most = min(l.most, l.quota+max(limit, 0))
 	}
-	l.most += max(borrow, 0)
 	l.paused = m.reclaiming(q)
 	return l
+}
+
+// overCohort reports whether the queue holding used+need would draw more than the
+// cohort's pool has left.
+func (l limits) overCohort(used, need int64) bool {
+	return l.cohortUsed-l.drawn+max(used+need-l.guaranteed, 0) > l.cohortQuota
 }
 
 // overQuota checks a charge against queue q, given what the admitted groups hold. A
@@ -97,7 +127,7 @@ func (m *Manager) overQuota(q Queue, need cluster.Resources) (Reason, bool) {
 			r.BorrowingPaused = l.paused && used[name]+need[name] > l.quota
 			return r, true
 		}
-		if q.Cohort != "" && l.cohortUsed+need[name] > l.cohortQuota {
+		if q.Cohort != "" && l.overCohort(used[name], need[name]) {
 			r := reason(QuotaExceeded, name, l)
 			r.Reclaimable = used[name]+need[name] <= l.quota && !m.opts.NoReclaim
 			return r, true

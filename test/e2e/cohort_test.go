@@ -96,23 +96,25 @@ func wantBorrowed(t *testing.T, env *sandboxtest.Env, c client.Client, name stri
 	t.Logf("Queue %s status.borrowed: %v", name, last)
 }
 
-// TestBorrowingLimitRequiresACohort: the API server refuses a Queue that may borrow but
-// names no cohort to borrow from, naming the field.
+// TestBorrowingLimitRequiresACohort: the API server refuses a Queue that may borrow, or
+// that limits what it lends, but names no cohort, naming the fields.
 func TestBorrowingLimitRequiresACohort(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	c := newClient(t, env.Config)
-	q := &musterv1alpha1.Queue{
-		ObjectMeta: metav1.ObjectMeta{Name: env.Namespace(t) + "-lonely"},
-		Spec: musterv1alpha1.QueueSpec{
-			BorrowingLimit: corev1.ResourceList{sandbox.ResourceGPU: resource.MustParse("2")},
-		},
-	}
-	err := c.Create(context.Background(), q)
-	if err == nil {
-		_ = c.Delete(context.Background(), q)
-		t.Fatalf("expected the Queue refused, it was created")
-	}
-	if !strings.Contains(err.Error(), "spec.borrowingLimit requires spec.cohort") {
-		t.Errorf("expected the error to name spec.borrowingLimit and spec.cohort, found: %v", err)
+	two := corev1.ResourceList{sandbox.ResourceGPU: resource.MustParse("2")}
+	for field, spec := range map[string]musterv1alpha1.QueueSpec{
+		"borrowingLimit": {BorrowingLimit: two},
+		"lendingLimit":   {LendingLimit: two},
+	} {
+		q := &musterv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: env.Namespace(t) + "-lonely"}, Spec: spec}
+		err := c.Create(context.Background(), q)
+		if err == nil {
+			_ = c.Delete(context.Background(), q)
+			t.Errorf("%s: expected the Queue refused, it was created", field)
+			continue
+		}
+		if !strings.Contains(err.Error(), "spec."+field+" requires spec.cohort") {
+			t.Errorf("%s: expected the error to name spec.%s and spec.cohort, found: %v", field, field, err)
+		}
 	}
 }
