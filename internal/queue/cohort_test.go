@@ -80,7 +80,7 @@ func TestScheduleCohort(t *testing.T) {
 			"wait a2 #1: needs 8 nvidia.com/gpu, queue team-a has 16 of 8 in use (16 with borrowing) and cohort research has 16 of 16 in use",
 		},
 	}, {
-		name: "a lending limit keeps the rest of a queue's quota for it alone",
+		name:  "a lending limit keeps the rest of a queue's quota for it alone",
 		nodes: gpuNodes("n", 4, 8),
 		queues: []queue.Queue{
 			{Name: "team-a", Quota: gpus(8), Cohort: "research"},
