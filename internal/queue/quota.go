@@ -89,8 +89,10 @@ func (l limits) overCohort(used, need int64) bool {
 // list are unlimited.
 //
 // In a cohort, a charge fits when the queue stays within its quota plus what it may
-// borrow and the cohort's queues stay within their summed quotas. A charge that fits the
-// queue's own quota but not the cohort, whose quota is lent out, is Reclaimable.
+// borrow and the cohort's queues draw no more than its pool (see limits): without
+// lending limits, they hold no more than their summed quotas. A charge that fits the
+// queue's own quota but not the pool, because other queues borrow, is Reclaimable: the
+// queues that hold more than their quota are then the ones drawing what it lacks.
 func (m *Manager) overQuota(q Queue, need cluster.Resources) (Reason, bool) {
 	if len(q.Quota) == 0 {
 		return Reason{}, false
