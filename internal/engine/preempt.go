@@ -195,22 +195,32 @@ func (e *Engine) victimCandidates(prio int32) []*group {
 }
 
 // borrowers returns the admitted groups that hold nodes, are not being evicted, and
-// belong to another queue of queue q's cohort that holds more of res than its quota,
-// most valuable first (see byValue): what a group of q short of res may reclaim. A
-// queue that borrows only other resources keeps its groups.
+// belong to another queue of queue q's cohort that holds more of res than its quota:
+// what a group of q short of res may reclaim. A queue that borrows only other resources
+// keeps its groups. They come most valuable first: those of the queues that borrow the
+// least first, so that the queue borrowing the most gives back first, then by byValue.
 func (e *Engine) borrowers(q string, res corev1.ResourceName) []*group {
 	cohort := e.queue.Cohort(q)
 	if cohort == "" {
 		return nil
 	}
+	borrowed := map[string]int64{}
 	var out []*group
 	for _, g := range e.groups {
 		gq := e.queueOf(g)
-		if gq != q && e.queue.Cohort(gq) == cohort && e.queue.Borrowing(gq, res) && preemptible(g) {
+		if gq == q || e.queue.Cohort(gq) != cohort || !preemptible(g) {
+			continue
+		}
+		if _, ok := borrowed[gq]; !ok {
+			borrowed[gq] = e.queue.Borrowed(gq, res)
+		}
+		if borrowed[gq] > 0 {
 			out = append(out, g)
 		}
 	}
-	return byValue(out)
+	byValue(out)
+	slices.SortStableFunc(out, func(a, b *group) int { return cmp.Compare(borrowed[e.queueOf(a)], borrowed[e.queueOf(b)]) })
+	return out
 }
 
 // byValue sorts groups most valuable first: higher priority, then admitted earlier, then

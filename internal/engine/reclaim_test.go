@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -169,5 +170,43 @@ func TestNoReclaimWithPreemptionOff(t *testing.T) {
 	}
 	if st, _ := e.Group(b1); st.WaitingKind != "QuotaExceeded" || strings.Contains(st.Waiting, "reclaimed") {
 		t.Errorf("b1: expected it to wait on quota without a promise of reclaim, found %s: %q", st.WaitingKind, st.Waiting)
+	}
+}
+
+// TestReclaimTakesFromTheQueueBorrowingMost: team-a borrows 3 GPUs and team-c 1; team-b
+// reclaims 1. The GPU comes from team-a, although team-c's borrowing group was admitted
+// last (the least valuable by age).
+func TestReclaimTakesFromTheQueueBorrowingMost(t *testing.T) {
+	e := oneGPUEngine(10)
+	for q, quota := range map[string]int64{"team-a": 2, "team-b": 6, "team-c": 2} {
+		e.SetQueue(engine.Queue{Name: q, Quota: cluster.Resources{gt.GPU: quota}, Cohort: "research"})
+	}
+	now := sim.Epoch
+	admitted := map[string]string{}
+	for _, g := range []struct{ name, queue string }{
+		{"a1", "team-a"}, {"a2", "team-a"}, {"a3", "team-a"}, {"a4", "team-a"}, {"a5", "team-a"},
+		{"c1", "team-c"}, {"c2", "team-c"}, {"c3", "team-c"},
+	} {
+		key := queuedIn(e, g.name, g.queue, 0)
+		out := e.Step(now)
+		if len(out.Binds) != 1 {
+			t.Fatalf("%s: expected it bound, found %+v", g.name, out.Binds)
+		}
+		e.SetPod(runningPod(g.name+"-0", out.Binds[0].Node), key)
+		admitted[g.name] = key
+		now = now.Add(time.Second)
+	}
+	b1 := "Coscheduling/default/b1"
+	e.SetGroup(engine.GroupSpec{Key: b1, Source: engine.Coscheduling, Namespace: "default", Name: "b1", MinMember: 3, Queue: "team-b"})
+	for i := range 3 {
+		e.SetPod(gt.Pod(fmt.Sprintf("b1-%d", i)).GPU(1).Obj(), b1)
+	}
+	out := e.Step(now.Add(time.Second))
+	var evicted []string
+	for _, ev := range out.Evictions {
+		evicted = append(evicted, ev.Group)
+	}
+	if !slices.Equal(evicted, []string{admitted["a5"]}) {
+		t.Errorf("evicted %v, expected team-a's a5 alone", evicted)
 	}
 }

@@ -125,15 +125,14 @@ func TestNoReclaim(t *testing.T) {
 	}
 }
 
-func TestBorrowingAndFitsQuotaWithout(t *testing.T) {
+func TestBorrowedAndFitsQuotaWithout(t *testing.T) {
 	m := queue.New(queue.Options{})
 	m.SetQueue(queue.Queue{Name: "team-a", Quota: gpus(8), Cohort: "research"})
 	m.SetQueue(queue.Queue{Name: "team-b", Quota: gpus(8), Cohort: "research"})
 	m.Charge("a1", "team-a", gpus(8))
 	m.Charge("a2", "team-a", gpus(6))
-	if !m.Borrowing("team-a", gt.GPU) || m.Borrowing("team-b", gt.GPU) || m.Borrowing("team-a", "cpu") {
-		t.Errorf("Borrowing: team-a %t, team-b %t, team-a's cpu %t; expected team-a's GPUs only",
-			m.Borrowing("team-a", gt.GPU), m.Borrowing("team-b", gt.GPU), m.Borrowing("team-a", "cpu"))
+	if a, b, cpu := m.Borrowed("team-a", gt.GPU), m.Borrowed("team-b", gt.GPU), m.Borrowed("team-a", "cpu"); a != 6 || b != 0 || cpu != 0 {
+		t.Errorf("Borrowed: team-a %d, team-b %d, team-a's cpu %d; expected team-a's 6 GPUs only", a, b, cpu)
 	}
 	m.Push(entry("b1", 4, 1).in("team-b").build())
 	if m.FitsQuotaWithout("b1", nil) {

@@ -138,15 +138,19 @@ func (m *Manager) overQuota(q Queue, need cluster.Resources) (Reason, bool) {
 	return Reason{}, false
 }
 
-// Borrowing reports whether queue name holds more of resource res than its quota,
-// which only a queue of a cohort may: what it holds beyond is lent by the others.
-func (m *Manager) Borrowing(name string, res corev1.ResourceName) bool {
+// Borrowed returns how much more of resource res queue name holds than its quota,
+// which only a queue of a cohort may: what it holds beyond is lent by the others. It is
+// zero for a queue that does not borrow res.
+func (m *Manager) Borrowed(name string, res corev1.ResourceName) int64 {
 	q, ok := m.queues[name]
 	if !ok || q.Cohort == "" {
-		return false
+		return 0
 	}
 	quota, ok := q.Quota[res]
-	return ok && m.used[name][res] > quota
+	if !ok {
+		return 0
+	}
+	return max(m.used[name][res]-quota, 0)
 }
 
 // Cohort returns the cohort of queue name, or "" if it has none or does not exist.
