@@ -183,7 +183,7 @@ func TestBuild(t *testing.T) {
 				return f
 			},
 			wantStep: 4,
-			want:     []string{"queue team-b (nvidia.com/gpu 0 of 4 used, cohort research)", "is reclaimed", "lent to cohort research to be reclaimed"},
+			want:     []string{"queue team-b (nvidia.com/gpu 0 of 4 used, cohort research)", "is reclaimed", "nothing to do: the group is within its queue's quota"},
 		},
 		{
 			name: "one worker never ready",
@@ -211,6 +211,20 @@ func TestBuild(t *testing.T) {
 			wantStep: 6,
 			want: []string{"attempt 1 was preempted by Coscheduling/default/vip (priority 1000) in Running; queued again at 2026-01-01T12:03:00Z (in 3m0s); a preemption uses no retry (3 of 3 retries left)",
 				"PriorityClass at least as high"},
+		},
+		{
+			name: "over its quota in a cohort",
+			facts: func() explain.Facts {
+				f := facts("Queued", members(4, false, nil))
+				f.Lifecycle.Waiting, f.Lifecycle.WaitingKind = "needs 4 nvidia.com/gpu, queue team-a has 8 of 4 in use (8 with borrowing) "+
+					"and cohort research has 8 of 8 in use", "QuotaExceeded"
+				f.Lifecycle.Queue = "team-a"
+				f.Queue = &musterv1alpha1.Queue{Spec: musterv1alpha1.QueueSpec{Cohort: "research",
+					Quota: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")}}}
+				return f
+			},
+			wantStep: 4,
+			want:     []string{"cohort research has 8 of 8 in use", "or for what it lent to cohort research to be reclaimed"},
 		},
 		{
 			name: "owner failed",

@@ -33,7 +33,7 @@ func stepAdmission(f Facts) (check, bool) {
 		if f.Fit != nil {
 			ev = append(ev, "now: "+f.Fit.String())
 		}
-		return failed("waiting in queue "+lc.Queue+": "+why, waitingFix(lc.WaitingKind, lc.Queue, cohortOf(f)), ev...), false
+		return failed("waiting in queue "+lc.Queue+": "+why, waitingFix(lc.WaitingKind, lc.Queue, cohortOf(f), why), ev...), false
 	}
 	if lc.AdmittedAt != nil {
 		ev = append(ev, fmt.Sprintf("attempt %d admitted at %s with a node for every member",
@@ -74,8 +74,11 @@ func impossibleFix(kind string) string {
 	return "change the member shape (requests, nodeSelector, tolerations, topology) or add nodes that can hold it; retries will not help"
 }
 
-func waitingFix(kind, queue, cohort string) string {
+func waitingFix(kind, queue, cohort, why string) string {
 	switch {
+	case kind == "QuotaExceeded" && cohort != "" && strings.Contains(why, "within queue "+queue+"'s quota"):
+		return "nothing to do: the group is within its queue's quota and muster takes back what cohort " + cohort +
+			" lent, evicting borrowing groups (named above once chosen); it runs when they are gone"
 	case kind == "QuotaExceeded" && cohort != "":
 		return "wait: for queue " + queue + "'s running groups to finish, or for what it lent to cohort " + cohort +
 			" to be reclaimed (muster evicts borrowing groups for a group within its queue's quota); or raise spec.quota, or use another queue"
