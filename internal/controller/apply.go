@@ -19,6 +19,7 @@ import (
 	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/queue"
 	"github.com/muster-sched/muster/internal/source"
 )
 
@@ -190,11 +191,6 @@ func (s *scheduler) translate(key string) {
 		delete(s.ownerObjects, key)
 	}
 	spec.OwnerFailed = source.OwnerFailure(owner)
-	if spec.OwnerFailed != "" {
-		s.ownerFailed[key] = true
-	} else {
-		delete(s.ownerFailed, key)
-	}
 	if spec.Queue == "" {
 		spec.Queue = s.queueForNamespace(context.Background(), ref.Namespace)
 	}
@@ -287,12 +283,12 @@ func (s *scheduler) ensureDefaultQueue() {
 		}
 	}
 	s.log.Info("no Queue object names the default queue; it is unlimited", "queue", s.cfg.DefaultQueue)
-	s.eng.SetQueue(engine.Queue{Name: s.cfg.DefaultQueue})
+	s.eng.SetQueue(engine.Queue{Queue: queue.Queue{Name: s.cfg.DefaultQueue}})
 }
 
 // engineQueue translates a Queue object.
 func engineQueue(q *musterv1alpha1.Queue) engine.Queue {
-	out := engine.Queue{Name: q.Name, Priority: q.Spec.Priority, Weight: q.Spec.Weight, Cohort: q.Spec.Cohort}
+	out := engine.Queue{Queue: queue.Queue{Name: q.Name, Priority: q.Spec.Priority, Weight: q.Spec.Weight, Cohort: q.Spec.Cohort}}
 	if len(q.Spec.Quota) > 0 {
 		out.Quota = cluster.FromList(q.Spec.Quota)
 	}

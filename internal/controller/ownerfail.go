@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/muster-sched/muster/internal/source"
 )
 
 // When a member with a controller owner fails, the owner decides what happens next: a
@@ -48,7 +50,7 @@ func (s *scheduler) watchOwner(gk string, p *corev1.Pod) {
 func (s *scheduler) recheckOwners() {
 	now := s.clock.Now()
 	for gk, r := range s.rechecks {
-		if s.members[gk] == nil || s.ownerFailed[gk] || now.After(r.until) {
+		if s.members[gk] == nil || source.OwnerFailure(s.ownerObjects[gk]) != "" || now.After(r.until) {
 			delete(s.rechecks, gk)
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/queue"
 )
 
 // queueForNamespace returns the Queue a group of namespace ns falls into when it names
@@ -81,18 +82,6 @@ type queueStatus struct {
 	WeightedShare int64
 }
 
-// borrowed returns what used holds beyond quota, per resource quota lists, without
-// zero amounts.
-func borrowed(used, quota cluster.Resources) cluster.Resources {
-	out := cluster.Resources{}
-	for name, q := range quota {
-		if v := used[name]; v > q {
-			out[name] = v - q
-		}
-	}
-	return out
-}
-
 // queueStatuses sums the engine's groups per queue: a group holding resources counts
 // as admitted and adds what it holds to used; a Queued group counts as pending.
 func (s *scheduler) queueStatuses() map[string]*queueStatus {
@@ -140,7 +129,7 @@ func (s *scheduler) writeQueueStatuses(ctx context.Context) {
 			qs = &queueStatus{}
 		}
 		if q.Spec.Cohort != "" {
-			qs.Borrowed = borrowed(qs.Used, cluster.FromList(q.Spec.Quota))
+			qs.Borrowed = queue.Borrowed(qs.Used, cluster.FromList(q.Spec.Quota))
 		}
 		fp, _ := json.Marshal(qs)
 		if s.queueWritten[q.Name] == string(fp) {

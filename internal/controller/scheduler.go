@@ -59,10 +59,9 @@ type scheduler struct {
 	// ownerObjects holds each group's, as of its last translation.
 	owners       map[types.NamespacedName]ownerEntry
 	ownerObjects map[string]*unstructured.Unstructured
-	// ownerFailed holds the groups whose owner was last read Failed; rechecks, the
-	// groups whose owner is read again after a member failed (see ownerfail.go).
-	ownerFailed map[string]bool
-	rechecks    map[string]*recheck
+	// rechecks holds the groups whose owner is read again after a member failed (see
+	// ownerfail.go).
+	rechecks map[string]*recheck
 	// failed holds the keys of muster's pods seen Failed, for replaceFailed.
 	failed map[string]bool
 	// objects holds the group objects by group key.
@@ -116,7 +115,7 @@ func (s *scheduler) Start(ctx context.Context) error {
 	s.memberOf, s.declared, s.declaredBy = map[string]string{}, map[string]map[string]bool{}, map[string]string{}
 	s.failed, s.suspended, s.leaving = map[string]bool{}, map[types.NamespacedName]*suspension{}, map[types.UID]*cleanup{}
 	s.owners, s.ownerObjects = map[types.NamespacedName]ownerEntry{}, map[string]*unstructured.Unstructured{}
-	s.ownerFailed, s.rechecks = map[string]bool{}, map[string]*recheck{}
+	s.rechecks = map[string]*recheck{}
 	if err := s.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return fmt.Errorf("starting the Event recorder: %w", err)
 	}

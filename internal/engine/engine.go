@@ -24,21 +24,11 @@ type Config struct {
 	DisablePreemption bool
 }
 
-// Queue is a queue as the engine sees it: the admission queue's view plus the lifecycle
-// defaults for its groups.
+// Queue is a queue as the engine sees it: the admission queue's view (name, quota,
+// order, cohort) plus the lifecycle defaults for its groups.
 type Queue struct {
-	Name     string
-	Quota    cluster.Resources
-	Priority int32
-	// Weight is the queue's share relative to the other queues of its priority (see
-	// queue.WeightedShare); below 1 counts as 1.
-	Weight int32
-	// Cohort, BorrowingLimit and LendingLimit let the queue lend and borrow quota (see
-	// queue.Queue).
-	Cohort         string
-	BorrowingLimit cluster.Resources
-	LendingLimit   cluster.Resources
-	Defaults       PolicyOverrides
+	queue.Queue
+	Defaults PolicyOverrides
 }
 
 // Engine is the decision core. It is not safe for concurrent use.
@@ -248,8 +238,7 @@ func (e *Engine) HandOff(key string) {
 // SetQueue adds or updates a queue.
 func (e *Engine) SetQueue(q Queue) {
 	e.queues[q.Name] = q
-	e.queue.SetQueue(queue.Queue{Name: q.Name, Quota: q.Quota, Priority: q.Priority, Weight: q.Weight,
-		Cohort: q.Cohort, BorrowingLimit: q.BorrowingLimit, LendingLimit: q.LendingLimit})
+	e.queue.SetQueue(q.Queue)
 	e.nodesChanged = true // a larger quota may make a QuotaNeverEnough group possible
 	e.schedule = true
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/muster-sched/muster/internal/engine"
 	gt "github.com/muster-sched/muster/internal/gangtest"
 	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/queue"
 	"github.com/muster-sched/muster/internal/sim"
 )
 
@@ -22,7 +23,7 @@ import (
 func cohortEngine() *engine.Engine {
 	e := oneGPUEngine(4)
 	for _, q := range []string{"team-a", "team-b"} {
-		e.SetQueue(engine.Queue{Name: q, Quota: cluster.Resources{gt.GPU: 2}, Cohort: "research"})
+		e.SetQueue(engine.Queue{Queue: queue.Queue{Name: q, Quota: cluster.Resources{gt.GPU: 2}, Cohort: "research"}})
 	}
 	return e
 }
@@ -98,9 +99,9 @@ func TestReclaimWithinCohort(t *testing.T) {
 func TestReclaimSparesQueuesBorrowingOtherResources(t *testing.T) {
 	e := oneGPUEngine(4)
 	for _, q := range []engine.Queue{
-		{Name: "team-a", Quota: cluster.Resources{gt.GPU: 1, corev1.ResourceCPU: 100000}},
-		{Name: "team-b", Quota: cluster.Resources{gt.GPU: 2}},
-		{Name: "team-c", Quota: cluster.Resources{gt.GPU: 1, corev1.ResourceCPU: 1000}},
+		{Queue: queue.Queue{Name: "team-a", Quota: cluster.Resources{gt.GPU: 1, corev1.ResourceCPU: 100000}}},
+		{Queue: queue.Queue{Name: "team-b", Quota: cluster.Resources{gt.GPU: 2}}},
+		{Queue: queue.Queue{Name: "team-c", Quota: cluster.Resources{gt.GPU: 1, corev1.ResourceCPU: 1000}}},
 	} {
 		q.Cohort = "research"
 		e.SetQueue(q)
@@ -152,7 +153,7 @@ func TestNoReclaimWithPreemptionOff(t *testing.T) {
 		e.SetNode(node)
 	}
 	for _, q := range []string{"team-a", "team-b"} {
-		e.SetQueue(engine.Queue{Name: q, Quota: cluster.Resources{gt.GPU: 2}, Cohort: "research"})
+		e.SetQueue(engine.Queue{Queue: queue.Queue{Name: q, Quota: cluster.Resources{gt.GPU: 2}, Cohort: "research"}})
 	}
 	now := sim.Epoch
 	for _, name := range []string{"a1", "a2", "a3", "a4"} {
@@ -179,7 +180,7 @@ func TestNoReclaimWithPreemptionOff(t *testing.T) {
 func TestReclaimTakesFromTheQueueBorrowingMost(t *testing.T) {
 	e := oneGPUEngine(10)
 	for q, quota := range map[string]int64{"team-a": 2, "team-b": 6, "team-c": 2} {
-		e.SetQueue(engine.Queue{Name: q, Quota: cluster.Resources{gt.GPU: quota}, Cohort: "research"})
+		e.SetQueue(engine.Queue{Queue: queue.Queue{Name: q, Quota: cluster.Resources{gt.GPU: quota}, Cohort: "research"}})
 	}
 	now := sim.Epoch
 	admitted := map[string]string{}

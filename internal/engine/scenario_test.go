@@ -14,6 +14,7 @@ import (
 	"github.com/muster-sched/muster/internal/engine"
 	gt "github.com/muster-sched/muster/internal/gangtest"
 	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/queue"
 	"github.com/muster-sched/muster/internal/sim"
 )
 
@@ -51,7 +52,7 @@ type scenario struct {
 func (s *scenario) env() *sim.World {
 	if s.world == nil {
 		s.eng = engine.New(s.cfg)
-		s.eng.SetQueue(engine.Queue{Name: "default"})
+		s.eng.SetQueue(engine.Queue{Queue: queue.Queue{Name: "default"}})
 		s.world = sim.New(s.eng)
 	}
 	return s.world
@@ -74,7 +75,7 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 	case "nodes":
 		return s.nodes(t, args)
 	case "queue":
-		q := engine.Queue{Name: args["name"]}
+		q := engine.Queue{Queue: queue.Queue{Name: args["name"]}}
 		if v, ok := args["gpu"]; ok {
 			q.Quota = cluster.Resources{gt.GPU: int64(atoi(t, v))}
 		}

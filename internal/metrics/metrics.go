@@ -124,11 +124,11 @@ func (m *Metrics) SetQueues(e *engine.Engine) {
 	m.QueueUsed.Reset()
 	m.QueueBorrowed.Reset()
 	for _, q := range e.Queues() {
-		for _, name := range q.Used.Names() {
-			m.QueueUsed.WithLabelValues(q.Name, string(name)).Set(amount(name, q.Used[name]))
-			if quota, ok := q.Quota[name]; ok && q.Cohort != "" && q.Used[name] > quota {
-				m.QueueBorrowed.WithLabelValues(q.Name, string(name)).Set(amount(name, q.Used[name]-quota))
-			}
+		for name, v := range q.Used {
+			m.QueueUsed.WithLabelValues(q.Name, string(name)).Set(amount(name, v))
+		}
+		for name, v := range q.Borrowed() {
+			m.QueueBorrowed.WithLabelValues(q.Name, string(name)).Set(amount(name, v))
 		}
 	}
 	m.QueueGroups.Reset()

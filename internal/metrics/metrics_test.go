@@ -14,6 +14,7 @@ import (
 	gt "github.com/muster-sched/muster/internal/gangtest"
 	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/metrics"
+	"github.com/muster-sched/muster/internal/queue"
 	"github.com/muster-sched/muster/internal/sim"
 )
 
@@ -33,7 +34,7 @@ func world(t *testing.T, policy lifecycle.Policy) (*sim.World, *metrics.Metrics,
 	t.Helper()
 	m := metrics.New(prometheus.NewRegistry())
 	e := engine.New(engine.Config{DefaultQueue: "default", Policy: policy, StarvationThreshold: time.Hour})
-	e.SetQueue(engine.Queue{Name: "default"})
+	e.SetQueue(engine.Queue{Queue: queue.Queue{Name: "default"}})
 	w := sim.New(recording{Engine: e, m: m})
 	for _, n := range gt.Nodes("n", 8, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
 		w.AddNode(n)
@@ -123,7 +124,7 @@ func observed(t *testing.T, h prometheus.Histogram) (uint64, float64) {
 func TestQueueUsage(t *testing.T) {
 	w, m, e := world(t, lifecycle.DefaultPolicy())
 	for _, q := range []string{"team-a", "team-b"} {
-		e.SetQueue(engine.Queue{Name: q, Quota: cluster.Resources{gt.GPU: 4}, Cohort: "research"})
+		e.SetQueue(engine.Queue{Queue: queue.Queue{Name: q, Quota: cluster.Resources{gt.GPU: 4}, Cohort: "research"}})
 	}
 	w.Submit(&sim.Job{Name: "big", Workers: 6, GPU: 1, Queue: "team-a", RunFor: time.Hour, ReadyAfter: 30 * time.Second})
 	w.RunFor(time.Minute)

@@ -181,6 +181,27 @@ func (m *Manager) Queues() []QueueStatus {
 	return out
 }
 
+// Borrowed returns what s holds beyond its quota, per resource the quota lists: what
+// its cohort lends it. It is empty for a queue outside a cohort.
+func (s QueueStatus) Borrowed() cluster.Resources {
+	if s.Cohort == "" {
+		return cluster.Resources{}
+	}
+	return Borrowed(s.Used, s.Quota)
+}
+
+// Borrowed returns what used holds beyond quota, per resource quota lists, without zero
+// amounts.
+func Borrowed(used, quota cluster.Resources) cluster.Resources {
+	out := cluster.Resources{}
+	for name, q := range quota {
+		if v := used[name]; v > q {
+			out[name] = v - q
+		}
+	}
+	return out
+}
+
 // Push queues a group, replacing a queued group of the same key.
 func (m *Manager) Push(e Entry) {
 	it := &item{Entry: e, signature: placement.Signature(e.Group), requests: map[string]cluster.Resources{}}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/queue"
 )
 
 // TwoJobs replays the guide's example on a world driven by sched: eight one-GPU nodes, two
@@ -30,7 +31,7 @@ func TwoJobs(sched Scheduler, horizon time.Duration) *World {
 // as the demo and the simulator use it.
 func NewEngine() *engine.Engine {
 	e := engine.New(engine.Config{DefaultQueue: "default", Policy: lifecycle.DefaultPolicy(), StarvationThreshold: 10 * time.Minute})
-	e.SetQueue(engine.Queue{Name: "default"})
+	e.SetQueue(engine.Queue{Queue: queue.Queue{Name: "default"}})
 	return e
 }
 

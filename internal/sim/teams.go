@@ -6,6 +6,7 @@ import (
 
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/queue"
 	"github.com/muster-sched/muster/internal/trace"
 )
 
@@ -33,7 +34,7 @@ func TeamQueues(jobs []trace.Job, c Cluster, cohort bool) []engine.Queue {
 		if total > 0 {
 			quota = max(1, int64(math.Round(float64(c.GPUs())*t/total)))
 		}
-		q := engine.Queue{Name: TeamQueue(vc), Quota: cluster.Resources{GPU: quota}}
+		q := engine.Queue{Queue: queue.Queue{Name: TeamQueue(vc), Quota: cluster.Resources{GPU: quota}}}
 		if cohort {
 			q.Cohort = TeamCohort
 		}

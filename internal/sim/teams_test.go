@@ -8,6 +8,7 @@ import (
 
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/queue"
 	"github.com/muster-sched/muster/internal/trace"
 )
 
@@ -29,8 +30,8 @@ func teamTrace() []trace.Job {
 func TestTeamQueues(t *testing.T) {
 	got := TeamQueues(teamTrace(), Cluster{Nodes: 2, GPUsPerNode: 8}, true)
 	want := []engine.Queue{
-		{Name: "vc-a", Quota: cluster.Resources{GPU: 7}, Cohort: TeamCohort},
-		{Name: "vc-b", Quota: cluster.Resources{GPU: 9}, Cohort: TeamCohort},
+		{Queue: queue.Queue{Name: "vc-a", Quota: cluster.Resources{GPU: 7}, Cohort: TeamCohort}},
+		{Queue: queue.Queue{Name: "vc-b", Quota: cluster.Resources{GPU: 9}, Cohort: TeamCohort}},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("TeamQueues (-want +got):\n%s", d)
