@@ -190,7 +190,10 @@ func (e *Engine) step(g *group, ev lifecycle.Event, now time.Time, out *Output) 
 	for _, a := range actions {
 		switch a := a.(type) {
 		case lifecycle.Enqueue:
-			g.queued, g.requeued, g.queuedAt = true, a.Requeued, now
+			g.queued, g.requeued = true, a.Requeued
+			if !a.InPlace || g.queuedAt.IsZero() {
+				g.queuedAt = now // a preempted group keeps the place it had
+			}
 			e.push(g)
 		case lifecycle.Dequeue:
 			g.queued = false
@@ -239,10 +242,17 @@ func (e *Engine) evictAll(g *group, a lifecycle.EvictAll, out *Output) {
 	g.domain = ""
 }
 
-// push offers the group's unplaced members to the admission queue.
+// push offers the group's unplaced members to the admission queue. A group that has
+// fewer of them than it needs (its members are being evicted, and their replacements
+// are not there yet: a preempted group is queued again at once) is not offered until
+// they are: it keeps its queue time meanwhile.
 func (e *Engine) push(g *group) {
 	members := g.unplaced()
-	need := min(g.spec.MinMember-g.boundLive(), len(members))
+	need := g.spec.MinMember - g.boundLive()
+	if len(members) < need {
+		e.queue.Remove(g.key)
+		return
+	}
 	e.queue.Push(queue.Entry{
 		Key:       g.key,
 		Queue:     e.queueOf(g),
