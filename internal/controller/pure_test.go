@@ -41,6 +41,12 @@ func TestConditions(t *testing.T) {
 		{"running", engine.Status{Phase: lifecycle.Running}, []string{ConditionAdmitted, ConditionPodsReady}, nil, spv1alpha1.PodGroupRunning},
 		{"recovering", engine.Status{Phase: lifecycle.Recovering}, []string{ConditionAdmitted}, nil, spv1alpha1.PodGroupRunning},
 		{"backoff", engine.Status{Phase: lifecycle.Backoff}, []string{ConditionEvicted}, nil, spv1alpha1.PodGroupPending},
+		{"preempted, queued in its place", engine.Status{Phase: lifecycle.Queued, Attempt: 1, Waiting: "0/8 nodes are available", WaitingKind: "Unschedulable",
+			Attempts: []lifecycle.Attempt{{Number: 1, Reason: lifecycle.ReasonPreempted, Message: "preempted by x (priority 10)"}}},
+			[]string{ConditionUnschedulable, ConditionEvicted}, map[string]string{ConditionEvicted: lifecycle.ReasonPreempted}, spv1alpha1.PodGroupPending},
+		{"preempted, admitted again", engine.Status{Phase: lifecycle.Running, Attempt: 2,
+			Attempts: []lifecycle.Attempt{{Number: 1, Reason: lifecycle.ReasonPreempted, Message: "preempted by x (priority 10)"}}},
+			[]string{ConditionAdmitted, ConditionPodsReady}, nil, spv1alpha1.PodGroupRunning},
 		{"failed", engine.Status{Phase: lifecycle.Failed}, []string{ConditionFailed}, nil, spv1alpha1.PodGroupFailed},
 		{"finished", engine.Status{Phase: lifecycle.Finished}, []string{ConditionAdmitted, ConditionPodsReady}, nil, spv1alpha1.PodGroupFinished},
 	}

@@ -66,8 +66,11 @@ func Conditions(st engine.Status) []metav1.Condition {
 		c(ConditionPodsReady, p == lifecycle.Running || p == lifecycle.Finished),
 		c(ConditionUnschedulable, p == lifecycle.Queued && st.Waiting != ""),
 		c(ConditionImpossible, p == lifecycle.Impossible || st.Invalid != ""),
-		c(ConditionEvicted, p == lifecycle.Backoff),
+		c(ConditionEvicted, p == lifecycle.Backoff || preemptedLast(st)),
 		c(ConditionFailed, p == lifecycle.Failed),
+	}
+	if a, ok := lastAttempt(st); ok && preemptedLast(st) {
+		conds[4].Reason, conds[4].Message = a.Reason, a.Message+"; queued again in its place"
 	}
 	switch {
 	case st.Invalid != "":
@@ -80,6 +83,22 @@ func Conditions(st engine.Status) []metav1.Condition {
 		conds[i].Reason, conds[i].Message = st.WaitingKind, st.Waiting
 	}
 	return conds
+}
+
+// preemptedLast reports whether a group waits again because its last attempt was
+// preempted: it is queued in its place (or gathers its recreated members), and stays
+// Evicted until it is admitted again.
+func preemptedLast(st engine.Status) bool {
+	a, ok := lastAttempt(st)
+	return ok && a.Reason == lifecycle.ReasonPreempted && a.Number == st.Attempt &&
+		(st.Phase == lifecycle.Queued || st.Phase == lifecycle.Gathering)
+}
+
+func lastAttempt(st engine.Status) (lifecycle.Attempt, bool) {
+	if len(st.Attempts) == 0 {
+		return lifecycle.Attempt{}, false
+	}
+	return st.Attempts[len(st.Attempts)-1], true
 }
 
 // podGroupPhase maps a lifecycle phase to a scheduler-plugins PodGroup phase.
