@@ -55,11 +55,16 @@ type Engine struct {
 	nextStarve time.Time
 	// preempting holds the preemptions in flight, by preemptor.
 	preempting map[string]*preemption
+	// history holds what finished groups took, for the run time of groups that declare
+	// none.
+	history history
+	// now is the time of the Step in progress, or of the last one.
+	now time.Time
 }
 
 // New returns an engine with no nodes, pods, groups or queues.
 func New(cfg Config) *Engine {
-	return &Engine{
+	e := &Engine{
 		cfg:      cfg,
 		snap:     cluster.New(nil, nil),
 		queue:    queue.New(queue.Options{StarvationThreshold: cfg.StarvationThreshold, NoReclaim: cfg.DisablePreemption}),
@@ -71,6 +76,8 @@ func New(cfg Config) *Engine {
 
 		preempting: map[string]*preemption{},
 	}
+	e.queue.SetEstimator(e)
+	return e
 }
 
 // Snapshot returns the engine's cluster snapshot, for diagnosis and tests. Callers must not

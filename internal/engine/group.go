@@ -53,6 +53,8 @@ type group struct {
 	awaitsPods bool
 	// emptySince is when such a group last lost its last member; zero while it has one.
 	emptySince time.Time
+	// runningSince is when the current attempt's group last became Running.
+	runningSince time.Time
 	// handedOff is set when the group's state is kept by its owner from now on (see
 	// Engine.HandOff): the group leaves the engine with its last pod, without a cancel.
 	handedOff bool

@@ -19,6 +19,7 @@ import (
 // returns what the caller must do.
 func (e *Engine) Step(now time.Time) Output {
 	var out Output
+	e.now = now
 	if e.nodesChanged {
 		for key, g := range e.groups {
 			if g.started && g.state.Phase() == lifecycle.Impossible {
@@ -206,6 +207,12 @@ func (e *Engine) step(g *group, ev lifecycle.Event, now time.Time, out *Output) 
 				g.awaitsPods, g.handedOff = false, false
 			}
 			if a.To == lifecycle.Running && a.From != lifecycle.Recovering {
+				g.runningSince = now
+			}
+			if a.To == lifecycle.Finished && !g.runningSince.IsZero() {
+				e.history.record(historyKey(g, e.queueOf(g)), now.Sub(g.runningSince))
+			}
+			if a.To == lifecycle.Running && a.From != lifecycle.Recovering {
 				if d, ok := g.state.TimeToReady(); ok {
 					out.Ready = append(out.Ready, Readiness{Group: g.key, After: d})
 				}
@@ -260,6 +267,7 @@ func (e *Engine) push(g *group) {
 		QueuedAt:  g.queuedAt,
 		Requeued:  g.requeued,
 		MinCharge: g.spec.MinResources,
+		Runtime:   runtimeOnly(e.runtimeOf(g)),
 		Group: placement.Group{
 			Name:      g.key,
 			MinMember: max(need, 1),
@@ -269,6 +277,8 @@ func (e *Engine) push(g *group) {
 	})
 	e.schedule = true
 }
+
+func runtimeOnly(d time.Duration, _ string) time.Duration { return d }
 
 // adopt takes over a group whose members are already bound, at least minMember of them:
 // what a restarted muster, or a new leader, finds. The group is admitted with the
