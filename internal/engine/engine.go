@@ -60,6 +60,10 @@ type Engine struct {
 	history history
 	// now is the time of the Step in progress, or of the last one.
 	now time.Time
+	// holder and holderStart are the starving group's reservation's holder and
+	// expected start after the last admission pass (see noteReservation).
+	holder      string
+	holderStart time.Time
 }
 
 // New returns an engine with no nodes, pods, groups or queues.
