@@ -130,6 +130,10 @@ func (e *Engine) Runtime(key string) (time.Duration, string) {
 	return e.runtimeOf(g)
 }
 
+// ExpectedStart returns the group holding the starving group's reservation and its
+// expected start (zero when unknown), or "" when no group holds one.
+func (e *Engine) ExpectedStart() (string, time.Time) { return e.holder, e.holderStart }
+
 // noteReservation records the starving group's reservation after an admission pass
 // and marks its holder changed when the holder or its expected start changed.
 func (e *Engine) noteReservation(out *Output) {

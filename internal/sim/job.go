@@ -24,6 +24,9 @@ type Job struct {
 	RunFor time.Duration
 	// ReadyAfter is the time from bind to Ready (image pull, init, rendezvous).
 	ReadyAfter time.Duration
+	// Predicted is the first start the scheduler predicted for the job (see Predictor),
+	// or zero.
+	Predicted time.Time
 	// Declared, when positive, is the run time the job's pods declare (annotation
 	// muster.dev/expected-runtime): what its user expects, not always RunFor.
 	Declared time.Duration
