@@ -93,6 +93,8 @@ func arrivals(jobs []trace.Job, cfg ReplayConfig) [][]*Job {
 		load = 1
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6d7573746572))
+	// Estimates draw from their own source, so that the ready times do not depend on them.
+	est := rand.New(rand.NewPCG(cfg.Seed, 0x657374696d617465))
 	var out [][]*Job
 	for i, tj := range sorted {
 		workers, each := tj.Gang(cfg.Cluster.GPUsPerNode, cfg.OneGPUWorkers)
@@ -104,7 +106,7 @@ func arrivals(jobs []trace.Job, cfg ReplayConfig) [][]*Job {
 		j := &Job{
 			Name: fmt.Sprintf("j%06d", i), Workers: workers, GPU: int64(each),
 			RunFor: tj.Duration, ReadyAfter: ready, Submitted: Epoch.Add(offset),
-			Declared: declared(tj.Duration, cfg.Estimate, rng),
+			Declared: declared(tj.Duration, cfg.Estimate, est),
 		}
 		if cfg.Teams {
 			j.Queue = TeamQueue(tj.Cluster)
