@@ -93,7 +93,7 @@ func (w *fuzzWorld) next() int {
 func (w *fuzzWorld) run() {
 	for i := range 1 + w.next()%5 {
 		name := fmt.Sprintf("n-%d", i)
-		w.nodes[name] = gt.Node(name).GPU(int64(w.next() % 5)).CPU("8").Label("zone", fmt.Sprintf("z%d", i%2)).Obj()
+		w.nodes[name] = gt.Node(name).GPU(int64(w.next()%5)).CPU("8").Label("zone", fmt.Sprintf("z%d", i%2)).Obj()
 		w.e.SetNode(w.nodes[name])
 	}
 	for steps := 0; len(w.data) > 0 && steps < 200; steps++ {
