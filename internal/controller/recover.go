@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -88,8 +87,8 @@ func (s *scheduler) findPlans(ctx context.Context) (map[string]*Plan, error) {
 		if !ok || pod.Spec.NodeName == "" {
 			continue
 		}
-		p := &Plan{}
-		if err := json.Unmarshal([]byte(v), p); err != nil || p.Group == "" {
+		p, err := decodePlan(v)
+		if err != nil {
 			s.log.Error(err, "ignoring a malformed plan", "pod", pod.Namespace+"/"+pod.Name, "value", v)
 			continue
 		}
