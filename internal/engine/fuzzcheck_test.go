@@ -4,12 +4,17 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
+	gt "github.com/muster-sched/muster/internal/gangtest"
+	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/sim"
 )
 
 // step runs one engine Step, checks its output and carries it out: each bind is made (or
@@ -129,5 +134,45 @@ func (w *fuzzWorld) evict(ev engine.Eviction) {
 		w.pods[ev.Pod] = again
 		w.member[ev.Pod] = group
 		w.changed(again)
+	}
+}
+
+// TestMembersBeingDeletedDoNotCount: a member pod being deleted is not counted toward
+// minMember, bound or not, so a group of 3 whose other members are going away is not
+// admitted with its one live member (FuzzEngine found this: the group was admitted with a
+// placement for 1 member, seed f50b2838c0621d38). It waits until the pods that replace
+// them exist, and a deleting member's node stays held until it is gone.
+func TestMembersBeingDeletedDoNotCount(t *testing.T) {
+	for _, boundDeleting := range []bool{false, true} {
+		e := sim.NewEngine()
+		for _, n := range gt.Nodes("n", 3, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
+			e.SetNode(n)
+		}
+		key := "Coscheduling/default/g"
+		e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "g", MinMember: 3})
+		for i := range 2 {
+			b := gt.Pod(fmt.Sprintf("g-%d", i)).GPU(1)
+			if boundDeleting {
+				b = b.Node(fmt.Sprintf("n-%d", i))
+			}
+			p := b.Obj()
+			p.DeletionTimestamp = &metav1.Time{Time: sim.Epoch}
+			e.SetPod(p, key)
+		}
+		e.SetPod(gt.Pod("g-2").GPU(1).Obj(), key)
+		out := e.Step(sim.Epoch)
+		if len(out.Binds) != 0 || len(out.Admitted) != 0 {
+			t.Fatalf("bound deleting members %v: admitted %v with binds %v, want nothing admitted", boundDeleting, out.Admitted, out.Binds)
+		}
+		if st, _ := e.Group(key); st.Phase != lifecycle.Gathering {
+			t.Fatalf("bound deleting members %v: phase %s, want Gathering", boundDeleting, st.Phase)
+		}
+		for i := range 2 {
+			e.RemovePod(fmt.Sprintf("default/g-%d", i))
+			e.SetPod(gt.Pod(fmt.Sprintf("g-%d", i)).GPU(1).Obj(), key)
+		}
+		if out := e.Step(sim.Epoch.Add(time.Second)); len(out.Binds) != 3 {
+			t.Fatalf("bound deleting members %v: once replaced, binds %v, want all 3", boundDeleting, out.Binds)
+		}
 	}
 }
