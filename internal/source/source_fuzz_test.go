@@ -88,6 +88,10 @@ func FuzzFromNative(f *testing.F) {
 		}
 		translate := func() engine.GroupSpec { return FromNative(pg, fuzzClasses) }
 		spec := checkSpec(t, translate, engine.Native, pg.Namespace, pg.Name, pg.Annotations)
+		if c := pg.Spec.SchedulingConstraints; c != nil && len(c.Topology) > 1 && len(spec.Invalid) == 0 &&
+			pg.Annotations[musterv1alpha1.TopologyAnnotation] == "" {
+			t.Fatalf("%d topology constraints taken as %q, with no problem recorded", len(c.Topology), spec.Topology.Required)
+		}
 		if IsBasic(pg) && spec.MinMember != 1 {
 			t.Fatalf("a basic PodGroup has minMember %d, want 1", spec.MinMember)
 		}
