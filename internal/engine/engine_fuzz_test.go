@@ -183,6 +183,9 @@ func (w *fuzzWorld) otherPod() {
 	p := gt.Pod(fmt.Sprintf("other-%d", w.serial)).GPU(int64(1 + w.next()%2)).Obj()
 	p.UID, p.Spec.SchedulerName = types.UID(fmt.Sprint("uid-", w.serial)), "default-scheduler"
 	names := sortedKeys(w.nodes)
+	if len(names) == 0 {
+		return
+	}
 	node := names[w.next()%len(names)]
 	if w.overCommits(node, p) != "" {
 		return
