@@ -34,8 +34,8 @@ func checkPlan(p *Plan) error {
 	default:
 		return fmt.Errorf("group: %q: expected SOURCE/namespace/name with a source muster knows", p.Group)
 	}
-	if ref.Key() != p.Group || len(validation.IsDNS1123Label(ref.Namespace)) > 0 || len(validation.IsDNS1123Subdomain(ref.Name)) > 0 {
-		return fmt.Errorf("group: %q: expected SOURCE/namespace/name of a namespace and an object name", p.Group)
+	if ref.Key() != p.Group || len(validation.IsDNS1123Label(ref.Namespace)) > 0 || !validGroupName(ref.Source, ref.Name) {
+		return fmt.Errorf("group: %q: expected SOURCE/namespace/name of a namespace and a group name", p.Group)
 	}
 	if p.Attempt < 1 {
 		return fmt.Errorf("attempt: %d: expected 1 or more", p.Attempt)
@@ -55,4 +55,14 @@ func checkPlan(p *Plan) error {
 		}
 	}
 	return nil
+}
+
+// validGroupName reports whether name can name a group of source: a label value for a plain
+// group (its muster.dev/group label), an object name (a group object's, or a pod's for a
+// Single group) otherwise.
+func validGroupName(source engine.Source, name string) bool {
+	if source == engine.Labels {
+		return name != "" && len(validation.IsValidLabelValue(name)) == 0
+	}
+	return len(validation.IsDNS1123Subdomain(name)) == 0
 }

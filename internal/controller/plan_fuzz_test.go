@@ -86,6 +86,7 @@ func TestDecodePlanRefuses(t *testing.T) {
 		{`{"group":"Other/ml/a","attempt":1,` + member + `}`, `group: "Other/ml/a"`},
 		{`{"group":"Labels/ml/a/b","attempt":1,` + member + `}`, `group: "Labels/ml/a/b"`},
 		{`{"group":"Labels/ML/a","attempt":1,` + member + `}`, `group: "Labels/ML/a"`},
+		{`{"group":"Native/ml/My_Group","attempt":1,` + member + `}`, `group: "Native/ml/My_Group"`},
 		{`{"group":"Labels/ml/a","attempt":0,` + member + `}`, `attempt: 0`},
 		{`{"group":"Labels/ml/a","attempt":1,"pods":{}}`, `pods: empty`},
 		{`{"group":"Labels/ml/a","attempt":1,"pods":{"a-0":{"node":"","uid":"u"}}}`, `pods[a-0].node: ""`},
@@ -97,8 +98,11 @@ func TestDecodePlanRefuses(t *testing.T) {
 			t.Errorf("decodePlan(%s) = %+v, %v: expected an error naming %s", tc.raw, p, err, tc.want)
 		}
 	}
-	p, err := decodePlan(`{"group":"Labels/ml/a","attempt":1,` + member + `}`)
-	if err != nil || p.Pods["a-0"].Node != "n-0" {
-		t.Errorf("a well-formed plan: expected it decoded, found %+v, %v", p, err)
+	// A plain group's name is a label value, which may hold capitals and '_'.
+	for _, group := range []string{"Labels/ml/a", "Labels/ml/My_Group", "Single/ml/a-0"} {
+		p, err := decodePlan(`{"group":"` + group + `","attempt":1,` + member + `}`)
+		if err != nil || p.Group != group || p.Pods["a-0"].Node != "n-0" {
+			t.Errorf("a well-formed plan of %s: expected it decoded, found %+v, %v", group, p, err)
+		}
 	}
 }
