@@ -51,6 +51,9 @@ func (c *Configuration) SetDefaults() {
 	if c.HealthAddr == "" {
 		c.HealthAddr = DefaultHealthAddr
 	}
+	if c.DashboardAddr == "" {
+		c.DashboardAddr = DisabledAddr
+	}
 }
 
 // DefaultGroupPolicy returns the built-in per-group settings, every field set: the last

@@ -1,0 +1,259 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/explain"
+	"github.com/muster-sched/muster/internal/sandbox"
+	"github.com/muster-sched/muster/internal/sandbox/kubelet"
+	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
+)
+
+// browserTimeout bounds each wait in the browser: muster deciding, a job running its
+// course, a page updating itself.
+const browserTimeout = 3 * time.Minute
+
+// TestTwoJobsInTheBrowser is the guide's two-jobs example on eight one-GPU nodes, seen
+// in the dashboard: one job's eight GPUs training, the other job holding none, its
+// verdict the same as muster explain's, and the cluster page updating itself (no
+// reload) when the first job ends and the second starts.
+func TestTwoJobsInTheBrowser(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	nodes := env.CreateNodes(t, sandbox.NodePool{Name: "dash-gpu", Count: 8, CPU: "8", Memory: "32Gi", GPUs: 1})
+	queueName := createQueue(t, env, 8)
+	url := startMuster(t, env)
+	for _, job := range []string{"job-a", "job-b"} {
+		createPodGroup(t, env, ns, job, queueName, 8)
+	}
+	for i := 0; i < 8; i++ {
+		for _, job := range []string{"job-a", "job-b"} {
+			env.CreatePod(t, worker(ns, job, i))
+		}
+	}
+	ctx := browser(t)
+	run(t, ctx, "open the cluster page", chromedp.Navigate(url))
+
+	// One job whole on the eight GPUs, the other holding none.
+	var first string
+	run(t, ctx, "wait for one job's 8 GPUs training and none held by the other",
+		chromedp.Poll(fmt.Sprintf(`(() => {
+			const training = g => document.querySelectorAll('a.c[data-group="%[1]s/' + g + '"][data-hold="training"]').length;
+			const any = g => document.querySelectorAll('[data-group="%[1]s/' + g + '"]').length;
+			if (training("job-a") === 8 && any("job-b") === 0) return "job-a";
+			if (training("job-b") === 8 && any("job-a") === 0) return "job-b";
+			return "";
+		})()`, ns), &first, chromedp.WithPollingTimeout(browserTimeout)))
+	second := map[string]string{"job-a": "job-b", "job-b": "job-a"}[first]
+	var shown []string
+	run(t, ctx, "read the nodes of the first job's cells", chromedp.Evaluate(fmt.Sprintf(
+		`[...document.querySelectorAll('.node')].filter(n => n.querySelector('a.c[data-group="%s/%s"]')).map(n => n.dataset.node).sort()`, ns, first), &shown))
+	if want := boundNodes(t, env, ns, first); strings.Join(shown, ",") != strings.Join(want, ",") {
+		t.Errorf("%s's cells are on nodes %v; muster bound its pods to %v", first, shown, want)
+	}
+	if len(shown) != len(nodes) {
+		t.Errorf("%s's cells are on %d nodes, want all %d", first, len(shown), len(nodes))
+	}
+	screenshot(t, ctx, "dashboard-cluster.png")
+	dark(t, ctx, true)
+	screenshot(t, ctx, "dashboard-cluster-dark.png")
+	dark(t, ctx, false)
+
+	// The waiting group, from the queues page: its verdict is muster explain's.
+	run(t, ctx, "open the queues page", chromedp.Navigate(url+"queues"),
+		chromedp.WaitVisible(fmt.Sprintf(`li[data-group="%s/%s"] a`, ns, second)))
+	screenshot(t, ctx, "dashboard-queues.png")
+	run(t, ctx, "open the waiting group", chromedp.Click(fmt.Sprintf(`li[data-group="%s/%s"] a`, ns, second)),
+		chromedp.WaitVisible(`#verdict-summary`))
+	want := explainVerdict(t, env, ns, second)
+	var steps int
+	var got string
+	run(t, ctx, "read the verdict and the walk",
+		chromedp.Poll(`document.querySelectorAll('#walk > li').length`, &steps, chromedp.WithPollingTimeout(browserTimeout)),
+		chromedp.Text(`#verdict-summary`, &got))
+	if got != want.Summary || steps != 6 {
+		t.Errorf("the group page shows verdict %q after %d steps; muster explain says %q after 6", got, steps, want.Summary)
+	}
+	screenshot(t, ctx, "dashboard-group.png")
+
+	// The live update: the first job ends, the second starts, the page never reloads.
+	var live bool
+	run(t, ctx, "back to the cluster page", chromedp.Navigate(url), chromedp.WaitVisible(`#heat`),
+		chromedp.Evaluate(`window.notReloaded = true`, nil))
+	run(t, ctx, "wait for the second job's 8 GPUs training, without a reload",
+		chromedp.Poll(fmt.Sprintf(`window.notReloaded === true &&
+			document.querySelectorAll('a.c[data-group="%[1]s/%[2]s"][data-hold="training"]').length === 8 &&
+			document.querySelectorAll('[data-group="%[1]s/%[3]s"]').length === 0`, ns, second, first),
+			&live, chromedp.WithPollingTimeout(browserTimeout)))
+	screenshot(t, ctx, "dashboard-cluster-after.png")
+
+	// The cost page counts the GPU-seconds both jobs held before Ready, in their queue.
+	var cost string
+	run(t, ctx, "open the cost page", chromedp.Navigate(url+"cost"), chromedp.Text(`#w-last-hour`, &cost))
+	if !strings.Contains(cost, queueName) || !strings.Contains(cost, string(sandbox.ResourceGPU)) {
+		t.Errorf("the cost page's last hour does not name queue %s and %s:\n%s", queueName, sandbox.ResourceGPU, cost)
+	}
+	screenshot(t, ctx, "dashboard-cost.png")
+}
+
+// TestThousandNodesOnOneScreen checks that the heat map of 1,000 eight-GPU nodes fits
+// in one 1280×900 window, and that every node has its row.
+func TestThousandNodesOnOneScreen(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "dash-big", Count: 1000, CPU: "96", Memory: "768Gi", GPUs: 8})
+	url := startMuster(t, env)
+	ctx := browser(t)
+	var rows int
+	var bottom, height float64
+	run(t, ctx, "open the cluster page",
+		chromedp.Navigate(url),
+		chromedp.Poll(`document.querySelectorAll('.node[data-node^="dash-big"]').length >= 1000 && document.querySelectorAll('.node[data-node^="dash-big"]').length`,
+			&rows, chromedp.WithPollingTimeout(browserTimeout)),
+		chromedp.Evaluate(`document.getElementById('heat').getBoundingClientRect().bottom`, &bottom),
+		chromedp.Evaluate(`window.innerHeight`, &height))
+	if rows != 1000 || bottom > height {
+		t.Errorf("heat map: %d rows of dash-big nodes, bottom at %.0f px in a %.0f px window; want 1000 rows within it", rows, bottom, height)
+	}
+	t.Logf("1000 nodes × 8 GPUs: heat map bottom at %.0f px of %.0f", bottom, height)
+	screenshot(t, ctx, "dashboard-1000-nodes.png")
+}
+
+// browser starts headless chromium for the test.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("Debian's chromium is needed (hack/install-chromium.sh installs it): %v", err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))
+	actx, stopAllocator := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, stop := chromedp.NewContext(actx)
+	t.Cleanup(func() { stop(); stopAllocator() })
+	run(t, ctx, "start chromium", chromedp.EmulateViewport(1280, 900))
+	return ctx
+}
+
+// run runs browser actions, failing the test with what was being done.
+func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, browserTimeout+30*time.Second)
+	defer cancel()
+	if err := chromedp.Run(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// dark switches the page's prefers-color-scheme.
+func dark(t *testing.T, ctx context.Context, on bool) {
+	t.Helper()
+	scheme := "light"
+	if on {
+		scheme = "dark"
+	}
+	run(t, ctx, "prefer "+scheme, emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}))
+}
+
+// maxScreenshot is the largest screenshot the docs take.
+const maxScreenshot = 300 << 10
+
+// screenshot saves the window as name in -screenshots (or the test's temporary
+// directory), failing the test if it is over maxScreenshot.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	var png []byte
+	run(t, ctx, "screenshot "+name, chromedp.CaptureScreenshot(&png))
+	dir := *screenshots
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if len(png) > maxScreenshot {
+		t.Errorf("screenshot %s is %d bytes, want at most %d", name, len(png), maxScreenshot)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot %s: %d bytes", name, len(png))
+}
+
+// explainVerdict is what muster explain, reading the API server, says of a group.
+func explainVerdict(t *testing.T, env *sandboxtest.Env, ns, name string) explain.Verdict {
+	t.Helper()
+	f, err := explain.Gather(context.Background(), explain.Clients{Kube: env.Kube, Dynamic: env.Dynamic}, "podgroup/"+name, ns, "muster", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return explain.Build(f).Verdict
+}
+
+// boundNodes returns the nodes job's pods are bound to, sorted.
+func boundNodes(t *testing.T, env *sandboxtest.Env, ns, job string) []string {
+	t.Helper()
+	pods, err := env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: musterv1alpha1.CoschedulingPodGroupLabel + "=" + job})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" {
+			out = append(out, p.Spec.NodeName)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// createQueue creates a Queue with a quota of gpus GPUs and deletes it when the test
+// ends.
+func createQueue(t *testing.T, env *sandboxtest.Env, gpus int64) string {
+	t.Helper()
+	q := &musterv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "dash-team"},
+		Spec: musterv1alpha1.QueueSpec{Quota: corev1.ResourceList{sandbox.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI)}}}
+	obj, err := toUnstructured(q, musterv1alpha1.GroupVersion.String(), "Queue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	queues := env.Dynamic.Resource(musterv1alpha1.GroupVersion.WithResource("queues"))
+	if _, err := queues.Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Queue %s: %v", q.Name, err)
+	}
+	t.Cleanup(func() { _ = queues.Delete(context.Background(), q.Name, metav1.DeleteOptions{}) })
+	return q.Name
+}
+
+func createPodGroup(t *testing.T, env *sandboxtest.Env, ns, name, queue string, minMember int64) {
+	t.Helper()
+	pg := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": spv1alpha1.GroupVersion.String(), "kind": "PodGroup",
+		"metadata": map[string]any{"name": name, "namespace": ns, "annotations": map[string]any{musterv1alpha1.QueueAnnotation: queue}},
+		"spec":     map[string]any{"minMember": minMember},
+	}}
+	if _, err := env.Dynamic.Resource(spv1alpha1.GroupVersion.WithResource("podgroups")).Namespace(ns).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating PodGroup %s/%s: %v", ns, name, err)
+	}
+}
+
+// worker is member i of job: one GPU, 20 s of training once Ready.
+func worker(ns, job string, i int) *corev1.Pod {
+	p := sandboxtest.Pod(ns, fmt.Sprintf("%s-worker-%d", job, i)).GPUs(1).SchedulerName("muster").
+		Annotate(kubelet.AnnotationRunFor, "20s").Obj()
+	p.Labels = map[string]string{musterv1alpha1.CoschedulingPodGroupLabel: job}
+	return p
+}
