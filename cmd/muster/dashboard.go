@@ -12,8 +12,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/muster-sched/muster/internal/controller"
 	"github.com/muster-sched/muster/internal/dashboard"
@@ -21,7 +24,7 @@ import (
 
 // dashboardFlags are the flags of `muster dashboard`.
 type dashboardFlags struct {
-	kubeconfig, addr, schedulerName string
+	kubeconfig, addr, schedulerName, namespace string
 }
 
 // newDashboardCmd returns `muster dashboard`.
@@ -33,8 +36,9 @@ func newDashboardCmd() *cobra.Command {
 		Long: `Watches a cluster (the one --kubeconfig, KUBECONFIG or ~/.kube/config names) with
 informers of its own, as muster does, and serves the dashboard on a loopback address:
 the cluster's devices coloured by what holds them, the queues, each group's timeline and
-debugging walk. The cost page needs muster's own measurements: it is served by the
-dashboard of muster serve (Configuration dashboardAddr).`,
+debugging walk, and the cost of the last day from the ledger muster keeps in its
+namespace (ConfigMap muster-cost-ledger, written by muster serve when its
+dashboardAddr is set).`,
 		Example: `  muster dashboard --kubeconfig ~/.kube/config
   muster dashboard --addr 127.0.0.1:9000`,
 		Args: cobra.NoArgs,
@@ -44,6 +48,7 @@ dashboard of muster serve (Configuration dashboardAddr).`,
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8090", "loopback host:port to serve on")
 	fs.StringVar(&f.schedulerName, "scheduler-name", "muster", "muster's schedulerName in the cluster")
+	fs.StringVar(&f.namespace, "namespace", "muster-system", "muster's namespace, where it keeps its cost ledger")
 	return cmd
 }
 
@@ -62,11 +67,17 @@ func runDashboard(cmd *cobra.Command, f *dashboardFlags) error {
 	if err != nil {
 		return err
 	}
-	c, err := cache.New(rc, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()})
+	c, err := cache.New(rc, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields(),
+		// Of the ConfigMaps, only the ledger is watched.
+		ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {
+			Namespaces: map[string]cache.Config{f.namespace: {}},
+			Field:      fields.OneTermEqualSelector("metadata.name", dashboard.LedgerConfigMap),
+		}}})
 	if err != nil {
 		return fmt.Errorf("creating the cache: %w", err)
 	}
-	d, err := dashboard.New(dashboard.Options{Reader: c, SchedulerName: f.schedulerName})
+	d, err := dashboard.New(dashboard.Options{Reader: c, SchedulerName: f.schedulerName,
+		Costs: dashboard.StoredCosts{Reader: c, Namespace: f.namespace}})
 	if err != nil {
 		return err
 	}

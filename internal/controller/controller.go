@@ -159,7 +159,7 @@ func NewManager(opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the Event recorder: %w", err)
 	}
-	ledger, err := addDashboard(mgr, cfg, opts)
+	ledger, err := addDashboard(mgr, cfg, kube, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
@@ -69,12 +70,16 @@ func (d *dashboardServer) Start(ctx context.Context) error {
 
 // addDashboard adds the dashboard server to mgr when the configuration asks for one,
 // and returns the ledger the scheduler must feed (nil without a dashboard).
-func addDashboard(mgr manager.Manager, cfg *musterv1alpha1.Configuration, opts Options) (*dashboard.Ledger, error) {
+func addDashboard(mgr manager.Manager, cfg *musterv1alpha1.Configuration, kube kubernetes.Interface, opts Options) (*dashboard.Ledger, error) {
 	if cfg.DashboardAddr == "" || cfg.DashboardAddr == musterv1alpha1.DisabledAddr {
 		return nil, nil
 	}
 	ledger := dashboard.NewLedger()
-	d, err := dashboard.New(dashboard.Options{Reader: mgr.GetCache(), SchedulerName: cfg.SchedulerName, Ledger: ledger})
+	store := &ledgerStore{ledger: ledger, kube: kube, namespace: cfg.LeaderElection.LeaseNamespace, clock: opts.Clock, log: opts.Log.WithName("ledger")}
+	if err := mgr.Add(store); err != nil {
+		return nil, fmt.Errorf("adding the cost ledger's store: %w", err)
+	}
+	d, err := dashboard.New(dashboard.Options{Reader: mgr.GetCache(), SchedulerName: cfg.SchedulerName, Costs: ledger})
 	if err != nil {
 		return nil, err
 	}

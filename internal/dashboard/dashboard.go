@@ -9,7 +9,6 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
-	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,9 +25,9 @@ type Options struct {
 	Reader client.Reader
 	// SchedulerName is muster's schedulerName: pods with another are other schedulers'.
 	SchedulerName string
-	// Ledger is the cost ledger the scheduler feeds; nil when no scheduler runs in this
-	// process (the cost page says so).
-	Ledger *Ledger
+	// Costs is where the cost page reads: the ledger the scheduler feeds in this
+	// process, or the one muster keeps in its namespace (StoredCosts); nil shows none.
+	Costs CostSource
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Poll is how often an open page fetches itself again; zero means 2s.
@@ -184,22 +183,31 @@ func (d *Dashboard) group(ctx context.Context, r *http.Request, m *model) (strin
 // costPage is the cost page's data: one table per window.
 type costPage struct {
 	Measured bool
+	Problem  string
 	Windows  []costWindow
 }
 
 type costWindow struct {
-	Name  string
-	Costs []Cost
+	ID, Name string
+	Costs    []Cost
 }
 
-func (d *Dashboard) cost(context.Context, *http.Request, *model) (string, any, int, error) {
-	p := costPage{Measured: d.opts.Ledger != nil}
-	if p.Measured {
-		now := d.opts.Now()
-		p.Windows = []costWindow{
-			{"Last hour", d.opts.Ledger.Costs(now, time.Hour)},
-			{"Last day", d.opts.Ledger.Costs(now, 24*time.Hour)},
+func (d *Dashboard) cost(ctx context.Context, _ *http.Request, _ *model) (string, any, int, error) {
+	p := costPage{Measured: d.opts.Costs != nil}
+	if !p.Measured {
+		return "Cost", p, 0, nil
+	}
+	now := d.opts.Now()
+	for _, w := range []struct {
+		id, name string
+		d        time.Duration
+	}{{"w-last-hour", "Last hour", time.Hour}, {"w-last-day", "Last day", 24 * time.Hour}} {
+		costs, err := d.opts.Costs.Costs(ctx, now, w.d)
+		if err != nil {
+			p.Problem = err.Error()
+			break
 		}
+		p.Windows = append(p.Windows, costWindow{w.id, w.name, costs})
 	}
 	return "Cost", p, 0, nil
 }
@@ -211,5 +219,4 @@ var funcs = template.FuncMap{
 	"clock":   func(t time.Time) string { return t.UTC().Format("15:04:05") },
 	"round":   func(d time.Duration) string { return d.Round(time.Second).String() },
 	"pct":     func(v float64) string { return fmt.Sprintf("%.1f", v) },
-	"lower":   strings.ToLower,
 }

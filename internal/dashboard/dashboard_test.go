@@ -1,7 +1,9 @@
 package dashboard
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"testing"
 	"time"
@@ -211,7 +213,8 @@ func TestLedgerCountsHeldBeforeReadyPerQueueAndWindow(t *testing.T) {
 	step(t0.Add(2*time.Hour), "a", "qa", 25, 0) // nothing new
 	step(t0.Add(2*time.Hour), "b", "qb", 8, 4*time.Second)
 	now := t0.Add(2*time.Hour + time.Minute)
-	hour, day := l.Costs(now, time.Hour), l.Costs(now, 24*time.Hour)
+	hour, _ := l.Costs(context.Background(), now, time.Hour)
+	day, _ := l.Costs(context.Background(), now, 24*time.Hour)
 	want := []Cost{{Queue: "qb", Held: []Amount{{"nvidia.com/gpu", 8}}, Cleanup: 4 * time.Second, Cleanups: 1}}
 	if d := cmp.Diff(want, hour); d != "" {
 		t.Errorf("last hour (-want +got):\n%s", d)
@@ -220,7 +223,7 @@ func TestLedgerCountsHeldBeforeReadyPerQueueAndWindow(t *testing.T) {
 	if d := cmp.Diff(want, day); d != "" {
 		t.Errorf("last day (-want +got):\n%s", d)
 	}
-	if got := l.Costs(t0.Add(30*time.Hour), 24*time.Hour); len(got) != 0 {
+	if got, _ := l.Costs(context.Background(), t0.Add(30*time.Hour), 24*time.Hour); len(got) != 0 {
 		t.Errorf("a day later: %+v, want nothing", got)
 	}
 }
@@ -235,5 +238,43 @@ func TestGroupPageRefusesABadQuery(t *testing.T) {
 	v, _ := url.ParseQuery("source=Coscheduling&namespace=a&name=b")
 	if ref, problem := refOf(v); problem != "" || groupLink(ref) != "/group?name=b&namespace=a&source=Coscheduling" {
 		t.Errorf("ref %+v, problem %q, link %q", ref, problem, groupLink(ref))
+	}
+}
+
+func TestTheLedgerSurvivesBeingStoredAndRefusesABadOne(t *testing.T) {
+	l := NewLedger()
+	l.Stepped(t0, engine.Output{Changed: map[string]bool{"a": true}, Released: []engine.Release{{Group: "a", After: 3 * time.Second}}},
+		func(string) (engine.Status, bool) {
+			return engine.Status{Queue: "qa", HeldBeforeReady: map[corev1.ResourceName]float64{gpu: 12}}, true
+		})
+	if !l.Changed() {
+		t.Fatal("the ledger counted and says it did not change")
+	}
+	data, err := l.Encode()
+	if err != nil || l.Changed() {
+		t.Fatalf("Encode: %v; changed %v after it", err, l.Changed())
+	}
+	again := NewLedger()
+	if err := again.Restore(data, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := l.Costs(context.Background(), t0.Add(time.Hour), 24*time.Hour)
+	got, _ := again.Costs(context.Background(), t0.Add(time.Hour), 24*time.Hour)
+	if d := cmp.Diff(want, got); d != "" || len(got) != 1 {
+		t.Errorf("restored ledger (-want +got):\n%s", d)
+	}
+	minute := t0.Unix() / 60
+	for _, bad := range []string{
+		`{"buckets": [{"minute": 1, "queue": "q"}]}`,
+		fmt.Sprintf(`{"buckets": [{"minute": %d, "queue": "q", "held": {"nvidia.com/gpu": -5}}]}`, minute),
+		fmt.Sprintf(`{"buckets": [{"minute": %d, "queue": "q", "cleanups": -1}]}`, minute),
+		`{"buckets": 7}`,
+	} {
+		fresh := NewLedger()
+		if err := fresh.Restore([]byte(bad), t0); err == nil {
+			t.Errorf("Restore(%s) accepted", bad)
+		} else if got, _ := fresh.Costs(context.Background(), t0, 24*time.Hour); len(got) != 0 {
+			t.Errorf("Restore(%s) failed (%v) and still added %+v", bad, err, got)
+		}
 	}
 }

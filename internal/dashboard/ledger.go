@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"sort"
 	"strings"
 	"sync"
@@ -24,6 +25,8 @@ type Ledger struct {
 	// reported is, per group, the HeldBeforeReady already counted.
 	reported map[string]map[corev1.ResourceName]float64
 	buckets  map[bucketKey]*bucket
+	// changed is whether anything was counted since the last Encode.
+	changed bool
 }
 
 type bucketKey struct {
@@ -58,6 +61,7 @@ func (l *Ledger) Stepped(now time.Time, out engine.Output, status func(key strin
 			if d := v - l.reported[key][name]; d > 0 {
 				b := l.bucket(minute, st.Queue)
 				b.held[name] += d
+				l.changed = true
 				if l.reported[key] == nil {
 					l.reported[key] = map[corev1.ResourceName]float64{}
 				}
@@ -73,6 +77,7 @@ func (l *Ledger) Stepped(now time.Time, out engine.Output, status func(key strin
 		b := l.bucket(minute, queue)
 		b.cleanup += r.After
 		b.cleanups++
+		l.changed = true
 	}
 	for k := range l.buckets {
 		if k.minute < (now.Add(-ledgerKeep).Unix() / 60) {
@@ -107,8 +112,10 @@ type Amount struct {
 	Seconds  float64
 }
 
+var _ CostSource = (*Ledger)(nil)
+
 // Costs returns each queue's cost over the window ending at now, by queue name.
-func (l *Ledger) Costs(now time.Time, window time.Duration) []Cost {
+func (l *Ledger) Costs(_ context.Context, now time.Time, window time.Duration) ([]Cost, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	from := now.Add(-window).Unix() / 60
@@ -140,5 +147,5 @@ func (l *Ledger) Costs(now time.Time, window time.Duration) []Cost {
 		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Queue < out[j].Queue })
-	return out
+	return out, nil
 }

@@ -48,7 +48,7 @@ func (g *group) since() time.Time {
 	}
 	var t time.Time
 	for _, p := range g.pods {
-		if c := p.CreationTimestamp.Time; t.IsZero() || c.Before(t) {
+		if c := p.CreationTimestamp.Time; !c.IsZero() && (t.IsZero() || c.Before(t)) {
 			t = c
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	corev1 "k8s.io/api/core/v1"
@@ -39,7 +40,7 @@ func TestTwoJobsInTheBrowser(t *testing.T) {
 	ns := env.Namespace(t)
 	nodes := env.CreateNodes(t, sandbox.NodePool{Name: "dash-gpu", Count: 8, CPU: "8", Memory: "32Gi", GPUs: 1})
 	queueName := createQueue(t, env, 8)
-	url := startMuster(t, env)
+	url, stopMuster := startMuster(t, env)
 	for _, job := range []string{"job-a", "job-b"} {
 		createPodGroup(t, env, ns, job, queueName, 8)
 	}
@@ -49,68 +50,73 @@ func TestTwoJobsInTheBrowser(t *testing.T) {
 		}
 	}
 	ctx := browser(t)
-	run(t, ctx, "open the cluster page", chromedp.Navigate(url))
+	do(t, ctx, "open the cluster page", chromedp.Navigate(url))
 
 	// One job whole on the eight GPUs, the other holding none.
-	var first string
-	run(t, ctx, "wait for one job's 8 GPUs training and none held by the other",
-		chromedp.Poll(fmt.Sprintf(`(() => {
+	first := value(t, ctx, "wait for one job's 8 GPUs training and none held by the other",
+		chromedp.Poll[string](fmt.Sprintf(`(() => {
 			const training = g => document.querySelectorAll('a.c[data-group="%[1]s/' + g + '"][data-hold="training"]').length;
 			const any = g => document.querySelectorAll('[data-group="%[1]s/' + g + '"]').length;
 			if (training("job-a") === 8 && any("job-b") === 0) return "job-a";
 			if (training("job-b") === 8 && any("job-a") === 0) return "job-b";
 			return "";
-		})()`, ns), &first, chromedp.WithPollingTimeout(browserTimeout)))
+		})()`, ns), chromedp.WithPollingTimeout(browserTimeout)))
 	second := map[string]string{"job-a": "job-b", "job-b": "job-a"}[first]
-	var shown []string
-	run(t, ctx, "read the nodes of the first job's cells", chromedp.Evaluate(fmt.Sprintf(
-		`[...document.querySelectorAll('.node')].filter(n => n.querySelector('a.c[data-group="%s/%s"]')).map(n => n.dataset.node).sort()`, ns, first), &shown))
+	shown := value(t, ctx, "read the nodes of the first job's cells", chromedp.Evaluate[[]string](fmt.Sprintf(
+		`[...document.querySelectorAll('.node')].filter(n => n.querySelector('a.c[data-group="%s/%s"]')).map(n => n.dataset.node).sort()`, ns, first)))
 	if want := boundNodes(t, env, ns, first); strings.Join(shown, ",") != strings.Join(want, ",") {
 		t.Errorf("%s's cells are on nodes %v; muster bound its pods to %v", first, shown, want)
 	}
 	if len(shown) != len(nodes) {
 		t.Errorf("%s's cells are on %d nodes, want all %d", first, len(shown), len(nodes))
 	}
+	t.Logf("%s training on %v; %s waiting", first, shown, second)
 	screenshot(t, ctx, "dashboard-cluster.png")
 	dark(t, ctx, true)
 	screenshot(t, ctx, "dashboard-cluster-dark.png")
 	dark(t, ctx, false)
 
 	// The waiting group, from the queues page: its verdict is muster explain's.
-	run(t, ctx, "open the queues page", chromedp.Navigate(url+"queues"),
-		chromedp.WaitVisible(fmt.Sprintf(`li[data-group="%s/%s"] a`, ns, second)))
+	waiting := chromedp.CSS(fmt.Sprintf(`li[data-group="%s/%s"] a`, ns, second))
+	do(t, ctx, "open the queues page", chromedp.Navigate(url+"queues"), chromedp.WaitVisible(waiting))
 	screenshot(t, ctx, "dashboard-queues.png")
-	run(t, ctx, "open the waiting group", chromedp.Click(fmt.Sprintf(`li[data-group="%s/%s"] a`, ns, second)),
-		chromedp.WaitVisible(`#verdict-summary`))
+	do(t, ctx, "open the waiting group", chromedp.Click(waiting), chromedp.WaitVisible(chromedp.CSS(`#verdict-summary`)))
 	want := explainVerdict(t, env, ns, second)
-	var steps int
-	var got string
-	run(t, ctx, "read the verdict and the walk",
-		chromedp.Poll(`document.querySelectorAll('#walk > li').length`, &steps, chromedp.WithPollingTimeout(browserTimeout)),
-		chromedp.Text(`#verdict-summary`, &got))
+	steps := value(t, ctx, "count the walk's steps", chromedp.Poll[int](`document.querySelectorAll('#walk > li').length`, chromedp.WithPollingTimeout(browserTimeout)))
+	got := value(t, ctx, "read the verdict", chromedp.Text(chromedp.CSS(`#verdict-summary`)))
 	if got != want.Summary || steps != 6 {
 		t.Errorf("the group page shows verdict %q after %d steps; muster explain says %q after 6", got, steps, want.Summary)
 	}
+	t.Logf("%s's verdict, in the browser as from muster explain: %s", second, got)
 	screenshot(t, ctx, "dashboard-group.png")
 
 	// The live update: the first job ends, the second starts, the page never reloads.
-	var live bool
-	run(t, ctx, "back to the cluster page", chromedp.Navigate(url), chromedp.WaitVisible(`#heat`),
-		chromedp.Evaluate(`window.notReloaded = true`, nil))
-	run(t, ctx, "wait for the second job's 8 GPUs training, without a reload",
-		chromedp.Poll(fmt.Sprintf(`window.notReloaded === true &&
+	do(t, ctx, "back to the cluster page", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(`#heat`)),
+		chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
+	value(t, ctx, "wait for the second job's 8 GPUs training, without a reload",
+		chromedp.Poll[bool](fmt.Sprintf(`window.notReloaded === true &&
 			document.querySelectorAll('a.c[data-group="%[1]s/%[2]s"][data-hold="training"]').length === 8 &&
 			document.querySelectorAll('[data-group="%[1]s/%[3]s"]').length === 0`, ns, second, first),
-			&live, chromedp.WithPollingTimeout(browserTimeout)))
+			chromedp.WithPollingTimeout(browserTimeout)))
 	screenshot(t, ctx, "dashboard-cluster-after.png")
 
 	// The cost page counts the GPU-seconds both jobs held before Ready, in their queue.
-	var cost string
-	run(t, ctx, "open the cost page", chromedp.Navigate(url+"cost"), chromedp.Text(`#w-last-hour`, &cost))
+	do(t, ctx, "open the cost page", chromedp.Navigate(url+"cost"))
+	cost := value(t, ctx, "read the last hour", chromedp.Text(chromedp.CSS(`#w-last-hour`)))
 	if !strings.Contains(cost, queueName) || !strings.Contains(cost, string(sandbox.ResourceGPU)) {
 		t.Errorf("the cost page's last hour does not name queue %s and %s:\n%s", queueName, sandbox.ResourceGPU, cost)
 	}
+	t.Logf("cost, last hour: %s", strings.Join(strings.Fields(cost), " "))
 	screenshot(t, ctx, "dashboard-cost.png")
+
+	// A restarted muster reads the ledger back from its namespace.
+	stopMuster()
+	url, _ = startMuster(t, env)
+	do(t, ctx, "open the cost page of the restarted muster", chromedp.Navigate(url+"cost"))
+	restored := value(t, ctx, "read the last day", chromedp.Text(chromedp.CSS(`#w-last-day`)))
+	if !strings.Contains(restored, queueName) {
+		t.Errorf("after a restart the cost page's last day does not name queue %s:\n%s", queueName, restored)
+	}
 }
 
 // TestThousandNodesOnOneScreen checks that the heat map of 1,000 eight-GPU nodes fits
@@ -118,16 +124,14 @@ func TestTwoJobsInTheBrowser(t *testing.T) {
 func TestThousandNodesOnOneScreen(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "dash-big", Count: 1000, CPU: "96", Memory: "768Gi", GPUs: 8})
-	url := startMuster(t, env)
+	url, _ := startMuster(t, env)
 	ctx := browser(t)
-	var rows int
-	var bottom, height float64
-	run(t, ctx, "open the cluster page",
-		chromedp.Navigate(url),
-		chromedp.Poll(`document.querySelectorAll('.node[data-node^="dash-big"]').length >= 1000 && document.querySelectorAll('.node[data-node^="dash-big"]').length`,
-			&rows, chromedp.WithPollingTimeout(browserTimeout)),
-		chromedp.Evaluate(`document.getElementById('heat').getBoundingClientRect().bottom`, &bottom),
-		chromedp.Evaluate(`window.innerHeight`, &height))
+	do(t, ctx, "open the cluster page", chromedp.Navigate(url))
+	rows := value(t, ctx, "wait for the 1,000 rows", chromedp.Poll[int](
+		`document.querySelectorAll('.node[data-node^="dash-big"]').length >= 1000 && document.querySelectorAll('.node[data-node^="dash-big"]').length`,
+		chromedp.WithPollingTimeout(browserTimeout)))
+	bottom := value(t, ctx, "measure the heat map", chromedp.Evaluate[float64](`document.getElementById('heat').getBoundingClientRect().bottom`))
+	height := value(t, ctx, "measure the window", chromedp.Evaluate[float64](`window.innerHeight`))
 	if rows != 1000 || bottom > height {
 		t.Errorf("heat map: %d rows of dash-big nodes, bottom at %.0f px in a %.0f px window; want 1000 rows within it", rows, bottom, height)
 	}
@@ -147,18 +151,34 @@ func browser(t *testing.T) context.Context {
 	actx, stopAllocator := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, stop := chromedp.NewContext(actx)
 	t.Cleanup(func() { stop(); stopAllocator() })
-	run(t, ctx, "start chromium", chromedp.EmulateViewport(1280, 900))
+	// The first run starts the browser, which lives as long as its context: no timeout.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
 	return ctx
 }
 
-// run runs browser actions, failing the test with what was being done.
-func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
+// do runs browser steps, failing the test with what was being done.
+func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, browserTimeout+30*time.Second)
 	defer cancel()
-	if err := chromedp.Run(ctx, actions...); err != nil {
+	if err := chromedp.Do(ctx, steps...); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
+}
+
+// value runs a browser action and returns its value, failing the test with what was
+// being done.
+func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, browserTimeout+30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
 }
 
 // dark switches the page's prefers-color-scheme.
@@ -168,7 +188,11 @@ func dark(t *testing.T, ctx context.Context, on bool) {
 	if on {
 		scheme = "dark"
 	}
-	run(t, ctx, "prefer "+scheme, emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}))
+	do(t, ctx, "prefer "+scheme, chromedp.Func(func(ctx context.Context, target *chromedp.Target) error {
+		_, err := cdp.Call(ctx, target, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
+		return err
+	}))
 }
 
 // maxScreenshot is the largest screenshot the docs take.
@@ -178,8 +202,7 @@ const maxScreenshot = 300 << 10
 // directory), failing the test if it is over maxScreenshot.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	var png []byte
-	run(t, ctx, "screenshot "+name, chromedp.CaptureScreenshot(&png))
+	png := value(t, ctx, "screenshot "+name, chromedp.CaptureScreenshot())
 	dir := *screenshots
 	if dir == "" {
 		dir = t.TempDir()

@@ -9,11 +9,15 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
@@ -30,10 +34,14 @@ func TestMain(m *testing.M) {
 }
 
 // startMuster runs muster against the sandbox, as muster serve does, with its dashboard
-// on a free loopback port, and returns the dashboard's URL. It stops when the test
-// ends.
-func startMuster(t *testing.T, env *sandboxtest.Env) string {
+// on a free loopback port, and returns the dashboard's URL and a function that stops
+// muster (called again when the test ends, it does nothing).
+func startMuster(t *testing.T, env *sandboxtest.Env) (string, func()) {
 	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "muster-system"}}
+	if _, err := env.Kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	cfg := musterv1alpha1.DefaultConfiguration()
 	disabled := false
 	cfg.LeaderElection.Enabled = &disabled
@@ -47,24 +55,28 @@ func startMuster(t *testing.T, env *sandboxtest.Env) string {
 			DashboardListening: func(url string) { urls <- url },
 		})
 	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("muster stopped with an error: %v", err)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil && !errors.Is(err, context.Canceled) {
+					t.Errorf("muster stopped with an error: %v", err)
+				}
+			case <-time.After(sandboxtest.WaitTimeout):
+				t.Errorf("muster did not stop within %s", sandboxtest.WaitTimeout)
 			}
-		case <-time.After(sandboxtest.WaitTimeout):
-			t.Errorf("muster did not stop within %s", sandboxtest.WaitTimeout)
-		}
-	})
+		})
+	}
+	t.Cleanup(stop)
 	select {
 	case url := <-urls:
-		return url
+		return url, stop
 	case err := <-done:
 		t.Fatalf("muster stopped before serving its dashboard: %v", err)
 	case <-time.After(2 * sandboxtest.WaitTimeout):
 		t.Fatalf("muster's dashboard did not listen within %s", 2*sandboxtest.WaitTimeout)
 	}
-	return ""
+	return "", stop
 }
