@@ -54,6 +54,7 @@ func (c *Configuration) SetDefaults() {
 	if c.DashboardAddr == "" {
 		c.DashboardAddr = DisabledAddr
 	}
+	c.ClientConnection.setDefaults()
 }
 
 // DefaultGroupPolicy returns the built-in per-group settings, every field set: the last
