@@ -52,63 +52,10 @@ func TestTwoJobsInTheBrowser(t *testing.T) {
 	}
 	ctx := browser(t)
 	do(t, ctx, "open the cluster page", chromedp.Navigate(url))
-
-	// One job whole on the eight GPUs, the other holding none.
-	first := value(t, ctx, "wait for one job's 8 GPUs training and none held by the other",
-		chromedp.Poll[string](fmt.Sprintf(`(() => {
-			const training = g => document.querySelectorAll('a.c[data-group="%[1]s/' + g + '"][data-hold="training"]').length;
-			const any = g => document.querySelectorAll('[data-group="%[1]s/' + g + '"]').length;
-			if (training("job-a") === 8 && any("job-b") === 0) return "job-a";
-			if (training("job-b") === 8 && any("job-a") === 0) return "job-b";
-			return "";
-		})()`, ns), chromedp.WithPollingTimeout(browserTimeout)))
-	second := map[string]string{"job-a": "job-b", "job-b": "job-a"}[first]
-	shown := value(t, ctx, "read the nodes of the first job's cells", chromedp.Evaluate[[]string](fmt.Sprintf(
-		`[...document.querySelectorAll('.node')].filter(n => n.querySelector('a.c[data-group="%s/%s"]')).map(n => n.dataset.node).sort()`, ns, first)))
-	if want := boundNodes(t, env, ns, first); strings.Join(shown, ",") != strings.Join(want, ",") {
-		t.Errorf("%s's cells are on nodes %v; muster bound its pods to %v", first, shown, want)
-	}
-	if len(shown) != len(nodes) {
-		t.Errorf("%s's cells are on %d nodes, want all %d", first, len(shown), len(nodes))
-	}
-	t.Logf("%s training on %v; %s waiting", first, shown, second)
-	screenshot(t, ctx, "dashboard-cluster.png")
-	dark(t, ctx, true)
-	screenshot(t, ctx, "dashboard-cluster-dark.png")
-	dark(t, ctx, false)
-
-	// The waiting group, from the queues page: its verdict is muster explain's.
-	waiting := chromedp.CSS(fmt.Sprintf(`li[data-group="%s/%s"] a`, ns, second))
-	do(t, ctx, "open the queues page", chromedp.Navigate(url+"queues"), chromedp.WaitVisible(waiting))
-	screenshot(t, ctx, "dashboard-queues.png")
-	do(t, ctx, "open the waiting group", chromedp.Click(waiting), chromedp.WaitVisible(chromedp.CSS(`#verdict-summary`)))
-	want := explainVerdict(t, env, ns, second)
-	steps := value(t, ctx, "count the walk's steps", chromedp.Poll[int](`document.querySelectorAll('#walk > li').length`, chromedp.WithPollingTimeout(browserTimeout)))
-	got := value(t, ctx, "read the verdict", chromedp.Text(chromedp.CSS(`#verdict-summary`)))
-	if got != want.Summary || steps != 6 {
-		t.Errorf("the group page shows verdict %q after %d steps; muster explain says %q after 6", got, steps, want.Summary)
-	}
-	t.Logf("%s's verdict, in the browser as from muster explain: %s", second, got)
-	screenshot(t, ctx, "dashboard-group.png")
-
-	// The live update: the first job ends, the second starts, the page never reloads.
-	do(t, ctx, "back to the cluster page", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(`#heat`)),
-		chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
-	value(t, ctx, "wait for the second job's 8 GPUs training, without a reload",
-		chromedp.Poll[bool](fmt.Sprintf(`window.notReloaded === true &&
-			document.querySelectorAll('a.c[data-group="%[1]s/%[2]s"][data-hold="training"]').length === 8 &&
-			document.querySelectorAll('[data-group="%[1]s/%[3]s"]').length === 0`, ns, second, first),
-			chromedp.WithPollingTimeout(browserTimeout)))
-	screenshot(t, ctx, "dashboard-cluster-after.png") // not in the docs: the same picture, the other job
-
-	// The cost page counts the GPU-seconds both jobs held before Ready, in their queue.
-	do(t, ctx, "open the cost page", chromedp.Navigate(url+"cost"))
-	cost := value(t, ctx, "read the last hour", chromedp.Text(chromedp.CSS(`#w-last-hour`)))
-	if !strings.Contains(cost, queueName) || !strings.Contains(cost, string(sandbox.ResourceGPU)) {
-		t.Errorf("the cost page's last hour does not name queue %s and %s:\n%s", queueName, sandbox.ResourceGPU, cost)
-	}
-	t.Logf("cost, last hour: %s", strings.Join(strings.Fields(cost), " "))
-	screenshot(t, ctx, "dashboard-cost.png")
+	first, second := seeOneJobTraining(t, ctx, env, ns, len(nodes))
+	readTheWaitingVerdict(t, ctx, env, url, ns, second)
+	seeTheLiveUpdate(t, ctx, url, ns, first, second)
+	readTheCost(t, ctx, url, queueName)
 
 	// A restarted muster reads the ledger back from its namespace.
 	stopMuster()
@@ -119,6 +66,81 @@ func TestTwoJobsInTheBrowser(t *testing.T) {
 			return w && w.textContent.includes(%q) ? w.textContent : ""; })()`, queueName),
 			chromedp.WithPollingTimeout(sandboxtest.WaitTimeout)))
 	t.Logf("cost after a restart, last day: %s", strings.Join(strings.Fields(restored), " "))
+}
+
+// seeOneJobTraining waits until one job's eight GPUs are training on the cluster page
+// and the other job holds none, checks the cells are on the nodes muster bound the
+// first job to, and returns the jobs in the order muster admitted them.
+func seeOneJobTraining(t *testing.T, ctx context.Context, env *sandboxtest.Env, ns string, nodes int) (first, second string) {
+	t.Helper()
+	first = value(t, ctx, "wait for one job's 8 GPUs training and none held by the other",
+		chromedp.Poll[string](fmt.Sprintf(`(() => {
+			const training = g => document.querySelectorAll('a.c[data-group="%[1]s/' + g + '"][data-hold="training"]').length;
+			const any = g => document.querySelectorAll('[data-group="%[1]s/' + g + '"]').length;
+			if (training("job-a") === 8 && any("job-b") === 0) return "job-a";
+			if (training("job-b") === 8 && any("job-a") === 0) return "job-b";
+			return "";
+		})()`, ns), chromedp.WithPollingTimeout(browserTimeout)))
+	second = map[string]string{"job-a": "job-b", "job-b": "job-a"}[first]
+	shown := value(t, ctx, "read the nodes of the first job's cells", chromedp.Evaluate[[]string](fmt.Sprintf(
+		`[...document.querySelectorAll('.node')].filter(n => n.querySelector('a.c[data-group="%s/%s"]')).map(n => n.dataset.node).sort()`, ns, first)))
+	if want := boundNodes(t, env, ns, first); strings.Join(shown, ",") != strings.Join(want, ",") {
+		t.Errorf("%s's cells are on nodes %v; muster bound its pods to %v", first, shown, want)
+	}
+	if len(shown) != nodes {
+		t.Errorf("%s's cells are on %d nodes, want all %d", first, len(shown), nodes)
+	}
+	t.Logf("%s training on %v; %s waiting", first, shown, second)
+	screenshot(t, ctx, "dashboard-cluster.png")
+	dark(t, ctx, true)
+	screenshot(t, ctx, "dashboard-cluster-dark.png")
+	dark(t, ctx, false)
+	return first, second
+}
+
+// readTheWaitingVerdict opens the waiting group from the queues page and checks that
+// its verdict and walk are muster explain's.
+func readTheWaitingVerdict(t *testing.T, ctx context.Context, env *sandboxtest.Env, url, ns, group string) {
+	t.Helper()
+	waiting := chromedp.CSS(fmt.Sprintf(`li[data-group="%s/%s"] a`, ns, group))
+	do(t, ctx, "open the queues page", chromedp.Navigate(url+"queues"), chromedp.WaitVisible(waiting))
+	screenshot(t, ctx, "dashboard-queues.png")
+	do(t, ctx, "open the waiting group", chromedp.Click(waiting), chromedp.WaitVisible(chromedp.CSS(`#verdict-summary`)))
+	want := explainVerdict(t, env, ns, group)
+	steps := value(t, ctx, "count the walk's steps", chromedp.Poll[int](`document.querySelectorAll('#walk > li').length`, chromedp.WithPollingTimeout(browserTimeout)))
+	got := value(t, ctx, "read the verdict", chromedp.Text(chromedp.CSS(`#verdict-summary`)))
+	if got != want.Summary || steps != 6 {
+		t.Errorf("the group page shows verdict %q after %d steps; muster explain says %q after 6", got, steps, want.Summary)
+	}
+	t.Logf("%s's verdict, in the browser as from muster explain: %s", group, got)
+	screenshot(t, ctx, "dashboard-group.png")
+}
+
+// seeTheLiveUpdate watches the cluster page, never reloaded, until the first job has
+// ended and the second job's eight GPUs are training.
+func seeTheLiveUpdate(t *testing.T, ctx context.Context, url, ns, first, second string) {
+	t.Helper()
+	do(t, ctx, "back to the cluster page", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(`#heat`)),
+		chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
+	value(t, ctx, "wait for the second job's 8 GPUs training, without a reload",
+		chromedp.Poll[bool](fmt.Sprintf(`window.notReloaded === true &&
+			document.querySelectorAll('a.c[data-group="%[1]s/%[2]s"][data-hold="training"]').length === 8 &&
+			document.querySelectorAll('[data-group="%[1]s/%[3]s"]').length === 0`, ns, second, first),
+			chromedp.WithPollingTimeout(browserTimeout)))
+	screenshot(t, ctx, "dashboard-cluster-after.png") // not in the docs: the same picture, the other job
+}
+
+// readTheCost checks that the cost page's last hour counts GPU-seconds held before
+// Ready in the jobs' queue.
+func readTheCost(t *testing.T, ctx context.Context, url, queue string) {
+	t.Helper()
+	do(t, ctx, "open the cost page", chromedp.Navigate(url+"cost"))
+	cost := value(t, ctx, "read the last hour", chromedp.Text(chromedp.CSS(`#w-last-hour`)))
+	if !strings.Contains(cost, queue) || !strings.Contains(cost, string(sandbox.ResourceGPU)) {
+		t.Errorf("the cost page's last hour does not name queue %s and %s:\n%s", queue, sandbox.ResourceGPU, cost)
+	}
+	t.Logf("cost, last hour: %s", strings.Join(strings.Fields(cost), " "))
+	screenshot(t, ctx, "dashboard-cost.png")
 }
 
 // TestThousandNodesOnOneScreen checks that the heat map of 1,000 eight-GPU nodes fits
