@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -126,6 +127,9 @@ type StoredCosts struct {
 func (s StoredCosts) Costs(ctx context.Context, now time.Time, window time.Duration) ([]Cost, error) {
 	var cm corev1.ConfigMap
 	if err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: LedgerConfigMap}, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("no ConfigMap %s/%s yet: the leading muster serve writes it every 30 s once its Configuration sets dashboardAddr", s.Namespace, LedgerConfigMap)
+		}
 		return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", s.Namespace, LedgerConfigMap, err)
 	}
 	l := NewLedger()
