@@ -51,6 +51,9 @@ func (c *Configuration) SetDefaults() {
 	if c.HealthAddr == "" {
 		c.HealthAddr = DefaultHealthAddr
 	}
+	if c.DashboardAddr == "" {
+		c.DashboardAddr = DisabledAddr
+	}
 	c.ClientConnection.setDefaults()
 }
 

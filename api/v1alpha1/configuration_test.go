@@ -75,6 +75,11 @@ reconcilePeriod: 250ms
 			yaml: header + "metricsAddr: 127.0.0.1:0\nhealthAddr: 127.0.0.1:0\n",
 			edit: func(c *Configuration) { c.MetricsAddr, c.HealthAddr = "127.0.0.1:0", "127.0.0.1:0" },
 		},
+		{
+			name: "dashboard on loopback",
+			yaml: header + "dashboardAddr: 127.0.0.1:8090\n",
+			edit: func(c *Configuration) { c.DashboardAddr = "127.0.0.1:8090" },
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseConfiguration([]byte(tc.yaml))
@@ -127,6 +132,10 @@ func TestParseConfigurationRejects(t *testing.T) {
 			[]string{`leaderElection.leaseNamespace: "kube.system": must be a namespace name`}},
 		{"port without colon", header + "metricsAddr: \"8080\"\n", []string{`metricsAddr: "8080": expected host:port`}},
 		{"port out of range", header + "healthAddr: :70000\n", []string{`healthAddr: ":70000": expected host:port`}},
+		{"dashboard on every interface", header + "dashboardAddr: :8090\n",
+			[]string{`dashboardAddr: ":8090": expected a loopback host`}},
+		{"dashboard on a routable address", header + "dashboardAddr: 10.0.0.5:8090\n",
+			[]string{`dashboardAddr: "10.0.0.5:8090": expected a loopback host`}},
 		{"same address twice", header + "metricsAddr: :9000\nhealthAddr: :9000\n",
 			[]string{`healthAddr: ":9000": must differ from metricsAddr`}},
 		{"every problem reported", header + "groupDefaults:\n  maxRetries: -2\n  startTimeout: 0s\nschedulerName: A\n",

@@ -79,6 +79,12 @@ type Configuration struct {
 	// none. Defaults to ":8081".
 	HealthAddr string `json:"healthAddr,omitempty"`
 
+	// dashboardAddr is the host:port of the read-only web dashboard, or "0" for
+	// none. Defaults to "0". The dashboard does not authenticate its viewers yet, so
+	// the host must be a loopback address (127.0.0.1:8090, [::1]:8090, localhost:8090):
+	// reach it with kubectl port-forward.
+	DashboardAddr string `json:"dashboardAddr,omitempty"`
+
 	// reconcilePeriod is the longest muster waits between two scheduling passes
 	// when no event wakes it earlier. Defaults to 1s.
 	ReconcilePeriod *metav1.Duration `json:"reconcilePeriod,omitempty"`

@@ -89,8 +89,10 @@ type scheduler struct {
 	significant map[string]string
 	wroteAt     map[string]time.Time
 	metrics     *metrics.Metrics
-	writer      *statusWriter
-	binder      *binder
+	// observer, when set, is told of every Step (the dashboard's cost ledger).
+	observer StepObserver
+	writer   *statusWriter
+	binder   *binder
 	// nextSummary is when the loop next reads every group's status (see report).
 	nextSummary time.Time
 }
@@ -180,9 +182,12 @@ func (s *scheduler) loop(ctx context.Context) {
 		for _, pod := range s.binder.takeFailed() {
 			s.eng.BindFailed(pod)
 		}
-		began := time.Now()
-		out := s.eng.Step(s.clock.Now())
+		began, now := time.Now(), s.clock.Now()
+		out := s.eng.Step(now)
 		s.observe(out, time.Since(began))
+		if s.observer != nil {
+			s.observer.Stepped(now, out, s.eng.Group)
+		}
 		s.carryOut(ctx, out)
 		wakeAt := s.report(ctx, out)
 		for _, at := range []time.Time{s.resumeDue(ctx), s.nextRecheck()} {
