@@ -25,6 +25,9 @@ type Plan struct {
 	Attempt int `json:"attempt"`
 	// Pods maps member pod names (in the group's namespace) to their assignment.
 	Pods map[string]Assignment `json:"pods"`
+	// Signature is muster's signature of the rest (see trust.go): a restarted muster
+	// acts only on plans it signed, carried by the pods they were made for.
+	Signature string `json:"signature,omitempty"`
 }
 
 // Assignment is one member's node in a Plan, and the UID of the pod it was made for.
@@ -157,7 +160,7 @@ const planOnEveryBind = 32
 // bound reads the whole plan from the members that are. The plan stays on the pods as
 // the record of their placement.
 func (s *scheduler) bindGroup(ctx context.Context, job bindJob) []string {
-	annotations, err := planAnnotations(job.plan)
+	annotations, err := s.planAnnotations(job.plan)
 	if err != nil {
 		// Binding without the record beats never binding. The cost is this group's
 		// crash safety: a muster restarted in the middle of these binds finds no plan
@@ -203,7 +206,10 @@ const maxPlanBytes = 200 << 10
 
 // planAnnotations returns the Binding annotations that carry plan, or nil and an error
 // saying why the plan cannot be carried (it is too large: about 3,000 members).
-func planAnnotations(plan Plan) (map[string]string, error) {
+func (s *scheduler) planAnnotations(plan Plan) (map[string]string, error) {
+	if err := s.signer.signPlan(&plan); err != nil {
+		return nil, err
+	}
 	data, err := json.Marshal(plan)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the plan of %s: %w", plan.Group, err)

@@ -38,6 +38,8 @@ type scheduler struct {
 	// recorder records Events; broadcaster writes them while the scheduler runs.
 	recorder    events.EventRecorder
 	broadcaster events.EventBroadcaster
+	// signer signs and verifies the records and plans muster reads back (trust.go).
+	signer signer
 
 	changes      *changes
 	apis         map[engine.Source]bool
@@ -120,6 +122,10 @@ func (s *scheduler) Start(ctx context.Context) error {
 		return fmt.Errorf("starting the Event recorder: %w", err)
 	}
 	defer s.broadcaster.Shutdown()
+	var err error
+	if s.signer, err = loadSigningKey(ctx, s.kube, s.cfg.Namespace); err != nil {
+		return err
+	}
 	if err := s.watch(ctx); err != nil {
 		return err
 	}
