@@ -90,6 +90,9 @@ type scheduler struct {
 	// significant and wroteAt hold, per group, the state last written and when.
 	significant map[string]string
 	wroteAt     map[string]time.Time
+	// abandoned holds, per group, the significance of the status write the API server
+	// refused for good: it is not tried again until the group's state changes.
+	abandoned map[string]string
 	metrics     *metrics.Metrics
 	writer      *statusWriter
 	binder      *binder
@@ -107,17 +110,7 @@ func (s *scheduler) NeedLeaderElection() bool { return true }
 func (s *scheduler) Start(ctx context.Context) error {
 	s.changes = newChanges()
 	s.eng = engine.New(s.engineConfig())
-	s.pods, s.members = map[string]*corev1.Pod{}, map[string]map[string]*corev1.Pod{}
-	s.objects, s.specDirty = map[string]client.Object{}, map[string]bool{}
-	s.recreate, s.written = map[string]*recreation{}, map[string]string{}
-	s.conditions, s.recorded = map[string][]metav1.Condition{}, map[string]string{}
-	s.significant, s.wroteAt = map[string]string{}, map[string]time.Time{}
-	s.phases = map[string]spv1alpha1.PodGroupPhase{}
-	s.queueWritten = map[string]string{}
-	s.memberOf, s.declared, s.declaredBy = map[string]string{}, map[string]map[string]bool{}, map[string]string{}
-	s.failed, s.suspended, s.leaving = map[string]bool{}, map[types.NamespacedName]*suspension{}, map[types.UID]*cleanup{}
-	s.owners, s.ownerObjects = map[types.NamespacedName]ownerEntry{}, map[string]*unstructured.Unstructured{}
-	s.rechecks = map[string]*recheck{}
+	s.initState()
 	if err := s.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return fmt.Errorf("starting the Event recorder: %w", err)
 	}
@@ -147,6 +140,21 @@ func (s *scheduler) Start(ctx context.Context) error {
 	s.loop(ctx)
 	<-binding // binds in flight end with ctx; none outlives the scheduler
 	return nil
+}
+
+// initState makes the maps the loop keeps, empty.
+func (s *scheduler) initState() {
+	s.pods, s.members = map[string]*corev1.Pod{}, map[string]map[string]*corev1.Pod{}
+	s.objects, s.specDirty = map[string]client.Object{}, map[string]bool{}
+	s.recreate, s.written = map[string]*recreation{}, map[string]string{}
+	s.conditions, s.recorded = map[string][]metav1.Condition{}, map[string]string{}
+	s.significant, s.wroteAt, s.abandoned = map[string]string{}, map[string]time.Time{}, map[string]string{}
+	s.phases = map[string]spv1alpha1.PodGroupPhase{}
+	s.queueWritten = map[string]string{}
+	s.memberOf, s.declared, s.declaredBy = map[string]string{}, map[string]map[string]bool{}, map[string]string{}
+	s.failed, s.suspended, s.leaving = map[string]bool{}, map[types.NamespacedName]*suspension{}, map[types.UID]*cleanup{}
+	s.owners, s.ownerObjects = map[types.NamespacedName]ownerEntry{}, map[string]*unstructured.Unstructured{}
+	s.rechecks = map[string]*recheck{}
 }
 
 // engineConfig translates the configuration into the engine's defaults.
@@ -245,6 +253,7 @@ func (s *scheduler) carryOut(ctx context.Context, out engine.Output) {
 	s.evictGroups(ctx, out.Evictions)
 	s.replaceFailed(ctx)
 	s.bindAll(ctx, out.Binds)
+	s.forgetGroups(out.Dropped)
 }
 
 // unrecorded are the transitions muster does not record as Kubernetes Events. In the
