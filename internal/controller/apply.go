@@ -209,7 +209,7 @@ func (s *scheduler) pastOf(key string) *lifecycle.Past {
 	holder := ""
 	if obj := s.objects[key]; obj != nil {
 		annotations, holder = obj.GetAnnotations(), key
-	} else if p := s.recordHolder(key); p != nil {
+	} else if p := s.recordCarrier(key); p != nil {
 		annotations, holder = p.Annotations, podKey(p)
 	}
 	if owner := s.ownerObjects[key]; annotations[musterv1alpha1.LifecycleAnnotation] == "" && owner != nil &&

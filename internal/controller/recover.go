@@ -133,8 +133,11 @@ func (s *scheduler) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pl
 	}
 	if s.fits(snap, plan, unbound) {
 		s.log.Info("completing a plan in flight", "group", plan.Group, "bound", len(bound), "binding", len(unbound))
-		annotations := map[string]string{musterv1alpha1.PlacementAnnotation: raw}
 		for _, p := range unbound {
+			var annotations map[string]string
+			if hasRoom(p, musterv1alpha1.PlacementAnnotation, raw) {
+				annotations = map[string]string{musterv1alpha1.PlacementAnnotation: raw}
+			}
 			if err := s.bindPod(ctx, p, plan.Pods[p.Name].Node, annotations); err != nil {
 				s.log.Error(err, "completing a plan in flight", "group", plan.Group)
 				continue
