@@ -64,6 +64,9 @@ type scheduler struct {
 	// rechecks holds the groups whose owner is read again after a member failed (see
 	// ownerfail.go).
 	rechecks map[string]*recheck
+	// said holds, per pod key, the reason and message muster last gave a pod it cannot
+	// schedule for a reason only the pod shows (see silent.go).
+	said map[string]string
 	// failed holds the keys of muster's pods seen Failed, for replaceFailed.
 	failed map[string]bool
 	// objects holds the group objects by group key.
@@ -93,9 +96,9 @@ type scheduler struct {
 	// abandoned holds, per group, the significance of the status write the API server
 	// refused for good: it is not tried again until the group's state changes.
 	abandoned map[string]string
-	metrics     *metrics.Metrics
-	writer      *statusWriter
-	binder      *binder
+	metrics   *metrics.Metrics
+	writer    *statusWriter
+	binder    *binder
 	// nextSummary is when the loop next reads every group's status (see report).
 	nextSummary time.Time
 }
@@ -154,7 +157,7 @@ func (s *scheduler) initState() {
 	s.memberOf, s.declared, s.declaredBy = map[string]string{}, map[string]map[string]bool{}, map[string]string{}
 	s.failed, s.suspended, s.leaving = map[string]bool{}, map[types.NamespacedName]*suspension{}, map[types.UID]*cleanup{}
 	s.owners, s.ownerObjects = map[types.NamespacedName]ownerEntry{}, map[string]*unstructured.Unstructured{}
-	s.rechecks = map[string]*recheck{}
+	s.rechecks, s.said = map[string]*recheck{}, map[string]string{}
 }
 
 // engineConfig translates the configuration into the engine's defaults.

@@ -10,7 +10,7 @@ import (
 // they are emptied with the pods or queues they hold.
 var notPerGroup = map[string]string{
 	"pods": "pod keys", "memberOf": "pod keys", "failed": "pod keys", "recreate": "pod keys",
-	"declaredBy": "pod keys", "declared": "emptied as its pods go (declare)", "queueWritten": "Queue names",
+	"declaredBy": "pod keys", "said": "pod keys", "declared": "emptied as its pods go (declare)", "queueWritten": "Queue names",
 }
 
 // TestForgetGroupsEmptiesEveryPerGroupMap: after the engine drops a group, every map the

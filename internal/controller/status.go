@@ -227,13 +227,21 @@ func significance(st engine.Status) string {
 }
 
 // conditionsOf returns a group's conditions, naming what the owner declares while the
-// group gathers: a replica outside the group is the classic cause.
+// group gathers (a replica outside the group is the classic cause), or, when no
+// controller owns its members, that nothing will create the missing ones.
 func (s *scheduler) conditionsOf(key string, st engine.Status) []metav1.Condition {
 	conds := Conditions(st)
-	if owner := s.ownerObjects[key]; owner != nil && st.Phase == lifecycle.Gathering {
-		msg := source.Gathering(st.Spec, st.Observed.Members, owner)
-		for i := range conds {
-			conds[i].Message = msg
+	if st.Phase != lifecycle.Gathering {
+		return conds
+	}
+	owner := s.ownerObjects[key]
+	note := source.Unowned(st.Spec, st.Observed.Members, s.memberList(key))
+	for i := range conds {
+		switch {
+		case owner != nil:
+			conds[i].Message = source.Gathering(st.Spec, st.Observed.Members, owner)
+		case note != "":
+			conds[i].Message += "; " + note
 		}
 	}
 	return conds
