@@ -122,6 +122,12 @@ func loadSigningKey(ctx context.Context, kube kubernetes.Interface, ns string) (
 			Data:       map[string][]byte{signingKeyField: key},
 		}
 		_, err = secrets.Create(ctx, s, metav1.CreateOptions{})
+		if apierrors.IsNotFound(err) {
+			if err := ensureOwnNamespace(ctx, kube, ns); err != nil {
+				return signer{}, err
+			}
+			_, err = secrets.Create(ctx, s, metav1.CreateOptions{})
+		}
 		if err == nil {
 			return signer{key: key}, nil
 		}
@@ -130,6 +136,18 @@ func loadSigningKey(ctx context.Context, kube kubernetes.Interface, ns string) (
 		}
 	}
 	return signer{}, errors.New("reading the signing key: the secret was created and deleted while muster read it")
+}
+
+// ensureOwnNamespace creates muster's namespace when it does not exist, as on a
+// sandbox, where muster runs with an administrator's client. deploy/ creates the
+// namespace, and muster's ServiceAccount may not create one: it then gets an error
+// naming the namespace and the field that names it.
+func ensureOwnNamespace(ctx context.Context, kube kubernetes.Interface, ns string) error {
+	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("namespace %s (the Configuration's namespace) does not exist and muster cannot create it: %w", ns, err)
+	}
+	return nil
 }
 
 // signRecord returns the signature of a record: its ConfigMap's name, the pod it
