@@ -2,10 +2,16 @@ package controller
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/muster-sched/muster/internal/metrics"
 )
 
 // testSigner returns a signer with a fixed key.
@@ -164,5 +170,25 @@ func TestVerifyPlan(t *testing.T) {
 				t.Fatalf("expected the plan refused, %s, found %v", tc.want, bad)
 			}
 		})
+	}
+}
+
+// TestUntrustedIsCounted: a record or plan that fails verification is counted in
+// muster_untrusted_records_total by kind and reason, and gets an UntrustedRecord Event.
+func TestUntrustedIsCounted(t *testing.T) {
+	rec := events.NewFakeRecorder(4)
+	s := &scheduler{metrics: metrics.New(prometheus.NewRegistry()), recorder: rec}
+	carrier := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x"}}
+	_, bad := testSigner(1).verifyPlan(carrier, `{"group":"Labels/b/g","pods":{}}`)
+	if bad == nil {
+		t.Fatal("expected an unsigned plan refused")
+	}
+	s.untrusted(carrier, KindPlan, bad)
+	s.untrusted(carrier, KindPlan, bad)
+	if got := testutil.ToFloat64(s.metrics.Untrusted.WithLabelValues(KindPlan, UntrustedUnsigned)); got != 2 {
+		t.Errorf("muster_untrusted_records_total{kind=plan,reason=Unsigned}: expected 2, found %v", got)
+	}
+	if ev := <-rec.Events; !strings.Contains(ev, ReasonUntrustedRecord) || !strings.Contains(ev, UntrustedUnsigned) {
+		t.Errorf("expected an UntrustedRecord Event naming the reason, found %q", ev)
 	}
 }
