@@ -39,6 +39,7 @@ groupDefaults:
   backoffMax: 1h
 starvationThreshold: 30m
 preemption: Never
+namespace: gang-system
 leaderElection:
   enabled: false
   leaseName: gang-lock
@@ -54,6 +55,7 @@ reconcilePeriod: 250ms
 					MaxRetries: ptr[int32](5), BackoffBase: dur(time.Second), BackoffMax: dur(time.Hour)}
 				c.StarvationThreshold = dur(30 * time.Minute)
 				c.Preemption = PreemptNever
+				c.Namespace = "gang-system"
 				c.LeaderElection = LeaderElection{Enabled: ptr(false), LeaseName: "gang-lock", LeaseNamespace: "ops"}
 				c.MetricsAddr = "127.0.0.1:9090"
 				c.HealthAddr = DisabledAddr
@@ -128,6 +130,8 @@ func TestParseConfigurationRejects(t *testing.T) {
 		{"unknown preemption", header + "preemption: Always\n",
 			[]string{`preemption: "Always": expected "LowerPriority" or "Never"`}},
 		{"bad queue name", header + "defaultQueue: a/b\n", []string{`defaultQueue: "a/b": must be a DNS-1123 subdomain`}},
+		{"bad namespace", header + "namespace: Muster_System\n",
+			[]string{`namespace: "Muster_System": must be a namespace name`}},
 		{"bad lease namespace", header + "leaderElection:\n  leaseNamespace: kube.system\n",
 			[]string{`leaderElection.leaseNamespace: "kube.system": must be a namespace name`}},
 		{"port without colon", header + "metricsAddr: \"8080\"\n", []string{`metricsAddr: "8080": expected host:port`}},

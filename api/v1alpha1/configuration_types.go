@@ -21,6 +21,7 @@ const (
 	DefaultStarvationThreshold       = 10 * time.Minute
 	DefaultLeaseName                 = "muster"
 	DefaultLeaseNamespace            = "muster-system"
+	DefaultNamespace                 = "muster-system"
 	DefaultMetricsAddr               = ":8080"
 	DefaultHealthAddr                = ":8081"
 	DefaultReconcilePeriod           = time.Second
@@ -66,6 +67,12 @@ type Configuration struct {
 	// group whose pods have preemptionPolicy Never does not preempt) or "Never".
 	// Defaults to "LowerPriority", as kube-scheduler preempts pods.
 	Preemption string `json:"preemption,omitempty"`
+
+	// namespace is muster's own namespace, where only muster (and the cluster's
+	// administrators) may write: it keeps there the records of the pods it will create
+	// again and the Secret muster-signing-key whose key signs those records and the
+	// plans it writes on pods. Defaults to "muster-system".
+	Namespace string `json:"namespace,omitempty"`
 
 	// leaderElection configures the Lease that lets one of several muster
 	// replicas act at a time.

@@ -56,6 +56,10 @@ func (c *Configuration) Validate() error {
 			fmt.Sprintf("expected %q or %q", PreemptLowerPriority, PreemptNever)})
 	}
 	errs = append(errs, positiveDuration("reconcilePeriod", c.ReconcilePeriod, true)...)
+	if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
+		errs = append(errs, &FieldError{"namespace", fmt.Sprintf("%q", c.Namespace),
+			"must be a namespace name (DNS-1123 label): " + strings.Join(msgs, "; ")})
+	}
 	errs = append(errs, c.LeaderElection.validate("leaderElection")...)
 	errs = append(errs, listenAddr("metricsAddr", c.MetricsAddr)...)
 	errs = append(errs, listenAddr("healthAddr", c.HealthAddr)...)
