@@ -75,7 +75,7 @@ func addDashboard(mgr manager.Manager, cfg *musterv1alpha1.Configuration, kube k
 		return nil, nil
 	}
 	ledger := dashboard.NewLedger()
-	store := &ledgerStore{ledger: ledger, kube: kube, namespace: cfg.LeaderElection.LeaseNamespace, clock: opts.Clock, log: opts.Log.WithName("ledger")}
+	store := &ledgerStore{ledger: ledger, kube: kube, namespace: cfg.Namespace, clock: opts.Clock, log: opts.Log.WithName("ledger")}
 	if err := mgr.Add(store); err != nil {
 		return nil, fmt.Errorf("adding the cost ledger's store: %w", err)
 	}
