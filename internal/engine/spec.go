@@ -42,6 +42,10 @@ type GroupSpec struct {
 	MinMember int
 	// Queue names the queue; "" means the configured default.
 	Queue string
+	// QueueCandidates, set by the caller when the group names no queue, are the queues
+	// whose namespace selectors admit its namespace. With more than one the group is
+	// charged to none of them: it waits with QueueAmbiguous.
+	QueueCandidates []string
 	// Priority orders groups within a queue, higher first.
 	Priority int32
 	// PreemptNever keeps the group from preempting others (its PriorityClass's, or a

@@ -166,9 +166,14 @@ func seedOf(key string) uint64 {
 	return h
 }
 
+// queueOf names the queue a group is charged to: the one it names, else the configured
+// default, or none ("") while several queues admit its namespace and it names none.
 func (e *Engine) queueOf(g *group) string {
-	if g.spec.Queue != "" {
+	switch {
+	case g.spec.Queue != "":
 		return g.spec.Queue
+	case len(g.spec.QueueCandidates) > 1:
+		return ""
 	}
 	return e.cfg.DefaultQueue
 }
@@ -250,6 +255,9 @@ func (e *Engine) push(g *group) {
 		QueuedAt:  g.queuedAt,
 		Requeued:  g.requeued,
 		MinCharge: g.spec.MinResources,
+		Namespace: g.spec.Namespace,
+		// Only the queues' verdict matters while the group names none of them.
+		Candidates: candidates(g.spec),
 		Group: placement.Group{
 			Name:      g.key,
 			MinMember: max(need, 1),
@@ -276,4 +284,13 @@ func (e *Engine) adopt(g *group, obs lifecycle.Observe, now time.Time, out *Outp
 	obs, _ = g.observe() // with the members placed in the attempt it takes over
 	e.step(g, lifecycle.Admitted{Planned: g.boundLive()}, now, out)
 	e.step(g, obs, now, out)
+}
+
+// candidates returns the queues a group that names none could fall into, or nil when it
+// names one.
+func candidates(spec GroupSpec) []string {
+	if spec.Queue != "" {
+		return nil
+	}
+	return spec.QueueCandidates
 }
