@@ -198,3 +198,26 @@ func TestResumeAt(t *testing.T) {
 		}
 	}
 }
+
+// TestConditionsSayWhatEachMeans: a waiting group's Unschedulable condition carries the
+// admission pass's reason and message; its other conditions do not repeat them, each
+// saying what it means instead (Failed=False counts the retries left).
+func TestConditionsSayWhatEachMeans(t *testing.T) {
+	st := engine.Status{Phase: lifecycle.Queued, Reason: "Queued", Message: "queued",
+		Waiting:     `queue "team-a" does not admit namespace "b": its spec.namespaceSelector does not select the namespace`,
+		WaitingKind: "QueueNotAllowed", Failures: 1, Policy: lifecycle.Policy{MaxRetries: 3}}
+	want := map[string]struct{ status, reason, message string }{
+		ConditionAdmitted:      {"False", "QueueNotAllowed", "not admitted: " + st.Waiting},
+		ConditionPodsReady:     {"False", ReasonNotAdmitted, "the group is not admitted, so no member runs"},
+		ConditionUnschedulable: {"True", "QueueNotAllowed", st.Waiting},
+		ConditionImpossible:    {"False", ReasonFeasible, "nothing found rules the group out for good"},
+		ConditionEvicted:       {"False", ReasonNotEvicted, "the group's current attempt was not evicted (phase Queued)"},
+		ConditionFailed:        {"False", ReasonRetriesLeft, "1 failed attempt(s) of 3 retries allowed"},
+	}
+	for _, c := range Conditions(st) {
+		w := want[c.Type]
+		if got := (struct{ status, reason, message string }{string(c.Status), c.Reason, c.Message}); got != w {
+			t.Errorf("%s: got %+v, want %+v", c.Type, got, w)
+		}
+	}
+}

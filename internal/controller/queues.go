@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,40 +19,56 @@ import (
 	"github.com/muster-sched/muster/internal/queue"
 )
 
-// queueForNamespace returns the Queue a group of namespace ns falls into when it names
-// no queue: the first Queue, by name, whose spec.namespaceSelector selects the
-// namespace's labels, or "" (the configured default queue) when none does. A Queue with
-// no selector selects nothing; an empty selector selects every namespace.
-func (s *scheduler) queueForNamespace(ctx context.Context, ns string) string {
+// queuesForNamespace returns the Queues a group of namespace ns may fall into when it
+// names no queue: those, by name, whose spec.namespaceSelector selects the namespace,
+// leaving out the configured default queue, which takes only the groups no other queue
+// selects. None means the default queue; more than one is ambiguous (QueueAmbiguous).
+func (s *scheduler) queuesForNamespace(ctx context.Context, ns string) []string {
 	if !s.queuesServed {
-		return ""
-	}
-	namespace := &corev1.Namespace{}
-	if err := s.mgr.GetCache().Get(ctx, types.NamespacedName{Name: ns}, namespace); err != nil {
-		return ""
+		return nil
 	}
 	var queues musterv1alpha1.QueueList
 	if err := s.mgr.GetCache().List(ctx, &queues); err != nil {
 		s.log.Error(err, "listing Queues to match a namespace", "namespace", ns)
-		return ""
+		return nil
 	}
-	set := labels.Set(namespace.Labels)
-	best := ""
+	var out []string
 	for i := range queues.Items {
 		q := &queues.Items[i]
-		if q.Spec.NamespaceSelector == nil || (best != "" && q.Name >= best) {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(q.Spec.NamespaceSelector)
-		if err != nil {
-			s.log.Error(err, "ignoring a Queue's malformed spec.namespaceSelector", "queue", q.Name)
-			continue
-		}
-		if sel.Matches(set) {
-			best = q.Name
+		if q.Name != s.cfg.DefaultQueue && s.admitted(q.Name)[ns] {
+			out = append(out, q.Name)
 		}
 	}
-	return best
+	slices.Sort(out)
+	return out
+}
+
+// admitted returns the namespaces Queue name admits, as last applied.
+func (s *scheduler) admitted(name string) map[string]bool { return s.queueNamespaces[name] }
+
+// namespacesOf evaluates a Queue's spec.namespaceSelector over the cached namespaces: the
+// set of namespaces it admits. A Queue with no selector admits none, as Kueue's
+// ClusterQueue; an empty selector admits every namespace. A selector that does not parse
+// admits none, and the error says why (it becomes the Queue's Active condition).
+func (s *scheduler) namespacesOf(ctx context.Context, q *musterv1alpha1.Queue) (map[string]bool, error) {
+	out := map[string]bool{}
+	if q.Spec.NamespaceSelector == nil {
+		return out, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(q.Spec.NamespaceSelector)
+	if err != nil {
+		return out, fmt.Errorf("spec.namespaceSelector: %w", err)
+	}
+	var namespaces corev1.NamespaceList
+	if err := s.mgr.GetCache().List(ctx, &namespaces); err != nil {
+		return out, fmt.Errorf("listing namespaces: %w", err)
+	}
+	for i := range namespaces.Items {
+		if sel.Matches(labels.Set(namespaces.Items[i].Labels)) {
+			out[namespaces.Items[i].Name] = true
+		}
+	}
+	return out, nil
 }
 
 // retranslateNamespaces marks for translation every group in the changed namespaces,

@@ -37,51 +37,6 @@ const (
 	ConditionFailed        = "Failed"
 )
 
-// ReasonInvalidGroup is the reason of the Impossible condition of a group whose spec
-// is invalid.
-const ReasonInvalidGroup = "InvalidGroup"
-
-// Conditions returns a group's conditions from its engine status. Each type is True or
-// False; the reason and message come from the engine.
-func Conditions(st engine.Status) []metav1.Condition {
-	reason, message := st.Reason, st.Message
-	if reason == "" {
-		reason = "Pending"
-	}
-	if message == "" {
-		message = "waiting for the group's object and members"
-	}
-	c := func(typ string, on bool) metav1.Condition {
-		status := metav1.ConditionFalse
-		if on {
-			status = metav1.ConditionTrue
-		}
-		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: message}
-	}
-	p := st.Phase
-	admitted := p == lifecycle.Binding || p == lifecycle.Starting || p == lifecycle.Running ||
-		p == lifecycle.Recovering || p == lifecycle.Finished
-	conds := []metav1.Condition{
-		c(ConditionAdmitted, admitted),
-		c(ConditionPodsReady, p == lifecycle.Running || p == lifecycle.Finished),
-		c(ConditionUnschedulable, p == lifecycle.Queued && st.Waiting != ""),
-		c(ConditionImpossible, p == lifecycle.Impossible || st.Invalid != ""),
-		c(ConditionEvicted, p == lifecycle.Backoff),
-		c(ConditionFailed, p == lifecycle.Failed),
-	}
-	switch {
-	case st.Invalid != "":
-		conds[3].Reason, conds[3].Message = ReasonInvalidGroup, st.Invalid
-	case (p == lifecycle.Queued || p == lifecycle.Impossible) && st.Waiting != "":
-		i := 2
-		if p == lifecycle.Impossible {
-			i = 3
-		}
-		conds[i].Reason, conds[i].Message = st.WaitingKind, st.Waiting
-	}
-	return conds
-}
-
 // podGroupPhase maps a lifecycle phase to a scheduler-plugins PodGroup phase.
 func podGroupPhase(st engine.Status) spv1alpha1.PodGroupPhase {
 	switch st.Phase {
@@ -201,15 +156,14 @@ func significance(st engine.Status) string {
 		st.Attempt, st.Failures, st.WakeAt.Format(time.RFC3339Nano))
 }
 
-// conditionsOf returns a group's conditions, naming what the owner declares while the
-// group gathers: a replica outside the group is the classic cause.
+// conditionsOf returns a group's conditions, naming in Admitted what the owner declares
+// while the group gathers: a replica outside the group is the classic cause.
 func (s *scheduler) conditionsOf(key string, st engine.Status) []metav1.Condition {
 	conds := Conditions(st)
 	if owner := s.ownerObjects[key]; owner != nil && st.Phase == lifecycle.Gathering {
-		msg := source.Gathering(st.Spec, st.Observed.Members, owner)
-		for i := range conds {
-			conds[i].Message = msg
-		}
+		// Only Admitted says why the group is not admitted yet; the other conditions
+		// keep their own meaning.
+		conds[0].Message = source.Gathering(st.Spec, st.Observed.Members, owner)
 	}
 	return conds
 }
