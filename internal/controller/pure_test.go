@@ -2,6 +2,7 @@ package controller
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -218,6 +219,30 @@ func TestConditionsSayWhatEachMeans(t *testing.T) {
 		w := want[c.Type]
 		if got := (struct{ status, reason, message string }{string(c.Status), c.Reason, c.Message}); got != w {
 			t.Errorf("%s: got %+v, want %+v", c.Type, got, w)
+		}
+	}
+}
+
+// TestQueueActiveCondition: a Queue is Active when its selector parses, and says why
+// not when it has none (it admits no namespace) or one that does not parse.
+func TestQueueActiveCondition(t *testing.T) {
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+	tests := []struct {
+		name   string
+		sel    *metav1.LabelSelector
+		err    error
+		want   metav1.ConditionStatus
+		reason string
+	}{
+		{"selector", sel, nil, metav1.ConditionTrue, ReasonQueueReady},
+		{"no selector", nil, nil, metav1.ConditionFalse, ReasonNoNamespaceSelector},
+		{"bad selector", sel, errors.New(`spec.namespaceSelector: "In" needs values`), metav1.ConditionFalse, ReasonInvalidNamespaceSelector},
+	}
+	for _, tc := range tests {
+		q := &musterv1alpha1.Queue{Spec: musterv1alpha1.QueueSpec{NamespaceSelector: tc.sel}}
+		c := activeCondition(q, map[string]bool{"a": true}, tc.err)
+		if c.Type != QueueConditionActive || c.Status != tc.want || c.Reason != tc.reason || c.Message == "" {
+			t.Errorf("%s: got %+v, want Active=%s reason %s with a message", tc.name, c, tc.want, tc.reason)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -97,6 +98,8 @@ type queueStatus struct {
 	Borrowed cluster.Resources
 	// WeightedShare is queue.WeightedShare in thousandths.
 	WeightedShare int64
+	// Active is the queue's Active condition, without its transition time.
+	Active metav1.Condition
 }
 
 // queueStatuses sums the engine's groups per queue: a group holding resources counts
@@ -148,6 +151,7 @@ func (s *scheduler) writeQueueStatuses(ctx context.Context) {
 		if q.Spec.Cohort != "" {
 			qs.Borrowed = queue.Borrowed(qs.Used, cluster.FromList(q.Spec.Quota))
 		}
+		qs.Active = activeCondition(q, s.queueNamespaces[q.Name], s.queueErrors[q.Name])
 		fp, _ := json.Marshal(qs)
 		if s.queueWritten[q.Name] == string(fp) {
 			continue
@@ -163,9 +167,15 @@ func (s *scheduler) writeQueueStatuses(ctx context.Context) {
 // patchQueueStatus merge-patches a Queue's status subresource with qs. A resource of
 // status.used or status.borrowed that is no longer held is removed.
 func (s *scheduler) patchQueueStatus(ctx context.Context, q *musterv1alpha1.Queue, qs *queueStatus) error {
+	conds := slices.Clone(q.Status.Conditions)
+	active := qs.Active
+	active.LastTransitionTime = metav1.NewTime(s.clock.Now())
+	active.ObservedGeneration = q.Generation
+	meta.SetStatusCondition(&conds, active)
 	data, err := json.Marshal(map[string]any{"status": map[string]any{
 		"admittedGroups": qs.Admitted, "pendingGroups": qs.Pending, "weightedShare": qs.WeightedShare,
 		"used": resourcePatch(q.Status.Used, qs.Used), "borrowed": resourcePatch(q.Status.Borrowed, qs.Borrowed),
+		"conditions": conds,
 	}})
 	if err != nil {
 		return fmt.Errorf("encoding the status of Queue %s: %w", q.Name, err)
@@ -175,6 +185,37 @@ func (s *scheduler) patchQueueStatus(ctx context.Context, q *musterv1alpha1.Queu
 		return fmt.Errorf("patching the status of Queue %s: %w", q.Name, err)
 	}
 	return nil
+}
+
+// QueueConditionActive is the type of a Queue's condition that says whether groups can be
+// admitted through it.
+const QueueConditionActive = "Active"
+
+// Reasons of a Queue's Active condition.
+const (
+	// ReasonQueueReady: the queue admits groups of the namespaces its selector selects.
+	ReasonQueueReady = "Ready"
+	// ReasonNoNamespaceSelector: spec.namespaceSelector is unset, so no namespace may use
+	// the queue.
+	ReasonNoNamespaceSelector = "NoNamespaceSelector"
+	// ReasonInvalidNamespaceSelector: spec.namespaceSelector does not parse.
+	ReasonInvalidNamespaceSelector = "InvalidNamespaceSelector"
+)
+
+// activeCondition says whether groups can be admitted through q, and why not: it admits
+// the namespaces of admitted, unless its selector is missing or does not parse (selErr).
+func activeCondition(q *musterv1alpha1.Queue, admitted map[string]bool, selErr error) metav1.Condition {
+	c := metav1.Condition{Type: QueueConditionActive, Status: metav1.ConditionTrue, Reason: ReasonQueueReady}
+	switch {
+	case selErr != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonInvalidNamespaceSelector, selErr.Error()+"; the queue admits no namespace"
+	case q.Spec.NamespaceSelector == nil:
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonNoNamespaceSelector
+		c.Message = "spec.namespaceSelector is unset, so the queue admits no namespace; set it to {} to admit every namespace"
+	default:
+		c.Message = fmt.Sprintf("admits groups of %d namespace(s) selected by spec.namespaceSelector", len(admitted))
+	}
+	return c
 }
 
 // resourcePatch is the merge patch that turns the resource list was into now: each
