@@ -194,6 +194,7 @@ func (s *scheduler) translate(key string) {
 		delete(s.ownerObjects, key)
 	}
 	spec.OwnerFailed = source.OwnerFailure(owner)
+	spec.Stopped = stopped(s.objects[key], pods)
 	if spec.Queue == "" {
 		switch candidates := s.queuesForNamespace(context.Background(), ref.Namespace); len(candidates) {
 		case 0:
@@ -207,6 +208,15 @@ func (s *scheduler) translate(key string) {
 		spec.Past = s.pastOf(key)
 	}
 	s.eng.SetGroup(spec)
+}
+
+// stopped reports whether a user stopped the group: its object, or for a group without
+// one any of its pods, carries muster.dev/stopped: "true".
+func stopped(obj client.Object, pods []*corev1.Pod) bool {
+	if obj != nil {
+		return obj.GetAnnotations()[musterv1alpha1.StoppedAnnotation] == "true"
+	}
+	return slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return p.Annotations[musterv1alpha1.StoppedAnnotation] == "true" })
 }
 
 // pastOf reads the lifecycle record an earlier muster wrote for a group (on its object,

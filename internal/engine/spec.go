@@ -64,6 +64,10 @@ type GroupSpec struct {
 	// OwnerFailed, when set, says that the members' owner failed for good (see
 	// source.OwnerFailure): the group fails at once with reason OwnerFailed.
 	OwnerFailed string
+	// Stopped, when set, says a user stopped the group (the muster.dev/stopped
+	// annotation): the engine evicts what it holds and keeps it out of the queue until
+	// Stopped is cleared.
+	Stopped bool
 	// Invalid lists problems with the group's definition, each naming the field and the
 	// value. A group with problems is not scheduled; the problems become its condition.
 	Invalid []string

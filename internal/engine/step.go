@@ -71,6 +71,12 @@ func (e *Engine) advance(g *group, now time.Time, out *Output) {
 	if g.spec.OwnerFailed != "" && !g.state.Phase().Terminal() {
 		e.step(g, lifecycle.OwnerFailed{Message: g.spec.OwnerFailed}, now, out)
 	}
+	switch phase := g.state.Phase(); {
+	case g.spec.Stopped && phase != lifecycle.Stopped && !phase.Terminal():
+		e.step(g, lifecycle.Stop{Message: "stopped: the group carries muster.dev/stopped: \"true\"; every member it held is evicted and it stays out of the queue"}, now, out)
+	case !g.spec.Stopped && phase == lifecycle.Stopped:
+		e.step(g, lifecycle.Unstop{}, now, out)
+	}
 	obs, held := g.observe()
 	e.step(g, obs, now, out)
 	if g.state.Phase() == lifecycle.Queued && g.boundLive() >= g.spec.MinMember {
