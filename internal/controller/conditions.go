@@ -31,8 +31,6 @@ const (
 	ReasonRetriesLeft = "RetriesLeft"
 	// ReasonAdmitted: the group was admitted with a complete placement.
 	ReasonAdmitted = "Admitted"
-	// ReasonPodsReady: at least minMember members are Ready (or Succeeded).
-	ReasonPodsReady = "PodsReady"
 )
 
 // Conditions returns a group's conditions from its engine status. Each type is True or
@@ -91,7 +89,10 @@ func podsReadyCondition(st engine.Status, admitted bool) metav1.Condition {
 	o := st.Observed
 	switch {
 	case st.Phase == lifecycle.Running || st.Phase == lifecycle.Finished:
-		return condition(ConditionPodsReady, true, ReasonPodsReady,
+		// The lifecycle's reason says how the group got there: PodsReady, Recovered,
+		// Succeeded.
+		reason, _ := phaseReason(st)
+		return condition(ConditionPodsReady, true, reason,
 			fmt.Sprintf("%d of %d members Ready or Succeeded, minMember %d", o.Ready, o.Members, st.Spec.MinMember))
 	case admitted:
 		return condition(ConditionPodsReady, false, ReasonMembersNotReady,
