@@ -59,6 +59,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	applyClientConnection(rc, cfg.ClientConnection)
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(f.verbosity), textlogger.Output(cmd.ErrOrStderr())))
@@ -86,6 +87,14 @@ func restConfig(path string) (*rest.Config, error) {
 	return rc, nil
 }
 
+// applyClientConnection sets rc's rate limits and encoding from the Configuration's
+// clientConnection (defaulted and valid). client-go's own defaults, 5 requests/s and a
+// burst of 10, would hold muster to about 5 binds a second.
+func applyClientConnection(rc *rest.Config, cc musterv1alpha1.ClientConnection) {
+	rc.QPS, rc.Burst = cc.QPS, int(cc.Burst)
+	rc.ContentType, rc.AcceptContentTypes = cc.ContentType, cc.AcceptContentTypes
+}
+
 // runOnSandbox runs the scheduler on the sandbox: one replica, no leader election,
 // no metrics or health servers.
 func runOnSandbox(ctx context.Context, rc *rest.Config) error {
@@ -95,5 +104,7 @@ func runOnSandbox(ctx context.Context, rc *rest.Config) error {
 	cfg.MetricsAddr, cfg.HealthAddr = musterv1alpha1.DisabledAddr, musterv1alpha1.DisabledAddr
 	// The sandbox prints its own summary; the scheduler's logs would drown it.
 	ctrl.SetLogger(logr.Discard())
+	rc = rest.CopyConfig(rc)
+	applyClientConnection(rc, cfg.ClientConnection)
 	return controller.Run(ctx, controller.Options{Config: rc, Configuration: cfg})
 }
