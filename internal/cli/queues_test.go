@@ -12,7 +12,9 @@ import (
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 )
 
-func gpus(n string) corev1.ResourceList { return corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(n)} }
+func gpus(n string) corev1.ResourceList {
+	return corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(n)}
+}
 
 // TestLentByQueue: what a cohort borrows is apportioned to its queues' unused, lendable
 // quota, in name order, and sums to what it borrows; a queue outside the cohort lends
