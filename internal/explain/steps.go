@@ -33,6 +33,9 @@ func stepAdmission(f Facts) (check, bool) {
 		if f.Fit != nil {
 			ev = append(ev, "now: "+f.Fit.String())
 		}
+		if f.FitUnread != "" {
+			ev = append(ev, f.FitUnread)
+		}
 		return failed("waiting in queue "+lc.Queue+": "+why, waitingFix(lc.WaitingKind, lc.Queue, cohortOf(f), why), ev...), false
 	}
 	if lc.AdmittedAt != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,12 +15,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
@@ -63,6 +67,24 @@ func TestQueueOfAnotherTeamIsNotAllowed(t *testing.T) {
 	cond = waitCondition(t, env, c, shared, "unnamed", "Unschedulable", metav1.ConditionTrue)
 	if cond.Reason != "QueueAmbiguous" || !strings.Contains(cond.Message, team+", "+team+"-shared") {
 		t.Errorf("Unschedulable: expected QueueAmbiguous naming %s and %s-shared, found %s %q", team, team, cond.Reason, cond.Message)
+	}
+	// explain as the tenant of the refused group's namespace, with the shipped role (and
+	// the rules the built-in view role aggregates: pods, events), names the queue and
+	// the fix, although the tenant may read neither nodes nor Queues.
+	tenant := tenantConfig(t, env, stranger, "muster-user")
+	bindRole(t, env, stranger, "system:aggregate-to-view", "tenant-"+stranger)
+	tcl, err := cliClients(tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := explain.Gather(context.Background(), tcl, "podgroup/spend", stranger, "muster", time.Now())
+	if err != nil {
+		t.Fatalf("explain as the tenant: %v", err)
+	}
+	r := explain.Build(f)
+	if r.Verdict.Step != 4 || !strings.Contains(r.Verdict.Summary, "does not admit namespace") || !strings.Contains(r.Verdict.Fix, "namespaceSelector") || f.FitUnread == "" {
+		t.Errorf("explain as the tenant: verdict step %d %q, fit unread %q; want step 4 naming the namespace, nodes unread",
+			r.Verdict.Step, r.Verdict.Summary, f.FitUnread)
 	}
 	for _, typ := range []string{"Failed", "Evicted", "Impossible"} {
 		if c, _ := groupCondition(t, c, stranger, "spend", typ); c.Message == want {
@@ -211,6 +233,30 @@ func TestTenantRoleGrantsOwnNamespaceOnly(t *testing.T) {
 			t.Errorf("%s as the tenant: expected Forbidden, found %v", what, err)
 		}
 	}
+}
+
+// bindRole binds ClusterRole role to user in namespace ns.
+func bindRole(t *testing.T, env *sandboxtest.Env, ns, role, user string) {
+	t.Helper()
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ReplaceAll(role, ":", "-")},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}
+	if _, err := env.Kube.RbacV1().RoleBindings(ns).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("binding %s to %s: %v", role, user, err)
+	}
+}
+
+// cliClients returns explain's clients for rc.
+func cliClients(rc *rest.Config) (explain.Clients, error) {
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return explain.Clients{}, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return explain.Clients{}, err
+	}
+	return explain.Clients{Kube: kube, Dynamic: dyn}, nil
 }
 
 // tenantConfig binds ClusterRole role to user "tenant-<ns>" in namespace ns and returns a
