@@ -74,6 +74,13 @@ const (
 	VolcanoGroupNameAnnotation = "scheduling.k8s.io/group-name"
 )
 
+// StoppedAnnotation, set to "true" on a group object (or on the member pods of a group
+// that has none) by a user (`kubectl muster stop`), stops the group: muster evicts every
+// member it holds and keeps it out of the queue, in phase Stopped, until the annotation
+// is removed or set to "false" (`kubectl muster resume`). Any other value is refused
+// by deploy/policies and otherwise read as "false".
+const StoppedAnnotation = "muster.dev/stopped"
+
 // SuspendedAnnotation marks a batch Job that muster suspended to evict its group; its
 // value is the eviction's reason (StartTimeout, Preempted, ...). muster resumes the Job,
 // and removes the annotation, when the group's backoff ends; it leaves a Job whose group

@@ -1,25 +1,17 @@
-// Command kubectl-muster is muster's kubectl plugin: install it on the PATH and run
-// `kubectl muster explain KIND/NAME -n NAMESPACE`.
+// Command kubectl-muster is muster's kubectl plugin: install it on the PATH (or with
+// krew, deploy/krew/muster.yaml) and run `kubectl muster get queues`, `kubectl muster
+// get groups`, `kubectl muster stop|resume GROUP` and `kubectl muster explain KIND/NAME`.
 package main
 
 import (
 	"fmt"
 	"os"
 
-	"github.com/spf13/cobra"
-
 	"github.com/muster-sched/muster/internal/cli"
 )
 
 func main() {
-	root := &cobra.Command{
-		Use:           "kubectl-muster",
-		Short:         "muster's kubectl plugin",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.AddCommand(cli.NewExplainCmd())
-	if err := root.Execute(); err != nil {
+	if err := cli.NewPluginCmd().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "kubectl-muster:", err)
 		os.Exit(1)
 	}

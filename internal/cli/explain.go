@@ -3,16 +3,10 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/muster-sched/muster/internal/explain"
 )
@@ -21,9 +15,17 @@ import (
 // falls back to it when no other kubeconfig is given or found.
 const SandboxKubeconfig = "muster-sandbox.kubeconfig"
 
-// NewExplainCmd returns the explain command.
+// NewExplainCmd returns the explain command of `muster`, with its own kubectl flags.
 func NewExplainCmd() *cobra.Command {
-	var kubeconfig, namespace, output, schedulerName string
+	f := NewFlags()
+	cmd := newExplainCmd(f)
+	f.AddTo(cmd)
+	return cmd
+}
+
+// newExplainCmd returns the explain command reading the cluster through f.
+func newExplainCmd(f *Flags) *cobra.Command {
+	var output, schedulerName string
 	cmd := &cobra.Command{
 		Use:   "explain KIND/NAME",
 		Short: "Explain why a group is not running",
@@ -38,25 +40,26 @@ the evidence it found, and ends with a verdict naming the first failing step and
   6. the timeout: when it fires and what happens then
 
 KIND is pytorchjob, tfjob, mpijob, job, jobset or podgroup; a bare NAME is a plain group
-(pods labelled muster.dev/group=NAME).`,
+(pods labelled muster.dev/group=NAME). The namespace is --namespace, else the
+kubeconfig context's.`,
 		Example: `  muster explain pytorchjob/bert -n team-a
   muster explain podgroup/bert -n team-a -o json
-  kubectl muster explain sweep`,
+  kubectl muster explain sweep --context prod`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := restConfig(kubeconfig)
+			c, err := f.clients()
 			if err != nil {
 				return err
 			}
-			c, err := clients(cfg)
+			namespace, err := f.namespace()
 			if err != nil {
 				return err
 			}
-			f, err := explain.Gather(cmd.Context(), c, args[0], namespace, schedulerName, time.Now())
+			fs, err := explain.Gather(cmd.Context(), c, args[0], namespace, schedulerName, time.Now())
 			if err != nil {
 				return err
 			}
-			r := explain.Build(f)
+			r := explain.Build(fs)
 			switch output {
 			case "json":
 				return r.WriteJSON(cmd.OutOrStdout())
@@ -66,51 +69,24 @@ KIND is pytorchjob, tfjob, mpijob, job, jobset or podgroup; a bare NAME is a pla
 			return fmt.Errorf("--output %q: expected text or json", output)
 		},
 	}
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then ./"+SandboxKubeconfig+")")
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of the group")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().StringVar(&schedulerName, "scheduler-name", "muster", "muster's schedulerName")
 	return cmd
 }
 
-// restConfig loads the kubeconfig from the flag, the usual places, or the sandbox's file.
-func restConfig(path string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if path != "" {
-		rules.ExplicitPath = path
-	} else if _, err := rules.Load(); err != nil || noKubeconfig(rules) {
-		if _, statErr := os.Stat(SandboxKubeconfig); statErr == nil {
-			rules.ExplicitPath = SandboxKubeconfig
-		}
+// NewPluginCmd returns kubectl-muster's root command: get queues, get groups, stop,
+// resume and explain, with kubectl's flags (--kubeconfig, --context, -n, --as, ...).
+func NewPluginCmd() *cobra.Command {
+	f := NewFlags()
+	root := &cobra.Command{
+		Use:           "kubectl-muster",
+		Short:         "muster's kubectl plugin: the queues, the gangs, and why a gang is not running",
+		SilenceUsage:  true,
+		SilenceErrors: true,
 	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig: %w", err)
-	}
-	return cfg, nil
-}
-
-func noKubeconfig(rules *clientcmd.ClientConfigLoadingRules) bool {
-	for _, p := range rules.Precedence {
-		if _, err := os.Stat(p); err == nil {
-			return false
-		}
-	}
-	return true
-}
-
-func clients(cfg *rest.Config) (explain.Clients, error) {
-	// explain reads every group API on the user's behalf; the API server's warnings
-	// about one the user does not use (a deprecated PodGroup version) are noise.
-	cfg = rest.CopyConfig(cfg)
-	cfg.WarningHandler = rest.NoWarnings{}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return explain.Clients{}, errors.Join(errors.New("creating a Kubernetes client"), err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return explain.Clients{}, errors.Join(errors.New("creating a dynamic client"), err)
-	}
-	return explain.Clients{Kube: kube, Dynamic: dyn}, nil
+	f.AddTo(root)
+	get := &cobra.Command{Use: "get", Short: "List queues or groups"}
+	get.AddCommand(newGetQueuesCmd(f), newGetGroupsCmd(f))
+	root.AddCommand(get, newStopCmd(f), newResumeCmd(f), newExplainCmd(f))
+	return root
 }

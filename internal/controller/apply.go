@@ -37,6 +37,9 @@ func (s *scheduler) apply(ctx context.Context, c *changes) {
 			s.eng.RemoveNode(name)
 		}
 	}
+	if len(c.namespaces) > 0 {
+		s.reapplyQueues(ctx, c.queues)
+	}
 	for name := range c.queues {
 		s.applyQueue(ctx, name)
 	}
@@ -195,13 +198,29 @@ func (s *scheduler) translate(key string) {
 		delete(s.ownerObjects, key)
 	}
 	spec.OwnerFailed = source.OwnerFailure(owner)
+	spec.Stopped = stopped(s.objects[key], pods)
 	if spec.Queue == "" {
-		spec.Queue = s.queueForNamespace(context.Background(), ref.Namespace)
+		switch candidates := s.queuesForNamespace(context.Background(), ref.Namespace); len(candidates) {
+		case 0:
+		case 1:
+			spec.Queue = candidates[0]
+		default:
+			spec.QueueCandidates = candidates
+		}
 	}
 	if !s.eng.Started(key) {
 		spec.Past = s.pastOf(key)
 	}
 	s.eng.SetGroup(spec)
+}
+
+// stopped reports whether a user stopped the group: its object, or for a group without
+// one any of its pods, carries muster.dev/stopped: "true".
+func stopped(obj client.Object, pods []*corev1.Pod) bool {
+	if obj != nil {
+		return obj.GetAnnotations()[musterv1alpha1.StoppedAnnotation] == "true"
+	}
+	return slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return p.Annotations[musterv1alpha1.StoppedAnnotation] == "true" })
 }
 
 // pastOf reads the lifecycle record an earlier muster wrote for a group (on its object,
@@ -267,14 +286,35 @@ func (s *scheduler) applyQueue(ctx context.Context, name string) {
 	err := s.mgr.GetCache().Get(ctx, client.ObjectKey{Name: name}, q)
 	switch {
 	case err == nil:
-		s.eng.SetQueue(engineQueue(q))
+		eq := engineQueue(q)
+		eq.Namespaces, s.queueErrors[name] = s.namespacesOf(ctx, q)
+		s.queueNamespaces[name] = eq.Namespaces
+		s.eng.SetQueue(eq)
 	case apierrors.IsNotFound(err):
+		delete(s.queueNamespaces, name)
+		delete(s.queueErrors, name)
 		s.eng.RemoveQueue(name)
 		if name == s.cfg.DefaultQueue {
 			s.ensureDefaultQueue()
 		}
 	default:
 		s.log.Error(err, "reading a Queue from the cache", "queue", name)
+	}
+}
+
+// reapplyQueues applies again every Queue not in skip (which apply applies anyway): a
+// namespace was added, removed or relabelled, so the namespaces their selectors admit
+// may have changed.
+func (s *scheduler) reapplyQueues(ctx context.Context, skip map[string]bool) {
+	var queues musterv1alpha1.QueueList
+	if err := s.mgr.GetCache().List(ctx, &queues); err != nil {
+		s.log.Error(err, "listing Queues to match the namespaces again")
+		return
+	}
+	for i := range queues.Items {
+		if name := queues.Items[i].Name; !skip[name] {
+			s.applyQueue(ctx, name)
+		}
 	}
 }
 

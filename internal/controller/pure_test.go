@@ -2,6 +2,7 @@ package controller
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -202,6 +203,53 @@ func TestResumeAt(t *testing.T) {
 	for _, tc := range tests {
 		if got := resumeAt(tc.st, now); !got.Equal(tc.want) {
 			t.Errorf("%s: expected %v, found %v", tc.name, tc.want, got)
+		}
+	}
+}
+
+// TestConditionsSayWhatEachMeans: a waiting group's Unschedulable condition carries the
+// admission pass's reason and message; its other conditions do not repeat them, each
+// saying what it means instead (Failed=False counts the retries left).
+func TestConditionsSayWhatEachMeans(t *testing.T) {
+	st := engine.Status{Phase: lifecycle.Queued, Reason: "Queued", Message: "queued",
+		Waiting:     `queue "team-a" does not admit namespace "b": its spec.namespaceSelector does not select the namespace`,
+		WaitingKind: "QueueNotAllowed", Failures: 1, Policy: lifecycle.Policy{MaxRetries: 3}}
+	want := map[string]struct{ status, reason, message string }{
+		ConditionAdmitted:      {"False", "QueueNotAllowed", "not admitted: " + st.Waiting},
+		ConditionPodsReady:     {"False", ReasonNotAdmitted, "the group is not admitted, so no member runs"},
+		ConditionUnschedulable: {"True", "QueueNotAllowed", st.Waiting},
+		ConditionImpossible:    {"False", ReasonFeasible, "nothing found rules the group out for good"},
+		ConditionEvicted:       {"False", ReasonNotEvicted, "the group's current attempt was not evicted (phase Queued)"},
+		ConditionFailed:        {"False", ReasonRetriesLeft, "1 failed attempt(s) of 3 retries allowed"},
+	}
+	for _, c := range Conditions(st) {
+		w := want[c.Type]
+		if got := (struct{ status, reason, message string }{string(c.Status), c.Reason, c.Message}); got != w {
+			t.Errorf("%s: got %+v, want %+v", c.Type, got, w)
+		}
+	}
+}
+
+// TestQueueActiveCondition: a Queue is Active when its selector parses, and says why
+// not when it has none (it admits no namespace) or one that does not parse.
+func TestQueueActiveCondition(t *testing.T) {
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+	tests := []struct {
+		name   string
+		sel    *metav1.LabelSelector
+		err    error
+		want   metav1.ConditionStatus
+		reason string
+	}{
+		{"selector", sel, nil, metav1.ConditionTrue, ReasonQueueReady},
+		{"no selector", nil, nil, metav1.ConditionFalse, ReasonNoNamespaceSelector},
+		{"bad selector", sel, errors.New(`spec.namespaceSelector: "In" needs values`), metav1.ConditionFalse, ReasonInvalidNamespaceSelector},
+	}
+	for _, tc := range tests {
+		q := &musterv1alpha1.Queue{Spec: musterv1alpha1.QueueSpec{NamespaceSelector: tc.sel}}
+		c := activeCondition(q, map[string]bool{"a": true}, tc.err)
+		if c.Type != QueueConditionActive || c.Status != tc.want || c.Reason != tc.reason || c.Message == "" {
+			t.Errorf("%s: got %+v, want Active=%s reason %s with a message", tc.name, c, tc.want, tc.reason)
 		}
 	}
 }

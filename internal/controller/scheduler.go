@@ -86,6 +86,10 @@ type scheduler struct {
 	conditions map[string][]metav1.Condition
 	// queueWritten holds the last status written per Queue, to write only changes.
 	queueWritten map[string]string
+	// queueNamespaces holds the namespaces each Queue's selector admits, as last applied,
+	// and queueErrors why a Queue's selector admits none when it does not parse.
+	queueNamespaces map[string]map[string]bool
+	queueErrors     map[string]error
 	// recorded holds the lifecycle record last written per group.
 	recorded map[string]string
 	// phases holds the status.phase last written on each scheduler-plugins PodGroup.
@@ -156,6 +160,7 @@ func (s *scheduler) initState() {
 	s.significant, s.wroteAt, s.abandoned = map[string]string{}, map[string]time.Time{}, map[string]string{}
 	s.phases = map[string]spv1alpha1.PodGroupPhase{}
 	s.queueWritten = map[string]string{}
+	s.queueNamespaces, s.queueErrors = map[string]map[string]bool{}, map[string]error{}
 	s.memberOf, s.declared, s.declaredBy = map[string]string{}, map[string]map[string]bool{}, map[string]string{}
 	s.failed, s.suspended, s.leaving = map[string]bool{}, map[types.NamespacedName]*suspension{}, map[types.UID]*cleanup{}
 	s.owners, s.ownerObjects = map[types.NamespacedName]ownerEntry{}, map[string]*unstructured.Unstructured{}

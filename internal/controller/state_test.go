@@ -11,6 +11,7 @@ import (
 var notPerGroup = map[string]string{
 	"pods": "pod keys", "memberOf": "pod keys", "failed": "pod keys", "recreate": "pod keys",
 	"declaredBy": "pod keys", "said": "pod keys", "declared": "emptied as its pods go (declare)", "queueWritten": "Queue names",
+	"queueNamespaces": "Queue names", "queueErrors": "Queue names",
 }
 
 // TestForgetGroupsEmptiesEveryPerGroupMap: after the engine drops a group, every map the

@@ -37,70 +37,6 @@ const (
 	ConditionFailed        = "Failed"
 )
 
-// ReasonInvalidGroup is the reason of the Impossible condition of a group whose spec
-// is invalid.
-const ReasonInvalidGroup = "InvalidGroup"
-
-// Conditions returns a group's conditions from its engine status. Each type is True or
-// False; the reason and message come from the engine.
-func Conditions(st engine.Status) []metav1.Condition {
-	reason, message := st.Reason, st.Message
-	if reason == "" {
-		reason = "Pending"
-	}
-	if message == "" {
-		message = "waiting for the group's object and members"
-	}
-	c := func(typ string, on bool) metav1.Condition {
-		status := metav1.ConditionFalse
-		if on {
-			status = metav1.ConditionTrue
-		}
-		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: message}
-	}
-	p := st.Phase
-	admitted := p == lifecycle.Binding || p == lifecycle.Starting || p == lifecycle.Running ||
-		p == lifecycle.Recovering || p == lifecycle.Finished
-	conds := []metav1.Condition{
-		c(ConditionAdmitted, admitted),
-		c(ConditionPodsReady, p == lifecycle.Running || p == lifecycle.Finished),
-		c(ConditionUnschedulable, p == lifecycle.Queued && st.Waiting != ""),
-		c(ConditionImpossible, p == lifecycle.Impossible || st.Invalid != ""),
-		c(ConditionEvicted, p == lifecycle.Backoff || preemptedLast(st)),
-		c(ConditionFailed, p == lifecycle.Failed),
-	}
-	if a, ok := lastAttempt(st); ok && preemptedLast(st) {
-		conds[4].Reason, conds[4].Message = a.Reason, a.Message+"; queued again in its place"
-	}
-	switch {
-	case st.Invalid != "":
-		conds[3].Reason, conds[3].Message = ReasonInvalidGroup, st.Invalid
-	case (p == lifecycle.Queued || p == lifecycle.Impossible) && st.Waiting != "":
-		i := 2
-		if p == lifecycle.Impossible {
-			i = 3
-		}
-		conds[i].Reason, conds[i].Message = st.WaitingKind, st.Waiting
-	}
-	return conds
-}
-
-// preemptedLast reports whether a group waits again because its last attempt was
-// preempted: it is queued in its place (or gathers its recreated members), and stays
-// Evicted until it is admitted again.
-func preemptedLast(st engine.Status) bool {
-	a, ok := lastAttempt(st)
-	return ok && a.Reason == lifecycle.ReasonPreempted && a.Number == st.Attempt &&
-		(st.Phase == lifecycle.Queued || st.Phase == lifecycle.Gathering)
-}
-
-func lastAttempt(st engine.Status) (lifecycle.Attempt, bool) {
-	if len(st.Attempts) == 0 {
-		return lifecycle.Attempt{}, false
-	}
-	return st.Attempts[len(st.Attempts)-1], true
-}
-
 // podGroupPhase maps a lifecycle phase to a scheduler-plugins PodGroup phase.
 func podGroupPhase(st engine.Status) spv1alpha1.PodGroupPhase {
 	switch st.Phase {
@@ -245,23 +181,20 @@ func significance(st engine.Status) string {
 		st.Attempt, st.Failures, st.WakeAt.Format(time.RFC3339Nano))
 }
 
-// conditionsOf returns a group's conditions, naming what the owner declares while the
-// group gathers (a replica outside the group is the classic cause), or, when no
-// controller owns its members, that nothing will create the missing ones.
+// conditionsOf returns a group's conditions, naming in Admitted what the owner declares
+// while the group gathers (a replica outside the group is the classic cause), or, when
+// no controller owns its members, that nothing will create the missing ones. Only
+// Admitted says why the group is not admitted yet; the other conditions keep their own
+// meaning.
 func (s *scheduler) conditionsOf(key string, st engine.Status) []metav1.Condition {
 	conds := Conditions(st)
 	if st.Phase != lifecycle.Gathering {
 		return conds
 	}
-	owner := s.ownerObjects[key]
-	note := source.Unowned(st.Spec, st.Observed.Members, s.memberList(key))
-	for i := range conds {
-		switch {
-		case owner != nil:
-			conds[i].Message = source.Gathering(st.Spec, st.Observed.Members, owner)
-		case note != "":
-			conds[i].Message += "; " + note
-		}
+	if owner := s.ownerObjects[key]; owner != nil {
+		conds[0].Message = source.Gathering(st.Spec, st.Observed.Members, owner)
+	} else if note := source.Unowned(st.Spec, st.Observed.Members, s.memberList(key)); note != "" {
+		conds[0].Message += "; " + note
 	}
 	return conds
 }

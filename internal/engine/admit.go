@@ -45,7 +45,7 @@ func (e *Engine) admit(now time.Time, out *Output) {
 			e.step(g, lifecycle.Rejected{Impossible: true, Reason: w.Reason.String()}, now, out)
 		case changed:
 			text := w.Reason.String()
-			out.Events = append(out.Events, Event{Group: g.key, Type: Normal, Reason: kind, Message: text})
+			out.Events = append(out.Events, Event{Group: g.key, Type: eventType(w.Reason), Reason: kind, Message: text})
 			e.step(g, lifecycle.Rejected{Reason: text}, now, out)
 		}
 		e.arm(g)
@@ -163,8 +163,21 @@ func decisionOf(r queue.Reason) string {
 		return "quota"
 	case r.Kind == queue.QueueNotFound:
 		return "queue-not-found"
+	case r.Kind == queue.QueueNotAllowed, r.Kind == queue.QueueAmbiguous:
+		return "queue-not-allowed"
 	case r.Kind == queue.Reserved:
 		return "reserved"
 	}
 	return "unschedulable"
+}
+
+// eventType is Warning for a group that waits on a mistake in what it names (a queue that
+// does not exist or does not admit its namespace, or none named among several), which no
+// amount of waiting mends; Normal for a group that waits its turn.
+func eventType(r queue.Reason) EventType {
+	switch r.Kind {
+	case queue.QueueNotFound, queue.QueueNotAllowed, queue.QueueAmbiguous:
+		return Warning
+	}
+	return Normal
 }

@@ -42,6 +42,10 @@ type GroupSpec struct {
 	MinMember int
 	// Queue names the queue; "" means the configured default.
 	Queue string
+	// QueueCandidates, set by the caller when the group names no queue, are the queues
+	// whose namespace selectors admit its namespace. With more than one the group is
+	// charged to none of them: it waits with QueueAmbiguous.
+	QueueCandidates []string
 	// Priority orders groups within a queue, higher first.
 	Priority int32
 	// PreemptNever keeps the group from preempting others (its PriorityClass's, or a
@@ -64,6 +68,10 @@ type GroupSpec struct {
 	// OwnerFailed, when set, says that the members' owner failed for good (see
 	// source.OwnerFailure): the group fails at once with reason OwnerFailed.
 	OwnerFailed string
+	// Stopped, when set, says a user stopped the group (the muster.dev/stopped
+	// annotation): the engine evicts what it holds and keeps it out of the queue until
+	// Stopped is cleared.
+	Stopped bool
 	// Invalid lists problems with the group's definition, each naming the field and the
 	// value. A group with problems is not scheduled; the problems become its condition.
 	Invalid []string

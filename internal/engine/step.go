@@ -73,6 +73,12 @@ func (e *Engine) advance(g *group, now time.Time, out *Output) {
 	if g.spec.OwnerFailed != "" && !g.state.Phase().Terminal() {
 		e.step(g, lifecycle.OwnerFailed{Message: g.spec.OwnerFailed}, now, out)
 	}
+	switch phase := g.state.Phase(); {
+	case g.spec.Stopped && phase != lifecycle.Stopped && !phase.Terminal():
+		e.step(g, lifecycle.Stop{Message: "stopped: the group carries muster.dev/stopped: \"true\"; every member it held is evicted and it stays out of the queue"}, now, out)
+	case !g.spec.Stopped && phase == lifecycle.Stopped:
+		e.step(g, lifecycle.Unstop{}, now, out)
+	}
 	obs, held := g.observe()
 	e.step(g, obs, now, out)
 	if g.state.Phase() == lifecycle.Queued && g.boundLive() >= g.spec.MinMember {
@@ -169,9 +175,14 @@ func seedOf(key string) uint64 {
 	return h
 }
 
+// queueOf names the queue a group is charged to: the one it names, else the configured
+// default, or none ("") while several queues admit its namespace and it names none.
 func (e *Engine) queueOf(g *group) string {
-	if g.spec.Queue != "" {
+	switch {
+	case g.spec.Queue != "":
 		return g.spec.Queue
+	case len(g.spec.QueueCandidates) > 1:
+		return ""
 	}
 	return e.cfg.DefaultQueue
 }
@@ -270,6 +281,9 @@ func (e *Engine) push(g *group) {
 		Requeued:  g.requeued,
 		MinCharge: g.spec.MinResources,
 		Runtime:   runtimeOnly(e.runtimeOf(g)),
+		Namespace: g.spec.Namespace,
+		// Only the queues' verdict matters while the group names none of them.
+		Candidates: candidates(g.spec),
 		Group: placement.Group{
 			Name:      g.key,
 			MinMember: max(need, 1),
@@ -298,4 +312,13 @@ func (e *Engine) adopt(g *group, obs lifecycle.Observe, now time.Time, out *Outp
 	obs, _ = g.observe() // with the members placed in the attempt it takes over
 	e.step(g, lifecycle.Admitted{Planned: g.boundLive()}, now, out)
 	e.step(g, obs, now, out)
+}
+
+// candidates returns the queues a group that names none could fall into, or nil when it
+// names one.
+func candidates(spec GroupSpec) []string {
+	if spec.Queue != "" {
+		return nil
+	}
+	return spec.QueueCandidates
 }

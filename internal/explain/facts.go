@@ -57,6 +57,10 @@ type Facts struct {
 	// Fit is placement's diagnosis of the group's unplaced members on the cluster as it
 	// is now, when some are unplaced and the group is waiting.
 	Fit *placement.Diagnosis
+	// FitUnread says why Fit was not computed although the group waits: the caller may
+	// not read the cluster's nodes or pods (a tenant with rights in its namespace only).
+	// The recorded diagnosis is all explain shows then.
+	FitUnread string
 	// PodEvents are recent events of the member pods (FailedMount, Failed, ...).
 	PodEvents []corev1.Event
 	// Now is when the facts were gathered.

@@ -342,10 +342,18 @@ func (f *Facts) fit(ctx context.Context, c Reader) error {
 		return nil
 	}
 	nodes, err := c.Nodes(ctx)
+	if apierrors.IsForbidden(err) {
+		f.FitUnread = "your rights do not include listing the cluster's nodes: this is muster's recorded diagnosis, not a fit computed now"
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
 	all, err := c.Pods(ctx, "")
+	if apierrors.IsForbidden(err) {
+		f.FitUnread = "your rights do not include listing every namespace's pods: this is muster's recorded diagnosis, not a fit computed now"
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}

@@ -42,6 +42,9 @@ func stepAdmission(f Facts) (check, bool) {
 			ev = append(ev, "now: "+f.Fit.String())
 		}
 		ev = append(ev, expectedStartText(lc))
+		if f.FitUnread != "" {
+			ev = append(ev, f.FitUnread)
+		}
 		return failed("waiting in queue "+lc.Queue+": "+why, waitingFix(lc.WaitingKind, lc.Queue, cohortOf(f), why), ev...), false
 	}
 	if lc.AdmittedAt != nil {
@@ -95,6 +98,11 @@ func waitingFix(kind, queue, cohort, why string) string {
 		return "wait for queue " + queue + "'s running groups to finish, raise its spec.quota, or use another queue"
 	case kind == "QueueNotFound":
 		return "create Queue " + queue + " or fix the group's muster.dev/queue"
+	case kind == "QueueNotAllowed":
+		return "name a queue whose spec.namespaceSelector selects this namespace (kubectl muster get queues lists them), " +
+			"or ask the queue's owner to select the namespace; the group holds nothing meanwhile"
+	case kind == "QueueAmbiguous":
+		return "name one of the queues with the muster.dev/queue annotation, or ask the platform team to narrow their namespaceSelectors"
 	case kind == "Reserved":
 		return "wait: capacity is reserved for a group that has waited longer"
 	}

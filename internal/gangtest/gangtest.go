@@ -218,3 +218,9 @@ func (b *GroupBuilder) Build() placement.Group {
 	}
 	return g
 }
+
+// Namespace moves the pod to namespace ns.
+func (b *PodBuilder) Namespace(ns string) *PodBuilder {
+	b.p.Namespace = ns
+	return b
+}

@@ -90,6 +90,16 @@ type OwnerFailed struct {
 	Message string
 }
 
+// Stop reports that a user stopped the group: an attempt in progress ends and every
+// member is evicted, and the group leaves the queue until Resume. Message says who or what
+// stopped it.
+type Stop struct{ Message string }
+
+// Unstop reports that a stopped group may be queued again.
+type Unstop struct{}
+
+func (Stop) isEvent()         {}
+func (Unstop) isEvent()       {}
 func (Observe) isEvent()      {}
 func (Admitted) isEvent()     {}
 func (Rejected) isEvent()     {}

@@ -25,6 +25,9 @@ const (
 	// Impossible: the group's shape cannot fit even an empty cluster. It is not retried on a
 	// timer, only re-checked when nodes change.
 	Impossible Phase = "Impossible"
+	// Stopped: a user stopped the group (muster.dev/stopped: "true"): every member it held
+	// was evicted and it stays out of the queue until it is resumed.
+	Stopped Phase = "Stopped"
 	// Failed: every allowed attempt failed, or the members' owner failed. Terminal.
 	Failed Phase = "Failed"
 	// Finished: minMember members Succeeded and none is still running. Terminal.
@@ -42,6 +45,10 @@ func (p Phase) Terminal() bool {
 // Reasons are the CamelCase reasons carried by Transition and EvictAll actions, fit for
 // Kubernetes Events and Conditions.
 const (
+	// ReasonStopped: a user stopped the group.
+	ReasonStopped = "Stopped"
+	// ReasonResumed: a user resumed a stopped group.
+	ReasonResumed = "Resumed"
 	// ReasonMembersMissing: fewer member pods exist than minMember.
 	ReasonMembersMissing = "MembersMissing"
 	// ReasonMembersPresent: minMember member pods exist; the group is queued.

@@ -40,6 +40,10 @@ func Step(s State, p Policy, ev Event, now time.Time) (State, []Action) {
 		m.tick()
 	case OwnerFailed:
 		m.ownerFailed(ev.Message)
+	case Stop:
+		m.stop(ev.Message)
+	case Unstop:
+		m.resume()
 	}
 	return m.s, m.actions
 }
@@ -213,6 +217,28 @@ func (m *machine) cancel() {
 	m.emit(Dequeue{})
 	m.evict(ReasonCancelled, message)
 	m.to(Cancelled, ReasonCancelled, message)
+}
+
+// stop ends an attempt in progress, evicting every member, takes the group out of the
+// queue and keeps it Stopped. A stopped attempt is not a failure: no retry is spent.
+func (m *machine) stop(message string) {
+	if m.s.phase == Stopped {
+		return
+	}
+	if m.attemptActive() {
+		m.endAttempt(ReasonStopped, message)
+		m.evict(ReasonStopped, message)
+	}
+	m.emit(Dequeue{})
+	m.to(Stopped, ReasonStopped, message)
+}
+
+// resume queues a stopped group again, or lets it gather its members first.
+func (m *machine) resume() {
+	if m.s.phase != Stopped {
+		return
+	}
+	m.enqueueOrGather(ReasonResumed, "resumed: queued again")
 }
 
 // ownerFailed fails the group for good because its owner did: the group leaves the

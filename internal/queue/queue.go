@@ -15,10 +15,15 @@
 // of the cluster per unit of weight goes next (DRF). Within a queue: groups that never
 // failed before requeued ones, (re)queue time, then key.
 //
+// A group may use only a queue that admits its namespace (Queue.Namespaces); one that
+// names another waits with QueueNotAllowed, and one that names none while several queues
+// admit its namespace waits with QueueAmbiguous rather than be charged to a guess.
+//
 // The package is pure: no client, no clock (time is passed in), no goroutines.
 package queue
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -56,7 +61,14 @@ type Queue struct {
 	// cohort; the rest is its alone, used or not. Resources it does not list are lent
 	// whole.
 	LendingLimit cluster.Resources
+	// Namespaces is the set of namespaces whose groups may use the queue (the Queue's
+	// namespaceSelector, evaluated by the caller). Nil admits every namespace (a queue
+	// with no object behind it); an empty set admits none.
+	Namespaces map[string]bool
 }
+
+// Admits reports whether groups of namespace ns may use the queue.
+func (q Queue) Admits(ns string) bool { return q.Namespaces == nil || q.Namespaces[ns] }
 
 // Entry is a group waiting for admission.
 type Entry struct {
@@ -81,6 +93,11 @@ type Entry struct {
 	// unknown. A group with a known Runtime may backfill the nodes reserved for a
 	// starving group when it is expected to end before that group's expected start.
 	Runtime time.Duration
+	// Namespace is the group's namespace: the queue must admit it (Queue.Namespaces).
+	Namespace string
+	// Candidates, when it holds more than one queue, says the group named no queue and
+	// each of these admits its namespace: the group waits with QueueAmbiguous.
+	Candidates []string
 }
 
 // Estimator tells when nodes are expected to be free of the pods on them now: the
@@ -166,6 +183,9 @@ func New(opts Options) *Manager {
 // SetQueue adds a queue or replaces its quota, priority and weight. Charges already held stay.
 func (m *Manager) SetQueue(q Queue) {
 	q.Quota, q.BorrowingLimit, q.LendingLimit = q.Quota.Clone(), q.BorrowingLimit.Clone(), q.LendingLimit.Clone()
+	if q.Namespaces != nil {
+		q.Namespaces = maps.Clone(q.Namespaces)
+	}
 	m.queues[q.Name] = q
 }
 

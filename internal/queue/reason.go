@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -16,6 +17,13 @@ const (
 	// QueueNotFound: the group names a queue the Manager does not have. It waits until
 	// the queue is set.
 	QueueNotFound ReasonKind = "QueueNotFound"
+	// QueueNotAllowed: the group names a queue that does not admit the group's namespace
+	// (Queue.Namespaces). It waits until the queue admits it or the group names another.
+	QueueNotAllowed ReasonKind = "QueueNotAllowed"
+	// QueueAmbiguous: the group names no queue and more than one queue admits its
+	// namespace (Entry.Candidates). muster does not guess: it waits until the group
+	// names one of them or only one admits the namespace.
+	QueueAmbiguous ReasonKind = "QueueAmbiguous"
 	// QuotaExceeded: the group's charge and what the queue's admitted groups hold exceed
 	// the quota (and what the queue may borrow from its cohort), or the cohort's unused
 	// quota. It waits until quota is released; when the group is within its own queue's
@@ -35,8 +43,12 @@ const (
 // Reason says why a group waits. Its String method is the only source of its text.
 type Reason struct {
 	Kind ReasonKind
-	// Queue names the queue, for QueueNotFound and the quota kinds.
+	// Queue names the queue, for QueueNotFound, QueueNotAllowed and the quota kinds.
 	Queue string
+	// Namespace is the group's namespace, for QueueNotAllowed and QueueAmbiguous.
+	Namespace string
+	// Candidates are the queues that admit the namespace, for QueueAmbiguous.
+	Candidates []string
 	// Resource, Need, Used and Quota describe the first resource over quota, for the
 	// quota kinds: the group needs Need, the queue's admitted groups hold Used of Quota.
 	Resource corev1.ResourceName
@@ -88,6 +100,11 @@ func (r Reason) String() string {
 	switch r.Kind {
 	case QueueNotFound:
 		return fmt.Sprintf("queue %q does not exist", r.Queue)
+	case QueueNotAllowed:
+		return fmt.Sprintf("queue %q does not admit namespace %q: its spec.namespaceSelector does not select the namespace", r.Queue, r.Namespace)
+	case QueueAmbiguous:
+		return fmt.Sprintf("names no queue, and %d queues admit namespace %q: %s; name one with the muster.dev/queue annotation",
+			len(r.Candidates), r.Namespace, strings.Join(r.Candidates, ", "))
 	case QuotaExceeded:
 		f := func(v int64) string { return cluster.Format(r.Resource, v) }
 		switch {

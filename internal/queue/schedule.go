@@ -140,9 +140,17 @@ type pass struct {
 
 // decide admits one group or records why it waits.
 func (p *pass) decide(it *item) {
+	if len(it.Candidates) > 1 {
+		p.wait(it, Reason{Kind: QueueAmbiguous, Namespace: it.Namespace, Candidates: it.Candidates})
+		return
+	}
 	q, ok := p.m.queues[it.Queue]
 	if !ok {
 		p.wait(it, Reason{Kind: QueueNotFound, Queue: it.Queue})
+		return
+	}
+	if !q.Admits(it.Namespace) {
+		p.wait(it, Reason{Kind: QueueNotAllowed, Queue: it.Queue, Namespace: it.Namespace})
 		return
 	}
 	if r, over := p.m.overQuota(q, it.least); over {

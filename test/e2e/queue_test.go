@@ -19,11 +19,15 @@ import (
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
-// createQueue creates a Queue with a GPU quota (and selector, when not nil), named after
-// the test's namespace, changed by mutate, and deletes it when the test ends.
+// createQueue creates a Queue with a GPU quota and selector (nil: an empty selector, which
+// admits every namespace), named after the test's namespace, changed by mutate, and
+// deletes it when the test ends.
 func createQueue(t *testing.T, c client.Client, name string, gpus int64, sel *metav1.LabelSelector,
 	mutate ...func(*musterv1alpha1.Queue)) *musterv1alpha1.Queue {
 	t.Helper()
+	if sel == nil {
+		sel = &metav1.LabelSelector{}
+	}
 	q := &musterv1alpha1.Queue{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: musterv1alpha1.QueueSpec{

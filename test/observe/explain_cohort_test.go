@@ -22,7 +22,8 @@ func cohortQueue(t *testing.T, env *sandboxtest.Env, name, gpus string) {
 	queue := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": musterv1alpha1.GroupVersion.String(), "kind": "Queue",
 		"metadata": map[string]any{"name": name},
-		"spec":     map[string]any{"cohort": "explain", "quota": map[string]any{"nvidia.com/gpu": gpus}},
+		"spec": map[string]any{"cohort": "explain", "quota": map[string]any{"nvidia.com/gpu": gpus},
+			"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "explain-cohort"}}},
 	}}
 	if _, err := env.Dynamic.Resource(musterv1alpha1.GroupVersion.WithResource("queues")).Create(context.Background(), queue, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -131,7 +131,8 @@ func TestExplainQuotaBound(t *testing.T) {
 	queue := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": musterv1alpha1.GroupVersion.String(), "kind": "Queue",
 		"metadata": map[string]any{"name": "small"},
-		"spec":     map[string]any{"quota": map[string]any{"nvidia.com/gpu": "2"}},
+		"spec": map[string]any{"quota": map[string]any{"nvidia.com/gpu": "2"},
+			"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "explain-quota"}}},
 	}}
 	if _, err := env.Dynamic.Resource(musterv1alpha1.GroupVersion.WithResource("queues")).Create(context.Background(), queue, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
