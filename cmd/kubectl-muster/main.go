@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/muster-sched/muster/internal/cli"
+	"github.com/muster-sched/muster/internal/version"
 )
 
 func main() {
@@ -19,6 +20,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(cli.NewExplainCmd())
+	version.Install(root)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "kubectl-muster:", err)
 		os.Exit(1)
