@@ -80,10 +80,10 @@ func TestSecurityContext(t *testing.T) {
 		path []string
 		want any
 	}{
-		{[]string{"spec", "replicas"}, int64(2)},
+		{[]string{"spec", "replicas"}, float64(2)}, // the YAML decoder gives JSON numbers
 		{[]string{"spec", "template", "spec", "priorityClassName"}, "system-cluster-critical"},
 		{[]string{"spec", "template", "spec", "securityContext", "runAsNonRoot"}, true},
-		{[]string{"spec", "template", "spec", "securityContext", "runAsUser"}, int64(65532)},
+		{[]string{"spec", "template", "spec", "securityContext", "runAsUser"}, float64(65532)},
 		{[]string{"spec", "template", "spec", "securityContext", "seccompProfile", "type"}, "RuntimeDefault"},
 	} {
 		got, _, _ := unstructured.NestedFieldNoCopy(d.Object, c.path...)
