@@ -37,6 +37,10 @@ type GroupLifecycle struct {
 	// WakeAt is when the group's next timer fires: the start- or recovery-timeout, or
 	// the end of the backoff.
 	WakeAt *metav1.Time `json:"wakeAt,omitempty"`
+	// ExpectedStart is when a queued group is expected to be admitted, when muster can
+	// tell; ExpectedStartUnknown says why it cannot, otherwise.
+	ExpectedStart        *metav1.Time `json:"expectedStart,omitempty"`
+	ExpectedStartUnknown string       `json:"expectedStartUnknown,omitempty"`
 	// Attempts lists the attempts that ended.
 	Attempts []AttemptRecord `json:"attempts,omitempty"`
 }

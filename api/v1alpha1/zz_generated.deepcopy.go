@@ -101,6 +101,10 @@ func (in *GroupLifecycle) DeepCopyInto(out *GroupLifecycle) {
 		in, out := &in.WakeAt, &out.WakeAt
 		*out = (*in).DeepCopy()
 	}
+	if in.ExpectedStart != nil {
+		in, out := &in.ExpectedStart, &out.ExpectedStart
+		*out = (*in).DeepCopy()
+	}
 	if in.Attempts != nil {
 		in, out := &in.Attempts, &out.Attempts
 		*out = make([]AttemptRecord, len(*in))

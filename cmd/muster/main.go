@@ -30,6 +30,7 @@ func newRootCmd() *cobra.Command {
 		newDemoCmd(),
 		newSimCmd(),
 		newServeCmd(),
+		newDashboardCmd(),
 		newExplainCmd(),
 		newBenchCmd(),
 		sandboxCmd,

@@ -17,11 +17,11 @@ import (
 type simFlags struct {
 	trace, cluster, policies, out, from, to string
 	oneGPU                                  bool
-	load                                    float64
+	load, estimate                          float64
 	seed                                    uint64
 	limit                                   int
 	permitTimeout, permitBackoff            time.Duration
-	readyAfter, horizon, stall              time.Duration
+	readyAfter, horizon, stall, starve      time.Duration
 }
 
 // newSimCmd replays a job trace through the pod-by-pod, permit-wait and muster policies in
@@ -60,6 +60,8 @@ use and take their own quota back when they need it.`,
 	fl.DurationVar(&f.permitBackoff, "permit-backoff", 10*time.Second, "permit-wait: how long a timed-out group waits before it is retried")
 	fl.DurationVar(&f.readyAfter, "ready-after", 30*time.Second, "mean time from bind to Ready (image pull, init)")
 	fl.DurationVar(&f.horizon, "horizon", 60*24*time.Hour, "simulated time to keep running after the last arrival")
+	fl.Float64Var(&f.estimate, "estimate", 1, "run times the jobs declare: 1 declares the trace's durations, F > 1 each duration times a factor drawn in [1, 2F-1] (users over-declare), 0 declares none")
+	fl.DurationVar(&f.starve, "starvation-threshold", 10*time.Minute, "muster: how long a group waits before nodes are reserved for it")
 	fl.DurationVar(&f.stall, "deadlock-after", 10*time.Minute, "how long capacity must be held by incomplete groups, none becoming whole, to count as a deadlock episode")
 	return cmd
 }
@@ -72,6 +74,9 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	if f.load <= 0 {
 		return fmt.Errorf("--load %v: want a positive factor", f.load)
 	}
+	if f.estimate < 0 || (f.estimate > 0 && f.estimate < 1) {
+		return fmt.Errorf("--estimate %v: want 0 (no declared run times) or a factor of at least 1", f.estimate)
+	}
 	policies, err := simPolicies(f)
 	if err != nil {
 		return err
@@ -82,7 +87,7 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	}
 	out := cmd.OutOrStdout()
 	cfg := sim.ReplayConfig{Cluster: cl, OneGPUWorkers: f.oneGPU, Load: f.load, ReadyAfter: f.readyAfter,
-		Seed: f.seed, Horizon: f.horizon, StallThreshold: f.stall}
+		Seed: f.seed, Horizon: f.horizon, StallThreshold: f.stall, Estimate: f.estimate}
 	fmt.Fprintf(out, "replaying %d jobs of %s on %d nodes × %d GPUs (load %g, seed %d)\n", len(jobs), traceName(f.trace), cl.Nodes, cl.GPUsPerNode, f.load, f.seed)
 	var sums []sim.Summary
 	var worlds []*sim.World
@@ -127,7 +132,7 @@ func simPolicies(f simFlags) ([]simPolicy, error) {
 				return sim.NewPermitWait(f.permitTimeout, f.permitBackoff)
 			}})
 		case "muster":
-			out = append(out, simPolicy{name: name, sched: func([]trace.Job, sim.Cluster) sim.Scheduler { return sim.NewEngine() }})
+			out = append(out, simPolicy{name: name, sched: func([]trace.Job, sim.Cluster) sim.Scheduler { return sim.NewEngineWith(f.starve) }})
 		case "muster-quota", "muster-cohort":
 			cohort := name == "muster-cohort"
 			out = append(out, simPolicy{name: name, teams: true, sched: func(jobs []trace.Job, cl sim.Cluster) sim.Scheduler {

@@ -41,6 +41,12 @@ func TestConditions(t *testing.T) {
 		{"running", engine.Status{Phase: lifecycle.Running}, []string{ConditionAdmitted, ConditionPodsReady}, nil, spv1alpha1.PodGroupRunning},
 		{"recovering", engine.Status{Phase: lifecycle.Recovering}, []string{ConditionAdmitted}, nil, spv1alpha1.PodGroupRunning},
 		{"backoff", engine.Status{Phase: lifecycle.Backoff}, []string{ConditionEvicted}, nil, spv1alpha1.PodGroupPending},
+		{"preempted, queued in its place", engine.Status{Phase: lifecycle.Queued, Attempt: 1, Waiting: "0/8 nodes are available", WaitingKind: "Unschedulable",
+			Attempts: []lifecycle.Attempt{{Number: 1, Reason: lifecycle.ReasonPreempted, Message: "preempted by x (priority 10)"}}},
+			[]string{ConditionUnschedulable, ConditionEvicted}, map[string]string{ConditionEvicted: lifecycle.ReasonPreempted}, spv1alpha1.PodGroupPending},
+		{"preempted, admitted again", engine.Status{Phase: lifecycle.Running, Attempt: 2,
+			Attempts: []lifecycle.Attempt{{Number: 1, Reason: lifecycle.ReasonPreempted, Message: "preempted by x (priority 10)"}}},
+			[]string{ConditionAdmitted, ConditionPodsReady}, nil, spv1alpha1.PodGroupRunning},
 		{"failed", engine.Status{Phase: lifecycle.Failed}, []string{ConditionFailed}, nil, spv1alpha1.PodGroupFailed},
 		{"finished", engine.Status{Phase: lifecycle.Finished}, []string{ConditionAdmitted, ConditionPodsReady}, nil, spv1alpha1.PodGroupFinished},
 	}
@@ -138,11 +144,11 @@ func TestKeys(t *testing.T) {
 		t.Errorf("Key() does not round-trip: %s", ref.Key())
 	}
 	long := strings.Repeat("x", 300)
-	if name := recordName(long); len(name) > 253 || !strings.HasPrefix(name, "muster-recreate-") {
+	if name := recordName("ns", long); len(name) > 253 || !strings.HasPrefix(name, "muster-recreate-") {
 		t.Errorf("recordName of a 300-character pod name = %q (%d characters)", name, len(name))
 	}
-	if recordName("w-0") != "muster-recreate-w-0" {
-		t.Errorf("recordName(w-0) = %q", recordName("w-0"))
+	if recordName("a", "w-0") != "muster-recreate-a.w-0" {
+		t.Errorf("recordName(a, w-0) = %q", recordName("a", "w-0"))
 	}
 }
 
@@ -159,7 +165,8 @@ func TestPlanAnnotations(t *testing.T) {
 		}
 		return p
 	}
-	got, err := planAnnotations(plan(8))
+	s := &scheduler{signer: signer{key: make([]byte, signingKeyBytes)}}
+	got, err := s.planAnnotations(plan(8))
 	if err != nil {
 		t.Fatalf("an 8-member plan: expected annotations, found %v", err)
 	}
@@ -167,7 +174,7 @@ func TestPlanAnnotations(t *testing.T) {
 	if err := json.Unmarshal([]byte(got[musterv1alpha1.PlacementAnnotation]), &back); err != nil || len(back.Pods) != 8 {
 		t.Errorf("an 8-member plan: expected it back with 8 members, found %+v (%v)", back, err)
 	}
-	got, err = planAnnotations(plan(4000))
+	got, err = s.planAnnotations(plan(4000))
 	if err == nil || got != nil {
 		t.Fatalf("a 4,000-member plan: expected an error and no annotations, found %v", got)
 	}

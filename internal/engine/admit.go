@@ -59,6 +59,7 @@ func (e *Engine) admit(now time.Time, out *Output) {
 	if !e.cfg.DisablePreemption {
 		e.preempt(res, now, out)
 	}
+	e.noteReservation(out)
 }
 
 // bindPlan turns an assumed plan into recorded binds: the snapshot counts each member on its

@@ -42,6 +42,8 @@ type Engine struct {
 	podGroup map[string]string
 	// dirty holds the groups whose members or spec changed since the last Step.
 	dirty map[string]bool
+	// dropped holds the groups forgotten since the last Step, for Output.Dropped.
+	dropped []string
 	// nodesChanged is set when nodes were added, removed or changed capacity.
 	nodesChanged bool
 	// schedule is set when the next Step must run an admission pass: something was
@@ -55,11 +57,20 @@ type Engine struct {
 	nextStarve time.Time
 	// preempting holds the preemptions in flight, by preemptor.
 	preempting map[string]*preemption
+	// history holds what finished groups took, for the run time of groups that declare
+	// none.
+	history history
+	// now is the time of the Step in progress, or of the last one.
+	now time.Time
+	// holder and holderStart are the starving group's reservation's holder and
+	// expected start after the last admission pass (see noteReservation).
+	holder      string
+	holderStart time.Time
 }
 
 // New returns an engine with no nodes, pods, groups or queues.
 func New(cfg Config) *Engine {
-	return &Engine{
+	e := &Engine{
 		cfg:      cfg,
 		snap:     cluster.New(nil, nil),
 		queue:    queue.New(queue.Options{StarvationThreshold: cfg.StarvationThreshold, NoReclaim: cfg.DisablePreemption}),
@@ -71,6 +82,8 @@ func New(cfg Config) *Engine {
 
 		preempting: map[string]*preemption{},
 	}
+	e.queue.SetEstimator(e)
+	return e
 }
 
 // Snapshot returns the engine's cluster snapshot, for diagnosis and tests. Callers must not

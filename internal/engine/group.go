@@ -53,6 +53,8 @@ type group struct {
 	awaitsPods bool
 	// emptySince is when such a group last lost its last member; zero while it has one.
 	emptySince time.Time
+	// runningSince is when the current attempt's group last became Running.
+	runningSince time.Time
 	// handedOff is set when the group's state is kept by its owner from now on (see
 	// Engine.HandOff): the group leaves the engine with its last pod, without a cancel.
 	handedOff bool
@@ -136,6 +138,13 @@ func (g *group) observe() (lifecycle.Observe, cluster.Resources) {
 			o.Failed++
 			continue
 		}
+		if p.DeletionTimestamp != nil || g.evicting[key] {
+			// Going away: no longer a member, though it holds its node until it is gone.
+			if g.nodeOf(key, p) != "" && !terminal(p) {
+				held.Add(g.requests[key])
+			}
+			continue
+		}
 		o.Members++
 		if p.Status.Phase == corev1.PodSucceeded {
 			o.Succeeded++
@@ -195,11 +204,11 @@ func (g *group) unplaced() []placement.Member {
 	return out
 }
 
-// boundLive counts members bound and not terminal.
+// boundLive counts members bound and not terminal, nor being deleted.
 func (g *group) boundLive() int {
 	n := 0
 	for key, p := range g.members {
-		if !terminal(p) && g.nodeOf(key, p) != "" && !g.evicting[key] {
+		if !terminal(p) && g.nodeOf(key, p) != "" && !g.evicting[key] && p.DeletionTimestamp == nil {
 			n++
 		}
 	}

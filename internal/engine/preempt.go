@@ -91,7 +91,7 @@ func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
 			}
 			return fits(trial, w.Entry.Group, closed)
 		}
-		victims := chooseVictims(e.snap, candidates, admits)
+		victims := chooseVictims(e.snap, candidates, placement.Scarce(w.Entry.Group), admits)
 		if len(victims) == 0 {
 			continue
 		}
@@ -236,31 +236,6 @@ func byValue(out []*group) []*group {
 		return strings.Compare(a.key, b.key)
 	})
 	return out
-}
-
-// chooseVictims returns the fewest candidates whose eviction lets the preemptor in, as
-// fits tells on a snapshot without the evicted groups' members, or nil if evicting them
-// all would not. On a copy of snap it removes every candidate's members, then gives each
-// candidate its nodes back, most valuable first, as long as the preemptor still fits
-// without it: each candidate returned is needed given the ones spared before it. snap
-// is not modified.
-func chooseVictims(snap *cluster.Snapshot, candidates []*group, fits func(trial *cluster.Snapshot, evicted []*group) bool) []*group {
-	trial := snap.Clone()
-	for _, v := range candidates {
-		v.removeFrom(trial)
-	}
-	if !fits(trial, candidates) {
-		return nil
-	}
-	var victims []*group
-	for i, v := range candidates {
-		v.addTo(trial)
-		if !fits(trial, append(slices.Clip(victims), candidates[i+1:]...)) {
-			v.removeFrom(trial)
-			victims = append(victims, v)
-		}
-	}
-	return victims
 }
 
 func keysOf(groups []*group) []string {

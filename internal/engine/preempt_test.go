@@ -112,8 +112,8 @@ func TestPreemptionWaitsForItsVictims(t *testing.T) {
 			t.Errorf("%s: expected it still queued, found %s", key, st.Phase)
 		}
 	}
-	if st, _ := e.Group(young); st.Phase != lifecycle.Backoff || st.Failures != 0 {
-		t.Errorf("young: expected Backoff without a failure, found %s with %d failures", st.Phase, st.Failures)
+	if st, _ := e.Group(young); st.Phase == lifecycle.Backoff || st.Failures != 0 {
+		t.Errorf("young: expected it requeued at once (no Backoff), without a failure, found %s with %d failures", st.Phase, st.Failures)
 	}
 }
 

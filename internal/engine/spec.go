@@ -52,6 +52,10 @@ type GroupSpec struct {
 	MinResources cluster.Resources
 	// Topology is the required and preferred domain label keys.
 	Topology placement.Topology
+	// ExpectedRuntime, when positive, is how long the group is declared to run once
+	// Ready (a source's declared run time); else the engine reads the members'
+	// annotation muster.dev/expected-runtime and activeDeadlineSeconds, then history.
+	ExpectedRuntime time.Duration
 	// Policy overrides the queue's and the configuration's lifecycle defaults.
 	Policy PolicyOverrides
 	// Owner is the controller that owns the members, when known, for diagnoses such as

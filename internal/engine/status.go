@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/queue"
 )
 
 // Status is what the engine knows of one group: the source of conditions, `muster
@@ -44,6 +45,10 @@ type Status struct {
 	HeldBeforeReady map[corev1.ResourceName]float64
 	Cleanup         time.Duration
 	CleanedUp       bool
+	// ExpectedStart is when a queued group is expected to be admitted: the expected
+	// start of its reservation. Zero when unknown, with why in ExpectedStartUnknown.
+	ExpectedStart        time.Time
+	ExpectedStartUnknown string
 	// Placement maps member pod keys to their nodes, bound or being bound.
 	Placement map[string]string
 	Domain    string
@@ -88,7 +93,66 @@ func (e *Engine) Group(key string) (Status, bool) {
 	st.TimeToReady, st.EverReady = s.TimeToReady()
 	st.HeldBeforeReady = s.HeldBeforeReady()
 	st.Cleanup, st.CleanedUp = s.LastCleanup()
+	if st.Phase == lifecycle.Queued {
+		st.ExpectedStart, st.ExpectedStartUnknown = e.expectedStart(g)
+	}
 	return st, true
+}
+
+// expectedStart returns when a queued group is expected to be admitted, or why that is
+// unknown. Only the group holding the starving group's reservation has an expected
+// start: the time its reserved nodes are expected to be free. The text depends on the
+// group's own state only, so that it changes only when the group's does (see
+// noteReservation).
+func (e *Engine) expectedStart(g *group) (time.Time, string) {
+	if e.preempting[g.key] != nil {
+		return time.Time{}, "it waits for the groups preempted for it to release their nodes"
+	}
+	if e.holder == g.key {
+		if !e.holderStart.IsZero() {
+			return e.holderStart, ""
+		}
+		return time.Time{}, "nodes are reserved for it, but a group on them has no expected run time (or a pod there is not muster's)"
+	}
+	if g.waiting != nil && g.waiting.Kind != queue.Placement && g.waiting.Kind != queue.Reserved {
+		return time.Time{}, "it does not wait for nodes: " + string(g.waiting.Kind)
+	}
+	return time.Time{}, fmt.Sprintf("it does not hold the reservation: only the first group in order that has waited %s for nodes gets one, with an expected start", e.cfg.StarvationThreshold)
+}
+
+// Runtime returns how long the group is expected to run and where that comes from
+// (RuntimeDeclared, RuntimeDeadline, RuntimeHistory), or zero and why it is unknown.
+func (e *Engine) Runtime(key string) (time.Duration, string) {
+	g := e.groups[key]
+	if g == nil {
+		return 0, "no such group"
+	}
+	return e.runtimeOf(g)
+}
+
+// ExpectedStart returns the group holding the starving group's reservation and its
+// expected start (zero when unknown), or "" when no group holds one.
+func (e *Engine) ExpectedStart() (string, time.Time) { return e.holder, e.holderStart }
+
+// noteReservation records the starving group's reservation after an admission pass
+// and marks its holder changed when the holder or its expected start changed.
+func (e *Engine) noteReservation(out *Output) {
+	var key string
+	var start time.Time
+	for _, r := range e.queue.Reservations() {
+		if !r.Preemption {
+			key, start = r.Key, r.Start
+		}
+	}
+	if key == e.holder && start.Equal(e.holderStart) {
+		return
+	}
+	for _, k := range []string{e.holder, key} {
+		if k != "" && e.groups[k] != nil {
+			out.touch(k)
+		}
+	}
+	e.holder, e.holderStart = key, start
 }
 
 // Groups returns the keys of every group the engine tracks, sorted.

@@ -19,6 +19,7 @@ import (
 // returns what the caller must do.
 func (e *Engine) Step(now time.Time) Output {
 	var out Output
+	e.now = now
 	if e.nodesChanged {
 		for key, g := range e.groups {
 			if g.started && g.state.Phase() == lifecycle.Impossible {
@@ -40,6 +41,7 @@ func (e *Engine) Step(now time.Time) Output {
 	}
 	e.placeReplacements(&out)
 	out.WakeAt = e.wakeAt()
+	out.Dropped, e.dropped = e.dropped, nil
 	return out
 }
 
@@ -155,6 +157,7 @@ func (e *Engine) drop(g *group) {
 	e.queue.Remove(g.key)
 	e.queue.Release(g.key)
 	delete(e.groups, g.key)
+	e.dropped = append(e.dropped, g.key)
 }
 
 func seedOf(key string) uint64 {
@@ -190,7 +193,10 @@ func (e *Engine) step(g *group, ev lifecycle.Event, now time.Time, out *Output) 
 	for _, a := range actions {
 		switch a := a.(type) {
 		case lifecycle.Enqueue:
-			g.queued, g.requeued, g.queuedAt = true, a.Requeued, now
+			g.queued, g.requeued = true, a.Requeued
+			if !a.InPlace || g.queuedAt.IsZero() {
+				g.queuedAt = now // a preempted group keeps the place it had
+			}
 			e.push(g)
 		case lifecycle.Dequeue:
 			g.queued = false
@@ -201,6 +207,12 @@ func (e *Engine) step(g *group, ev lifecycle.Event, now time.Time, out *Output) 
 			out.Events = append(out.Events, transitionEvent(g.key, a))
 			if a.To == lifecycle.Binding {
 				g.awaitsPods, g.handedOff = false, false
+			}
+			if a.To == lifecycle.Running && a.From != lifecycle.Recovering {
+				g.runningSince = now
+			}
+			if a.To == lifecycle.Finished && !g.runningSince.IsZero() {
+				e.history.record(historyKey(g, e.queueOf(g)), now.Sub(g.runningSince))
 			}
 			if a.To == lifecycle.Running && a.From != lifecycle.Recovering {
 				if d, ok := g.state.TimeToReady(); ok {
@@ -239,10 +251,17 @@ func (e *Engine) evictAll(g *group, a lifecycle.EvictAll, out *Output) {
 	g.domain = ""
 }
 
-// push offers the group's unplaced members to the admission queue.
+// push offers the group's unplaced members to the admission queue. A group that has
+// fewer of them than it needs (its members are being evicted, and their replacements
+// are not there yet: a preempted group is queued again at once) is not offered until
+// they are: it keeps its queue time meanwhile.
 func (e *Engine) push(g *group) {
 	members := g.unplaced()
-	need := min(g.spec.MinMember-g.boundLive(), len(members))
+	need := g.spec.MinMember - g.boundLive()
+	if len(members) < need {
+		e.queue.Remove(g.key)
+		return
+	}
 	e.queue.Push(queue.Entry{
 		Key:       g.key,
 		Queue:     e.queueOf(g),
@@ -250,6 +269,7 @@ func (e *Engine) push(g *group) {
 		QueuedAt:  g.queuedAt,
 		Requeued:  g.requeued,
 		MinCharge: g.spec.MinResources,
+		Runtime:   runtimeOnly(e.runtimeOf(g)),
 		Group: placement.Group{
 			Name:      g.key,
 			MinMember: max(need, 1),
@@ -259,6 +279,8 @@ func (e *Engine) push(g *group) {
 	})
 	e.schedule = true
 }
+
+func runtimeOnly(d time.Duration, _ string) time.Duration { return d }
 
 // adopt takes over a group whose members are already bound, at least minMember of them:
 // what a restarted muster, or a new leader, finds. The group is admitted with the

@@ -35,6 +35,11 @@ func RecordOf(st engine.Status) musterv1alpha1.GroupLifecycle {
 		t := metav1.NewTime(st.WakeAt)
 		r.WakeAt = &t
 	}
+	if !st.ExpectedStart.IsZero() {
+		t := metav1.NewTime(st.ExpectedStart)
+		r.ExpectedStart = &t
+	}
+	r.ExpectedStartUnknown = st.ExpectedStartUnknown
 	for _, a := range st.Attempts {
 		r.Attempts = append(r.Attempts, musterv1alpha1.AttemptRecord{
 			Number: a.Number, AdmittedAt: metav1.NewTime(a.AdmittedAt), EndedAt: metav1.NewTime(a.EndedAt),

@@ -12,6 +12,14 @@ import (
 	"github.com/muster-sched/muster/internal/lifecycle"
 )
 
+// expectedStartText renders a queued group's expected start, or why it is unknown.
+func expectedStartText(lc *musterv1alpha1.GroupLifecycle) string {
+	if lc.ExpectedStart != nil {
+		return "expected start: " + lc.ExpectedStart.UTC().Format(time.RFC3339)
+	}
+	return "expected start: unknown: " + firstNonEmpty(lc.ExpectedStartUnknown, "not recorded")
+}
+
 // stepAdmission: queue, quota and the scheduler's diagnosis of fit.
 func stepAdmission(f Facts) (check, bool) {
 	lc := f.Lifecycle
@@ -33,6 +41,7 @@ func stepAdmission(f Facts) (check, bool) {
 		if f.Fit != nil {
 			ev = append(ev, "now: "+f.Fit.String())
 		}
+		ev = append(ev, expectedStartText(lc))
 		return failed("waiting in queue "+lc.Queue+": "+why, waitingFix(lc.WaitingKind, lc.Queue, cohortOf(f), why), ev...), false
 	}
 	if lc.AdmittedAt != nil {

@@ -17,8 +17,8 @@ type Event interface {
 // Observe is a level-triggered observation of the group's member pods. Each Observe
 // replaces the previous one; counts are not deltas.
 type Observe struct {
-	// Members counts member pods that exist and are not terminal-failed (Succeeded pods
-	// count).
+	// Members counts member pods that exist, are not being deleted and are not
+	// terminal-failed (Succeeded pods count). A pod being deleted is in no count but Held.
 	Members int
 	// Bound counts the Members that are bound to a node.
 	Bound int
@@ -68,8 +68,9 @@ type Cancel struct{}
 
 // Preempt reports that the queue takes an admitted group's nodes for a group of higher
 // priority. The attempt ends without counting as failed, every member is evicted, and
-// the group backs off for the first retry's delay before it is queued again. A group
-// not admitted (or whose attempt already ended) ignores it.
+// the group is queued again at once in the place it had (Enqueue.InPlace), or gathers
+// its members first if it lost some. A group not admitted (or whose attempt already
+// ended) ignores it.
 type Preempt struct {
 	// Message says for whom, e.g. "preempted by default/big (priority 100)".
 	Message string
@@ -110,6 +111,10 @@ type Enqueue struct {
 	// Requeued is true after a failed attempt: the queue orders the group behind groups
 	// of its priority that never failed.
 	Requeued bool
+	// InPlace is true when the group's last attempt was preempted and it has not been
+	// admitted since: it keeps the queue time it had before that admission, so that it
+	// goes back where it was in order rather than to the back.
+	InPlace bool
 }
 
 // Dequeue removes the group from its queue. Removing a group that is not queued is a
@@ -153,10 +158,14 @@ func (Released) isAction()   {}
 
 // String renders the action on one line, for logs and test output.
 func (a Enqueue) String() string {
+	s := "Enqueue"
 	if a.Requeued {
-		return "Enqueue requeued"
+		s += " requeued"
 	}
-	return "Enqueue"
+	if a.InPlace {
+		s += " in-place"
+	}
+	return s
 }
 
 // String renders the action on one line, for logs and test output.

@@ -152,7 +152,14 @@ func (m *machine) becomeReady() {
 // never failed if this one has.
 func (m *machine) enqueue(reason, message string) {
 	m.to(Queued, reason, message)
-	m.emit(Enqueue{Requeued: m.s.failures > 0})
+	m.emit(Enqueue{Requeued: m.s.failures > 0, InPlace: m.lastPreempted()})
+}
+
+// lastPreempted reports whether the group's last attempt ended by preemption: the
+// group has not been admitted since, so it is owed its place in the queue.
+func (m *machine) lastPreempted() bool {
+	n := len(m.s.history)
+	return n > 0 && m.s.history[n-1].Reason == ReasonPreempted && m.s.history[n-1].Number == m.s.attempt
 }
 
 // enqueueOrGather queues the group if enough members exist, or goes back to Gathering.
@@ -235,6 +242,7 @@ func (m *machine) tick() {
 			m.p.RecoveryTimeout, o.Ready, minMember, o.Members, o.Failed))
 	case Backoff:
 		if m.s.reason == ReasonPreempted {
+			// A record written before preemption requeued in place (see Resume).
 			m.enqueueOrGather(ReasonBackoffExpired, fmt.Sprintf("backoff after preempted attempt %d expired; requeued", m.s.attempt))
 			return
 		}
@@ -243,18 +251,18 @@ func (m *machine) tick() {
 }
 
 // preempt ends an admitted group's attempt for a group of higher priority: every
-// member is evicted and the group backs off for the first retry's delay, without a
-// failure.
+// member is evicted and the group is queued again at once, in the place it had before
+// its admission (Enqueue.InPlace), without a failure and without backing off: being
+// preempted says nothing against the group. A group that lost members goes back to
+// Gathering and is queued in its place when they are back.
 func (m *machine) preempt(p Preempt) {
 	if !m.attemptActive() {
 		return
 	}
 	m.endAttempt(ReasonPreempted, p.Message)
 	m.s.preempted++
-	delay := m.p.Backoff(1)
 	m.evict(ReasonPreempted, p.Message)
-	m.to(Backoff, ReasonPreempted, fmt.Sprintf("%s; queued again in %s", p.Message, delay))
-	m.s.deadline = m.now.Add(delay)
+	m.enqueueOrGather(ReasonPreempted, p.Message+"; queued again in its place")
 }
 
 // attemptsAllowed is the policy's attempts plus one for each preempted attempt.

@@ -3,6 +3,8 @@ package placement
 import (
 	"fmt"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Signature renders everything about a group that Place reads apart from names: each
@@ -45,3 +47,7 @@ func (d *Diagnosis) For(g Group) *Diagnosis {
 	}
 	return &out
 }
+
+// Scarce returns the resource Place packs g's members on: the extended resource they ask
+// most of in total (nvidia.com/gpu, typically), or cpu when they ask for none.
+func Scarce(g Group) corev1.ResourceName { return scarceResource(shapesOf(g.Members)) }

@@ -77,6 +77,17 @@ type Entry struct {
 	// MinCharge, when set, is a floor for the quota charge, per resource (the source
 	// API's minResources).
 	MinCharge cluster.Resources
+	// Runtime is how long the group is expected to run once admitted, or zero when
+	// unknown. A group with a known Runtime may backfill the nodes reserved for a
+	// starving group when it is expected to end before that group's expected start.
+	Runtime time.Duration
+}
+
+// Estimator tells when nodes are expected to be free of the pods on them now: the
+// latest expected end of those pods' groups, and false when some group's end is
+// unknown. The engine knows the running groups' expected ends; the queue does not.
+type Estimator interface {
+	FreeAt(nodes []string) (time.Time, bool)
 }
 
 // Options configure a Manager.
@@ -115,7 +126,14 @@ type Manager struct {
 	// preempt holds the reservations of the nodes being freed by preemption, by the
 	// group they are freed for (see ReserveForPreemption).
 	preempt map[string]*Reservation
+	// est tells when reserved nodes are expected to be free, or is nil (see SetEstimator).
+	est Estimator
 }
+
+// SetEstimator gives the manager the expected ends of running groups: a starving
+// group's reservation then has an expected start (Reservation.Start), and groups that
+// are expected to end before it may use its nodes meanwhile (backfill).
+func (m *Manager) SetEstimator(est Estimator) { m.est = est }
 
 // item is a queued entry with what Schedule needs of it, computed once at Push.
 type item struct {

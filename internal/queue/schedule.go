@@ -44,6 +44,10 @@ type Reservation struct {
 	Reclaim bool
 	// Priority is the group's priority, for a preemption's reservation.
 	Priority int32
+	// Start is when the starving group is expected to start: when its nodes are
+	// expected to be free (see Estimator); zero when unknown, because some group on
+	// them declares no run time and has no history.
+	Start time.Time
 }
 
 // Result is what one Schedule call decided.
@@ -269,7 +273,7 @@ type closedNodes struct {
 // Reservation.closes keeps from it.
 func (p *pass) closedTo(it *item) []closedNodes {
 	var out []closedNodes
-	if p.m.reserve != nil && p.behind && !p.holds(it) {
+	if p.m.reserve != nil && p.behind && !p.holds(it) && !p.backfills(it) {
 		out = append(out, closedNodes{key: p.m.reserve.Key, nodes: p.reserved})
 	}
 	for _, r := range p.preempted {
@@ -278,6 +282,14 @@ func (p *pass) closedTo(it *item) []closedNodes {
 		}
 	}
 	return out
+}
+
+// backfills reports whether it may use the starving group's reserved nodes: it is
+// expected to end before the starving group is expected to start (Slurm's backfill).
+// Where either time is unknown it may not: the reservation stays conservative.
+func (p *pass) backfills(it *item) bool {
+	start := p.m.reserve.Start
+	return it.Runtime > 0 && !start.IsZero() && !p.now.Add(it.Runtime).After(start)
 }
 
 // reserveFor gives it the reservation, or refreshes the one it holds, and excludes the
@@ -295,6 +307,14 @@ func (p *pass) reserveFor(it *item) {
 		since = p.m.reserve.Since
 	}
 	p.m.reserve = &Reservation{Key: it.Key, Nodes: nodes, Since: since}
+	if p.m.est != nil {
+		if start, ok := p.m.est.FreeAt(nodes); ok {
+			if start.Before(p.now) {
+				start = p.now // overdue: expected any moment
+			}
+			p.m.reserve.Start = start
+		}
+	}
 	p.reserved = nodeSet(nodes)
 	p.behind = true
 }

@@ -184,6 +184,7 @@ type Reserver interface {
 
 // noteReservations applies a Reserver's changes after a Step.
 func (w *World) noteReservations() {
+	w.notePrediction()
 	r, ok := w.sched.(Reserver)
 	if !ok {
 		return
@@ -193,5 +194,27 @@ func (w *World) noteReservations() {
 			j.reserved = gpus
 			w.touch(j)
 		}
+	}
+}
+
+// Predictor is a scheduler that tells which queued group holds the reservation and when
+// it is expected to start (zero when unknown). *engine.Engine implements it.
+type Predictor interface {
+	ExpectedStart() (key string, start time.Time)
+}
+
+// notePrediction records, for the job holding the reservation, the first start the
+// scheduler predicted for it, to measure against the start it got (Summary.StartError).
+func (w *World) notePrediction() {
+	p, ok := w.sched.(Predictor)
+	if !ok {
+		return
+	}
+	key, start := p.ExpectedStart()
+	if key == "" || start.IsZero() {
+		return
+	}
+	if j := w.jobs[shortKey(key)]; j != nil && j.GroupKey() == key && j.Predicted.IsZero() && j.Whole.IsZero() {
+		j.Predicted = start
 	}
 }

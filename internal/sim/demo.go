@@ -29,8 +29,11 @@ func TwoJobs(sched Scheduler, horizon time.Duration) *World {
 
 // NewEngine returns muster's engine with one unlimited default queue and default policy,
 // as the demo and the simulator use it.
-func NewEngine() *engine.Engine {
-	e := engine.New(engine.Config{DefaultQueue: "default", Policy: lifecycle.DefaultPolicy(), StarvationThreshold: 10 * time.Minute})
+func NewEngine() *engine.Engine { return NewEngineWith(10 * time.Minute) }
+
+// NewEngineWith is NewEngine with the given starvation threshold.
+func NewEngineWith(starve time.Duration) *engine.Engine {
+	e := engine.New(engine.Config{DefaultQueue: "default", Policy: lifecycle.DefaultPolicy(), StarvationThreshold: starve})
 	e.SetQueue(engine.Queue{Queue: queue.Queue{Name: "default"}})
 	return e
 }

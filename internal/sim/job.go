@@ -24,6 +24,12 @@ type Job struct {
 	RunFor time.Duration
 	// ReadyAfter is the time from bind to Ready (image pull, init, rendezvous).
 	ReadyAfter time.Duration
+	// Predicted is the first start the scheduler predicted for the job (see Predictor),
+	// or zero.
+	Predicted time.Time
+	// Declared, when positive, is the run time the job's pods declare (annotation
+	// muster.dev/expected-runtime): what its user expects, not always RunFor.
+	Declared time.Duration
 	// FailInit lists worker indexes that never become Ready (a bad init container that
 	// the kubelet restarts).
 	FailInit []int
@@ -134,6 +140,9 @@ func (w *World) createPod(j *Job, i int) {
 			}}},
 		},
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	if j.Declared > 0 {
+		p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: j.Declared.String()}
 	}
 	key := p.Namespace + "/" + p.Name
 	j.pods[i] = key

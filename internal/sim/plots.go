@@ -27,8 +27,10 @@ var (
 	}
 )
 
-// WritePlots writes, into dir, one GPU-occupancy plot per policy (occupancy-POLICY) and
-// one CDF of queueing delay for all policies (queueing-cdf), each as PNG and SVG. worlds
+// WritePlots writes, into dir, one GPU-occupancy plot per policy (occupancy-POLICY), one
+// CDF of queueing delay for all policies (queueing-cdf), the cumulative GPU-hours held
+// by incomplete groups per policy (held-cumulative) and, when a policy predicted start
+// times, the CDF of their error (start-error-cdf), each as PNG and SVG. worlds
 // and sums are in the same order. It returns the files written.
 func WritePlots(dir string, sums []Summary, worlds []*World, gpus int) ([]string, error) {
 	var files []string
@@ -55,7 +57,19 @@ func WritePlots(dir string, sums []Summary, worlds []*World, gpus int) ([]string
 	if err != nil {
 		return files, err
 	}
-	return files, save(p, "queueing-cdf", 6*vg.Inch, 4*vg.Inch)
+	if err := save(p, "queueing-cdf", 6*vg.Inch, 4*vg.Inch); err != nil {
+		return files, err
+	}
+	if p, err = heldPlot(sums, worlds); err != nil {
+		return files, err
+	}
+	if err := save(p, "held-cumulative", 6*vg.Inch, 4*vg.Inch); err != nil {
+		return files, err
+	}
+	if p, err = startErrorPlot(sums); err != nil || p == nil {
+		return files, err
+	}
+	return files, save(p, "start-error-cdf", 6*vg.Inch, 4*vg.Inch)
 }
 
 // occupancyPlot stacks, over simulated days, the GPUs of training jobs, of whole groups

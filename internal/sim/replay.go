@@ -49,6 +49,11 @@ type ReplayConfig struct {
 	// Teams puts each job in the queue of its virtual cluster (TeamQueue); the
 	// scheduler must have those queues (TeamQueues).
 	Teams bool
+	// Estimate is how the jobs declare their run times (Job.Declared): zero declares
+	// none; 1 declares the trace's duration; a factor f > 1 declares the duration
+	// times a factor drawn uniformly in [1, 2f-1] with Seed (mean f), as users who
+	// over-declare do.
+	Estimate float64
 }
 
 // Replay submits the trace's jobs to a world driven by sched, in simulated time, and runs
@@ -88,6 +93,8 @@ func arrivals(jobs []trace.Job, cfg ReplayConfig) [][]*Job {
 		load = 1
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6d7573746572))
+	// Estimates draw from their own source, so that the ready times do not depend on them.
+	est := rand.New(rand.NewPCG(cfg.Seed, 0x657374696d617465))
 	var out [][]*Job
 	for i, tj := range sorted {
 		workers, each := tj.Gang(cfg.Cluster.GPUsPerNode, cfg.OneGPUWorkers)
@@ -99,6 +106,7 @@ func arrivals(jobs []trace.Job, cfg ReplayConfig) [][]*Job {
 		j := &Job{
 			Name: fmt.Sprintf("j%06d", i), Workers: workers, GPU: int64(each),
 			RunFor: tj.Duration, ReadyAfter: ready, Submitted: Epoch.Add(offset),
+			Declared: declared(tj.Duration, cfg.Estimate, est),
 		}
 		if cfg.Teams {
 			j.Queue = TeamQueue(tj.Cluster)
@@ -110,6 +118,18 @@ func arrivals(jobs []trace.Job, cfg ReplayConfig) [][]*Job {
 		}
 	}
 	return out
+}
+
+// declared is the run time a job of duration d declares under estimate factor f (see
+// ReplayConfig.Estimate), at least a second.
+func declared(d time.Duration, f float64, rng *rand.Rand) time.Duration {
+	if f <= 0 {
+		return 0
+	}
+	if f > 1 {
+		f = 1 + rng.Float64()*2*(f-1)
+	}
+	return max(time.Duration(float64(d)*f).Round(time.Second), time.Second)
 }
 
 // RunUntilIdle runs events and scheduler wake-ups until none is left or the next is

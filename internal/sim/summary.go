@@ -30,6 +30,10 @@ type Summary struct {
 	// Makespan is from the first arrival to the last finish (to the end of the run if no
 	// job finished).
 	Makespan time.Duration
+	// StartErrors are, for the jobs that were given an expected start, how far it was
+	// from the start they got (actual − predicted: positive when late), sorted by
+	// magnitude.
+	StartErrors []time.Duration
 	// Wall is the real time the replay took, filled in by the caller.
 	Wall time.Duration
 }
@@ -52,6 +56,9 @@ func Summarise(policy string, w *World, gpus int) Summary {
 		if !j.Ready.IsZero() {
 			s.Delays = append(s.Delays, j.Ready.Sub(j.Submitted))
 		}
+		if !j.Predicted.IsZero() && !j.Whole.IsZero() {
+			s.StartErrors = append(s.StartErrors, j.Whole.Sub(j.Predicted))
+		}
 		if !j.Finished.IsZero() {
 			s.Finished++
 			completion = append(completion, j.Finished.Sub(j.Submitted))
@@ -69,8 +76,31 @@ func Summarise(policy string, w *World, gpus int) Summary {
 	}
 	slices.Sort(s.Delays)
 	slices.Sort(completion)
+	slices.SortFunc(s.StartErrors, func(a, b time.Duration) int { return cmpAbs(a, b) })
 	s.Queueing, s.Completion = distOf(s.Delays), distOf(completion)
 	return s
+}
+
+func cmpAbs(a, b time.Duration) int {
+	a, b = a.Abs(), b.Abs()
+	if a != b {
+		if a < b {
+			return -1
+		}
+		return 1
+	}
+	return 0
+}
+
+// StartError returns the median and p90 of the expected-start errors' magnitudes, and
+// how many jobs had an expected start.
+func (s Summary) StartError() (p50, p90 time.Duration, n int) {
+	n = len(s.StartErrors)
+	if n == 0 {
+		return 0, 0, 0
+	}
+	at := func(q float64) time.Duration { return s.StartErrors[min(n-1, int(q*float64(n)))].Abs() }
+	return at(0.5), at(0.9), n
 }
 
 // distOf summarises sorted durations; percentiles are nearest-rank.
@@ -104,7 +134,7 @@ func (s Summary) StallTime() time.Duration {
 // WriteTable writes one Markdown table row per summary.
 func WriteTable(out io.Writer, sums []Summary) {
 	header := []string{"policy", "jobs finished", "deadlock episodes (total)", "GPU-h held by incomplete groups",
-		"queueing mean / p50 / p99", "JCT mean / p50 / p99", "GPU utilisation", "pods evicted", "makespan", "wall time"}
+		"queueing mean / p50 / p99", "JCT mean / p50 / p99", "GPU utilisation", "pods evicted", "expected-start error p50 / p90 (jobs)", "makespan", "wall time"}
 	rows := [][]string{header}
 	for _, s := range sums {
 		rows = append(rows, []string{
@@ -116,6 +146,7 @@ func WriteTable(out io.Writer, sums []Summary) {
 			fmt.Sprintf("%s / %s / %s", human(s.Completion.Mean), human(s.Completion.P50), human(s.Completion.P99)),
 			fmt.Sprintf("%.1f%%", 100*s.Utilisation),
 			fmt.Sprint(s.Evicted),
+			startErrorCell(s),
 			human(s.Makespan),
 			s.Wall.Round(10 * time.Millisecond).String(),
 		})
@@ -155,4 +186,12 @@ func human(d time.Duration) string {
 		return fmt.Sprintf("%.1fh", d.Hours())
 	}
 	return fmt.Sprintf("%.1fd", d.Hours()/24)
+}
+
+func startErrorCell(s Summary) string {
+	p50, p90, n := s.StartError()
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s / %s (%d)", human(p50), human(p90), n)
 }

@@ -1,0 +1,169 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/lifecycle"
+)
+
+// AnnotationExpectedRuntime, on a group's member pods, declares how long the group runs
+// once its members are Ready, as a Go duration ("90m", "2h30m").
+const AnnotationExpectedRuntime = "muster.dev/expected-runtime"
+
+// Runtime sources, for Status.RuntimeSource.
+const (
+	RuntimeDeclared = "Declared" // GroupSpec.ExpectedRuntime or the annotation
+	RuntimeDeadline = "ActiveDeadlineSeconds"
+	RuntimeHistory  = "History"
+)
+
+// historyLen bounds the run times remembered per owner kind and queue; historyKeys
+// bounds how many such pairs are remembered (the oldest pair is forgotten first).
+const (
+	historyLen  = 16
+	historyKeys = 256
+)
+
+// history remembers what finished groups took, per owner kind and queue: the estimate
+// of a group that declares nothing.
+type history struct {
+	runs  map[string][]time.Duration
+	order []string // keys, oldest first
+}
+
+func historyKey(g *group, queue string) string {
+	kind := string(g.spec.Source)
+	if g.spec.Owner != nil {
+		kind = g.spec.Owner.Kind
+	}
+	return kind + "/" + queue
+}
+
+// record adds a finished run.
+func (h *history) record(key string, d time.Duration) {
+	if h.runs == nil {
+		h.runs = map[string][]time.Duration{}
+	}
+	runs, seen := h.runs[key]
+	if !seen {
+		h.order = append(h.order, key)
+		if len(h.order) > historyKeys {
+			delete(h.runs, h.order[0])
+			h.order = h.order[1:]
+		}
+	}
+	runs = append(runs, d)
+	if len(runs) > historyLen {
+		runs = runs[1:]
+	}
+	h.runs[key] = runs
+}
+
+// median returns the median of the runs remembered for key, or false if none is.
+func (h *history) median(key string) (time.Duration, bool) {
+	runs := h.runs[key]
+	if len(runs) == 0 {
+		return 0, false
+	}
+	s := slices.Sorted(slices.Values(runs))
+	return s[len(s)/2], true
+}
+
+// runtimeOf returns how long g is expected to run and where that comes from, or zero
+// and why it is unknown. The group's declared run time comes first, then its members'
+// activeDeadlineSeconds (the shortest), then the history of its owner kind and queue.
+// An annotation that is not a positive duration is reported as the reason.
+func (e *Engine) runtimeOf(g *group) (time.Duration, string) {
+	if g.spec.ExpectedRuntime > 0 {
+		return g.spec.ExpectedRuntime, RuntimeDeclared
+	}
+	var deadline time.Duration
+	for _, key := range g.memberKeys() {
+		p := g.members[key]
+		if v, ok := p.Annotations[AnnotationExpectedRuntime]; ok {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return 0, fmt.Sprintf("pod %s: annotation %s: %q is not a positive duration", key, AnnotationExpectedRuntime, v)
+			}
+			return d, RuntimeDeclared
+		}
+		if s := p.Spec.ActiveDeadlineSeconds; s != nil && *s > 0 {
+			if d := time.Duration(*s) * time.Second; deadline == 0 || d < deadline {
+				deadline = d
+			}
+		}
+	}
+	if deadline > 0 {
+		return deadline, RuntimeDeadline
+	}
+	if d, ok := e.history.median(historyKey(g, e.queueOf(g))); ok {
+		return d, RuntimeHistory
+	}
+	return 0, fmt.Sprintf("no run time declared (annotation %s or activeDeadlineSeconds) and no %s group has finished yet",
+		AnnotationExpectedRuntime, historyKey(g, e.queueOf(g)))
+}
+
+// expectedEnd returns when an admitted group is expected to release its nodes, and
+// false when that is unknown.
+func (e *Engine) expectedEnd(g *group) (time.Time, bool) {
+	d, _ := e.runtimeOf(g)
+	if d == 0 {
+		return time.Time{}, false
+	}
+	switch g.state.Phase() {
+	case lifecycle.Running, lifecycle.Recovering:
+		return g.runningSince.Add(d), true
+	}
+	return e.now.Add(d), true // not started yet: it runs for d from about now
+}
+
+// FreeAt reports when nodes are expected to be free of the pods on them now: the latest
+// expected end of the groups holding them, and false when some group's end is unknown
+// or some pod on them is not muster's (queue.Estimator). Members being evicted are
+// expected to go now.
+func (e *Engine) FreeAt(nodes []string) (time.Time, bool) {
+	held := make(map[string]cluster.Resources, len(nodes))
+	for _, n := range nodes {
+		held[n] = cluster.Resources{}
+	}
+	latest := e.now
+	for _, g := range e.groups {
+		if !g.started {
+			continue
+		}
+		on := false
+		for key, p := range g.members {
+			if n := g.nodeOf(key, p); n != "" && !terminal(p) && held[n] != nil {
+				on = true
+				held[n].Add(g.requests[key])
+			}
+		}
+		if !on || len(g.evicting) > 0 {
+			continue
+		}
+		end, ok := e.expectedEnd(g)
+		if !ok {
+			return time.Time{}, false
+		}
+		if end.After(latest) {
+			latest = end
+		}
+	}
+	for _, n := range nodes {
+		info := e.snap.Node(n)
+		if info == nil {
+			return time.Time{}, false
+		}
+		for name, v := range info.Requested {
+			if name != corev1.ResourcePods && v > held[n][name] {
+				return time.Time{}, false // pods that are not muster's: their end is unknown
+			}
+		}
+	}
+	return latest, true
+}
