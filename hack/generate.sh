@@ -28,4 +28,4 @@ cp "${tmp}"/*.yaml deploy/crd/
 # The Helm chart carries copies of the CRDs and the ClusterRole (a chart cannot read
 # files outside itself); test/helm checks that they are equal.
 cp deploy/crd/*.yaml deploy/helm/muster/files/crd/
-cp deploy/rbac/cluster_role.yaml deploy/helm/muster/files/rbac/
+cp deploy/rbac/cluster_role.yaml deploy/rbac/role.yaml deploy/helm/muster/files/rbac/

@@ -13,7 +13,7 @@ app.kubernetes.io/name: muster
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
-{{/* The Configuration file: the config values, with apiVersion, kind and the Lease's namespace. */}}
+{{/* The Configuration file: the config values, with apiVersion, kind, and the release namespace as muster's namespace and the Lease's. */}}
 {{- define "muster.config" -}}
 {{- $cfg := deepCopy .Values.config -}}
 {{- $le := get $cfg "leaderElection" | default dict -}}
@@ -21,6 +21,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $_ := set $le "leaseNamespace" .Release.Namespace -}}
 {{- end -}}
 {{- $_ := set $cfg "leaderElection" $le -}}
+{{- if not (hasKey $cfg "namespace") -}}
+{{- $_ := set $cfg "namespace" .Release.Namespace -}}
+{{- end -}}
 {{- $_ := set $cfg "apiVersion" "muster.dev/v1alpha1" -}}
 {{- $_ := set $cfg "kind" "Configuration" -}}
 {{- toYaml $cfg -}}
