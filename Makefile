@@ -32,6 +32,23 @@ vet:
 build:
 	$(GO) build -o bin/muster ./cmd/muster
 
+# The server image: muster-scheduler (serve and version only), static, on scratch, as
+# user 65532, written by go-containerregistry as an OCI archive. No Docker daemon. The
+# archive is a build output under bin/ (ignored by git): load it with
+# `podman load -i bin/muster-scheduler.oci.tar` or push it with
+# `skopeo copy oci-archive:bin/muster-scheduler.oci.tar docker://REGISTRY/muster:TAG`.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+IMAGE_REF ?= ghcr.io/muster-sched/muster:$(VERSION)
+LDFLAGS := -s -w -X github.com/muster-sched/muster/internal/version.version=$(VERSION) \
+	-X github.com/muster-sched/muster/internal/version.commit=$(COMMIT)
+.PHONY: image scheduler
+scheduler:
+	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/muster-scheduler ./cmd/muster-scheduler
+
+image: scheduler
+	$(GO) run ./hack/image -binary bin/muster-scheduler -out bin/muster-scheduler.oci.tar -ref $(IMAGE_REF) -version $(VERSION)
+
 # Regenerate deepcopy functions (api/...) and CRD YAML (deploy/crd/) with the
 # controller-gen pinned in hack/tools/go.mod. The outputs are committed.
 .PHONY: generate

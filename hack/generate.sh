@@ -25,3 +25,7 @@ trap 'rm -rf "${tmp}"' EXIT
 "${controller_gen}" crd paths=./api/... output:crd:dir="${tmp}"
 rm -f deploy/crd/*.yaml
 cp "${tmp}"/*.yaml deploy/crd/
+# The Helm chart carries copies of the CRDs and the ClusterRole (a chart cannot read
+# files outside itself); test/helm checks that they are equal.
+cp deploy/crd/*.yaml deploy/helm/muster/files/crd/
+cp deploy/rbac/cluster_role.yaml deploy/rbac/role.yaml deploy/helm/muster/files/rbac/

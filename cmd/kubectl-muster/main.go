@@ -8,10 +8,13 @@ import (
 	"os"
 
 	"github.com/muster-sched/muster/internal/cli"
+	"github.com/muster-sched/muster/internal/version"
 )
 
 func main() {
-	if err := cli.NewPluginCmd().Execute(); err != nil {
+	root := cli.NewPluginCmd()
+	version.Install(root)
+	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "kubectl-muster:", err)
 		os.Exit(1)
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/muster-sched/muster/internal/version"
 )
 
 func main() {
@@ -33,6 +35,7 @@ func newRootCmd() *cobra.Command {
 		newBenchCmd(),
 		sandboxCmd,
 	)
+	version.Install(root)
 	defaultToSandbox(root, sandboxCmd)
 	return root
 }

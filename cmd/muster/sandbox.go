@@ -55,7 +55,7 @@ a kubeconfig for kubectl, and runs until interrupted (Ctrl-C).`,
 	fs := cmd.Flags()
 	fs.StringVar(&f.preset, "preset", sandbox.PresetSeed, fmt.Sprintf("simulated cluster preset, one of %v", sandbox.Presets()))
 	fs.StringVar(&f.clusterFile, "cluster", "", "YAML file of node pools; overrides --preset")
-	fs.StringVar(&f.paiTrace, "pai-trace", "../shared/traces/pai-machine-spec.csv", "PAI machine trace for --preset pai")
+	fs.StringVar(&f.paiTrace, "pai-trace", "", "PAI machine trace (pai-machine-spec.csv) for --preset pai; empty: the copy shipped with muster")
 	fs.Float64Var(&f.paiScale, "pai-scale", 0.05, "fraction of the PAI machines to create for --preset pai (1 = 1,896 nodes)")
 	fs.StringVar(&f.kubeconfigOut, "kubeconfig-out", "./muster-sandbox.kubeconfig", "where to write the kubeconfig of the sandbox")
 	fs.BoolVar(&f.nodesOnly, "nodes-only", false, "do not run muster's scheduler, so another scheduler can be used")

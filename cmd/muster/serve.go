@@ -5,97 +5,21 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/controller"
+	"github.com/muster-sched/muster/internal/serve"
 )
 
 func init() { startScheduler = runOnSandbox }
 
-// serveFlags are the flags of `muster serve`.
-type serveFlags struct {
-	kubeconfig string
-	config     string
-	verbosity  int
-}
-
-// newServeCmd returns `muster serve`.
-func newServeCmd() *cobra.Command {
-	f := &serveFlags{}
-	cmd := &cobra.Command{
-		Use:   "serve",
-		Short: "Schedule gangs on a Kubernetes cluster",
-		Long: `Runs muster's scheduler against a cluster: the one --kubeconfig (or KUBECONFIG) names,
-or, with neither, the cluster muster runs in. Settings come from --config, a
-muster.dev/v1alpha1 Configuration file; without it every default applies.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, f) },
-	}
-	fs := cmd.Flags()
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; defaults to $KUBECONFIG, then the in-cluster configuration")
-	fs.StringVar(&f.config, "config", "", "Configuration file (muster.dev/v1alpha1, kind Configuration)")
-	fs.IntVarP(&f.verbosity, "verbosity", "v", 0, "log verbosity")
-	return cmd
-}
-
-// runServe runs the scheduler until SIGINT or SIGTERM.
-func runServe(cmd *cobra.Command, f *serveFlags) error {
-	cfg := musterv1alpha1.DefaultConfiguration()
-	if f.config != "" {
-		var err error
-		if cfg, err = musterv1alpha1.LoadConfiguration(f.config); err != nil {
-			return fmt.Errorf("--config: %w", err)
-		}
-	}
-	rc, err := restConfig(f.kubeconfig)
-	if err != nil {
-		return err
-	}
-	applyClientConnection(rc, cfg.ClientConnection)
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	log := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(f.verbosity), textlogger.Output(cmd.ErrOrStderr())))
-	ctrl.SetLogger(log)
-	return controller.Run(ctx, controller.Options{Config: rc, Configuration: cfg, Log: log})
-}
-
-// restConfig loads the kubeconfig at path, or $KUBECONFIG, or the in-cluster config.
-func restConfig(path string) (*rest.Config, error) {
-	if path == "" {
-		path = os.Getenv("KUBECONFIG")
-	}
-	if path == "" {
-		rc, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("no --kubeconfig or KUBECONFIG, and not in a cluster: %w", err)
-		}
-		return rc, nil
-	}
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, nil).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
-	}
-	return rc, nil
-}
-
-// applyClientConnection sets rc's rate limits and encoding from the Configuration's
-// clientConnection (defaulted and valid). client-go's own defaults, 5 requests/s and a
-// burst of 10, would hold muster to about 5 binds a second.
-func applyClientConnection(rc *rest.Config, cc musterv1alpha1.ClientConnection) {
-	rc.QPS, rc.Burst = cc.QPS, int(cc.Burst)
-	rc.ContentType, rc.AcceptContentTypes = cc.ContentType, cc.AcceptContentTypes
-}
+// newServeCmd returns `muster serve`, the same command as muster-scheduler's.
+func newServeCmd() *cobra.Command { return serve.NewCommand() }
 
 // runOnSandbox runs the scheduler on the sandbox: one replica, no leader election,
 // no metrics or health servers, and the dashboard on loopback, whose URL it prints to
@@ -109,7 +33,7 @@ func runOnSandbox(ctx context.Context, rc *rest.Config, out io.Writer) error {
 	// The sandbox prints its own summary; the scheduler's logs would drown it.
 	ctrl.SetLogger(logr.Discard())
 	rc = rest.CopyConfig(rc)
-	applyClientConnection(rc, cfg.ClientConnection)
+	serve.ApplyClientConnection(rc, cfg.ClientConnection)
 	return controller.Run(ctx, controller.Options{Config: rc, Configuration: cfg,
 		DashboardListening: func(url string) { fmt.Fprintf(out, "Dashboard: %s\n", url) }})
 }

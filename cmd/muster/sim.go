@@ -46,7 +46,7 @@ use and take their own quota back when they need it.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.trace, "trace", "../shared/traces/philly.csv", "Philly CSV to replay")
+	fl.StringVar(&f.trace, "trace", "", "Philly CSV to replay; empty: the copy shipped with muster (82,247 jobs)")
 	fl.StringVar(&f.cluster, "cluster", "128x8gpu", "cluster as NODESxGPUSgpu")
 	fl.StringVar(&f.policies, "policies", "pod-by-pod,permit-wait,muster", "comma-separated policies to compare")
 	fl.StringVar(&f.out, "out", "./sim-out", "directory for the plots (PNG and SVG)")
@@ -88,7 +88,7 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	out := cmd.OutOrStdout()
 	cfg := sim.ReplayConfig{Cluster: cl, OneGPUWorkers: f.oneGPU, Load: f.load, ReadyAfter: f.readyAfter,
 		Seed: f.seed, Horizon: f.horizon, StallThreshold: f.stall, Estimate: f.estimate}
-	fmt.Fprintf(out, "replaying %d jobs of %s on %d nodes × %d GPUs (load %g, seed %d)\n", len(jobs), f.trace, cl.Nodes, cl.GPUsPerNode, f.load, f.seed)
+	fmt.Fprintf(out, "replaying %d jobs of %s on %d nodes × %d GPUs (load %g, seed %d)\n", len(jobs), traceName(f.trace), cl.Nodes, cl.GPUsPerNode, f.load, f.seed)
 	var sums []sim.Summary
 	var worlds []*sim.World
 	for _, p := range policies {
@@ -148,7 +148,11 @@ func simPolicies(f simFlags) ([]simPolicy, error) {
 // loadWindow reads the trace and keeps the jobs submitted in [--from, --to), then the
 // first --limit of them in submit order.
 func loadWindow(f simFlags) ([]trace.Job, error) {
-	all, err := trace.LoadPhilly(f.trace)
+	load := func() ([]trace.Job, error) { return trace.LoadPhilly(f.trace) }
+	if f.trace == "" {
+		load = trace.Philly
+	}
+	all, err := load()
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +176,7 @@ func loadWindow(f simFlags) ([]trace.Job, error) {
 		jobs = jobs[:f.limit]
 	}
 	if len(jobs) == 0 {
-		return nil, fmt.Errorf("no job of %s was submitted in [%s, %s)", f.trace, orAny(f.from), orAny(f.to))
+		return nil, fmt.Errorf("no job of %s was submitted in [%s, %s)", traceName(f.trace), orAny(f.from), orAny(f.to))
 	}
 	return jobs, nil
 }
@@ -187,6 +191,14 @@ func parseWhen(flag, s string) (time.Time, error) {
 		}
 	}
 	return time.Time{}, fmt.Errorf("%s %q: want 2006-01-02 or 2006-01-02 15:04:05", flag, s)
+}
+
+// traceName names the --trace file in messages: the shipped copy when it is empty.
+func traceName(path string) string {
+	if path == "" {
+		return trace.PhillyFile + " (shipped with muster)"
+	}
+	return path
 }
 
 func orAny(s string) string {

@@ -13,8 +13,8 @@ import (
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
-// paiTrace is the shared PAI machine trace, relative to this package.
-const paiTrace = "../../../shared/traces/pai-machine-spec.csv"
+// paiTrace is the PAI machine trace: empty means the copy shipped with muster.
+const paiTrace = ""
 
 func TestParseClusterRejectsMalformedFiles(t *testing.T) {
 	for _, tc := range []struct {

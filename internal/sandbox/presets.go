@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/muster-sched/muster/internal/trace"
 )
 
 // Preset names.
@@ -27,7 +29,8 @@ func Presets() []string { return []string{PresetSeed, PresetDGX, PresetPAI} }
 
 // PresetOptions are the inputs some presets need.
 type PresetOptions struct {
-	// PAITrace is the path of pai-machine-spec.csv, for PresetPAI.
+	// PAITrace is the path of pai-machine-spec.csv, for PresetPAI; empty means the copy
+	// shipped with muster (internal/trace).
 	PAITrace string
 	// PAIScale multiplies the number of machines of each shape, for PresetPAI; each
 	// shape keeps at least one node. 1 is the full 1,896 machines.
@@ -59,6 +62,22 @@ type paiShape struct {
 	gpus    int
 }
 
+// openPAITrace opens the machine list at path, or the shipped copy when path is empty.
+func openPAITrace(path string) (io.ReadCloser, error) {
+	if path == "" {
+		return trace.OpenEmbedded(trace.PAIMachinesFile)
+	}
+	return os.Open(path)
+}
+
+// orEmbedded names the trace file path in messages, the shipped copy when it is empty.
+func orEmbedded(path string) string {
+	if path == "" {
+		return trace.PAIMachinesFile + " (shipped with muster)"
+	}
+	return path
+}
+
 // PAICluster builds a cluster from the PAI machine trace at path (header-less
 // columns machine,gpu_type,cap_cpu,cap_mem,cap_gpu; memory in GiB): one pool per
 // machine shape, named after it, with round(count × scale) nodes (at least one).
@@ -66,14 +85,14 @@ func PAICluster(path string, scale float64) (Cluster, error) {
 	if !(scale > 0) || math.IsInf(scale, 0) {
 		return Cluster{}, fmt.Errorf("pai scale: expected a number greater than zero, found %v", scale)
 	}
-	f, err := os.Open(path)
+	f, err := openPAITrace(path)
 	if err != nil {
 		return Cluster{}, fmt.Errorf("pai trace: %w", err)
 	}
 	defer f.Close()
 	counts, err := readPAIShapes(f)
 	if err != nil {
-		return Cluster{}, fmt.Errorf("pai trace %s: %w", path, err)
+		return Cluster{}, fmt.Errorf("pai trace %s: %w", orEmbedded(path), err)
 	}
 	shapes := make([]paiShape, 0, len(counts))
 	for s := range counts {

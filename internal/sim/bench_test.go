@@ -1,35 +1,18 @@
 package sim
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/muster-sched/muster/internal/trace"
 )
 
-// sharedPhilly reads the first n jobs of ../shared/traces/philly.csv (relative to the
-// repository root), failing if the file is missing.
-func sharedPhilly(tb testing.TB, n int) []trace.Job {
+// shippedPhilly returns the first n jobs of the Philly trace shipped with muster.
+func shippedPhilly(tb testing.TB, n int) []trace.Job {
 	tb.Helper()
-	dir, err := os.Getwd()
+	jobs, err := trace.Philly()
 	if err != nil {
 		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if parent := filepath.Dir(dir); parent != dir {
-			dir = parent
-			continue
-		}
-		tb.Fatal("repository root (go.mod) not found above the test's directory")
-	}
-	jobs, err := trace.LoadPhilly(filepath.Join(dir, "..", "shared", "traces", "philly.csv"))
-	if err != nil {
-		tb.Fatalf("%v (the README's setup puts the traces at ../shared/traces relative to the repository root)", err)
 	}
 	return jobs[:min(n, len(jobs))]
 }
@@ -39,7 +22,7 @@ var sliceConfig = ReplayConfig{Cluster: Cluster{Nodes: 16, GPUsPerNode: 8}, Read
 // TestReplaySharedSlice replays the first 300 jobs of the Philly trace on a small cluster
 // under every policy: every job finishes, and muster holds nothing in incomplete groups.
 func TestReplaySharedSlice(t *testing.T) {
-	jobs := sharedPhilly(t, 300)
+	jobs := shippedPhilly(t, 300)
 	for name, sched := range map[string]Scheduler{
 		"pod-by-pod": NewPodByPod(), "permit-wait": NewPermitWait(time.Minute, 10*time.Second), "muster": NewEngine(),
 	} {
@@ -59,7 +42,7 @@ func TestReplaySharedSlice(t *testing.T) {
 // BenchmarkReplay replays the first 10,000 jobs of the Philly trace on 128 nodes of 8 GPUs
 // at load 3, once per policy; profile it with -cpuprofile.
 func BenchmarkReplay(b *testing.B) {
-	jobs := sharedPhilly(b, 10000)
+	jobs := shippedPhilly(b, 10000)
 	cfg := sliceConfig
 	cfg.Cluster, cfg.Load = Cluster{Nodes: 128, GPUsPerNode: 8}, 3
 	for _, p := range []struct {

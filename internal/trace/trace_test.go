@@ -2,8 +2,7 @@ package trace
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -115,35 +114,10 @@ func TestReadMachines(t *testing.T) {
 	}
 }
 
-// sharedTrace locates ../shared/traces/NAME relative to the repository root and fails the
-// test if it is missing.
-func sharedTrace(t *testing.T, name string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("repository root (go.mod) not found above the test's directory")
-		}
-		dir = parent
-	}
-	path := filepath.Join(dir, "..", "shared", "traces", name)
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("shared trace missing: %v (the README's setup puts it at ../shared/traces relative to the repository root)", err)
-	}
-	return path
-}
-
-// TestSharedTraces reads the real files and checks them against the counts their README
-// publishes.
-func TestSharedTraces(t *testing.T) {
-	jobs, err := LoadPhilly(sharedTrace(t, "philly.csv"))
+// TestEmbeddedTraces reads the shipped copies and checks them against the counts their
+// owners' README publishes, and that each compressed file stays small enough to commit.
+func TestEmbeddedTraces(t *testing.T) {
+	jobs, err := Philly()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,12 +128,25 @@ func TestSharedTraces(t *testing.T) {
 	if len(jobs) != 82247 || byGPUs[1] != 76627 || byGPUs[128] != 3 || byGPUs[16] != 199 {
 		t.Errorf("philly.csv: %d jobs, %d of 1 GPU, %d of 16, %d of 128; want 82247, 76627, 199, 3", len(jobs), byGPUs[1], byGPUs[16], byGPUs[128])
 	}
-	ms, err := LoadMachines(sharedTrace(t, "pai-machine-spec.csv"))
+	ms, err := PAIMachines()
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The README's per-type counts (83+280+798+497+104+135) sum to 1,897; its total says 1,896.
 	if len(ms) != 1897 {
 		t.Errorf("pai-machine-spec.csv: %d machines, want 1897", len(ms))
+	}
+	for _, name := range []string{PhillyFile, PAIMachinesFile} {
+		fi, err := fs.Stat(embedded, "data/"+name+".gz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s.gz: %d bytes", name, fi.Size())
+		if fi.Size() >= 2<<20 {
+			t.Errorf("%s.gz is %d bytes, want < 2 MiB (the repository refuses larger files)", name, fi.Size())
+		}
+	}
+	if _, err := OpenEmbedded("helios.csv"); err == nil || !strings.Contains(err.Error(), `embedded trace "helios.csv"`) {
+		t.Errorf("OpenEmbedded of an unknown trace: error %v, want one naming it", err)
 	}
 }
