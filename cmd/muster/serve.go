@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/go-logr/logr"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
@@ -15,7 +16,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/deploy"
 	"github.com/muster-sched/muster/internal/controller"
+	"github.com/muster-sched/muster/internal/sandbox"
 )
 
 func init() { startScheduler = runOnSandbox }
@@ -86,14 +89,44 @@ func restConfig(path string) (*rest.Config, error) {
 	return rc, nil
 }
 
-// runOnSandbox runs the scheduler on the sandbox: one replica, no leader election,
-// no metrics or health servers.
-func runOnSandbox(ctx context.Context, rc *rest.Config) error {
-	cfg := musterv1alpha1.DefaultConfiguration()
-	disabled := false
-	cfg.LeaderElection.Enabled = &disabled
+// runOnSandbox runs the scheduler on the sandbox as it is deployed: a child
+// `muster serve` process of this executable, with deploy/'s Configuration (metrics
+// and health servers off, so that nothing else on the machine is in the way), as
+// deploy/'s ServiceAccount with deploy/'s RBAC. Its log goes to a file named on out.
+// It stops the child with SIGTERM when ctx ends.
+func runOnSandbox(ctx context.Context, out io.Writer, admin *rest.Config) error {
+	bin, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding muster's executable: %w", err)
+	}
+	cfg, err := deploy.ParsedConfiguration()
+	if err != nil {
+		return err
+	}
 	cfg.MetricsAddr, cfg.HealthAddr = musterv1alpha1.DisabledAddr, musterv1alpha1.DisabledAddr
-	// The sandbox prints its own summary; the scheduler's logs would drown it.
-	ctrl.SetLogger(logr.Discard())
-	return controller.Run(ctx, controller.Options{Config: rc, Configuration: cfg})
+	dir, err := os.MkdirTemp("", "muster-serve")
+	if err != nil {
+		return fmt.Errorf("creating a directory for muster serve: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	logFile, err := os.CreateTemp("", "muster-serve-*.log")
+	if err != nil {
+		return fmt.Errorf("creating muster serve's log file: %w", err)
+	}
+	defer logFile.Close()
+	m, err := sandbox.StartMuster(ctx, sandbox.MusterOptions{Binary: bin, Admin: admin, Configuration: cfg, Dir: dir, Log: logFile})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Scheduler: muster serve (pid %d, schedulerName: %s), as ServiceAccount %s/%s; log: %s\n",
+		m.PID(), cfg.SchedulerName, deploy.ServiceAccount.Namespace, deploy.ServiceAccount.Name, logFile.Name())
+	select {
+	case <-ctx.Done():
+		return m.Stop(serveStopTimeout)
+	case <-m.Done():
+		return fmt.Errorf("muster serve (pid %d) exited: %v; see %s", m.PID(), m.Err(), logFile.Name())
+	}
 }
+
+// serveStopTimeout bounds the wait for the child muster serve to exit after SIGTERM.
+const serveStopTimeout = 30 * time.Second
