@@ -8,14 +8,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -115,13 +118,15 @@ func writeMusterKubeconfig(ctx context.Context, opts MusterOptions) (string, err
 	if err != nil {
 		return "", err
 	}
-	server, ca := opts.Server, opts.CAData
-	if server == "" {
-		server, ca = opts.Admin.Host, opts.Admin.CAData
+	cluster := &clientcmdapi.Cluster{Server: opts.Server, CertificateAuthorityData: opts.CAData}
+	if opts.Server == "" {
+		cluster = &clientcmdapi.Cluster{
+			Server: opts.Admin.Host, CertificateAuthorityData: opts.Admin.CAData, TLSServerName: opts.Admin.ServerName,
+		}
 	}
 	const name = "muster"
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	kc.Clusters[name] = cluster
 	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	kc.CurrentContext = name
@@ -159,6 +164,18 @@ func ApplyRBAC(ctx context.Context, admin *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("creating a client: %w", err)
 	}
+	// Namespaces first: the other objects live in them.
+	slices.SortStableFunc(objs, func(a, b runtime.Object) int {
+		_, nsA := a.(*corev1.Namespace)
+		_, nsB := b.(*corev1.Namespace)
+		switch {
+		case nsA && !nsB:
+			return -1
+		case nsB && !nsA:
+			return 1
+		}
+		return 0
+	})
 	for _, o := range objs {
 		obj, ok := o.DeepCopyObject().(client.Object)
 		if !ok {
