@@ -54,6 +54,7 @@ func (c *Configuration) SetDefaults() {
 	if c.HealthAddr == "" {
 		c.HealthAddr = DefaultHealthAddr
 	}
+	c.ClientConnection.setDefaults()
 }
 
 // DefaultGroupPolicy returns the built-in per-group settings, every field set: the last

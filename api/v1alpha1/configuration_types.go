@@ -85,6 +85,11 @@ type Configuration struct {
 	// reconcilePeriod is the longest muster waits between two scheduling passes
 	// when no event wakes it earlier. Defaults to 1s.
 	ReconcilePeriod *metav1.Duration `json:"reconcilePeriod,omitempty"`
+
+	// clientConnection sets the rate, burst and encoding of muster's requests to the
+	// API server. Defaults: qps 1000, burst 2000, contentType
+	// application/vnd.kubernetes.protobuf.
+	ClientConnection ClientConnection `json:"clientConnection,omitempty"`
 }
 
 // LeaderElection configures leader election among muster replicas.

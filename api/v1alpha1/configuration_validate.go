@@ -63,6 +63,7 @@ func (c *Configuration) Validate() error {
 		errs = append(errs, &FieldError{"healthAddr", fmt.Sprintf("%q", c.HealthAddr),
 			"must differ from metricsAddr"})
 	}
+	errs = append(errs, c.ClientConnection.validate("clientConnection")...)
 	return errors.Join(errs...)
 }
 

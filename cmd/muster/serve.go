@@ -62,6 +62,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	applyClientConnection(rc, cfg.ClientConnection)
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(f.verbosity), textlogger.Output(cmd.ErrOrStderr())))
@@ -87,6 +88,14 @@ func restConfig(path string) (*rest.Config, error) {
 		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
 	}
 	return rc, nil
+}
+
+// applyClientConnection sets rc's rate limits and encoding from the Configuration's
+// clientConnection (defaulted and valid). client-go's own defaults, 5 requests/s and a
+// burst of 10, would hold muster to about 5 binds a second.
+func applyClientConnection(rc *rest.Config, cc musterv1alpha1.ClientConnection) {
+	rc.QPS, rc.Burst = cc.QPS, int(cc.Burst)
+	rc.ContentType, rc.AcceptContentTypes = cc.ContentType, cc.AcceptContentTypes
 }
 
 // runOnSandbox runs the scheduler on the sandbox as it is deployed: a child

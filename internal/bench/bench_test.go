@@ -55,11 +55,11 @@ func TestPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(p.runners[ScenarioSeed], ","); got != "kube-scheduler-defaults,kube-scheduler-qps,kube-scheduler-gang,muster-defaults" {
+	if got := strings.Join(p.runners[ScenarioSeed], ","); got != "kube-scheduler-defaults,kube-scheduler-qps,kube-scheduler-gang,muster-defaults,muster-qps" {
 		t.Errorf("seed runners: expected no ceiling, found %s", got)
 	}
-	if got := strings.Join(p.runners[ScenarioThroughput], ","); got != "kube-scheduler-defaults,kube-scheduler-qps,kube-scheduler-gang,muster-defaults,ceiling" {
-		t.Errorf("throughput runners: expected all five, found %s", got)
+	if got := strings.Join(p.runners[ScenarioThroughput], ","); got != "kube-scheduler-defaults,kube-scheduler-qps,kube-scheduler-gang,muster-defaults,muster-qps,ceiling" {
+		t.Errorf("throughput runners: expected all six, found %s", got)
 	}
 	for _, bad := range []Options{{Scenarios: []string{"nope"}}, {Scenarios: []string{ScenarioCeiling}}, {Runners: []string{"kube"}},
 		{Scenarios: []string{ScenarioThroughput}, Runners: []string{RunnerCeiling}},

@@ -152,8 +152,8 @@ func timeToLastBind(r Result) (float64, bool) { return r.Span.Seconds(), r.Bound
 // ratios are the ratio columns: one runner's figure over another's.
 var ratios = [][2]string{
 	{RunnerMusterDefaults, RunnerKubeSchedulerDefaults},
-	{RunnerMusterDefaults, RunnerKubeSchedulerQPS},
-	{RunnerMusterDefaults, RunnerKubeSchedulerGang},
+	{RunnerMusterQPS, RunnerKubeSchedulerQPS},
+	{RunnerMusterQPS, RunnerKubeSchedulerGang},
 	{RunnerMusterDefaults, RunnerCeiling},
 }
 
@@ -316,7 +316,7 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(w, "|%s\n", strings.Repeat(" --- |", len(row)))
 		}
 	}
-	fmt.Fprintf(w, "\nClients of the runners with QPS raised: QPS %g, burst %d; kube-scheduler-defaults: QPS 50, burst 100; muster-defaults: deploy/'s Configuration.\n", rep.QPS, rep.Burst)
+	fmt.Fprintf(w, "\nClients of the runners with QPS raised: QPS %g, burst %d; kube-scheduler-defaults: QPS 50, burst 100; muster-defaults: deploy/'s Configuration (clientConnection as shipped).\n", rep.QPS, rep.Burst)
 	return rep.writeNotes(w)
 }
 

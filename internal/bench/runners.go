@@ -43,13 +43,16 @@ const (
 	// Configuration unchanged, as deploy/'s ServiceAccount — given the same native
 	// PodGroups.
 	RunnerMusterDefaults = "muster-defaults"
+	// RunnerMusterQPS is RunnerMusterDefaults with the Configuration's
+	// clientConnection qps and burst raised to the bench's (Options.QPS).
+	RunnerMusterQPS = "muster-qps"
 	// RunnerCeiling binds pods to precomputed nodes without deciding anything.
 	RunnerCeiling = "ceiling"
 )
 
 // Runners lists the runner names in the order they run and appear in the table.
 func Runners() []string {
-	return []string{RunnerKubeSchedulerDefaults, RunnerKubeSchedulerQPS, RunnerKubeSchedulerGang, RunnerMusterDefaults, RunnerCeiling}
+	return []string{RunnerKubeSchedulerDefaults, RunnerKubeSchedulerQPS, RunnerKubeSchedulerGang, RunnerMusterDefaults, RunnerMusterQPS, RunnerCeiling}
 }
 
 // runEnv is what a runner is started with.
@@ -94,6 +97,8 @@ func newRunner(name string) (runner, error) {
 		return upstream{gang: true}, nil
 	case RunnerMusterDefaults:
 		return musterRunner{}, nil
+	case RunnerMusterQPS:
+		return musterRunner{raiseQPS: true}, nil
 	case RunnerCeiling:
 		return ceiling{}, nil
 	}
@@ -161,9 +166,9 @@ func (u upstream) start(ctx context.Context, env runEnv) (func() error, error) {
 // musterRunner runs `muster serve` as deployed (sandbox.StartMuster): its own
 // process from env.musterBinary, deploy/'s Configuration with the metrics and health
 // servers on free loopback ports, as deploy/'s ServiceAccount, over the network to
-// the sandbox. configure, if set, edits the Configuration.
+// the sandbox. With raiseQPS, its clientConnection has the bench's QPS and burst.
 type musterRunner struct {
-	configure func(*musterv1alpha1.Configuration)
+	raiseQPS bool
 }
 
 func (musterRunner) podSpec() podSpec {
@@ -171,7 +176,13 @@ func (musterRunner) podSpec() podSpec {
 }
 
 func (r musterRunner) start(ctx context.Context, env runEnv) (func() error, error) {
-	m, _, err := startMusterProcess(ctx, env, r.configure)
+	var configure func(*musterv1alpha1.Configuration)
+	if r.raiseQPS {
+		configure = func(cfg *musterv1alpha1.Configuration) {
+			cfg.ClientConnection.QPS, cfg.ClientConnection.Burst = env.config.QPS, int32(env.config.Burst)
+		}
+	}
+	m, _, err := startMusterProcess(ctx, env, configure)
 	if err != nil {
 		return nil, err
 	}

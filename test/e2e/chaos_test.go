@@ -96,7 +96,9 @@ func runChaosTrial(t *testing.T, env *sandboxtest.Env, c client.Client, i int, t
 	lease := func(attempt string) func(*musterv1alpha1.Configuration) {
 		// A Lease of its own per process: the restarted muster need not wait out the
 		// killed one's lease (TestLeaderHandOver measures that wait).
-		return func(cfg *musterv1alpha1.Configuration) { cfg.LeaderElection.LeaseName = fmt.Sprintf("chaos-%d-%s", i, attempt) }
+		return func(cfg *musterv1alpha1.Configuration) {
+			cfg.LeaderElection.LeaseName = fmt.Sprintf("chaos-%d-%s", i, attempt)
+		}
 	}
 	first := startMuster(t, env, musterOptions{proxy: proxy, configure: lease("first")})
 	low := pytorchJob{ns: ns, name: "low", workers: chaosGang - 1, plain: true}
