@@ -35,6 +35,9 @@ func (c *Configuration) SetDefaults() {
 		c.Preemption = PreemptLowerPriority
 	}
 	setDuration(&c.ReconcilePeriod, DefaultReconcilePeriod)
+	if c.Namespace == "" {
+		c.Namespace = DefaultNamespace
+	}
 	if c.LeaderElection.Enabled == nil {
 		enabled := true
 		c.LeaderElection.Enabled = &enabled
@@ -53,6 +56,9 @@ func (c *Configuration) SetDefaults() {
 	}
 	if c.HealthAddr == "" {
 		c.HealthAddr = DefaultHealthAddr
+	}
+	if c.DashboardAddr == "" {
+		c.DashboardAddr = DisabledAddr
 	}
 	c.ClientConnection.setDefaults()
 }

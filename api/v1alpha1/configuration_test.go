@@ -39,6 +39,7 @@ groupDefaults:
   backoffMax: 1h
 starvationThreshold: 30m
 preemption: Never
+namespace: gang-system
 leaderElection:
   enabled: false
   leaseName: gang-lock
@@ -57,6 +58,7 @@ reconcilePeriod: 250ms
 					MaxRetries: ptr[int32](5), BackoffBase: dur(time.Second), BackoffMax: dur(time.Hour)}
 				c.StarvationThreshold = dur(30 * time.Minute)
 				c.Preemption = PreemptNever
+				c.Namespace = "gang-system"
 				c.LeaderElection = LeaderElection{Enabled: ptr(false), LeaseName: "gang-lock", LeaseNamespace: "ops",
 					LeaseDuration: dur(4 * time.Second), RenewDeadline: dur(3 * time.Second), RetryPeriod: dur(500 * time.Millisecond)}
 				c.MetricsAddr = "127.0.0.1:9090"
@@ -78,6 +80,11 @@ reconcilePeriod: 250ms
 			name: "two servers on any free port",
 			yaml: header + "metricsAddr: 127.0.0.1:0\nhealthAddr: 127.0.0.1:0\n",
 			edit: func(c *Configuration) { c.MetricsAddr, c.HealthAddr = "127.0.0.1:0", "127.0.0.1:0" },
+		},
+		{
+			name: "dashboard on loopback",
+			yaml: header + "dashboardAddr: 127.0.0.1:8090\n",
+			edit: func(c *Configuration) { c.DashboardAddr = "127.0.0.1:8090" },
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,6 +134,8 @@ func TestParseConfigurationRejects(t *testing.T) {
 		{"unknown preemption", header + "preemption: Always\n",
 			[]string{`preemption: "Always": expected "LowerPriority" or "Never"`}},
 		{"bad queue name", header + "defaultQueue: a/b\n", []string{`defaultQueue: "a/b": must be a DNS-1123 subdomain`}},
+		{"bad namespace", header + "namespace: Muster_System\n",
+			[]string{`namespace: "Muster_System": must be a namespace name`}},
 		{"bad lease namespace", header + "leaderElection:\n  leaseNamespace: kube.system\n",
 			[]string{`leaderElection.leaseNamespace: "kube.system": must be a namespace name`}},
 		{"renew deadline not below the lease", header + "leaderElection:\n  leaseDuration: 5s\n  renewDeadline: 5s\n",
@@ -137,6 +146,10 @@ func TestParseConfigurationRejects(t *testing.T) {
 			[]string{`leaderElection.leaseDuration: "soon": expected a duration`}},
 		{"port without colon", header + "metricsAddr: \"8080\"\n", []string{`metricsAddr: "8080": expected host:port`}},
 		{"port out of range", header + "healthAddr: :70000\n", []string{`healthAddr: ":70000": expected host:port`}},
+		{"dashboard on every interface", header + "dashboardAddr: :8090\n",
+			[]string{`dashboardAddr: ":8090": expected a loopback host`}},
+		{"dashboard on a routable address", header + "dashboardAddr: 10.0.0.5:8090\n",
+			[]string{`dashboardAddr: "10.0.0.5:8090": expected a loopback host`}},
 		{"same address twice", header + "metricsAddr: :9000\nhealthAddr: :9000\n",
 			[]string{`healthAddr: ":9000": must differ from metricsAddr`}},
 		{"every problem reported", header + "groupDefaults:\n  maxRetries: -2\n  startTimeout: 0s\nschedulerName: A\n",

@@ -24,6 +24,7 @@ const (
 	DefaultLeaseDuration             = 15 * time.Second
 	DefaultRenewDeadline             = 10 * time.Second
 	DefaultRetryPeriod               = 2 * time.Second
+	DefaultNamespace                 = "muster-system"
 	DefaultMetricsAddr               = ":8080"
 	DefaultHealthAddr                = ":8081"
 	DefaultReconcilePeriod           = time.Second
@@ -70,6 +71,12 @@ type Configuration struct {
 	// Defaults to "LowerPriority", as kube-scheduler preempts pods.
 	Preemption string `json:"preemption,omitempty"`
 
+	// namespace is muster's own namespace, where only muster (and the cluster's
+	// administrators) may write: it keeps there the records of the pods it will create
+	// again and the Secret muster-signing-key whose key signs those records and the
+	// plans it writes on pods. Defaults to "muster-system".
+	Namespace string `json:"namespace,omitempty"`
+
 	// leaderElection configures the Lease that lets one of several muster
 	// replicas act at a time.
 	LeaderElection LeaderElection `json:"leaderElection,omitempty"`
@@ -81,6 +88,12 @@ type Configuration struct {
 	// healthAddr is the host:port of the /healthz and /readyz server, or "0" for
 	// none. Defaults to ":8081".
 	HealthAddr string `json:"healthAddr,omitempty"`
+
+	// dashboardAddr is the host:port of the read-only web dashboard, or "0" for
+	// none. Defaults to "0". The dashboard does not authenticate its viewers yet, so
+	// the host must be a loopback address (127.0.0.1:8090, [::1]:8090, localhost:8090):
+	// reach it with kubectl port-forward.
+	DashboardAddr string `json:"dashboardAddr,omitempty"`
 
 	// reconcilePeriod is the longest muster waits between two scheduling passes
 	// when no event wakes it earlier. Defaults to 1s.

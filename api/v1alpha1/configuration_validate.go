@@ -56,9 +56,14 @@ func (c *Configuration) Validate() error {
 			fmt.Sprintf("expected %q or %q", PreemptLowerPriority, PreemptNever)})
 	}
 	errs = append(errs, positiveDuration("reconcilePeriod", c.ReconcilePeriod, true)...)
+	if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
+		errs = append(errs, &FieldError{"namespace", fmt.Sprintf("%q", c.Namespace),
+			"must be a namespace name (DNS-1123 label): " + strings.Join(msgs, "; ")})
+	}
 	errs = append(errs, c.LeaderElection.validate("leaderElection")...)
 	errs = append(errs, listenAddr("metricsAddr", c.MetricsAddr)...)
 	errs = append(errs, listenAddr("healthAddr", c.HealthAddr)...)
+	errs = append(errs, loopbackAddr("dashboardAddr", c.DashboardAddr)...)
 	if c.MetricsAddr == c.HealthAddr && c.MetricsAddr != DisabledAddr && !anyPort(c.MetricsAddr) {
 		errs = append(errs, &FieldError{"healthAddr", fmt.Sprintf("%q", c.HealthAddr),
 			"must differ from metricsAddr"})
@@ -192,4 +197,19 @@ func listenAddr(path, addr string) []error {
 func anyPort(addr string) bool {
 	_, port, err := net.SplitHostPort(addr)
 	return err == nil && port == "0"
+}
+
+// loopbackAddr checks a listen address that must stay on the machine: host:port whose
+// host is a loopback IP or "localhost", or DisabledAddr. An empty host, which listens
+// on every interface, is refused.
+func loopbackAddr(path, addr string) []error {
+	if errs := listenAddr(path, addr); errs != nil || addr == DisabledAddr {
+		return errs
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return nil
+	}
+	return []error{&FieldError{path, fmt.Sprintf("%q", addr),
+		"expected a loopback host (127.0.0.1:PORT, [::1]:PORT or localhost:PORT): the dashboard does not authenticate its viewers yet; reach it with kubectl port-forward"}}
 }

@@ -28,6 +28,7 @@ func newRootCmd() *cobra.Command {
 		newDemoCmd(),
 		newSimCmd(),
 		newServeCmd(),
+		newDashboardCmd(),
 		newExplainCmd(),
 		newBenchCmd(),
 		sandboxCmd,

@@ -21,7 +21,7 @@ import (
 // startScheduler runs muster's scheduler against the cluster that cfg reaches with
 // full access until ctx is done, saying how on out. It is nil until the scheduler is
 // wired in; the sandbox command then runs the cluster without a scheduler and says so.
-var startScheduler func(ctx context.Context, out io.Writer, cfg *rest.Config) error
+var startScheduler func(ctx context.Context, cfg *rest.Config, out io.Writer) error
 
 // sandboxFlags are the flags of `muster sandbox`.
 type sandboxFlags struct {
@@ -143,7 +143,7 @@ func runScheduler(ctx context.Context, out io.Writer, cfg *rest.Config, nodesOnl
 	case startScheduler == nil:
 		fmt.Fprintln(out, "Scheduler: muster's scheduler is not wired into the sandbox yet; pods stay Pending unless another scheduler binds them.")
 	default:
-		go func() { done <- startScheduler(ctx, out, cfg) }()
+		go func() { done <- startScheduler(ctx, cfg, out) }()
 	}
 	return done
 }

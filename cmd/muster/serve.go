@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -100,10 +101,11 @@ func applyClientConnection(rc *rest.Config, cc musterv1alpha1.ClientConnection) 
 
 // runOnSandbox runs the scheduler on the sandbox as it is deployed: a child
 // `muster serve` process of this executable, with deploy/'s Configuration (metrics
-// and health servers off, so that nothing else on the machine is in the way), as
-// deploy/'s ServiceAccount with deploy/'s RBAC. Its log goes to a file named on out.
-// It stops the child with SIGTERM when ctx ends.
-func runOnSandbox(ctx context.Context, out io.Writer, admin *rest.Config) error {
+// and health servers off, so that nothing else on the machine is in the way; the
+// dashboard on loopback, whose URL it prints to out), as deploy/'s ServiceAccount
+// with deploy/'s RBAC. Its log goes to a file named on out. It stops the child with
+// SIGTERM when ctx ends.
+func runOnSandbox(ctx context.Context, admin *rest.Config, out io.Writer) error {
 	bin, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding muster's executable: %w", err)
@@ -113,6 +115,9 @@ func runOnSandbox(ctx context.Context, out io.Writer, admin *rest.Config) error 
 		return err
 	}
 	cfg.MetricsAddr, cfg.HealthAddr = musterv1alpha1.DisabledAddr, musterv1alpha1.DisabledAddr
+	if cfg.DashboardAddr, err = sandboxDashboardAddr(); err != nil {
+		return err
+	}
 	dir, err := os.MkdirTemp("", "muster-serve")
 	if err != nil {
 		return fmt.Errorf("creating a directory for muster serve: %w", err)
@@ -129,12 +134,29 @@ func runOnSandbox(ctx context.Context, out io.Writer, admin *rest.Config) error 
 	}
 	fmt.Fprintf(out, "Scheduler: muster serve (pid %d, schedulerName: %s), as ServiceAccount %s/%s; log: %s\n",
 		m.PID(), cfg.SchedulerName, deploy.ServiceAccount.Namespace, deploy.ServiceAccount.Name, logFile.Name())
+	fmt.Fprintf(out, "Dashboard: http://%s/\n", cfg.DashboardAddr)
 	select {
 	case <-ctx.Done():
 		return m.Stop(serveStopTimeout)
 	case <-m.Done():
 		return fmt.Errorf("muster serve (pid %d) exited: %v; see %s", m.PID(), m.Err(), logFile.Name())
 	}
+}
+
+// sandboxDashboard is the sandbox's dashboard address while its port is free.
+const sandboxDashboard = "127.0.0.1:8090"
+
+// sandboxDashboardAddr returns sandboxDashboard, or a free loopback port when
+// something else listens there (a second sandbox).
+func sandboxDashboardAddr() (string, error) {
+	ln, err := net.Listen("tcp", sandboxDashboard)
+	if err != nil {
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return "", fmt.Errorf("finding a port for the dashboard: %w", err)
+		}
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // serveStopTimeout bounds the wait for the child muster serve to exit after SIGTERM.

@@ -112,6 +112,7 @@ func (s *scheduler) applyPod(ctx context.Context, key string) {
 	s.pods[key], s.memberOf[key] = p, gk
 	s.declare(key, source.GroupOf(p).Key())
 	if s.podIsOurs(p) {
+		s.sayAmbiguous(ctx, p)
 		s.eng.SetPod(p, gk)
 		s.noteFailed(key, p)
 		s.watchOwner(gk, p)
@@ -144,6 +145,7 @@ func (s *scheduler) forgetPod(key string, old *corev1.Pod) {
 	delete(s.pods, key)
 	delete(s.memberOf, key)
 	delete(s.failed, key)
+	delete(s.said, key)
 	s.declare(key, "")
 	s.eng.RemovePod(key)
 	if m := s.members[gk]; m != nil {
@@ -180,7 +182,9 @@ func (s *scheduler) translate(key string) {
 		case ref.Source == engine.Single:
 			spec = s.singleSpec(ours[0])
 		default:
-			return // members name a group object not seen yet: they wait for it
+			// Members name a group object not seen yet: they wait for it, and are told.
+			s.sayMissing(context.Background(), ref, ours)
+			return
 		}
 	}
 	owner := s.ownerOf(context.Background(), pods, s.objects[key])
@@ -209,7 +213,7 @@ func (s *scheduler) pastOf(key string) *lifecycle.Past {
 	holder := ""
 	if obj := s.objects[key]; obj != nil {
 		annotations, holder = obj.GetAnnotations(), key
-	} else if p := s.recordHolder(key); p != nil {
+	} else if p := s.recordCarrier(key); p != nil {
 		annotations, holder = p.Annotations, podKey(p)
 	}
 	if owner := s.ownerObjects[key]; annotations[musterv1alpha1.LifecycleAnnotation] == "" && owner != nil &&

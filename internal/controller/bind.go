@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -25,6 +26,9 @@ type Plan struct {
 	Attempt int `json:"attempt"`
 	// Pods maps member pod names (in the group's namespace) to their assignment.
 	Pods map[string]Assignment `json:"pods"`
+	// Signature is muster's signature of the rest (see trust.go): a restarted muster
+	// acts only on plans it signed, carried by the pods they were made for.
+	Signature string `json:"signature,omitempty"`
 }
 
 // Assignment is one member's node in a Plan, and the UID of the pod it was made for.
@@ -157,7 +161,15 @@ const planOnEveryBind = 32
 // bound reads the whole plan from the members that are. The plan stays on the pods as
 // the record of their placement.
 func (s *scheduler) bindGroup(ctx context.Context, job bindJob) []string {
-	annotations, err := planAnnotations(job.plan)
+	annotations, err := s.planAnnotations(job.plan)
+	first := len(job.binds)
+	if err == nil {
+		job, first = s.carriersFirst(ctx, job, annotations[musterv1alpha1.PlacementAnnotation])
+		if first == 0 {
+			err = fmt.Errorf("no member of %s has room for its plan under the %d bytes of annotations the API server accepts",
+				job.group, apivalidation.TotalAnnotationSizeLimitB)
+		}
+	}
 	if err != nil {
 		// Binding without the record beats never binding. The cost is this group's
 		// crash safety: a muster restarted in the middle of these binds finds no plan
@@ -166,8 +178,8 @@ func (s *scheduler) bindGroup(ctx context.Context, job bindJob) []string {
 		if p := job.pods[0]; p != nil {
 			s.event(p, corev1.EventTypeWarning, "PlanNotRecorded", err.Error())
 		}
+		annotations, first = nil, len(job.binds)
 	}
-	first := len(job.binds)
 	if first > planOnEveryBind {
 		first = 1
 	}
@@ -197,13 +209,44 @@ func (s *scheduler) bindGroup(ctx context.Context, job bindJob) []string {
 	return failed
 }
 
+// carriersFirst orders job's binds so that the members with room for the plan (value)
+// in their annotations come first, and returns the job and how many of them there
+// are. Each member without room gets ConditionPlanRecorded=False: the API server
+// would refuse its Binding, or the pod, with the plan on it.
+func (s *scheduler) carriersFirst(ctx context.Context, job bindJob, value string) (bindJob, int) {
+	var room, none []int
+	for i, p := range job.pods {
+		if p != nil && hasRoom(p, musterv1alpha1.PlacementAnnotation, value) {
+			room = append(room, i)
+		} else {
+			none = append(none, i)
+		}
+	}
+	if len(none) == 0 {
+		return job, len(room)
+	}
+	for _, i := range none {
+		if p := job.pods[i]; p != nil && len(room) > 0 {
+			s.markNoRoom(ctx, p, musterv1alpha1.PlacementAnnotation, value, job.pods[room[0]].Name)
+		}
+	}
+	out := bindJob{group: job.group, plan: job.plan}
+	for _, i := range append(room, none...) {
+		out.binds, out.pods = append(out.binds, job.binds[i]), append(out.pods, job.pods[i])
+	}
+	return out, len(room)
+}
+
 // maxPlanBytes bounds the encoded plan: the API server refuses a pod whose annotations
 // pass 256 KiB in all, and the pod has annotations of its own.
 const maxPlanBytes = 200 << 10
 
 // planAnnotations returns the Binding annotations that carry plan, or nil and an error
 // saying why the plan cannot be carried (it is too large: about 3,000 members).
-func planAnnotations(plan Plan) (map[string]string, error) {
+func (s *scheduler) planAnnotations(plan Plan) (map[string]string, error) {
+	if err := s.signer.signPlan(&plan); err != nil {
+		return nil, err
+	}
 	data, err := json.Marshal(plan)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the plan of %s: %w", plan.Group, err)

@@ -43,6 +43,12 @@ type Options struct {
 	// Metrics receives the scheduler's measurements; nil means muster's collectors in
 	// controller-runtime's registry, served on metricsAddr.
 	Metrics *metrics.Metrics
+	// DashboardListening, when set, is told the dashboard's URL once it listens (the
+	// sandbox prints it).
+	DashboardListening func(url string)
+	// DashboardAuth, when set, wraps the dashboard's handler: the place for an
+	// authenticating handler in front of it.
+	DashboardAuth func(http.Handler) http.Handler
 }
 
 // Scheme returns a scheme with every type the controller reads or writes.
@@ -148,9 +154,16 @@ func NewManager(opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the Event recorder: %w", err)
 	}
+	ledger, err := addDashboard(mgr, cfg, kube, opts)
+	if err != nil {
+		return nil, err
+	}
 	s := &scheduler{
 		cfg: cfg, clock: opts.Clock, log: opts.Log, mgr: mgr, kube: kube, dyn: dyn,
 		recorder: recorder, broadcaster: broadcaster, metrics: opts.Metrics,
+	}
+	if ledger != nil {
+		s.observer = ledger
 	}
 	if s.metrics == nil {
 		s.metrics = defaultMetrics()

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/engine"
@@ -18,13 +19,17 @@ import (
 	"github.com/muster-sched/muster/internal/lifecycle"
 )
 
-// Keys of the ConfigMaps that record pods muster recreates.
+// Keys of the ConfigMaps that record pods muster recreates. They live in muster's own
+// namespace (Configuration.namespace), where tenants cannot write, and are signed (see
+// trust.go): a record is the pod muster will create, in any namespace, so one a
+// tenant could write would let them create pods where they may not.
 const (
 	// RecreateLabel marks a ConfigMap that records a pod muster evicted and will
 	// create again, because no controller owns it.
-	RecreateLabel = "muster.dev/recreate"
-	recordPodKey  = "pod"
-	recordUIDKey  = "uid"
+	RecreateLabel      = "muster.dev/recreate"
+	recordPodKey       = "pod"
+	recordUIDKey       = "uid"
+	recordSignatureKey = "signature"
 )
 
 // recreation is a recorded pod waiting for its old pod to be gone.
@@ -92,13 +97,15 @@ func (s *scheduler) markDisrupted(ctx context.Context, p *corev1.Pod, ev engine.
 	}
 }
 
-// recordName is the ConfigMap that records pod name: the name itself when it fits.
-func recordName(name string) string {
+// recordName is the ConfigMap, in muster's namespace, that records pod ns/name: the
+// pod's namespace and name when they fit (a namespace name holds no dot, so NS.NAME
+// names one pod), a digest of them otherwise.
+func recordName(ns, name string) string {
 	const prefix = "muster-recreate-"
-	if len(prefix)+len(name) <= 253 {
-		return prefix + name
+	if full := prefix + ns + "." + name; len(full) <= 253 {
+		return full
 	}
-	sum := sha256.Sum256([]byte(name))
+	sum := sha256.Sum256([]byte(ns + "/" + name))
 	return prefix + hex.EncodeToString(sum[:16])
 }
 
@@ -140,11 +147,15 @@ func (s *scheduler) record(ctx context.Context, p *corev1.Pod, groupRecord strin
 	if err != nil {
 		return nil, fmt.Errorf("encoding pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
+	name := recordName(p.Namespace, p.Name)
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: recordName(p.Name), Namespace: p.Namespace, Labels: map[string]string{RecreateLabel: "true"}},
-		Data:       map[string]string{recordPodKey: string(data), recordUIDKey: string(p.UID)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.cfg.Namespace, Labels: map[string]string{RecreateLabel: "true"}},
+		Data: map[string]string{
+			recordPodKey: string(data), recordUIDKey: string(p.UID),
+			recordSignatureKey: s.signer.signRecord(name, string(data), string(p.UID)),
+		},
 	}
-	cms := s.kube.CoreV1().ConfigMaps(p.Namespace)
+	cms := s.kube.CoreV1().ConfigMaps(s.cfg.Namespace)
 	_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
@@ -174,24 +185,26 @@ func (s *scheduler) recreateIfRecorded(ctx context.Context, key string, current 
 		}
 	}
 	delete(s.recreate, key)
-	err := s.kube.CoreV1().ConfigMaps(r.pod.Namespace).Delete(ctx, r.configMap, metav1.DeleteOptions{})
+	err := s.kube.CoreV1().ConfigMaps(s.cfg.Namespace).Delete(ctx, r.configMap, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		s.log.Error(err, "deleting the record of a recreated pod", "configMap", r.pod.Namespace+"/"+r.configMap)
+		s.log.Error(err, "deleting the record of a recreated pod", "configMap", s.cfg.Namespace+"/"+r.configMap)
 	}
 }
 
-// loadRecords reads the records a previous leader left, and carries each out: a pod
-// still present is evicted again, a pod gone is created again.
+// loadRecords reads the records a previous leader left in muster's namespace, and
+// carries out each that verifies (see verifyRecord): a pod still present is evicted
+// again, a pod gone is created again. A record that does not verify is ignored, with
+// an UntrustedRecord Event on it.
 func (s *scheduler) loadRecords(ctx context.Context) error {
-	list, err := s.kube.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: RecreateLabel + "=true"})
+	list, err := s.kube.CoreV1().ConfigMaps(s.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: RecreateLabel + "=true"})
 	if err != nil {
-		return fmt.Errorf("listing the records of pods to recreate: %w", err)
+		return fmt.Errorf("listing the records of pods to recreate in namespace %s: %w", s.cfg.Namespace, err)
 	}
 	for i := range list.Items {
 		cm := &list.Items[i]
-		p := &corev1.Pod{}
-		if err := json.Unmarshal([]byte(cm.Data[recordPodKey]), p); err != nil {
-			s.log.Error(err, "ignoring a malformed record of a pod to recreate", "configMap", cm.Namespace+"/"+cm.Name)
+		p, bad := s.signer.verifyRecord(cm, s.cfg.SchedulerName)
+		if bad != nil {
+			s.untrusted(cm, KindRecord, bad)
 			continue
 		}
 		key := podKey(p)
@@ -208,4 +221,15 @@ func (s *scheduler) loadRecords(ctx context.Context) error {
 		s.recreateIfRecorded(ctx, key, current)
 	}
 	return nil
+}
+
+// untrusted ignores a record or a plan that failed verification: an UntrustedRecord
+// Event on the object that holds it, a log line and a count in
+// muster_untrusted_records_total.
+func (s *scheduler) untrusted(holder client.Object, kind string, why *untrusted) {
+	s.log.Info("ignoring a "+kind+" that failed verification", "object", holder.GetNamespace()+"/"+holder.GetName(),
+		"reason", why.reason, "detail", why.message)
+	s.metrics.Untrusted.WithLabelValues(kind, why.reason).Inc()
+	s.event(holder, corev1.EventTypeWarning, ReasonUntrustedRecord,
+		fmt.Sprintf("muster ignored the %s on this object (%s): %s", kind, why.reason, why.message))
 }

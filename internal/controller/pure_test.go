@@ -138,11 +138,11 @@ func TestKeys(t *testing.T) {
 		t.Errorf("Key() does not round-trip: %s", ref.Key())
 	}
 	long := strings.Repeat("x", 300)
-	if name := recordName(long); len(name) > 253 || !strings.HasPrefix(name, "muster-recreate-") {
+	if name := recordName("ns", long); len(name) > 253 || !strings.HasPrefix(name, "muster-recreate-") {
 		t.Errorf("recordName of a 300-character pod name = %q (%d characters)", name, len(name))
 	}
-	if recordName("w-0") != "muster-recreate-w-0" {
-		t.Errorf("recordName(w-0) = %q", recordName("w-0"))
+	if recordName("a", "w-0") != "muster-recreate-a.w-0" {
+		t.Errorf("recordName(a, w-0) = %q", recordName("a", "w-0"))
 	}
 }
 
@@ -159,7 +159,8 @@ func TestPlanAnnotations(t *testing.T) {
 		}
 		return p
 	}
-	got, err := planAnnotations(plan(8))
+	s := &scheduler{signer: signer{key: make([]byte, signingKeyBytes)}}
+	got, err := s.planAnnotations(plan(8))
 	if err != nil {
 		t.Fatalf("an 8-member plan: expected annotations, found %v", err)
 	}
@@ -167,7 +168,7 @@ func TestPlanAnnotations(t *testing.T) {
 	if err := json.Unmarshal([]byte(got[musterv1alpha1.PlacementAnnotation]), &back); err != nil || len(back.Pods) != 8 {
 		t.Errorf("an 8-member plan: expected it back with 8 members, found %+v (%v)", back, err)
 	}
-	got, err = planAnnotations(plan(4000))
+	got, err = s.planAnnotations(plan(4000))
 	if err == nil || got != nil {
 		t.Fatalf("a 4,000-member plan: expected an error and no annotations, found %v", got)
 	}

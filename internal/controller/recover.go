@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/source"
 )
 
 // recoverInFlight carries out the recreation records and settles the plans a previous
@@ -74,23 +74,33 @@ func (s *scheduler) awaitBound(ctx context.Context, pods []*corev1.Pod) error {
 	return nil
 }
 
-// findPlans returns the plans that bound pods carry, by their recorded text: the
-// members of a group may carry different plans (a finished one, and the one that
-// placed a replacement), and each is settled on its own.
+// findPlans returns the plans that bound pods of muster's carry, by their recorded
+// text: the members of a group may carry different plans (a finished one, and the one
+// that placed a replacement), and each is settled on its own. Only plans that verify
+// against their carrier are returned (see verifyPlan): a tenant can write any
+// annotation on their own pods, even create them bound, and a plan is a list of pods
+// for muster to bind or evict. The others are ignored, with an UntrustedRecord Event
+// on the carrier.
 func (s *scheduler) findPlans(ctx context.Context) (map[string]*Plan, error) {
 	var pods corev1.PodList
 	if err := s.mgr.GetCache().List(ctx, &pods); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	plans := map[string]*Plan{}
-	for _, pod := range pods.Items {
+	for i := range pods.Items {
+		pod := &pods.Items[i]
 		v, ok := pod.Annotations[musterv1alpha1.PlacementAnnotation]
-		if !ok || pod.Spec.NodeName == "" {
+		if !ok || pod.Spec.NodeName == "" || plans[v] != nil {
 			continue
 		}
-		p := &Plan{}
-		if err := json.Unmarshal([]byte(v), p); err != nil || p.Group == "" {
-			s.log.Error(err, "ignoring a malformed plan", "pod", pod.Namespace+"/"+pod.Name, "value", v)
+		if !s.podIsOurs(pod) {
+			s.untrusted(pod, KindPlan, &untrusted{UntrustedNotOurs,
+				fmt.Sprintf("spec.schedulerName: %q: only muster's pods (%q) carry its plans", pod.Spec.SchedulerName, s.cfg.SchedulerName)})
+			continue
+		}
+		p, bad := s.signer.verifyPlan(pod, v)
+		if bad != nil {
+			s.untrusted(pod, KindPlan, bad)
 			continue
 		}
 		plans[v] = p
@@ -108,8 +118,9 @@ func (s *scheduler) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pl
 	var bound, unbound []*corev1.Pod
 	for _, name := range plan.names() {
 		p := &corev1.Pod{}
-		if err := s.mgr.GetCache().Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil || p.UID != plan.Pods[name].UID {
-			continue
+		err := s.mgr.GetCache().Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)
+		if err != nil || p.UID != plan.Pods[name].UID || !s.podIsOurs(p) || !claims(p, plan.Group) {
+			continue // gone, replaced, another scheduler's, or no longer the group's
 		}
 		if p.Spec.NodeName != "" {
 			bound = append(bound, p)
@@ -122,8 +133,11 @@ func (s *scheduler) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pl
 	}
 	if s.fits(snap, plan, unbound) {
 		s.log.Info("completing a plan in flight", "group", plan.Group, "bound", len(bound), "binding", len(unbound))
-		annotations := map[string]string{musterv1alpha1.PlacementAnnotation: raw}
 		for _, p := range unbound {
+			var annotations map[string]string
+			if hasRoom(p, musterv1alpha1.PlacementAnnotation, raw) {
+				annotations = map[string]string{musterv1alpha1.PlacementAnnotation: raw}
+			}
 			if err := s.bindPod(ctx, p, plan.Pods[p.Name].Node, annotations); err != nil {
 				s.log.Error(err, "completing a plan in flight", "group", plan.Group)
 				continue
@@ -151,4 +165,10 @@ func (s *scheduler) fits(snap *cluster.Snapshot, plan *Plan, unbound []*corev1.P
 		snap.Bind(p, n.Name())
 	}
 	return true
+}
+
+// claims reports whether pod p names group gk, or is gk itself, a group of one (a pod
+// naming no group, or a member of a basic native PodGroup, see basic.go).
+func claims(p *corev1.Pod, gk string) bool {
+	return source.GroupOf(p).Key() == gk || (source.Ref{Source: engine.Single, Namespace: p.Namespace, Name: p.Name}).Key() == gk
 }

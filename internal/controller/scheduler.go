@@ -37,6 +37,8 @@ type scheduler struct {
 	// recorder records Events; broadcaster writes them while the scheduler runs.
 	recorder    events.EventRecorder
 	broadcaster events.EventBroadcaster
+	// signer signs and verifies the records and plans muster reads back (trust.go).
+	signer signer
 
 	changes      *changes
 	apis         map[engine.Source]bool
@@ -61,6 +63,9 @@ type scheduler struct {
 	// rechecks holds the groups whose owner is read again after a member failed (see
 	// ownerfail.go).
 	rechecks map[string]*recheck
+	// said holds, per pod key, the reason and message muster last gave a pod it cannot
+	// schedule for a reason only the pod shows (see silent.go).
+	said map[string]string
 	// failed holds the keys of muster's pods seen Failed, for replaceFailed.
 	failed map[string]bool
 	// objects holds the group objects by group key.
@@ -87,9 +92,14 @@ type scheduler struct {
 	// significant and wroteAt hold, per group, the state last written and when.
 	significant map[string]string
 	wroteAt     map[string]time.Time
-	metrics     *metrics.Metrics
-	writer      *statusWriter
-	binder      *binder
+	// abandoned holds, per group, the significance of the status write the API server
+	// refused for good: it is not tried again until the group's state changes.
+	abandoned map[string]string
+	metrics   *metrics.Metrics
+	// observer, when set, is told of every Step (the dashboard's cost ledger).
+	observer StepObserver
+	writer   *statusWriter
+	binder   *binder
 	// nextSummary is when the loop next reads every group's status (see report).
 	nextSummary time.Time
 }
@@ -104,21 +114,15 @@ func (s *scheduler) NeedLeaderElection() bool { return true }
 func (s *scheduler) Start(ctx context.Context) error {
 	s.changes = newChanges()
 	s.eng = engine.New(s.engineConfig())
-	s.pods, s.members = map[string]*corev1.Pod{}, map[string]map[string]*corev1.Pod{}
-	s.objects, s.specDirty = map[string]client.Object{}, map[string]bool{}
-	s.recreate, s.written = map[string]*recreation{}, map[string]string{}
-	s.conditions, s.recorded = map[string][]metav1.Condition{}, map[string]string{}
-	s.significant, s.wroteAt = map[string]string{}, map[string]time.Time{}
-	s.phases = map[string]spv1alpha1.PodGroupPhase{}
-	s.queueWritten = map[string]string{}
-	s.memberOf, s.declared, s.declaredBy = map[string]string{}, map[string]map[string]bool{}, map[string]string{}
-	s.failed, s.suspended, s.leaving = map[string]bool{}, map[types.NamespacedName]*suspension{}, map[types.UID]*cleanup{}
-	s.owners, s.ownerObjects = map[types.NamespacedName]ownerEntry{}, map[string]*unstructured.Unstructured{}
-	s.rechecks = map[string]*recheck{}
+	s.initState()
 	if err := s.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return fmt.Errorf("starting the Event recorder: %w", err)
 	}
 	defer s.broadcaster.Shutdown()
+	var err error
+	if s.signer, err = loadSigningKey(ctx, s.kube, s.cfg.Namespace); err != nil {
+		return err
+	}
 	if err := s.watch(ctx); err != nil {
 		return err
 	}
@@ -140,6 +144,21 @@ func (s *scheduler) Start(ctx context.Context) error {
 	s.loop(ctx)
 	<-binding // binds in flight end with ctx; none outlives the scheduler
 	return nil
+}
+
+// initState makes the maps the loop keeps, empty.
+func (s *scheduler) initState() {
+	s.pods, s.members = map[string]*corev1.Pod{}, map[string]map[string]*corev1.Pod{}
+	s.objects, s.specDirty = map[string]client.Object{}, map[string]bool{}
+	s.recreate, s.written = map[string]*recreation{}, map[string]string{}
+	s.conditions, s.recorded = map[string][]metav1.Condition{}, map[string]string{}
+	s.significant, s.wroteAt, s.abandoned = map[string]string{}, map[string]time.Time{}, map[string]string{}
+	s.phases = map[string]spv1alpha1.PodGroupPhase{}
+	s.queueWritten = map[string]string{}
+	s.memberOf, s.declared, s.declaredBy = map[string]string{}, map[string]map[string]bool{}, map[string]string{}
+	s.failed, s.suspended, s.leaving = map[string]bool{}, map[types.NamespacedName]*suspension{}, map[types.UID]*cleanup{}
+	s.owners, s.ownerObjects = map[types.NamespacedName]ownerEntry{}, map[string]*unstructured.Unstructured{}
+	s.rechecks, s.said = map[string]*recheck{}, map[string]string{}
 }
 
 // engineConfig translates the configuration into the engine's defaults.
@@ -179,9 +198,12 @@ func (s *scheduler) loop(ctx context.Context) {
 		for _, pod := range s.binder.takeFailed() {
 			s.eng.BindFailed(pod)
 		}
-		began := time.Now()
-		out := s.eng.Step(s.clock.Now())
+		began, now := time.Now(), s.clock.Now()
+		out := s.eng.Step(now)
 		s.observe(out, time.Since(began))
+		if s.observer != nil {
+			s.observer.Stepped(now, out, s.eng.Group)
+		}
 		s.carryOut(ctx, out)
 		wakeAt := s.report(ctx, out)
 		for _, at := range []time.Time{s.resumeDue(ctx), s.nextRecheck()} {
@@ -238,6 +260,7 @@ func (s *scheduler) carryOut(ctx context.Context, out engine.Output) {
 	s.evictGroups(ctx, out.Evictions)
 	s.replaceFailed(ctx)
 	s.bindAll(ctx, out.Binds)
+	s.forgetGroups(out.Dropped)
 }
 
 // unrecorded are the transitions muster does not record as Kubernetes Events. In the

@@ -111,6 +111,7 @@ type groupWrite struct {
 // group when all is set. The writes are prepared here, in the loop, and sent by the
 // status writer; a write that fails is prepared again on the next pass.
 func (s *scheduler) writeStatuses(changed map[string]bool, all bool) {
+	s.giveUp(s.writer.takeRefused())
 	failed := s.writer.takeFailed()
 	for _, key := range failed {
 		delete(s.significant, key)
@@ -142,11 +143,35 @@ func (s *scheduler) writeStatuses(changed map[string]bool, all bool) {
 	}
 }
 
+// ReasonStatusNotWritten is the reason of the Event on a group whose status write the
+// API server refused for good.
+const ReasonStatusNotWritten = "StatusNotWritten"
+
+// giveUp records the status writes the API server refused for a reason retrying does
+// not mend: each is not tried again until its group's state changes (see
+// significance), with a StatusNotWritten Event and a count in
+// muster_status_not_written_total. Before, muster retried such a write on every pass,
+// about 31 times a minute, for ever.
+func (s *scheduler) giveUp(refused []refusal) {
+	for _, r := range refused {
+		s.abandoned[r.key] = r.significant
+		s.metrics.StatusNotWritten.WithLabelValues(string(r.reason)).Inc()
+		s.groupEvent(r.key, corev1.EventTypeWarning, ReasonStatusNotWritten,
+			fmt.Sprintf("the API server refused the group's status (%s); muster writes it again when the group's state changes: %v", r.reason, r.err))
+	}
+}
+
 // prepareWrite builds the write of one group's status, or reports that nothing changed.
 func (s *scheduler) prepareWrite(key string) (groupWrite, bool) {
 	st, ok := s.eng.Group(key)
 	if !ok || !s.due(key, st) {
 		return groupWrite{}, false
+	}
+	if sig, refused := s.abandoned[key]; refused {
+		if sig == significance(st) {
+			return groupWrite{}, false // refused for good; tried again once the state moves
+		}
+		delete(s.abandoned, key)
 	}
 	record, err := explain.EncodeRecord(st)
 	if err != nil {
@@ -157,7 +182,7 @@ func (s *scheduler) prepareWrite(key string) (groupWrite, bool) {
 	if s.objects[key] == nil {
 		// The record goes on a member pod; pods created again after an eviction (the
 		// group kept its state for them) get it again.
-		holder := s.recordHolder(key)
+		holder := s.recordHolder(key, w.record)
 		if holder == nil {
 			return w, false
 		}
@@ -202,13 +227,21 @@ func significance(st engine.Status) string {
 }
 
 // conditionsOf returns a group's conditions, naming what the owner declares while the
-// group gathers: a replica outside the group is the classic cause.
+// group gathers (a replica outside the group is the classic cause), or, when no
+// controller owns its members, that nothing will create the missing ones.
 func (s *scheduler) conditionsOf(key string, st engine.Status) []metav1.Condition {
 	conds := Conditions(st)
-	if owner := s.ownerObjects[key]; owner != nil && st.Phase == lifecycle.Gathering {
-		msg := source.Gathering(st.Spec, st.Observed.Members, owner)
-		for i := range conds {
-			conds[i].Message = msg
+	if st.Phase != lifecycle.Gathering {
+		return conds
+	}
+	owner := s.ownerObjects[key]
+	note := source.Unowned(st.Spec, st.Observed.Members, s.memberList(key))
+	for i := range conds {
+		switch {
+		case owner != nil:
+			conds[i].Message = source.Gathering(st.Spec, st.Observed.Members, owner)
+		case note != "":
+			conds[i].Message += "; " + note
 		}
 	}
 	return conds
@@ -296,14 +329,34 @@ func (s *scheduler) patch(ctx context.Context, api *groupAPI, ns, name string, p
 	return nil
 }
 
-// recordHolder returns the member pod that carries a plain group's lifecycle record,
-// its lowest-named, or nil when the group has no member left.
-func (s *scheduler) recordHolder(key string) *corev1.Pod {
-	pods := s.memberList(key)
-	if len(pods) == 0 {
-		return nil
+// recordHolder returns the member pod that is to carry a plain group's lifecycle
+// record: its lowest-named with room for it in its annotations (see hasRoom), or nil
+// when the group has no member left, or none with room.
+func (s *scheduler) recordHolder(key, record string) *corev1.Pod {
+	for _, p := range s.byName(key) {
+		if hasRoom(p, musterv1alpha1.LifecycleAnnotation, record) {
+			return p
+		}
 	}
-	return slices.MinFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return nil
+}
+
+// recordCarrier returns the member pod that carries a plain group's lifecycle record,
+// the lowest-named that has one, or nil.
+func (s *scheduler) recordCarrier(key string) *corev1.Pod {
+	for _, p := range s.byName(key) {
+		if _, ok := p.Annotations[musterv1alpha1.LifecycleAnnotation]; ok {
+			return p
+		}
+	}
+	return nil
+}
+
+// byName returns a group's member pods sorted by name.
+func (s *scheduler) byName(key string) []*corev1.Pod {
+	pods := s.memberList(key)
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return pods
 }
 
 // podRecordWrite prepares the write of a plain group's lifecycle record on holder.

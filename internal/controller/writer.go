@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/flowcontrol"
 )
 
@@ -29,6 +31,32 @@ type statusWriter struct {
 	wake    chan struct{}
 
 	failed failures // keys whose last write failed, for the loop to write again
+	// refused holds the writes the API server refused for good (see permanent).
+	refusedMu sync.Mutex
+	refused   []refusal
+}
+
+// refusal is a group status write that the API server refused for a reason retrying
+// does not mend: the object would be too large, or the write is invalid.
+type refusal struct {
+	key, significant string
+	reason           metav1.StatusReason
+	err              error
+}
+
+// permanent reports whether a write's error is one that retrying the same write does
+// not mend: 422 Invalid (annotations too long), 413 or 400.
+func permanent(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsBadRequest(err)
+}
+
+// takeRefused returns the writes refused for good since the last call.
+func (w *statusWriter) takeRefused() []refusal {
+	w.refusedMu.Lock()
+	defer w.refusedMu.Unlock()
+	out := w.refused
+	w.refused = nil
+	return out
 }
 
 // failures collects the keys of work that failed in the background, for the loop to
@@ -112,6 +140,12 @@ func (w *statusWriter) run(ctx context.Context) {
 				return
 			}
 			w.log.Error(err, "writing a group's status", "group", gw.key)
+			if permanent(err) {
+				w.refusedMu.Lock()
+				w.refused = append(w.refused, refusal{gw.key, gw.significant, apierrors.ReasonForError(err), err})
+				w.refusedMu.Unlock()
+				continue
+			}
 			w.failed.add(gw.key)
 		}
 	}

@@ -42,6 +42,8 @@ type Engine struct {
 	podGroup map[string]string
 	// dirty holds the groups whose members or spec changed since the last Step.
 	dirty map[string]bool
+	// dropped holds the groups forgotten since the last Step, for Output.Dropped.
+	dropped []string
 	// nodesChanged is set when nodes were added, removed or changed capacity.
 	nodesChanged bool
 	// schedule is set when the next Step must run an admission pass: something was

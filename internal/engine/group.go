@@ -136,6 +136,13 @@ func (g *group) observe() (lifecycle.Observe, cluster.Resources) {
 			o.Failed++
 			continue
 		}
+		if p.DeletionTimestamp != nil || g.evicting[key] {
+			// Going away: no longer a member, though it holds its node until it is gone.
+			if g.nodeOf(key, p) != "" && !terminal(p) {
+				held.Add(g.requests[key])
+			}
+			continue
+		}
 		o.Members++
 		if p.Status.Phase == corev1.PodSucceeded {
 			o.Succeeded++
@@ -195,11 +202,11 @@ func (g *group) unplaced() []placement.Member {
 	return out
 }
 
-// boundLive counts members bound and not terminal.
+// boundLive counts members bound and not terminal, nor being deleted.
 func (g *group) boundLive() int {
 	n := 0
 	for key, p := range g.members {
-		if !terminal(p) && g.nodeOf(key, p) != "" && !g.evicting[key] {
+		if !terminal(p) && g.nodeOf(key, p) != "" && !g.evicting[key] && p.DeletionTimestamp == nil {
 			n++
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -164,9 +165,15 @@ func TestLabelsGroupDeletedIsCancelledAtOnce(t *testing.T) {
 	for i := range 2 {
 		j.e.RemovePod(fmt.Sprintf("default/job-%d", i))
 	}
-	j.step(time.Second)
+	out := j.step(time.Second)
 	if st, ok := j.e.Group(labelsKey); ok {
 		t.Fatalf("expected the group gone once its pods were deleted, found %s", st.Phase)
+	}
+	if diff := cmp.Diff([]string{labelsKey}, out.Dropped); diff != "" {
+		t.Errorf("expected the Step that forgot the group to say so in Dropped (-want +got):\n%s", diff)
+	}
+	if out := j.step(time.Second); len(out.Dropped) != 0 {
+		t.Errorf("expected a group dropped once, found it again in %v", out.Dropped)
 	}
 }
 
@@ -194,6 +201,9 @@ func TestLabelsGroupHandedOffLeavesWithItsPods(t *testing.T) {
 	out := j.step(time.Second) // the pods are gone
 	if got, ok := j.e.Group(labelsKey); ok {
 		t.Fatalf("expected the handed-off group gone with its pods, found %s", got.Phase)
+	}
+	if diff := cmp.Diff([]string{labelsKey}, out.Dropped); diff != "" {
+		t.Errorf("expected the handed-off group in Dropped (-want +got):\n%s", diff)
 	}
 	for _, ev := range out.Events {
 		if ev.Reason == lifecycle.ReasonCancelled {

@@ -32,6 +32,10 @@ type Output struct {
 	// is its diagnosis, re-decided on every admission pass, is not in it; callers that
 	// show the diagnosis read every group's Status now and then.
 	Changed map[string]bool
+	// Dropped lists the groups the engine forgot since the previous Step (cancelled,
+	// released and left with no member, or handed off): the caller forgets whatever it
+	// keeps per group for them.
+	Dropped []string
 	// WakeAt is when Step must be called again if nothing else changes (zero: never).
 	WakeAt time.Time
 }

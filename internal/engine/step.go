@@ -40,6 +40,7 @@ func (e *Engine) Step(now time.Time) Output {
 	}
 	e.placeReplacements(&out)
 	out.WakeAt = e.wakeAt()
+	out.Dropped, e.dropped = e.dropped, nil
 	return out
 }
 
@@ -155,6 +156,7 @@ func (e *Engine) drop(g *group) {
 	e.queue.Remove(g.key)
 	e.queue.Release(g.key)
 	delete(e.groups, g.key)
+	e.dropped = append(e.dropped, g.key)
 }
 
 func seedOf(key string) uint64 {

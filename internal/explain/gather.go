@@ -27,7 +27,7 @@ import (
 	"github.com/muster-sched/muster/internal/source"
 )
 
-// Clients are what Gather reads the cluster with.
+// Clients read the cluster from the API server: the Reader of `muster explain`.
 type Clients struct {
 	Kube    kubernetes.Interface
 	Dynamic dynamic.Interface
@@ -62,14 +62,14 @@ var ErrUsage = errors.New("usage")
 
 // Gather collects the facts about target ("pytorchjob/bert", "podgroup/bert", or a plain
 // group's name) in namespace.
-func Gather(ctx context.Context, c Clients, target, namespace, schedulerName string, now time.Time) (Facts, error) {
+func Gather(ctx context.Context, c Reader, target, namespace, schedulerName string, now time.Time) (Facts, error) {
 	kind, name, found := strings.Cut(target, "/")
 	if !found {
 		kind, name = "group", target
 	}
 	kind = strings.ToLower(kind)
 	f := Facts{Kind: kind, Name: name, Namespace: namespace, SchedulerName: schedulerName, Now: now, GroupServed: true}
-	pods, err := c.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	pods, err := c.Pods(ctx, namespace)
 	if err != nil {
 		return f, fmt.Errorf("listing pods in %s: %w", namespace, err)
 	}
@@ -91,7 +91,7 @@ func Gather(ctx context.Context, c Clients, target, namespace, schedulerName str
 		// The group is the one the parent's pods join (a batch Job's pods may form a
 		// plain group, or name a PodGroup of another name); before any pod exists, a
 		// group object named after the parent, as the training operators create.
-		ref, ok := groupOfParent(f.Parent, pods.Items)
+		ref, ok := groupOfParent(f.Parent, pods)
 		if !ok {
 			// No pod now (a Job creates its pods again after a backoff): the group
 			// its pod template joins.
@@ -107,10 +107,10 @@ func Gather(ctx context.Context, c Clients, target, namespace, schedulerName str
 			obj = f.findGroupObject(ctx, c, ref.Name, ref.Source)
 		}
 	}
-	members := membersOf(&f, pods.Items)
+	members := membersOf(&f, pods)
 	f.Members = members
 	if f.Parent != nil {
-		f.Outside = outside(f.Parent, pods.Items, members)
+		f.Outside = outside(f.Parent, pods, members)
 	}
 	f.translate(obj)
 	if f.Spec.Source == engine.Labels {
@@ -128,15 +128,15 @@ func Gather(ctx context.Context, c Clients, target, namespace, schedulerName str
 	if err := f.fit(ctx, c); err != nil {
 		return f, err
 	}
-	events, err := c.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
+	events, err := c.Events(ctx, namespace)
 	if err == nil {
-		f.PodEvents = events.Items
+		f.PodEvents = events
 	}
 	return f, nil
 }
 
-func getParent(ctx context.Context, c Clients, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, string) {
-	u, err := c.Dynamic.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+func getParent(ctx context.Context, c Reader, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, string) {
+	u, err := c.Object(ctx, gvr, ns, name)
 	switch {
 	case err == nil:
 		return u, ""
@@ -215,7 +215,7 @@ const jobSetNameLabel = "jobset.sigs.k8s.io/jobset-name"
 
 // findGroupObject looks for a group object named name in each group API (or in those of
 // the given sources only), first found wins.
-func (f *Facts) findGroupObject(ctx context.Context, c Clients, name string, sources ...engine.Source) *unstructured.Unstructured {
+func (f *Facts) findGroupObject(ctx context.Context, c Reader, name string, sources ...engine.Source) *unstructured.Unstructured {
 	apis := slices.DeleteFunc(slices.Clone(groupAPIs), func(api groupAPI) bool {
 		return len(sources) > 0 && !slices.Contains(sources, api.source)
 	})
@@ -225,7 +225,7 @@ func (f *Facts) findGroupObject(ctx context.Context, c Clients, name string, sou
 	// Not found, the group is reported as missing from the first API looked in.
 	f.GroupAPI, f.Spec = apis[0].name, engine.GroupSpec{Source: apis[0].source, Namespace: f.Namespace, Name: name}
 	for _, api := range apis {
-		u, err := c.Dynamic.Resource(api.gvr).Namespace(f.Namespace).Get(ctx, name, metav1.GetOptions{})
+		u, err := c.Object(ctx, api.gvr, f.Namespace, name)
 		if err != nil {
 			continue
 		}
@@ -324,8 +324,8 @@ func lifecycleOf(obj *unstructured.Unstructured, members []*corev1.Pod) *musterv
 	return nil
 }
 
-func getQueue(ctx context.Context, c Clients, name string) *musterv1alpha1.Queue {
-	u, err := c.Dynamic.Resource(queueGVR).Get(ctx, name, metav1.GetOptions{})
+func getQueue(ctx context.Context, c Reader, name string) *musterv1alpha1.Queue {
+	u, err := c.Object(ctx, queueGVR, "", name)
 	if err != nil {
 		return nil
 	}
@@ -337,19 +337,19 @@ func getQueue(ctx context.Context, c Clients, name string) *musterv1alpha1.Queue
 }
 
 // fit runs placement for a waiting group's unplaced members on the cluster as it is now.
-func (f *Facts) fit(ctx context.Context, c Clients) error {
+func (f *Facts) fit(ctx context.Context, c Reader) error {
 	if f.Lifecycle == nil || (f.Lifecycle.Phase != "Queued" && f.Lifecycle.Phase != "Impossible") {
 		return nil
 	}
-	nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := c.Nodes(ctx)
 	if err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
-	all, err := c.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	all, err := c.Pods(ctx, "")
 	if err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}
-	snap := cluster.FromLists(nodes.Items, all.Items)
+	snap := cluster.FromLists(nodes, all)
 	var members []placement.Member
 	for _, p := range f.Members {
 		if p.Spec.NodeName == "" && p.Status.Phase == corev1.PodPending {

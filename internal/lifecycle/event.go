@@ -17,8 +17,8 @@ type Event interface {
 // Observe is a level-triggered observation of the group's member pods. Each Observe
 // replaces the previous one; counts are not deltas.
 type Observe struct {
-	// Members counts member pods that exist and are not terminal-failed (Succeeded pods
-	// count).
+	// Members counts member pods that exist, are not being deleted and are not
+	// terminal-failed (Succeeded pods count). A pod being deleted is in no count but Held.
 	Members int
 	// Bound counts the Members that are bound to a node.
 	Bound int

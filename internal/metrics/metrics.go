@@ -31,6 +31,13 @@ type Metrics struct {
 	DecisionDuration prometheus.Histogram
 	Evictions        *prometheus.CounterVec
 	Retries          prometheus.Counter
+	// Untrusted counts the records and plans muster read back and ignored, by kind
+	// (record, plan) and reason (Unsigned, BadSignature, WrongCarrier, ...).
+	Untrusted *prometheus.CounterVec
+	// StatusNotWritten counts the group status writes the API server refused for a
+	// reason that retrying does not mend, by the API's reason (Invalid,
+	// RequestEntityTooLarge, ...).
+	StatusNotWritten *prometheus.CounterVec
 }
 
 // New creates the collectors and registers them with reg.
@@ -84,9 +91,17 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "muster_group_retries_total",
 			Help: "Groups requeued after a failed attempt.",
 		}),
+		Untrusted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "muster_untrusted_records_total",
+			Help: "Recreate records and plans muster read back, failed to verify and ignored, by kind and reason.",
+		}, []string{"kind", "reason"}),
+		StatusNotWritten: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "muster_status_not_written_total",
+			Help: "Group status writes refused for a permanent reason and not retried until the group's state changes, by reason.",
+		}, []string{"reason"}),
 	}
 	reg.MustRegister(m.TimeToReady, m.HeldResource, m.Cleanup, m.QueueWait, m.QueueGroups, m.QueueUsed, m.QueueBorrowed,
-		m.Decisions, m.DecisionDuration, m.Evictions, m.Retries)
+		m.Decisions, m.DecisionDuration, m.Evictions, m.Retries, m.Untrusted, m.StatusNotWritten)
 	return m
 }
 

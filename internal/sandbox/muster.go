@@ -242,7 +242,7 @@ func (m *Muster) Stop(timeout time.Duration) error {
 	}
 	select {
 	case <-m.done:
-		if m.err != nil {
+		if m.err != nil && !diedOf(m.err, syscall.SIGTERM) {
 			return fmt.Errorf("muster (pid %d) exited after SIGTERM: %w", m.PID(), m.err)
 		}
 		return nil
@@ -255,4 +255,16 @@ func (m *Muster) Stop(timeout time.Duration) error {
 // RSS returns the process's resident set size in bytes, from /proc.
 func (m *Muster) RSS() (uint64, error) {
 	return residentBytes(m.PID())
+}
+
+// diedOf reports whether a process's exit error says it was ended by sig: a muster
+// signalled before it installed its handler (within its first moments) dies of
+// SIGTERM, having had nothing to hand over.
+func diedOf(err error, sig syscall.Signal) bool {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return false
+	}
+	ws, ok := exit.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == sig
 }

@@ -23,7 +23,8 @@
 // carries no priority; the group's priority is its members' highest.
 //
 // Volcano PodGroup (scheduling.volcano.sh/v1beta1): spec.minMember, spec.minResources, and
-// spec.queue, where Volcano's "default" queue means muster's configured default (Queue "").
+// spec.queue, where Volcano's "default" queue means muster's configured default (Queue "") and
+// any other value must be a Queue name.
 // spec.priorityClassName is resolved to Priority; an unknown class makes the group Invalid.
 // A hard spec.networkTopology (HyperNode tiers, which muster does not model) makes the group
 // Invalid unless muster.dev/topology names a label key to use instead; a soft one is a
@@ -31,7 +32,8 @@
 // on minMember alone.
 //
 // Native PodGroup (scheduling.k8s.io/v1beta1): spec.schedulingPolicy.gang.minCount is
-// MinMember; the first spec.schedulingConstraints.topology key is Topology.Required;
+// MinMember; the spec.schedulingConstraints.topology key (one, a node label key) is
+// Topology.Required;
 // spec.priority, or else spec.priorityClassName through the resolver, is Priority. A basic
 // policy means no gang: FromNative returns MinMember 1, and the controller should schedule
 // each member pod on its own, as a group of one carrying the PodGroup's queue, priority and

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
@@ -63,8 +64,14 @@ func FromVolcano(pg *volcanov1beta1.PodGroup, prio PriorityResolver) engine.Grou
 	if pg.Spec.MinResources != nil {
 		spec.MinResources = resources(*pg.Spec.MinResources)
 	}
-	if pg.Spec.Queue != volcanov1beta1.DefaultQueue {
-		spec.Queue = pg.Spec.Queue
+	_, queueSet := pg.Annotations[musterv1alpha1.QueueAnnotation]
+	switch q := pg.Spec.Queue; {
+	case q == volcanov1beta1.DefaultQueue || q == "" || queueSet:
+	case len(validation.IsDNS1123Subdomain(q)) > 0:
+		spec.Invalid = append(spec.Invalid, fmt.Sprintf(
+			"spec.queue: %q: expected a Queue name: lower-case letters, digits, '-' and '.'", q))
+	default:
+		spec.Queue = q
 	}
 	spec.Priority, spec.PreemptNever = classPriority(&spec, "spec.priorityClassName", pg.Spec.PriorityClassName, prio)
 	_, topologySet := pg.Annotations[musterv1alpha1.TopologyAnnotation]
@@ -105,11 +112,31 @@ func FromNative(pg *schedulingv1beta1.PodGroup, prio PriorityResolver) engine.Gr
 	} else {
 		spec.Priority, spec.PreemptNever = classPriority(&spec, "spec.priorityClassName", pg.Spec.PriorityClassName, prio)
 	}
-	if c := pg.Spec.SchedulingConstraints; c != nil && len(c.Topology) > 0 {
-		spec.Topology.Required = c.Topology[0].Key
+	if _, overridden := pg.Annotations[musterv1alpha1.TopologyAnnotation]; !overridden {
+		nativeTopology(&spec, pg.Spec.SchedulingConstraints)
 	}
 	applyAnnotations(&spec, objectLookup(pg.Annotations))
 	return spec
+}
+
+// nativeTopology sets the required topology from a Native PodGroup's constraints: one
+// constraint, whose key is a node label key. Anything else is recorded in spec.Invalid.
+func nativeTopology(spec *engine.GroupSpec, c *schedulingv1beta1.PodGroupSchedulingConstraints) {
+	if c == nil || len(c.Topology) == 0 {
+		return
+	}
+	if n := len(c.Topology); n > 1 {
+		spec.Invalid = append(spec.Invalid, fmt.Sprintf(
+			"spec.schedulingConstraints.topology: %d constraints: expected at most one", n))
+		return
+	}
+	key := c.Topology[0].Key
+	if len(validation.IsQualifiedName(key)) > 0 {
+		spec.Invalid = append(spec.Invalid, fmt.Sprintf(
+			"spec.schedulingConstraints.topology[0].key: %q: expected a node label key such as \"topology.kubernetes.io/zone\"", key))
+		return
+	}
+	spec.Topology.Required = key
 }
 
 // FromLabels translates a plain group: pods labelled muster.dev/group, with no group

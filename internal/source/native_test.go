@@ -93,6 +93,20 @@ func TestFromNative(t *testing.T) {
 		})),
 		want: want(engine.Native, "train", 2, func(s *engine.GroupSpec) { s.Topology.Required = "topology.kubernetes.io/zone" }),
 	}, {
+		// Caught by FuzzFromNative (seed topology-not-a-label-key): the key was taken as it was.
+		name: "topology key that is not a label key",
+		pg:   nativePG(and(gang(2), topology("rack/zone/x"))),
+		want: want(engine.Native, "train", 2, invalid(
+			`spec.schedulingConstraints.topology[0].key: "rack/zone/x": expected a node label key such as "topology.kubernetes.io/zone"`)),
+	}, {
+		name: "two topology constraints",
+		pg: nativePG(and(gang(2), func(pg *schedulingv1beta1.PodGroup) {
+			pg.Spec.SchedulingConstraints = &schedulingv1beta1.PodGroupSchedulingConstraints{
+				Topology: []schedulingv1beta1.TopologyConstraint{{Key: "rack"}, {Key: "zone"}},
+			}
+		})),
+		want: want(engine.Native, "train", 2, invalid("spec.schedulingConstraints.topology: 2 constraints: expected at most one")),
+	}, {
 		name: "per-group annotations",
 		pg: nativePG(and(gang(2), func(pg *schedulingv1beta1.PodGroup) {
 			pg.Annotations = map[string]string{musterv1alpha1.RecoveryTimeoutAnnotation: "2m", musterv1alpha1.MaxRetriesAnnotation: "-1"}

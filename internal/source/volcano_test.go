@@ -43,6 +43,12 @@ func TestFromVolcano(t *testing.T) {
 		pg:   volcanoPG(4, func(pg *volcanov1beta1.PodGroup) { pg.Spec.Queue = "research" }),
 		want: want(engine.Volcano, "train", 4, func(s *engine.GroupSpec) { s.Queue = "research" }),
 	}, {
+		// Caught by FuzzFromVolcano (seed queue-not-a-name): the group waited for a Queue that cannot exist.
+		name: "spec.queue that is not a Queue name",
+		pg:   volcanoPG(4, func(pg *volcanov1beta1.PodGroup) { pg.Spec.Queue = "Research Team" }),
+		want: want(engine.Volcano, "train", 4, invalid(
+			`spec.queue: "Research Team": expected a Queue name: lower-case letters, digits, '-' and '.'`)),
+	}, {
 		name: "queue annotation overrides spec.queue",
 		pg: volcanoPG(4, func(pg *volcanov1beta1.PodGroup) {
 			pg.Spec.Queue = "research"

@@ -6,10 +6,16 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"testing"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
@@ -19,3 +25,16 @@ func TestMain(m *testing.M) {
 	ctrl.SetLogger(logr.Discard())
 	os.Exit(sandboxtest.Run(m, sandboxtest.Options{}))
 }
+
+// ensureNamespace creates a namespace unless it exists.
+func ensureNamespace(kube kubernetes.Interface, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	_, err := kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// musterNamespace is where muster's Lease, records and signing key live.
+const musterNamespace = "muster-system"

@@ -1,0 +1,70 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/muster-sched/muster/internal/source"
+)
+
+// A pod of muster's whose group muster cannot schedule for a reason only the pod shows
+// (it names a PodGroup that does not exist, of an API the cluster may not serve, or by
+// a name no object can have) has no group object to carry a condition: muster says why
+// on the pod itself, as kube-scheduler does, with PodScheduled=False and an Event.
+// A pod that names groups of two APIs joins the first (see source.GroupOf) and gets an
+// AmbiguousGroup Event. Each is said once per pod and reason.
+
+// sayMissing tells each of pods, muster's members of group ref, that ref's object does
+// not exist or cannot.
+func (s *scheduler) sayMissing(ctx context.Context, ref source.Ref, pods []*corev1.Pod) {
+	reason, msg := source.ReasonInvalidGroupName, source.InvalidName(ref)
+	if msg == "" {
+		api := apiOf(ref.Source)
+		if api == nil {
+			return
+		}
+		reason, msg = source.ReasonGroupNotFound, source.NotFound(ref, api.gvr.GroupVersion().String(), s.apis[ref.Source])
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName == "" {
+			s.say(ctx, p, reason, msg, true)
+		}
+	}
+}
+
+// sayAmbiguous records an AmbiguousGroup Event on p if it names groups of two APIs.
+func (s *scheduler) sayAmbiguous(ctx context.Context, p *corev1.Pod) {
+	if msg := source.Ambiguous(p); msg != "" {
+		s.say(ctx, p, source.ReasonAmbiguousGroup, msg, false)
+	}
+}
+
+// say records an Event of reason on p and, when unscheduled is set, gives it
+// PodScheduled=False with that reason, once per pod and message.
+func (s *scheduler) say(ctx context.Context, p *corev1.Pod, reason, msg string, unscheduled bool) {
+	key := podKey(p)
+	if s.said[key] == reason+"\x00"+msg {
+		return
+	}
+	s.said[key] = reason + "\x00" + msg
+	s.event(p, corev1.EventTypeWarning, reason, msg)
+	if !unscheduled {
+		return
+	}
+	patch := map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason,
+		Message: msg, LastTransitionTime: metav1.NewTime(s.clock.Now()),
+	}}}}
+	data, err := json.Marshal(patch)
+	if err == nil {
+		_, err = s.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		s.log.Error(err, "writing why a pod is not scheduled", "pod", key, "reason", reason)
+	}
+}

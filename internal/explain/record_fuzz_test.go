@@ -1,0 +1,123 @@
+package explain
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/lifecycle"
+)
+
+// FuzzRecordIn decodes any text as the muster.dev/lifecycle annotation (a tenant can write
+// it on its group object) and resumes a group from it, as a restarted muster does. It
+// checks that decoding never panics, that a decoded record encodes to text that decodes to
+// the same record, and that a record lifecycle.Resume accepts gives a consistent state:
+// the recorded ended attempts, an attempt number no smaller than their count, no more
+// failures than attempts, a known phase, and a terminal phase kept from a terminal record.
+func FuzzRecordIn(f *testing.F) {
+	f.Fuzz(func(t *testing.T, raw string, minMember int) {
+		rec, ok, err := RecordIn(map[string]string{musterv1alpha1.LifecycleAnnotation: raw})
+		if err != nil || !ok {
+			if ok {
+				t.Fatalf("RecordIn reports a record and an error: %v", err)
+			}
+			return
+		}
+		again := mustRoundTrip(t, rec)
+		if d := cmp.Diff(again, mustRoundTrip(t, again)); d != "" {
+			t.Fatalf("an encoded record does not decode to itself (-first +again):\n%s", d)
+		}
+		now := time.Unix(1_800_000_000, 0)
+		past := PastOf(rec)
+		s, err := lifecycle.Resume(minMember, now, past)
+		if err != nil {
+			return
+		}
+		if s.Attempt() < len(s.Attempts()) || s.Failures() < 0 || s.Failures() > len(s.Attempts()) {
+			t.Fatalf("resumed at attempt %d with %d ended attempts and %d failures", s.Attempt(), len(s.Attempts()), s.Failures())
+		}
+		if len(s.Attempts()) != len(past.Attempts) {
+			t.Fatalf("resumed with %d ended attempts, the record has %d", len(s.Attempts()), len(past.Attempts))
+		}
+		if past.Phase.Terminal() && s.Phase() != past.Phase {
+			t.Fatalf("a %s record resumed as %s", past.Phase, s.Phase())
+		}
+		if !knownPhase(s.Phase()) {
+			t.Fatalf("resumed in phase %q", s.Phase())
+		}
+		if w := s.WakeAt(); s.Phase() == lifecycle.Backoff && w.Before(now) {
+			t.Fatalf("resumed in Backoff until %s, before now (%s)", w, now)
+		}
+	})
+}
+
+// mustRoundTrip encodes a record as the scheduler writes it and decodes it again.
+func mustRoundTrip(t *testing.T, rec musterv1alpha1.GroupLifecycle) musterv1alpha1.GroupLifecycle {
+	t.Helper()
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatalf("encoding a decoded record: %v", err)
+	}
+	back, ok, err := RecordIn(map[string]string{musterv1alpha1.LifecycleAnnotation: string(raw)})
+	if err != nil || !ok {
+		t.Fatalf("decoding %q: ok %v, %v", raw, ok, err)
+	}
+	return back
+}
+
+func knownPhase(p lifecycle.Phase) bool {
+	switch p {
+	case lifecycle.Gathering, lifecycle.Queued, lifecycle.Binding, lifecycle.Starting, lifecycle.Running,
+		lifecycle.Recovering, lifecycle.Backoff, lifecycle.Impossible, lifecycle.Failed, lifecycle.Finished, lifecycle.Cancelled:
+		return true
+	}
+	return false
+}
+
+// FuzzRecordRoundTrip builds a group's status from the fuzzer's values, encodes its record
+// (EncodeRecord) and decodes it (RecordIn): the record read back is the one written, and
+// the past read from it (PastOf) is the status's own, to the second, as the API stores
+// times.
+func FuzzRecordRoundTrip(f *testing.F) {
+	f.Fuzz(func(t *testing.T, phase, reason, message string, minMember, attempt, failures int,
+		admitted, wake uint32, timeout int64, ended uint8) {
+		if !utf8.ValidString(phase + reason + message) {
+			return // the API server accepts only UTF-8 text
+		}
+		at := func(s uint32) time.Time { return time.Unix(int64(s), 0) }
+		st := engine.Status{
+			Phase: lifecycle.Phase(phase), Reason: reason, Message: message, Queue: "research",
+			Spec:    engine.GroupSpec{MinMember: minMember},
+			Attempt: attempt, Failures: failures, AdmittedAt: at(admitted), WakeAt: at(wake),
+			Policy: lifecycle.Policy{StartTimeout: time.Duration(timeout), RecoveryTimeout: time.Minute,
+				MaxRetries: 3, BackoffBase: time.Second, BackoffMax: time.Duration(timeout)},
+		}
+		for i := range int(ended % 8) {
+			st.Attempts = append(st.Attempts, lifecycle.Attempt{Number: i + 1, AdmittedAt: at(admitted + uint32(i)),
+				EndedAt: at(wake + uint32(i)), Stage: lifecycle.Starting, Reason: reason, Message: message})
+		}
+		raw, err := EncodeRecord(st)
+		if err != nil {
+			t.Fatalf("encoding the record of %+v: %v", st, err)
+		}
+		rec, ok, err := RecordIn(map[string]string{musterv1alpha1.LifecycleAnnotation: raw})
+		if err != nil || !ok {
+			t.Fatalf("decoding %q: ok %v, %v", raw, ok, err)
+		}
+		sameTime := cmp.Comparer(func(a, b metav1.Time) bool { return a.Equal(&b) })
+		if d := cmp.Diff(RecordOf(st), rec, sameTime); d != "" {
+			t.Fatalf("the record read back differs (-written +read):\n%s", d)
+		}
+		want := lifecycle.Past{Phase: st.Phase, Reason: reason, Message: message, Attempt: attempt, Failures: failures,
+			WakeAt: st.WakeAt, Attempts: st.Attempts}
+		if d := cmp.Diff(want, PastOf(rec), cmp.Comparer(time.Time.Equal)); d != "" {
+			t.Fatalf("the past read back differs (-status +read):\n%s", d)
+		}
+	})
+}

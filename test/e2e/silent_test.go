@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/sandbox"
+	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
+	"github.com/muster-sched/muster/internal/source"
+)
+
+// TestSilentCasesSayWhy: the cases that used to wait with no word each say why. A pod
+// naming a PodGroup that does not exist gets PodScheduled=False, GroupNotFound, and an
+// Event; one naming a Volcano group "team/job" gets InvalidGroupName; a pod naming
+// groups of two APIs joins the first (and is bound) with an AmbiguousGroup Event; a
+// PodGroup with minMember 10⁹ whose one pod no controller owns says, while it
+// gathers, that nothing will create the missing members.
+func TestSilentCasesSayWhy(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "silent", Count: 1, CPU: "16", Memory: "64Gi"})
+	c := newClient(t, env.Config)
+	ctx := context.Background()
+	for _, pg := range []*spv1alpha1.PodGroup{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "exists"}, Spec: spv1alpha1.PodGroupSpec{MinMember: 1}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "huge"}, Spec: spv1alpha1.PodGroupSpec{MinMember: 1_000_000_000}},
+	} {
+		if err := c.Create(ctx, pg); err != nil {
+			t.Fatalf("creating PodGroup %s: %v", pg.Name, err)
+		}
+	}
+	pod := func(name string, labels, annotations map[string]string) *corev1.Pod {
+		p := sandboxtest.Pod(ns, name).SchedulerName("muster").Obj()
+		p.Labels, p.Annotations = labels, annotations
+		return env.CreatePod(t, p)
+	}
+	missing := pod("missing", map[string]string{musterv1alpha1.CoschedulingPodGroupLabel: "no-such-group"}, nil)
+	slash := pod("slash", nil, map[string]string{musterv1alpha1.VolcanoGroupNameAnnotation: "team/job"})
+	both := pod("both", map[string]string{musterv1alpha1.CoschedulingPodGroupLabel: "exists", musterv1alpha1.GroupLabel: "plain"},
+		map[string]string{musterv1alpha1.MinMemberAnnotation: "1"})
+	pod("huge-0", map[string]string{musterv1alpha1.CoschedulingPodGroupLabel: "huge"}, nil)
+	startMuster(t, env, musterOptions{})
+
+	for _, tc := range []struct {
+		pod    *corev1.Pod
+		reason string
+		want   string
+	}{
+		{missing, source.ReasonGroupNotFound, "does not exist"},
+		{slash, source.ReasonInvalidGroupName, `"team/job": not a group name`},
+	} {
+		got := env.WaitForPod(t, tc.pod, "PodScheduled=False, "+tc.reason, func(p *corev1.Pod) bool {
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == tc.reason {
+					return true
+				}
+			}
+			return false
+		})
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && !strings.Contains(cond.Message, tc.want) {
+				t.Errorf("pod %s: expected the PodScheduled message to say %q, found %q", tc.pod.Name, tc.want, cond.Message)
+			}
+		}
+		waitPodEvent(t, env, ns, tc.pod.Name, tc.reason)
+	}
+	env.WaitForPod(t, both, "bound in PodGroup exists", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" })
+	waitPodEvent(t, env, ns, "both", source.ReasonAmbiguousGroup)
+	var last metav1.Condition
+	env.WaitFor(t, "the Gathering condition of huge to say nothing creates the missing members", func(context.Context) (bool, error) {
+		last, _ = groupCondition(t, c, ns, "huge", "Admitted")
+		return strings.Contains(last.Message, "nothing will create the 999999999 missing"), nil
+	})
+	t.Logf("huge: %s", last.Message)
+}
+
+// waitPodEvent waits until muster has recorded an Event of reason on pod ns/name.
+func waitPodEvent(t *testing.T, env *sandboxtest.Env, ns, name, reason string) {
+	t.Helper()
+	env.WaitFor(t, "an Event "+reason+" on pod "+name, func(ctx context.Context) (bool, error) {
+		list, err := env.Kube.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range list.Items {
+			if ev.ReportingController == "muster" && ev.Regarding.Name == name && ev.Reason == reason {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
