@@ -48,6 +48,9 @@ func (c *Configuration) SetDefaults() {
 	if c.LeaderElection.LeaseNamespace == "" {
 		c.LeaderElection.LeaseNamespace = DefaultLeaseNamespace
 	}
+	setDuration(&c.LeaderElection.LeaseDuration, DefaultLeaseDuration)
+	setDuration(&c.LeaderElection.RenewDeadline, DefaultRenewDeadline)
+	setDuration(&c.LeaderElection.RetryPeriod, DefaultRetryPeriod)
 	if c.MetricsAddr == "" {
 		c.MetricsAddr = DefaultMetricsAddr
 	}

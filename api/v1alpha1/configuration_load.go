@@ -21,6 +21,9 @@ var durationFields = [][]string{
 	{"groupDefaults", "backoffMax"},
 	{"starvationThreshold"},
 	{"reconcilePeriod"},
+	{"leaderElection", "leaseDuration"},
+	{"leaderElection", "renewDeadline"},
+	{"leaderElection", "retryPeriod"},
 }
 
 // LoadConfiguration reads the YAML configuration file at path, decodes it strictly,

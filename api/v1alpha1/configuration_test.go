@@ -44,6 +44,9 @@ leaderElection:
   enabled: false
   leaseName: gang-lock
   leaseNamespace: ops
+  leaseDuration: 4s
+  renewDeadline: 3s
+  retryPeriod: 500ms
 metricsAddr: 127.0.0.1:9090
 healthAddr: "0"
 reconcilePeriod: 250ms
@@ -56,7 +59,8 @@ reconcilePeriod: 250ms
 				c.StarvationThreshold = dur(30 * time.Minute)
 				c.Preemption = PreemptNever
 				c.Namespace = "gang-system"
-				c.LeaderElection = LeaderElection{Enabled: ptr(false), LeaseName: "gang-lock", LeaseNamespace: "ops"}
+				c.LeaderElection = LeaderElection{Enabled: ptr(false), LeaseName: "gang-lock", LeaseNamespace: "ops",
+					LeaseDuration: dur(4 * time.Second), RenewDeadline: dur(3 * time.Second), RetryPeriod: dur(500 * time.Millisecond)}
 				c.MetricsAddr = "127.0.0.1:9090"
 				c.HealthAddr = DisabledAddr
 				c.ReconcilePeriod = dur(250 * time.Millisecond)
@@ -134,6 +138,12 @@ func TestParseConfigurationRejects(t *testing.T) {
 			[]string{`namespace: "Muster_System": must be a namespace name`}},
 		{"bad lease namespace", header + "leaderElection:\n  leaseNamespace: kube.system\n",
 			[]string{`leaderElection.leaseNamespace: "kube.system": must be a namespace name`}},
+		{"renew deadline not below the lease", header + "leaderElection:\n  leaseDuration: 5s\n  renewDeadline: 5s\n",
+			[]string{"leaderElection.renewDeadline: 5s: must be less than leaseDuration (5s)"}},
+		{"retry period too long for the deadline", header + "leaderElection:\n  renewDeadline: 2s\n  retryPeriod: 2s\n",
+			[]string{"leaderElection.retryPeriod: 2s: must be less than renewDeadline (2s) / 1.2"}},
+		{"lease duration not a duration", header + "leaderElection:\n  leaseDuration: soon\n",
+			[]string{`leaderElection.leaseDuration: "soon": expected a duration`}},
 		{"port without colon", header + "metricsAddr: \"8080\"\n", []string{`metricsAddr: "8080": expected host:port`}},
 		{"port out of range", header + "healthAddr: :70000\n", []string{`healthAddr: ":70000": expected host:port`}},
 		{"dashboard on every interface", header + "dashboardAddr: :8090\n",

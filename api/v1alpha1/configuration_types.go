@@ -21,6 +21,9 @@ const (
 	DefaultStarvationThreshold       = 10 * time.Minute
 	DefaultLeaseName                 = "muster"
 	DefaultLeaseNamespace            = "muster-system"
+	DefaultLeaseDuration             = 15 * time.Second
+	DefaultRenewDeadline             = 10 * time.Second
+	DefaultRetryPeriod               = 2 * time.Second
 	DefaultNamespace                 = "muster-system"
 	DefaultMetricsAddr               = ":8080"
 	DefaultHealthAddr                = ":8081"
@@ -112,4 +115,19 @@ type LeaderElection struct {
 
 	// leaseNamespace is the namespace of the Lease. Defaults to "muster-system".
 	LeaseNamespace string `json:"leaseNamespace,omitempty"`
+
+	// leaseDuration is how long a standby replica waits, after the leader last
+	// renewed the Lease, before it takes the lease over: the longest a killed
+	// leader leaves the cluster without a scheduler. Defaults to 15s, as
+	// kube-scheduler's.
+	LeaseDuration *metav1.Duration `json:"leaseDuration,omitempty"`
+
+	// renewDeadline is how long the leader keeps trying to renew the Lease before
+	// it gives up leading and exits. Must be less than leaseDuration. Defaults to
+	// 10s.
+	RenewDeadline *metav1.Duration `json:"renewDeadline,omitempty"`
+
+	// retryPeriod is how often replicas try to acquire or renew the Lease. Must be
+	// less than renewDeadline divided by 1.2 (client-go's jitter). Defaults to 2s.
+	RetryPeriod *metav1.Duration `json:"retryPeriod,omitempty"`
 }

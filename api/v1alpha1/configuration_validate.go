@@ -105,6 +105,30 @@ func (l *LeaderElection) validate(path string) []error {
 		errs = append(errs, &FieldError{path + ".leaseNamespace", fmt.Sprintf("%q", l.LeaseNamespace),
 			"must be a namespace name (DNS-1123 label): " + strings.Join(msgs, "; ")})
 	}
+	return append(errs, l.validateTimings(path)...)
+}
+
+// leaseJitter is client-go's leaderelection.JitterFactor: renewDeadline must exceed
+// retryPeriod times it.
+const leaseJitter = 1.2
+
+// validateTimings reports lease timings that are unset, not positive, or in an order
+// client-go's leader election refuses.
+func (l *LeaderElection) validateTimings(path string) []error {
+	errs := positiveDuration(path+".leaseDuration", l.LeaseDuration, true)
+	errs = append(errs, positiveDuration(path+".renewDeadline", l.RenewDeadline, true)...)
+	errs = append(errs, positiveDuration(path+".retryPeriod", l.RetryPeriod, true)...)
+	if len(errs) > 0 {
+		return errs
+	}
+	if l.RenewDeadline.Duration >= l.LeaseDuration.Duration {
+		errs = append(errs, &FieldError{path + ".renewDeadline", l.RenewDeadline.Duration.String(),
+			fmt.Sprintf("must be less than leaseDuration (%s)", l.LeaseDuration.Duration)})
+	}
+	if float64(l.RenewDeadline.Duration) <= leaseJitter*float64(l.RetryPeriod.Duration) {
+		errs = append(errs, &FieldError{path + ".retryPeriod", l.RetryPeriod.Duration.String(),
+			fmt.Sprintf("must be less than renewDeadline (%s) / %.1f", l.RenewDeadline.Duration, leaseJitter)})
+	}
 	return errs
 }
 

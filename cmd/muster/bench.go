@@ -37,11 +37,14 @@ func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Run muster side by side with the upstream kube-scheduler on the sandbox",
-		Long: `Runs the same pods on the same simulated nodes, one scheduler at a time, in one process:
-kube-scheduler v1.37 with its default profile (plain pods), kube-scheduler with
-GenericWorkload gang scheduling (native PodGroups), muster (the same PodGroups), and a
-ceiling that binds to precomputed nodes without deciding. Prints a table with each
-figure and muster's ratio to the others.
+		Long: `Runs the same pods on the same simulated nodes, one scheduler at a time:
+kube-scheduler v1.37 with its default profile on plain pods, at its default client
+settings (kube-scheduler-defaults) and with --qps/--burst (kube-scheduler-qps);
+kube-scheduler with GenericWorkload gang scheduling on native PodGroups
+(kube-scheduler-gang, --qps); muster as deployed, a muster serve process of this
+executable with deploy/'s Configuration as deploy/'s ServiceAccount, on the same
+PodGroups (muster-defaults); and a ceiling that binds to precomputed nodes without
+deciding. Prints a table with each figure and muster's ratios to the others.
 
 Scenarios: seed (8 one-GPU nodes, two interleaved jobs of 8, observed 60 s),
 throughput (1,000 nodes × 8 GPUs, 500 gangs of 8), big-gang (5,000 nodes, one gang of
@@ -53,8 +56,8 @@ throughput (1,000 nodes × 8 GPUs, 500 gangs of 8), big-gang (5,000 nodes, one g
 	fs.StringSliceVar(&f.scenarios, "scenarios", bench.Scenarios(), "scenarios to run: "+strings.Join(bench.Scenarios(), ", "))
 	fs.StringSliceVar(&f.runners, "runners", nil, "restrict the runners to these: "+strings.Join(bench.Runners(), ", ")+" (default all)")
 	fs.StringVar(&f.out, "out", "", "also write the table as Markdown to this file")
-	fs.Float32Var(&f.qps, "qps", 5000, "client QPS of every scheduler (kube-scheduler's --kube-api-qps)")
-	fs.IntVar(&f.burst, "burst", 10000, "client burst of every scheduler (kube-scheduler's --kube-api-burst)")
+	fs.Float32Var(&f.qps, "qps", 5000, "client QPS of the runners with QPS raised (kube-scheduler's --kube-api-qps)")
+	fs.IntVar(&f.burst, "burst", 10000, "client burst of the runners with QPS raised (kube-scheduler's --kube-api-burst)")
 	fs.IntVar(&f.rounds, "rounds", 1, "run each scenario's runners this many times, one after the other in each round; the table shows medians and the notes every round")
 	fs.DurationVar(&f.window, "seed-window", 60*time.Second, "how long the seed scenario is observed")
 	fs.DurationVar(&f.timeout, "timeout", 15*time.Minute, "how long a run may take to bind all its pods")
@@ -83,8 +86,13 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 			return fmt.Errorf("--cpuprofile-dir: %w", err)
 		}
 	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding muster's executable, which the muster runners run as muster serve: %w", err)
+	}
 	rep, err := bench.Run(ctx, bench.Options{
-		Scenarios: f.scenarios, Runners: f.runners, QPS: f.qps, Burst: f.burst,
+		MusterBinary: self,
+		Scenarios:    f.scenarios, Runners: f.runners, QPS: f.qps, Burst: f.burst,
 		Rounds: f.rounds, Window: f.window, Timeout: f.timeout, Drain: f.drain, Log: log, Progress: cmd.ErrOrStderr(),
 		ProfileDir: f.cpuProf,
 	})

@@ -18,9 +18,9 @@ import (
 	"github.com/muster-sched/muster/internal/sandbox/kubelet"
 )
 
-// startScheduler runs muster's scheduler against the cluster cfg reaches until ctx
-// is done. It is nil until the scheduler is wired in; the sandbox command then runs
-// the cluster without a scheduler and says so.
+// startScheduler runs muster's scheduler against the cluster that cfg reaches with
+// full access until ctx is done, saying how on out. It is nil until the scheduler is
+// wired in; the sandbox command then runs the cluster without a scheduler and says so.
 var startScheduler func(ctx context.Context, cfg *rest.Config, out io.Writer) error
 
 // sandboxFlags are the flags of `muster sandbox`.
@@ -143,7 +143,6 @@ func runScheduler(ctx context.Context, out io.Writer, cfg *rest.Config, nodesOnl
 	case startScheduler == nil:
 		fmt.Fprintln(out, "Scheduler: muster's scheduler is not wired into the sandbox yet; pods stay Pending unless another scheduler binds them.")
 	default:
-		fmt.Fprintln(out, "Scheduler: muster (schedulerName: muster).")
 		go func() { done <- startScheduler(ctx, cfg, out) }()
 	}
 	return done

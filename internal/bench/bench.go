@@ -1,16 +1,20 @@
 // Package bench runs muster side by side with the upstream kube-scheduler of the
-// same Kubernetes version (v1.37) on the sandbox, in one process and one run: the
-// same nodes and the same pods, scheduled by one scheduler at a time.
+// same Kubernetes version (v1.37) on the sandbox, in one run: the same nodes and the
+// same pods, scheduled by one scheduler at a time. muster runs as it is deployed, a
+// `muster serve` process (Options.MusterBinary) with deploy/'s Configuration, as
+// deploy/'s ServiceAccount, over the network to the sandbox; kube-scheduler runs in
+// the bench's process, as its own command would.
 //
 // Each run of a scenario (a cluster and a workload, see Scenario) gets a sandbox of
 // its own, started for it: one runner, its copy of the workload (identical pods;
 // only schedulerName and, for gang runners, spec.schedulingGroup and the PodGroups
 // differ), and the whole cluster, on a control plane that served no earlier run.
 // The runners are
-// kube-scheduler with its default profile on plain pods, kube-scheduler with
-// GenericWorkload gang scheduling on native PodGroups, muster on the same PodGroups,
+// kube-scheduler with its default profile on plain pods, at its default client
+// settings and with QPS raised; kube-scheduler with GenericWorkload gang scheduling
+// on native PodGroups; muster with the shipped Configuration on the same PodGroups;
 // and a ceiling that binds to precomputed nodes and so measures the API server.
-// Every scheduler's client has the same QPS and burst, and speaks protobuf
+// Runners "with QPS raised" use Options.QPS and Burst, and speak protobuf
 // (kube-scheduler's default content type). With several rounds, each
 // round runs every runner once, starting one runner later than the round before, and
 // the table shows medians; before each run the process collects its garbage and
@@ -75,6 +79,9 @@ type Options struct {
 	Log io.Writer
 	// Progress receives one line per run as it ends; nil discards them.
 	Progress io.Writer
+	// MusterBinary is the muster executable the muster runners run as `muster
+	// serve`; `muster bench` passes itself.
+	MusterBinary string
 	// ProfileDir, if set, receives a CPU profile of each run, from the first pod
 	// create to the last bind (or the window's end), named
 	// <scenario>-<runner>-<round>.pprof. Samples of the runner's goroutines carry
@@ -244,7 +251,10 @@ func runFresh(ctx context.Context, sc Scenario, name string, round int, opts Opt
 	if err != nil {
 		return Result{}, err
 	}
-	env := runEnv{config: sb.RESTConfig(), kubeconfig: kubeconfig, gpusPerNode: sc.Cluster.Pools[0].GPUs, log: opts.Log}
+	env := runEnv{
+		config: sb.RESTConfig(), kubeconfig: kubeconfig, musterBinary: opts.MusterBinary, dir: dir,
+		gpusPerNode: sc.Cluster.Pools[0].GPUs, log: opts.Log,
+	}
 	env.config.QPS, env.config.Burst = opts.QPS, opts.Burst
 	env.config.ContentType = kruntime.ContentTypeProtobuf
 	env.config.AcceptContentTypes = kruntime.ContentTypeProtobuf + "," + kruntime.ContentTypeJSON

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
 // TestHeldGPUSeconds checks the integral on a hand-made timeline: job a is bound
@@ -53,11 +55,11 @@ func TestPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(p.runners[ScenarioSeed], ","); got != "upstream-default,upstream-gang,muster" {
+	if got := strings.Join(p.runners[ScenarioSeed], ","); got != "kube-scheduler-defaults,kube-scheduler-qps,kube-scheduler-gang,muster-defaults,muster-qps" {
 		t.Errorf("seed runners: expected no ceiling, found %s", got)
 	}
-	if got := strings.Join(p.runners[ScenarioThroughput], ","); got != "upstream-default,upstream-gang,muster,ceiling" {
-		t.Errorf("throughput runners: expected all four, found %s", got)
+	if got := strings.Join(p.runners[ScenarioThroughput], ","); got != "kube-scheduler-defaults,kube-scheduler-qps,kube-scheduler-gang,muster-defaults,muster-qps,ceiling" {
+		t.Errorf("throughput runners: expected all six, found %s", got)
 	}
 	for _, bad := range []Options{{Scenarios: []string{"nope"}}, {Scenarios: []string{ScenarioCeiling}}, {Runners: []string{"kube"}},
 		{Scenarios: []string{ScenarioThroughput}, Runners: []string{RunnerCeiling}},
@@ -77,8 +79,8 @@ func TestSeed(t *testing.T) {
 	var progress bytes.Buffer
 	rep, err := Run(ctx, Options{
 		Scenarios: []string{ScenarioSeed},
-		Runners:   []string{RunnerUpstreamDefault, RunnerUpstreamGang, RunnerMuster},
-		Window:    5 * time.Second, Progress: &progress,
+		Runners:   []string{RunnerKubeSchedulerQPS, RunnerKubeSchedulerGang, RunnerMusterDefaults},
+		Window:    5 * time.Second, Progress: &progress, MusterBinary: sandboxtest.MusterBinary(t),
 	})
 	t.Log("\n" + progress.String())
 	if err != nil {
@@ -91,18 +93,18 @@ func TestSeed(t *testing.T) {
 		}
 		byRunner[r.Runner] = r
 	}
-	def := byRunner[RunnerUpstreamDefault]
+	def := byRunner[RunnerKubeSchedulerQPS]
 	if def.Bound != 8 || def.WholeBound {
-		t.Errorf("upstream-default: expected 8 pods bound and no whole job, found %d bound, whole %v", def.Bound, def.WholeBound)
+		t.Errorf("kube-scheduler-qps: expected 8 pods bound and no whole job, found %d bound, whole %v", def.Bound, def.WholeBound)
 	}
 	// 8 GPUs bound to two half jobs for most of the 5 s window.
 	if def.HeldGPUSeconds < 20 {
-		t.Errorf("upstream-default: expected at least 20 GPU-s held by incomplete groups, found %.2f", def.HeldGPUSeconds)
+		t.Errorf("kube-scheduler-qps: expected at least 20 GPU-s held by incomplete groups, found %.2f", def.HeldGPUSeconds)
 	}
 	if def.StrandedGPUSeconds != def.HeldGPUSeconds {
-		t.Errorf("upstream-default: expected all %.2f GPU-s held by groups never whole, found %.2f", def.HeldGPUSeconds, def.StrandedGPUSeconds)
+		t.Errorf("kube-scheduler-qps: expected all %.2f GPU-s held by groups never whole, found %.2f", def.HeldGPUSeconds, def.StrandedGPUSeconds)
 	}
-	for _, name := range []string{RunnerUpstreamGang, RunnerMuster} {
+	for _, name := range []string{RunnerKubeSchedulerGang, RunnerMusterDefaults} {
 		r := byRunner[name]
 		if r.Bound != 8 || !r.WholeBound || !r.WholeReady {
 			t.Errorf("%s: expected one job bound whole and Ready, found %d bound, whole %v, Ready %v", name, r.Bound, r.WholeBound, r.WholeReady)
@@ -146,9 +148,9 @@ func TestReportMedians(t *testing.T) {
 		return Result{Scenario: ScenarioThroughput, Runner: runner, Round: round, Pods: 400, JobSize: 8, Bound: bound, Span: span}
 	}
 	rep := &Report{Rounds: 3, Results: []Result{
-		run(RunnerMuster, 1, 2*time.Second, 400), run(RunnerCeiling, 1, 1*time.Second, 400),
-		run(RunnerMuster, 2, 4*time.Second, 400), run(RunnerCeiling, 2, 2*time.Second, 400),
-		run(RunnerMuster, 3, 1*time.Second, 300), run(RunnerCeiling, 3, 4*time.Second, 400),
+		run(RunnerMusterDefaults, 1, 2*time.Second, 400), run(RunnerCeiling, 1, 1*time.Second, 400),
+		run(RunnerMusterDefaults, 2, 4*time.Second, 400), run(RunnerCeiling, 2, 2*time.Second, 400),
+		run(RunnerMusterDefaults, 3, 1*time.Second, 300), run(RunnerCeiling, 3, 4*time.Second, 400),
 	}}
 	var row []string
 	for _, r := range rep.Rows() {
@@ -165,20 +167,20 @@ func TestReportMedians(t *testing.T) {
 	for i, h := range rep.Rows()[0] {
 		col[h] = row[i]
 	}
-	if got := col[RunnerMuster]; got != "150.0 (2 of 3 rounds)" {
+	if got := col[RunnerMusterDefaults]; got != "150.0 (2 of 3 rounds)" {
 		t.Errorf("muster pods/s: expected the median of the 2 complete rounds, found %q", got)
 	}
 	if got := col[RunnerCeiling]; got != "200.0" {
 		t.Errorf("ceiling pods/s: expected 200.0, found %q", got)
 	}
-	if got := col["muster/"+RunnerCeiling]; got != "0.75" {
+	if got := col[RunnerMusterDefaults+"/"+RunnerCeiling]; got != "0.75" {
 		t.Errorf("muster/ceiling: expected 0.75, found %q", got)
 	}
 	var text bytes.Buffer
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	want := "throughput, pods/s (first create → last bind): muster 200.0 / 100.0 / —; ceiling 400.0 / 200.0 / 100.0; muster/ceiling 0.50 / 0.50 / —"
+	want := "throughput, pods/s (first create → last bind): muster-defaults 200.0 / 100.0 / —; ceiling 400.0 / 200.0 / 100.0; muster-defaults/ceiling 0.50 / 0.50 / —"
 	if !strings.Contains(text.String(), want) {
 		t.Errorf("notes: expected the line\n%s\nfound\n%s", want, text.String())
 	}

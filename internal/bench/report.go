@@ -149,8 +149,13 @@ func writesPerPod(r Result) (float64, bool) { return r.WritesPerPod(), r.Bound >
 
 func timeToLastBind(r Result) (float64, bool) { return r.Span.Seconds(), r.Bound == r.Pods }
 
-// ratios are the ratio columns: muster's figure over each of these runners'.
-var ratios = []string{RunnerUpstreamGang, RunnerUpstreamDefault, RunnerCeiling}
+// ratios are the ratio columns: one runner's figure over another's.
+var ratios = [][2]string{
+	{RunnerMusterDefaults, RunnerKubeSchedulerDefaults},
+	{RunnerMusterQPS, RunnerKubeSchedulerQPS},
+	{RunnerMusterQPS, RunnerKubeSchedulerGang},
+	{RunnerMusterDefaults, RunnerCeiling},
+}
 
 // Rows returns the table: a header row, then one row per figure of a scenario that
 // ran, with a column per runner and per ratio. A runner's figure is its median over
@@ -161,7 +166,7 @@ func (rep *Report) Rows() [][]string {
 	header := []string{"scenario", "figure"}
 	header = append(header, Runners()...)
 	for _, r := range ratios {
-		header = append(header, "muster/"+r)
+		header = append(header, r[0]+"/"+r[1])
 	}
 	rows := [][]string{header}
 	for _, m := range metrics {
@@ -173,8 +178,8 @@ func (rep *Report) Rows() [][]string {
 		for _, runner := range Runners() {
 			row = append(row, m.cell(byRunner[runner]))
 		}
-		for _, other := range ratios {
-			row = append(row, m.ratio(byRunner[RunnerMuster], byRunner[other]))
+		for _, r := range ratios {
+			row = append(row, m.ratio(byRunner[r[0]], byRunner[r[1]]))
 		}
 		rows = append(rows, row)
 	}
@@ -264,9 +269,8 @@ func (rep *Report) rounds(m metric) string {
 			parts = append(parts, runner+" "+perRound(rs, m.value, m.format))
 		}
 	}
-	mine := byRunner[RunnerMuster]
-	for _, other := range ratios {
-		theirs := byRunner[other]
+	for _, pair := range ratios {
+		mine, theirs := byRunner[pair[0]], byRunner[pair[1]]
 		if len(mine) == 0 || len(theirs) != len(mine) {
 			continue
 		}
@@ -275,7 +279,7 @@ func (rep *Report) rounds(m metric) string {
 			b, okB := m.value(theirs[r.Round-1])
 			return a / b, okA && okB && b != 0
 		}
-		parts = append(parts, "muster/"+other+" "+perRound(mine, ratio, "%.2f"))
+		parts = append(parts, pair[0]+"/"+pair[1]+" "+perRound(mine, ratio, "%.2f"))
 	}
 	return fmt.Sprintf("%s, %s: %s", m.scenario, m.title(byRunner), strings.Join(parts, "; "))
 }
@@ -312,7 +316,7 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(w, "|%s\n", strings.Repeat(" --- |", len(row)))
 		}
 	}
-	fmt.Fprintf(w, "\nEvery scheduler's client: QPS %g, burst %d.\n", rep.QPS, rep.Burst)
+	fmt.Fprintf(w, "\nClients of the runners with QPS raised: QPS %g, burst %d; kube-scheduler-defaults: QPS 50, burst 100; muster-defaults: deploy/'s Configuration (clientConnection as shipped).\n", rep.QPS, rep.Burst)
 	return rep.writeNotes(w)
 }
 

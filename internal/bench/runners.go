@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"sync"
+	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,35 +24,47 @@ import (
 	scheduleroptions "k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
-	"github.com/muster-sched/muster/internal/controller"
+	"github.com/muster-sched/muster/deploy"
+	"github.com/muster-sched/muster/internal/sandbox"
 )
 
 // Runner names.
 const (
-	// RunnerUpstreamDefault is kube-scheduler with its default profile, given plain
-	// pods: no gang.
-	RunnerUpstreamDefault = "upstream-default"
-	// RunnerUpstreamGang is kube-scheduler with GenericWorkload gang scheduling, given
-	// native v1beta1 PodGroups.
-	RunnerUpstreamGang = "upstream-gang"
-	// RunnerMuster is muster, given the same native PodGroups.
-	RunnerMuster = "muster"
+	// RunnerKubeSchedulerDefaults is kube-scheduler with its default profile and its
+	// default client settings (QPS 50, burst 100), given plain pods: no gang.
+	RunnerKubeSchedulerDefaults = "kube-scheduler-defaults"
+	// RunnerKubeSchedulerQPS is kube-scheduler with its default profile, its client's
+	// QPS and burst raised to the bench's (Options.QPS), given plain pods.
+	RunnerKubeSchedulerQPS = "kube-scheduler-qps"
+	// RunnerKubeSchedulerGang is kube-scheduler with GenericWorkload gang scheduling
+	// and the bench's QPS, given native v1beta1 PodGroups.
+	RunnerKubeSchedulerGang = "kube-scheduler-gang"
+	// RunnerMusterDefaults is `muster serve` as deployed — its own process, deploy/'s
+	// Configuration unchanged, as deploy/'s ServiceAccount — given the same native
+	// PodGroups.
+	RunnerMusterDefaults = "muster-defaults"
+	// RunnerMusterQPS is RunnerMusterDefaults with the Configuration's
+	// clientConnection qps and burst raised to the bench's (Options.QPS).
+	RunnerMusterQPS = "muster-qps"
 	// RunnerCeiling binds pods to precomputed nodes without deciding anything.
 	RunnerCeiling = "ceiling"
 )
 
 // Runners lists the runner names in the order they run and appear in the table.
 func Runners() []string {
-	return []string{RunnerUpstreamDefault, RunnerUpstreamGang, RunnerMuster, RunnerCeiling}
+	return []string{RunnerKubeSchedulerDefaults, RunnerKubeSchedulerQPS, RunnerKubeSchedulerGang, RunnerMusterDefaults, RunnerMusterQPS, RunnerCeiling}
 }
 
 // runEnv is what a runner is started with.
 type runEnv struct {
-	// config reaches the sandbox with the bench's client settings (QPS, burst,
-	// protobuf).
+	// config reaches the sandbox with full access and the bench's client settings
+	// (QPS, burst, protobuf).
 	config *rest.Config
 	// kubeconfig is a kubeconfig file for the sandbox, for kube-scheduler.
 	kubeconfig string
+	// musterBinary is the muster executable that muster runners run as `muster serve`,
+	// and dir a directory for its files.
+	musterBinary, dir string
 	// work is the workload the runner schedules; nodes are the cluster's node names
 	// in creation order and gpusPerNode their GPUs (for the ceiling's assignment).
 	work        workload
@@ -76,12 +89,16 @@ type runner interface {
 // newRunner returns the runner of a name.
 func newRunner(name string) (runner, error) {
 	switch name {
-	case RunnerUpstreamDefault:
+	case RunnerKubeSchedulerDefaults:
+		return upstream{gang: false, defaults: true}, nil
+	case RunnerKubeSchedulerQPS:
 		return upstream{gang: false}, nil
-	case RunnerUpstreamGang:
+	case RunnerKubeSchedulerGang:
 		return upstream{gang: true}, nil
-	case RunnerMuster:
+	case RunnerMusterDefaults:
 		return musterRunner{}, nil
+	case RunnerMusterQPS:
+		return musterRunner{raiseQPS: true}, nil
 	case RunnerCeiling:
 		return ceiling{}, nil
 	}
@@ -89,8 +106,9 @@ func newRunner(name string) (runner, error) {
 }
 
 // upstream runs kube-scheduler v1.37 in-process, as its command does, with the
-// default profile.
-type upstream struct{ gang bool }
+// default profile; with defaults, its client keeps kube-scheduler's default QPS and
+// burst.
+type upstream struct{ gang, defaults bool }
 
 func (u upstream) podSpec() podSpec {
 	return podSpec{schedulerName: corev1.DefaultSchedulerName, gang: u.gang}
@@ -110,8 +128,11 @@ func (u upstream) start(ctx context.Context, env runEnv) (func() error, error) {
 		"--kubeconfig=" + env.kubeconfig,
 		"--leader-elect=false", // with it, a stopped scheduler calls os.Exit
 		"--secure-port=0",
-		"--kube-api-qps=" + strconv.FormatFloat(float64(env.config.QPS), 'f', -1, 32),
-		"--kube-api-burst=" + strconv.Itoa(env.config.Burst),
+	}
+	if !u.defaults {
+		args = append(args,
+			"--kube-api-qps="+strconv.FormatFloat(float64(env.config.QPS), 'f', -1, 32),
+			"--kube-api-burst="+strconv.Itoa(env.config.Burst))
 	}
 	if u.gang {
 		args = append(args, "--feature-gates=GenericWorkload=true")
@@ -142,29 +163,88 @@ func (u upstream) start(ctx context.Context, env runEnv) (func() error, error) {
 	}, nil
 }
 
-// musterRunner runs muster as `muster serve` does, without leader election or
-// metrics and health servers.
-type musterRunner struct{}
+// musterRunner runs `muster serve` as deployed (sandbox.StartMuster): its own
+// process from env.musterBinary, deploy/'s Configuration with the metrics and health
+// servers on free loopback ports, as deploy/'s ServiceAccount, over the network to
+// the sandbox. With raiseQPS, its clientConnection has the bench's QPS and burst.
+type musterRunner struct {
+	raiseQPS bool
+}
 
 func (musterRunner) podSpec() podSpec {
 	return podSpec{schedulerName: musterv1alpha1.DefaultConfiguration().SchedulerName, gang: true}
 }
 
-func (musterRunner) start(ctx context.Context, env runEnv) (func() error, error) {
-	cfg := musterv1alpha1.DefaultConfiguration()
-	disabled := false
-	cfg.LeaderElection.Enabled = &disabled
-	cfg.MetricsAddr, cfg.HealthAddr = musterv1alpha1.DisabledAddr, musterv1alpha1.DisabledAddr
-	errc := make(chan error, 1)
-	go func() {
-		errc <- controller.Run(ctx, controller.Options{Config: env.config, Configuration: cfg, Log: logr.Discard()})
-	}()
+func (r musterRunner) start(ctx context.Context, env runEnv) (func() error, error) {
+	var configure func(*musterv1alpha1.Configuration)
+	if r.raiseQPS {
+		configure = func(cfg *musterv1alpha1.Configuration) {
+			cfg.ClientConnection.QPS, cfg.ClientConnection.Burst = env.config.QPS, int32(env.config.Burst)
+		}
+	}
+	m, _, err := startMusterProcess(ctx, env, configure)
+	if err != nil {
+		return nil, err
+	}
 	return func() error {
-		if err := <-errc; err != nil {
-			return fmt.Errorf("muster stopped: %w", err)
+		<-ctx.Done()
+		if err := m.Stop(musterStopTimeout); err != nil {
+			return fmt.Errorf("muster serve: %w", err)
 		}
 		return nil
 	}, nil
+}
+
+// musterStopTimeout bounds the wait for `muster serve` to exit after SIGTERM.
+const musterStopTimeout = 30 * time.Second
+
+// startMusterProcess starts `muster serve` for env and returns it with the address
+// of its metrics server.
+func startMusterProcess(ctx context.Context, env runEnv, configure func(*musterv1alpha1.Configuration)) (*sandbox.Muster, string, error) {
+	if env.musterBinary == "" {
+		return nil, "", errors.New("muster runner: expected the muster executable (Options.MusterBinary), found none")
+	}
+	cfg, err := deploy.ParsedConfiguration()
+	if err != nil {
+		return nil, "", err
+	}
+	metricsAddr, err := freeAddr()
+	if err != nil {
+		return nil, "", err
+	}
+	healthAddr, err := freeAddr()
+	if err != nil {
+		return nil, "", err
+	}
+	cfg.MetricsAddr, cfg.HealthAddr = metricsAddr, healthAddr
+	if configure != nil {
+		configure(cfg)
+	}
+	m, err := sandbox.StartMuster(ctx, sandbox.MusterOptions{
+		Binary: env.musterBinary, Admin: env.config, Configuration: cfg, Dir: env.dir, Log: env.log,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	go func() { // the process outlives no run
+		<-ctx.Done()
+		select {
+		case <-m.Done():
+		case <-time.After(musterStopTimeout):
+			_ = m.Kill()
+		}
+	}()
+	return m, metricsAddr, nil
+}
+
+// freeAddr returns a loopback address with a port nothing listens on.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
 }
 
 // ceiling binds each pod, as soon as it is seen, to a node computed in advance

@@ -194,7 +194,7 @@ func (s *scheduler) bindGroup(ctx context.Context, job bindJob) []string {
 	}
 	var failed []string
 	for i, err := range errs {
-		if err == nil || errors.Is(err, errSkipped) || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil {
 			continue
 		}
 		failed = append(failed, job.binds[i].Pod)
@@ -258,9 +258,6 @@ func (s *scheduler) planAnnotations(plan Plan) (map[string]string, error) {
 	return map[string]string{musterv1alpha1.PlacementAnnotation: string(data)}, nil
 }
 
-// errSkipped marks a bind that BeforeBind skipped.
-var errSkipped = errors.New("bind skipped by BeforeBind")
-
 // errPlanNotBound marks a bind not tried because no bind that carried the plan
 // succeeded.
 var errPlanNotBound = errors.New("not bound: no member carrying the plan was bound")
@@ -273,10 +270,6 @@ func (s *scheduler) bindPods(ctx context.Context, job bindJob, errs []error, fro
 	var wg sync.WaitGroup
 	for i := from; i < to; i++ {
 		b := job.binds[i]
-		if s.beforeBind != nil && !s.beforeBind(b.Pod, b.Node) {
-			errs[i] = errSkipped
-			continue
-		}
 		p := job.pods[i]
 		if p == nil {
 			errs[i] = fmt.Errorf("binding %s: expected the pod in the cache, found none", b.Pod)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -41,11 +40,6 @@ type Options struct {
 	Clock clock.WithTicker
 	// Log receives the controller's log lines; the zero value discards them.
 	Log logr.Logger
-	// BeforeBind, when set, is called before each bind, possibly from several goroutines
-	// at once; returning false skips that bind
-	// as if the process had died before issuing it. Tests use it to stop muster between
-	// the binds of one plan.
-	BeforeBind func(pod, node string) bool
 	// Metrics receives the scheduler's measurements; nil means muster's collectors in
 	// controller-runtime's registry, served on metricsAddr.
 	Metrics *metrics.Metrics
@@ -55,9 +49,6 @@ type Options struct {
 	// DashboardAuth, when set, wraps the dashboard's handler: the place for an
 	// authenticating handler in front of it.
 	DashboardAuth func(http.Handler) http.Handler
-	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election; zero keeps
-	// controller-runtime's defaults.
-	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
 // Scheme returns a scheme with every type the controller reads or writes.
@@ -101,14 +92,21 @@ func NewManager(opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	le := cfg.LeaderElection
 	mopts := manager.Options{
-		Scheme:                        scheme,
-		Logger:                        opts.Log,
-		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsAddr},
-		HealthProbeBindAddress:        cfg.HealthAddr,
-		LeaderElection:                *cfg.LeaderElection.Enabled,
-		LeaderElectionID:              cfg.LeaderElection.LeaseName,
-		LeaderElectionNamespace:       cfg.LeaderElection.LeaseNamespace,
+		Scheme:                  scheme,
+		Logger:                  opts.Log,
+		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddr},
+		HealthProbeBindAddress:  cfg.HealthAddr,
+		LeaderElection:          *le.Enabled,
+		LeaderElectionID:        le.LeaseName,
+		LeaderElectionNamespace: le.LeaseNamespace,
+		LeaseDuration:           &le.LeaseDuration.Duration,
+		RenewDeadline:           &le.RenewDeadline.Duration,
+		RetryPeriod:             &le.RetryPeriod.Duration,
+		// A replica that stops (SIGTERM, a rolling update) gives the Lease up at once
+		// instead of leaving the others to wait out leaseDuration with a group maybe
+		// half-bound: the next replica leads within a retryPeriod.
 		LeaderElectionReleaseOnCancel: true,
 		// muster never reads managedFields; dropping them from the cache, as
 		// kube-scheduler does, saves memory and time per watched pod. Reads return the
@@ -119,9 +117,6 @@ func NewManager(opts Options) (manager.Manager, error) {
 			DefaultTransform:             cache.TransformStripManagedFields(),
 			DefaultUnsafeDisableDeepCopy: ptr.To(true),
 		},
-	}
-	if opts.LeaseDuration > 0 {
-		mopts.LeaseDuration, mopts.RenewDeadline, mopts.RetryPeriod = &opts.LeaseDuration, &opts.RenewDeadline, &opts.RetryPeriod
 	}
 	// The manager's clients choose the encoding per type: protobuf for built-in types
 	// (pods and nodes, the bulk of what muster watches), JSON for custom resources,
@@ -165,7 +160,7 @@ func NewManager(opts Options) (manager.Manager, error) {
 	}
 	s := &scheduler{
 		cfg: cfg, clock: opts.Clock, log: opts.Log, mgr: mgr, kube: kube, dyn: dyn,
-		beforeBind: opts.BeforeBind, recorder: recorder, broadcaster: broadcaster, metrics: opts.Metrics,
+		recorder: recorder, broadcaster: broadcaster, metrics: opts.Metrics,
 	}
 	if ledger != nil {
 		s.observer = ledger

@@ -28,13 +28,12 @@ import (
 // scheduler is the leader-elected runnable that owns the engine. Every field below
 // changes is owned by the loop goroutine.
 type scheduler struct {
-	cfg        *musterv1alpha1.Configuration
-	clock      clock.WithTicker
-	log        logr.Logger
-	mgr        manager.Manager
-	kube       kubernetes.Interface
-	dyn        dynamic.Interface
-	beforeBind func(pod, node string) bool
+	cfg   *musterv1alpha1.Configuration
+	clock clock.WithTicker
+	log   logr.Logger
+	mgr   manager.Manager
+	kube  kubernetes.Interface
+	dyn   dynamic.Interface
 	// recorder records Events; broadcaster writes them while the scheduler runs.
 	recorder    events.EventRecorder
 	broadcaster events.EventBroadcaster

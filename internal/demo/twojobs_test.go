@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -17,8 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
-	"github.com/muster-sched/muster/internal/controller"
 	"github.com/muster-sched/muster/internal/demo"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
@@ -33,22 +30,14 @@ func TestMain(m *testing.M) {
 	os.Exit(sandboxtest.Run(m, sandboxtest.Options{Cluster: seed}))
 }
 
-// TestTwoJobsOnTheSandbox runs the demo against muster on the seed cluster: it must
+// TestTwoJobsOnTheSandbox runs the demo against muster (a `muster serve` process)
+// on the seed cluster: it must
 // succeed, and its timeline must show one job whole while the other holds nothing.
 func TestTwoJobsOnTheSandbox(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	cfg := musterv1alpha1.DefaultConfiguration()
-	cfg.MetricsAddr, cfg.HealthAddr = musterv1alpha1.DisabledAddr, musterv1alpha1.DisabledAddr
-	*cfg.LeaderElection.Enabled = false
-	go func() { done <- controller.Run(ctx, controller.Options{Config: env.Config, Configuration: cfg}) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("muster: %v", err)
-		}
-	}()
+	defer cancel()
+	env.StartMuster(t, sandboxtest.MusterOptions{}) // `muster serve` as deployed
 	opts := demo.DefaultOptions()
 	opts.RunFor = 4 * time.Second
 	var out bytes.Buffer

@@ -21,7 +21,9 @@ func TestBindsInFlightBounded(t *testing.T) {
 	env.CreateNodes(t, sandbox.NodePool{Name: "wide", Count: members, CPU: "16", Memory: "64Gi", GPUs: 1})
 	ns := env.Namespace(t)
 	binds := &inFlight{}
-	startMuster(t, env, musterOptions{wrapTransport: binds.wrap})
+	proxy := env.StartProxy(t)
+	proxy.SetHook(binds.hook)
+	startMuster(t, env, musterOptions{proxy: proxy})
 	job := pytorchJob{ns: ns, name: "wide", workers: members - 1, plain: true}
 	job.create(t, env, newClient(t, env.Config))
 	env.WaitFor(t, "every member bound", func(context.Context) (bool, error) {
@@ -38,23 +40,23 @@ type inFlight struct {
 	now, most, started int
 }
 
-func (f *inFlight) wrap(next http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
-		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/binding") {
-			return next.RoundTrip(r)
-		}
+// hook counts the Binding requests through a proxy.
+func (f *inFlight) hook(w http.ResponseWriter, r *http.Request, forward http.Handler) {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/binding") {
+		forward.ServeHTTP(w, r)
+		return
+	}
+	f.mu.Lock()
+	f.now++
+	f.started++
+	f.most = max(f.most, f.now)
+	f.mu.Unlock()
+	defer func() {
 		f.mu.Lock()
-		f.now++
-		f.started++
-		f.most = max(f.most, f.now)
+		f.now--
 		f.mu.Unlock()
-		defer func() {
-			f.mu.Lock()
-			f.now--
-			f.mu.Unlock()
-		}()
-		return next.RoundTrip(r)
-	})
+	}()
+	forward.ServeHTTP(w, r)
 }
 
 // stats returns the most binds in flight at once, and how many were sent.
@@ -63,7 +65,3 @@ func (f *inFlight) stats() (most, total int) {
 	defer f.mu.Unlock()
 	return f.most, f.started
 }
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (fn roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return fn(r) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -21,7 +22,9 @@ import (
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
-// TestCrashMidBinding stops muster after k of a group's n binds, starts a new muster,
+// TestCrashMidBinding kills muster (SIGKILL) after k of a group's n binds (the
+// binds after the k-th are held at the proxy, never reaching the API server, as if
+// muster died before sending them), starts a new muster,
 // and checks that no partial group is left holding resources: the plan is completed
 // when its nodes still fit (the bound members stay), and undone when another pod took
 // a planned node (every bound member is evicted, and the group is placed anew). A
@@ -47,16 +50,22 @@ func TestCrashMidBinding(t *testing.T) {
 			}
 			ns := env.Namespace(t)
 			moves := watchNodeNames(t, env, ns)
+			proxy := env.StartProxy(t)
 			var binds atomic.Int32
-			first := startMuster(t, env, musterOptions{beforeBind: func(string, string) bool {
-				return binds.Add(1) <= int32(tc.k)
-			}})
+			proxy.SetHook(func(w http.ResponseWriter, r *http.Request, forward http.Handler) {
+				if _, _, _, ok := sandboxtest.BindingOf(r); ok && binds.Add(1) > int32(tc.k) {
+					proxy.Hold(w, r)
+					return
+				}
+				forward.ServeHTTP(w, r)
+			})
+			first := startMuster(t, env, musterOptions{proxy: proxy})
 			job := pytorchJob{ns: ns, name: "gang", workers: tc.n - 1, plain: true}
 			job.create(t, env, c)
 			env.WaitFor(t, fmt.Sprintf("%d members bound", tc.k), func(context.Context) (bool, error) {
 				return stateOf(t, env, ns, "gang").holding == tc.k, nil
 			})
-			first.stop(t)
+			first.kill(t)
 			bound := boundUIDs(t, env, ns)
 			for _, p := range listPods(t, env, ns) {
 				if p.Spec.NodeName == "" {

@@ -2,12 +2,9 @@ package e2e
 
 import (
 	"context"
-	"errors"
-	"net/http"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,58 +13,51 @@ import (
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
-// muster is one running muster in the test process.
+// muster is one `muster serve` process started by a test.
 type muster struct {
-	cancel context.CancelFunc
-	done   chan error
+	*sandboxtest.Muster
+	t testing.TB
 }
 
 // musterOptions adjust a muster started by startMuster.
 type musterOptions struct {
-	beforeBind func(pod, node string) bool
-	// wrapTransport, if set, wraps every request muster sends.
-	wrapTransport func(http.RoundTripper) http.RoundTripper
+	// proxy, if set, is where muster connects instead of the API server: faults are
+	// injected there (sandboxtest.Proxy).
+	proxy *sandboxtest.Proxy
+	// configure, if set, edits the Configuration muster is given (deploy/'s, with
+	// the test lease timings and no metrics or health servers).
+	configure func(*musterv1alpha1.Configuration)
 }
 
-// startMuster runs muster against the sandbox, as the deploy/ ServiceAccount, with
-// leader election on, and stops it when the test ends.
+// startMuster runs `muster serve` from the freshly built binary against the
+// sandbox, as deployed: deploy/'s Configuration, RBAC and ServiceAccount, with
+// leader election on. It is stopped with SIGTERM when the test ends; its log is named
+// in the test log if the test fails.
 func startMuster(t *testing.T, env *sandboxtest.Env, o musterOptions) *muster {
 	t.Helper()
-	if err := ensureNamespace(env.Kube, musterNamespace); err != nil {
-		t.Fatal(err)
-	}
-	cfg := musterv1alpha1.DefaultConfiguration()
-	cfg.MetricsAddr, cfg.HealthAddr = musterv1alpha1.DisabledAddr, musterv1alpha1.DisabledAddr
-	rc := serviceAccountConfig(t, env)
-	rc.WrapTransport = o.wrapTransport
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &muster{cancel: cancel, done: make(chan error, 1)}
-	go func() {
-		m.done <- controller.Run(ctx, controller.Options{
-			Config: rc, Configuration: cfg, Log: testr.NewWithOptions(t, testr.Options{Verbosity: 0}),
-			BeforeBind:    o.beforeBind,
-			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond,
-		})
-	}()
-	t.Cleanup(func() { m.stop(t) })
-	return m
+	m := env.StartMuster(t, sandboxtest.MusterOptions{Proxy: o.proxy, Configure: o.configure})
+	return &muster{Muster: m, t: t}
 }
 
-// stop stops muster and waits until it has returned; it may be called twice.
+// stop stops muster with SIGTERM and waits until it has exited cleanly; it may be
+// called twice.
 func (m *muster) stop(t *testing.T) {
 	t.Helper()
-	m.cancel()
 	select {
-	case err, ok := <-m.done:
-		if !ok {
-			return // stopped before
-		}
-		if err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("muster stopped with an error: %v", err)
-		}
-		close(m.done)
-	case <-time.After(sandboxtest.WaitTimeout):
-		t.Errorf("muster did not stop within %s", sandboxtest.WaitTimeout)
+	case <-m.Done():
+		return
+	default:
+	}
+	if err := m.Stop(sandboxtest.WaitTimeout); err != nil {
+		t.Error(err)
+	}
+}
+
+// kill kills muster with SIGKILL and waits until it is gone.
+func (m *muster) kill(t *testing.T) {
+	t.Helper()
+	if err := m.Kill(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -85,4 +75,27 @@ func newClient(t *testing.T, rc *rest.Config) client.Client {
 		t.Fatalf("creating a client: %v", err)
 	}
 	return c
+}
+
+// waitUntil polls cond every 20ms until it holds or timeout passes, and returns how
+// long it took; it fails the test at the timeout.
+func waitUntil(t *testing.T, what string, timeout time.Duration, cond func(context.Context) (bool, error)) time.Duration {
+	t.Helper()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for {
+		ok, err := cond(ctx)
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if ok {
+			return time.Since(start)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: not within %s", what, timeout)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

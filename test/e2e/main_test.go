@@ -1,6 +1,8 @@
-// Package e2e runs muster in-process, the same code `muster serve` runs, against one
-// sandbox (a real kube-apiserver with a simulated kubelet) per test package, and checks
-// the guide's scenarios end to end.
+// Package e2e runs muster as it is deployed — a `muster serve` process built from
+// this tree, with deploy/'s Configuration, RBAC and ServiceAccount — against one
+// sandbox (a real kube-apiserver with a simulated kubelet) per test package, and
+// checks the guide's scenarios end to end. Faults between muster and the API server
+// are injected by a proxy (sandboxtest.Proxy); crashes are SIGKILLs.
 package e2e
 
 import (
@@ -24,9 +26,6 @@ func TestMain(m *testing.M) {
 	os.Exit(sandboxtest.Run(m, sandboxtest.Options{}))
 }
 
-// musterNamespace is where muster's Lease (and, in a cluster, muster) lives.
-const musterNamespace = "muster-system"
-
 // ensureNamespace creates a namespace unless it exists.
 func ensureNamespace(kube kubernetes.Interface, name string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -36,3 +35,6 @@ func ensureNamespace(kube kubernetes.Interface, name string) error {
 	}
 	return nil
 }
+
+// musterNamespace is where muster's Lease, records and signing key live.
+const musterNamespace = "muster-system"

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -114,15 +115,19 @@ func TestKubeletRejectionIsPlacedAgainAlone(t *testing.T) {
 	c := newClient(t, env.Config)
 	var once sync.Once
 	var taken string
-	startMuster(t, env, musterOptions{beforeBind: func(pod, node string) bool {
-		once.Do(func() {
-			taken = node
-			intruder := env.CreatePod(t, sandboxtest.Pod(ns, "intruder").GPUs(1).SchedulerName("other-scheduler").Obj())
-			env.Bind(t, intruder, node)
-			env.WaitForPod(t, intruder, "Running", sandboxtest.PodPhase(corev1.PodRunning))
-		})
-		return true
-	}})
+	proxy := env.StartProxy(t)
+	proxy.SetHook(func(w http.ResponseWriter, r *http.Request, forward http.Handler) {
+		if _, _, node, ok := sandboxtest.BindingOf(r); ok {
+			once.Do(func() {
+				taken = node
+				intruder := env.CreatePod(t, sandboxtest.Pod(ns, "intruder").GPUs(1).SchedulerName("other-scheduler").Obj())
+				env.Bind(t, intruder, node)
+				env.WaitForPod(t, intruder, "Running", sandboxtest.PodPhase(corev1.PodRunning))
+			})
+		}
+		forward.ServeHTTP(w, r)
+	})
+	startMuster(t, env, musterOptions{proxy: proxy})
 	job := pytorchJob{ns: ns, name: "race", workers: 1, plain: true}
 	job.create(t, env, c)
 	waitCondition(t, env, c, ns, "race", "PodsReady", metav1.ConditionTrue)

@@ -2,10 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,56 +9,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/muster-sched/muster/internal/controller"
+	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
 // serviceAccount is the user muster runs as in deploy/.
 const serviceAccount = "system:serviceaccount:muster-system:muster"
 
-var applyRBAC sync.Once
-
-// serviceAccountConfig applies deploy/rbac to the sandbox (once) and returns a config
-// that impersonates muster's ServiceAccount, so that a verb missing from the
-// ClusterRole fails the tests.
+// serviceAccountConfig applies deploy/rbac to the sandbox and returns a config that
+// impersonates muster's ServiceAccount, so that what the ClusterRole does not grant
+// fails.
 func serviceAccountConfig(t *testing.T, env *sandboxtest.Env) *rest.Config {
 	t.Helper()
-	var err error
-	applyRBAC.Do(func() { err = applyDir(env.Client, filepath.Join("..", "..", "deploy", "rbac")) })
-	if err != nil {
+	if err := sandbox.ApplyRBAC(context.Background(), env.Config); err != nil {
 		t.Fatal(err)
 	}
 	rc := rest.CopyConfig(env.Config)
 	rc.Impersonate = rest.ImpersonationConfig{UserName: serviceAccount, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:muster-system", "system:authenticated"}}
 	return rc
-}
-
-// applyDir creates every object of the YAML files in dir, leaving those that exist.
-func applyDir(c client.Client, dir string) error {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil {
-		return err
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		for _, doc := range strings.Split(string(data), "\n---\n") {
-			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
-			if err != nil {
-				return err
-			}
-			if err := c.Create(context.Background(), obj.(client.Object)); err != nil && !apierrors.IsAlreadyExists(err) {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // TestRBACDeniesWhatTheRoleDoesNotGrant checks that the tests' muster really runs

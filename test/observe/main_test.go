@@ -4,8 +4,6 @@
 package observe
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -14,14 +12,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/testr"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
-	"github.com/muster-sched/muster/internal/controller"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
@@ -33,37 +26,35 @@ func TestMain(m *testing.M) {
 	os.Exit(sandboxtest.Run(m, sandboxtest.Options{}))
 }
 
-// startMuster runs muster in the test process against the sandbox and returns the address
-// its metrics are served on. It stops when the test ends.
+// startMuster runs `muster serve`, built from this tree, against the sandbox as
+// deployed (deploy/'s Configuration, RBAC and ServiceAccount; see
+// sandboxtest.Env.StartMuster), serving metrics on a free loopback port, and
+// returns that address once muster is leading. It stops when the test ends.
 func startMuster(t *testing.T, env *sandboxtest.Env) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "muster-system"}}
-	if _, err := env.Kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
 	addr := freeAddr(t)
-	cfg := musterv1alpha1.DefaultConfiguration()
-	cfg.MetricsAddr, cfg.HealthAddr = addr, musterv1alpha1.DisabledAddr
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- controller.Run(ctx, controller.Options{
-			Config: env.Config, Configuration: cfg, Log: testr.NewWithOptions(t, testr.Options{Verbosity: 0}),
-			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond,
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("muster stopped with an error: %v", err)
-			}
-		case <-time.After(sandboxtest.WaitTimeout):
-			t.Errorf("muster did not stop within %s", sandboxtest.WaitTimeout)
-		}
-	})
+	m := env.StartMuster(t, sandboxtest.MusterOptions{Configure: func(c *musterv1alpha1.Configuration) { c.MetricsAddr = addr }})
+	waitLeading(t, m, addr)
 	return addr
+}
+
+// waitLeading waits until the muster serving metrics on addr reports that it leads.
+func waitLeading(t *testing.T, m *sandboxtest.Muster, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(sandboxtest.WaitTimeout)
+	for {
+		if leading, _ := sandboxtest.Leading(addr); leading {
+			return
+		}
+		select {
+		case <-m.Done():
+			t.Fatalf("muster exited before leading: %v", m.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("muster serving metrics on %s: expected it to lead within %s, found it not leading", addr, sandboxtest.WaitTimeout)
+		}
+	}
 }
 
 // freeAddr returns a loopback address with a port nothing listens on.

@@ -1,0 +1,270 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/deploy"
+)
+
+// MusterOptions configures a `muster serve` process started by StartMuster.
+type MusterOptions struct {
+	// Binary is the muster executable to run.
+	Binary string
+	// Admin reaches the cluster with full access: StartMuster applies deploy/'s RBAC
+	// and asks for a token of muster's ServiceAccount with it. muster itself never
+	// gets these credentials.
+	Admin *rest.Config
+	// Server and CAData are where muster connects, e.g. a proxy in front of the API
+	// server; empty means Admin's host and CA.
+	Server string
+	CAData []byte
+	// Configuration is written to the file muster reads with --config; nil means
+	// deploy/'s (deploy.ParsedConfiguration).
+	Configuration *musterv1alpha1.Configuration
+	// Dir receives the kubeconfig and the Configuration file; it must exist.
+	Dir string
+	// Log receives muster's standard output and error; nil discards them.
+	Log io.Writer
+	// Verbosity is muster's --verbosity.
+	Verbosity int
+}
+
+// Muster is a running `muster serve` process.
+type Muster struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+// tokenLifetime is how long the ServiceAccount token given to a muster process is
+// valid (the API server may shorten it): longer than any test or bench run.
+const tokenLifetime = 12 * time.Hour
+
+// StartMuster starts `muster serve` as deployed: deploy/'s RBAC applied, as deploy/'s
+// ServiceAccount (a token from the TokenRequest API), with the Configuration in a
+// file, over the network to the API server. The process is killed if this process
+// dies; it runs until stopped with Stop, Kill or Signal.
+func StartMuster(ctx context.Context, opts MusterOptions) (*Muster, error) {
+	if opts.Binary == "" || opts.Admin == nil || opts.Dir == "" {
+		return nil, fmt.Errorf("starting muster: expected Binary, Admin and Dir set, found %q, %v, %q", opts.Binary, opts.Admin != nil, opts.Dir)
+	}
+	cfg := opts.Configuration
+	if cfg == nil {
+		var err error
+		if cfg, err = deploy.ParsedConfiguration(); err != nil {
+			return nil, err
+		}
+	}
+	kubeconfig, err := writeMusterKubeconfig(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	config := filepath.Join(opts.Dir, "config.yaml")
+	if err := writeConfiguration(config, cfg); err != nil {
+		return nil, err
+	}
+	log := opts.Log
+	if log == nil {
+		log = io.Discard
+	}
+	cmd := exec.Command(opts.Binary, "serve", "--kubeconfig="+kubeconfig, "--config="+config, "--verbosity="+strconv.Itoa(opts.Verbosity))
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), "KUBECONFIG=") // only --kubeconfig
+	cmd.SysProcAttr = dieWithParent()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s serve: %w", opts.Binary, err)
+	}
+	m := &Muster{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		m.err = cmd.Wait()
+		close(m.done)
+	}()
+	return m, nil
+}
+
+// writeMusterKubeconfig applies deploy/'s RBAC, gets a token of muster's
+// ServiceAccount and writes a kubeconfig with it to opts.Dir.
+func writeMusterKubeconfig(ctx context.Context, opts MusterOptions) (string, error) {
+	if err := ApplyRBAC(ctx, opts.Admin); err != nil {
+		return "", err
+	}
+	token, err := ServiceAccountToken(ctx, opts.Admin)
+	if err != nil {
+		return "", err
+	}
+	cluster := &clientcmdapi.Cluster{Server: opts.Server, CertificateAuthorityData: opts.CAData}
+	if opts.Server == "" {
+		cluster = &clientcmdapi.Cluster{
+			Server: opts.Admin.Host, CertificateAuthorityData: opts.Admin.CAData, TLSServerName: opts.Admin.ServerName,
+		}
+	}
+	const name = "muster"
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = cluster
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	kc.CurrentContext = name
+	path := filepath.Join(opts.Dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return "", fmt.Errorf("writing muster's kubeconfig: %w", err)
+	}
+	return path, nil
+}
+
+// writeConfiguration writes cfg as YAML to path.
+func writeConfiguration(path string, cfg *musterv1alpha1.Configuration) error {
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("encoding muster's Configuration: %w", err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return fmt.Errorf("writing muster's Configuration: %w", err)
+	}
+	return nil
+}
+
+// rbacMu serializes ApplyRBAC, which several tests may call at once.
+var rbacMu sync.Mutex
+
+// ApplyRBAC creates every object of deploy/'s RBAC (deploy.RBAC) that does not exist.
+func ApplyRBAC(ctx context.Context, admin *rest.Config) error {
+	rbacMu.Lock()
+	defer rbacMu.Unlock()
+	objs, err := deploy.RBAC()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(admin, client.Options{Scheme: clientgoscheme.Scheme})
+	if err != nil {
+		return fmt.Errorf("creating a client: %w", err)
+	}
+	// Namespaces first: the other objects live in them.
+	slices.SortStableFunc(objs, func(a, b runtime.Object) int {
+		_, nsA := a.(*corev1.Namespace)
+		_, nsB := b.(*corev1.Namespace)
+		switch {
+		case nsA && !nsB:
+			return -1
+		case nsB && !nsA:
+			return 1
+		}
+		return 0
+	})
+	for _, o := range objs {
+		obj, ok := o.DeepCopyObject().(client.Object)
+		if !ok {
+			return fmt.Errorf("applying deploy/rbac: expected objects with metadata, found %T", o)
+		}
+		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("applying deploy/rbac: creating %T %s: %w", o, obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// ServiceAccountToken returns a token of muster's ServiceAccount (deploy.ServiceAccount)
+// from the TokenRequest API, as the kubelet mounts one into muster's pod.
+func ServiceAccountToken(ctx context.Context, admin *rest.Config) (string, error) {
+	kube, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return "", fmt.Errorf("creating a client: %w", err)
+	}
+	sa := deploy.ServiceAccount
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: ptr.To(int64(tokenLifetime / time.Second)),
+	}}
+	tr, err := kube.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, sa.Name, req, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("requesting a token of ServiceAccount %s/%s: %w", sa.Namespace, sa.Name, err)
+	}
+	return tr.Status.Token, nil
+}
+
+// PID returns the process id.
+func (m *Muster) PID() int { return m.cmd.Process.Pid }
+
+// Done is closed when the process has exited.
+func (m *Muster) Done() <-chan struct{} { return m.done }
+
+// Err returns how the process exited (nil for status 0); call it after Done.
+func (m *Muster) Err() error { return m.err }
+
+// Signal sends sig to the process.
+func (m *Muster) Signal(sig os.Signal) error {
+	if err := m.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("signalling muster (pid %d): %w", m.PID(), err)
+	}
+	return nil
+}
+
+// Kill kills the process with SIGKILL, as the OOM killer or a lost node would, and
+// waits until it is gone.
+func (m *Muster) Kill() error {
+	if err := m.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-m.done
+	return nil
+}
+
+// Stop sends SIGTERM, as the kubelet does, and waits up to timeout for the process
+// to exit; it returns the process's exit error, or an error if it did not exit (it
+// is then killed).
+func (m *Muster) Stop(timeout time.Duration) error {
+	if err := m.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	select {
+	case <-m.done:
+		if m.err != nil && !diedOf(m.err, syscall.SIGTERM) {
+			return fmt.Errorf("muster (pid %d) exited after SIGTERM: %w", m.PID(), m.err)
+		}
+		return nil
+	case <-time.After(timeout):
+		_ = m.Kill()
+		return fmt.Errorf("muster (pid %d): expected it to exit within %s of SIGTERM, found it running (killed)", m.PID(), timeout)
+	}
+}
+
+// RSS returns the process's resident set size in bytes, from /proc.
+func (m *Muster) RSS() (uint64, error) {
+	return residentBytes(m.PID())
+}
+
+// diedOf reports whether a process's exit error says it was ended by sig: a muster
+// signalled before it installed its handler (within its first moments) dies of
+// SIGTERM, having had nothing to hand over.
+func diedOf(err error, sig syscall.Signal) bool {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return false
+	}
+	ws, ok := exit.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == sig
+}
