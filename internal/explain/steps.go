@@ -41,6 +41,9 @@ func stepAdmission(f Facts) (check, bool) {
 		if f.Fit != nil {
 			ev = append(ev, "now: "+f.Fit.String())
 		}
+		if a, ok := preemptedInPlace(lc); ok {
+			ev = append(ev, fmt.Sprintf("attempt %d was %s in %s; queued again in its place (a preemption uses no retry)", a.Number, a.Message, a.Stage))
+		}
 		ev = append(ev, expectedStartText(lc))
 		if f.FitUnread != "" {
 			ev = append(ev, f.FitUnread)
@@ -54,6 +57,16 @@ func stepAdmission(f Facts) (check, bool) {
 		ev = append(ev, fmt.Sprintf("admitted %d time(s)", lc.Attempt))
 	}
 	return ok(ev...), true
+}
+
+// preemptedInPlace returns the group's last attempt when it was preempted (or its
+// quota reclaimed) and the group waits again in its place for its next attempt.
+func preemptedInPlace(lc *musterv1alpha1.GroupLifecycle) (musterv1alpha1.AttemptRecord, bool) {
+	if len(lc.Attempts) == 0 {
+		return musterv1alpha1.AttemptRecord{}, false
+	}
+	a := lc.Attempts[len(lc.Attempts)-1]
+	return a, a.Reason == lifecycle.ReasonPreempted && a.Number == lc.Attempt
 }
 
 func quotaText(f Facts) string {

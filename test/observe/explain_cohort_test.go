@@ -62,8 +62,8 @@ func TestExplainReclaim(t *testing.T) {
 				bound++
 			}
 		}
-		return phase("Backoff")(f) && gone && len(f.Members) == 3 && bound == 0
+		return phase("Queued")(f) && gone && len(f.Members) == 3 && bound == 0
 	})
-	golden(t, "reclaimed", r, 6)
+	golden(t, "reclaimed", r, 4)
 	waitExplain(t, env, "podgroup/own", ns, phase("Running"))
 }

@@ -293,6 +293,18 @@ func TestExplainCancelled(t *testing.T) {
 	}
 }
 
+// unboundMembers counts the group's members that exist, are not being deleted and are
+// not bound.
+func unboundMembers(f explain.Facts) int {
+	n := 0
+	for _, p := range f.Members {
+		if p.DeletionTimestamp == nil && p.Spec.NodeName == "" {
+			n++
+		}
+	}
+	return n
+}
+
 func managers(fields []metav1.ManagedFieldsEntry) []string {
 	var out []string
 	for _, f := range fields {
@@ -322,5 +334,9 @@ func TestExplainPreempted(t *testing.T) {
 	podGroup(t, env, ns, "prod", 2, nil, nil)
 	createMembers(t, env, ns, "prod", 2, 1, func(_ int, b *sandboxtest.PodBuilder) { b.PriorityClass(class.Name) })
 	waitExplain(t, env, "podgroup/prod", ns, phase("Running"))
-	golden(t, "preempted", waitExplain(t, env, "podgroup/research", ns, phase("Backoff")), 6)
+	// Preempted, the group is queued again at once in its place (no backoff), once muster
+	// has created its evicted members again (they have no controller), unbound.
+	golden(t, "preempted", waitExplain(t, env, "podgroup/research", ns, func(f explain.Facts) bool {
+		return phase("Queued")(f) && unboundMembers(f) == 2
+	}), 4)
 }
