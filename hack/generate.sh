@@ -28,4 +28,6 @@ cp "${tmp}"/*.yaml deploy/crd/
 # The Helm chart carries copies of the CRDs and the ClusterRole (a chart cannot read
 # files outside itself); test/helm checks that they are equal.
 cp deploy/crd/*.yaml deploy/helm/muster/files/crd/
-cp deploy/rbac/cluster_role.yaml deploy/rbac/role.yaml deploy/helm/muster/files/rbac/
+cp deploy/rbac/cluster_role.yaml deploy/rbac/role.yaml deploy/rbac/user_roles.yaml deploy/helm/muster/files/rbac/
+mkdir -p deploy/helm/muster/files/policies
+cp deploy/policies/*.yaml deploy/helm/muster/files/policies/

@@ -40,7 +40,7 @@ func TestTwoJobsInTheBrowser(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	ns := env.Namespace(t)
 	nodes := env.CreateNodes(t, sandbox.NodePool{Name: "dash-gpu", Count: 8, CPU: "8", Memory: "32Gi", GPUs: 1})
-	queueName := createQueue(t, env, 8)
+	queueName := createQueue(t, env, ns, 8)
 	url, stopMuster := startMuster(t, env)
 	for _, job := range []string{"job-a", "job-b"} {
 		createPodGroup(t, env, ns, job, queueName, 8)
@@ -290,12 +290,16 @@ func boundNodes(t *testing.T, env *sandboxtest.Env, ns, job string) []string {
 	return out
 }
 
-// createQueue creates a Queue with a quota of gpus GPUs and deletes it when the test
+// createQueue creates a Queue for namespace ns with a quota of gpus GPUs and deletes it when the test
 // ends.
-func createQueue(t *testing.T, env *sandboxtest.Env, gpus int64) string {
+func createQueue(t *testing.T, env *sandboxtest.Env, ns string, gpus int64) string {
 	t.Helper()
 	q := &musterv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "dash-team"},
-		Spec: musterv1alpha1.QueueSpec{Quota: corev1.ResourceList{sandbox.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI)}}}
+		Spec: musterv1alpha1.QueueSpec{
+			Quota: corev1.ResourceList{sandbox.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI)},
+			// A Queue admits only the namespaces its selector selects.
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+		}}
 	obj, err := toUnstructured(q, musterv1alpha1.GroupVersion.String(), "Queue")
 	if err != nil {
 		t.Fatal(err)

@@ -72,7 +72,8 @@ func TestMatchesKustomize(t *testing.T) {
 // ClusterRole are the files deploy/ holds (hack/generate.sh copies them).
 func TestChartFilesAreCopies(t *testing.T) {
 	for _, f := range []string{"crd/muster.dev_queues.yaml", "crd/scheduling.x-k8s.io_podgroups.yaml",
-		"crd/scheduling.volcano.sh_podgroups.yaml", "rbac/cluster_role.yaml", "rbac/role.yaml"} {
+		"crd/scheduling.volcano.sh_podgroups.yaml", "rbac/cluster_role.yaml", "rbac/role.yaml", "rbac/user_roles.yaml",
+		"policies/group_settings.yaml", "policies/queue_invariants.yaml"} {
 		want, err := os.ReadFile(filepath.Join(root, "deploy", f))
 		if err != nil {
 			t.Fatal(err)
