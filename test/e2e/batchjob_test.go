@@ -208,9 +208,9 @@ func jobCondition(j *batchv1.Job, typ batchv1.JobConditionType) *batchv1.JobCond
 // TestPreemptedJobIsSuspendedAndResumed: a higher-priority job preempts a running batch
 // Job's group on a full cluster. muster suspends the Job (reason Preempted) rather than
 // deleting its pods, the preemptor runs on the freed nodes, and no other group is
-// evicted while the Job's pods go. When the preempted group's backoff ends muster
-// resumes the Job: its pods come back and wait, holding nothing, while the cluster is
-// full; the Job has counted no failure.
+// evicted while the Job's pods go. The preempted group is queued again at once in its
+// place, so muster resumes the Job: its pods come back and wait, holding nothing, while
+// the cluster is full; the Job has counted no failure.
 func TestPreemptedJobIsSuspendedAndResumed(t *testing.T) {
 	env, ns, urgent, c := preemptionCluster(t, "preempt-job", 3)
 
@@ -227,10 +227,20 @@ func TestPreemptedJobIsSuspendedAndResumed(t *testing.T) {
 
 	(pytorchJob{ns: ns, name: "vip", workers: 1, priorityClass: urgent}).create(t, env, c)
 	var job *batchv1.Job
+	// A preempted group is queued again at once in its place, so muster resumes the Job
+	// as soon as it has suspended it: the suspension shows in the Job's Event, not in an
+	// annotation that lasts.
 	env.WaitFor(t, "Job low suspended for the preemption", func(ctx context.Context) (bool, error) {
-		j, err := env.Kube.BatchV1().Jobs(ns).Get(ctx, "low", metav1.GetOptions{})
-		job = j
-		return err == nil && j.Annotations[musterv1alpha1.SuspendedAnnotation] == lifecycle.ReasonPreempted, err
+		evs, err := env.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Job,involvedObject.name=low"})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range evs.Items {
+			if ev.Reason == lifecycle.ReasonPreempted && strings.Contains(ev.Message, "muster suspended the Job") {
+				return true, nil
+			}
+		}
+		return false, nil
 	})
 	waitCondition(t, env, c, ns, "vip", "PodsReady", metav1.ConditionTrue)
 	if cond, _ := groupCondition(t, c, ns, "old", "Evicted"); cond.Status == metav1.ConditionTrue {
