@@ -6,22 +6,21 @@ package dashboard
 
 import (
 	"context"
-	"errors"
 	"flag"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
-	"github.com/muster-sched/muster/internal/controller"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
@@ -33,50 +32,57 @@ func TestMain(m *testing.M) {
 	os.Exit(sandboxtest.Run(m, sandboxtest.Options{}))
 }
 
-// startMuster runs muster against the sandbox, as muster serve does, with its dashboard
-// on a free loopback port, and returns the dashboard's URL and a function that stops
-// muster (called again when the test ends, it does nothing).
+// startMuster runs muster against the sandbox as it is deployed (a `muster serve`
+// process with deploy/'s Configuration, RBAC and ServiceAccount) with its dashboard on
+// a free loopback port, and returns the dashboard's URL once it answers, and a function
+// that stops muster (called again when the test ends, it does nothing).
 func startMuster(t *testing.T, env *sandboxtest.Env) (string, func()) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "muster-system"}}
 	if _, err := env.Kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	cfg := musterv1alpha1.DefaultConfiguration()
-	disabled := false
-	cfg.LeaderElection.Enabled = &disabled
-	cfg.MetricsAddr, cfg.HealthAddr, cfg.DashboardAddr = musterv1alpha1.DisabledAddr, musterv1alpha1.DisabledAddr, "127.0.0.1:0"
-	urls := make(chan string, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- controller.Run(ctx, controller.Options{
-			Config: env.Config, Configuration: cfg, Log: testr.NewWithOptions(t, testr.Options{Verbosity: 0}),
-			DashboardListening: func(url string) { urls <- url },
-		})
-	}()
+	addr := freeLoopbackAddr(t)
+	m := env.StartMuster(t, sandboxtest.MusterOptions{Configure: func(cfg *musterv1alpha1.Configuration) {
+		cfg.DashboardAddr = addr
+	}})
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil && !errors.Is(err, context.Canceled) {
-					t.Errorf("muster stopped with an error: %v", err)
-				}
-			case <-time.After(sandboxtest.WaitTimeout):
-				t.Errorf("muster did not stop within %s", sandboxtest.WaitTimeout)
+			if err := m.Stop(sandboxtest.WaitTimeout); err != nil {
+				t.Errorf("stopping muster: %v", err)
 			}
 		})
 	}
 	t.Cleanup(stop)
-	select {
-	case url := <-urls:
-		return url, stop
-	case err := <-done:
-		t.Fatalf("muster stopped before serving its dashboard: %v", err)
-	case <-time.After(2 * sandboxtest.WaitTimeout):
-		t.Fatalf("muster's dashboard did not listen within %s", 2*sandboxtest.WaitTimeout)
+	url := "http://" + addr + "/"
+	env.WaitFor(t, "muster's dashboard to answer at "+url, func(ctx context.Context) (bool, error) {
+		select {
+		case <-m.Done():
+			return false, fmt.Errorf("muster stopped before serving its dashboard: %v", m.Err())
+		default:
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil // not listening yet, or not leading yet
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	return url, stop
+}
+
+// freeLoopbackAddr returns a loopback address with a port that was free a moment ago.
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return "", stop
+	defer ln.Close()
+	return ln.Addr().String()
 }
