@@ -3,13 +3,10 @@ package observe
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -74,19 +71,7 @@ func golden(t *testing.T, name string, r explain.Report, step int) {
 		t.Fatal(err)
 	}
 	got := normalize(b.String())
-	path := filepath.Join("testdata", name+".txt")
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -rewrite to create it)", err)
-	}
-	if d := cmp.Diff(string(want), got); d != "" {
-		t.Errorf("muster explain output differs from %s (-want +got):\n%s", path, d)
-	}
+	compareGolden(t, "muster explain", name, got)
 	if r.Verdict.Step != step {
 		t.Errorf("verdict names step %d, want step %d:\n%s", r.Verdict.Step, step, got)
 	}

@@ -122,7 +122,7 @@ func TestKubectlMuster(t *testing.T) {
 	got := "$ kubectl muster get queues -o wide\n" + only(kubectlMuster(t, kubeconfig, "get", "queues", "-o", "wide"), "NAME ", "kubectl-team ") +
 		"$ kubectl muster get groups -n kubectl\n" + stable(kubectlMuster(t, kubeconfig, "get", "groups", "-n", ns)) +
 		"$ kubectl muster stop runs -n kubectl\n" + kubectlMuster(t, kubeconfig, "stop", "runs", "-n", ns)
-	compareGolden(t, "kubectl", got)
+	compareGolden(t, "kubectl muster", "kubectl", got)
 
 	waitGroupRow(t, env, ns, "runs", "Stopped", nil)
 	waitGroupRow(t, env, ns, "waits", "Running", nil)
@@ -159,8 +159,9 @@ func only(out string, prefixes ...string) string {
 	return strings.Join(keep, "")
 }
 
-// compareGolden compares got with testdata/NAME.txt, or rewrites it with -rewrite.
-func compareGolden(t *testing.T, name, got string) {
+// compareGolden compares the output of command (got) with testdata/NAME.txt, or
+// rewrites it with -rewrite.
+func compareGolden(t *testing.T, command, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name+".txt")
 	if *rewrite {
@@ -173,6 +174,6 @@ func compareGolden(t *testing.T, name, got string) {
 		t.Fatalf("%v (run with -rewrite to create it)", err)
 	}
 	if d := cmp.Diff(string(want), got); d != "" {
-		t.Errorf("kubectl muster output differs from %s (-want +got):\n%s", path, d)
+		t.Errorf("%s output differs from %s (-want +got):\n%s", command, path, d)
 	}
 }
