@@ -74,9 +74,11 @@ const sandboxDashboard = "127.0.0.1:8090"
 func sandboxDashboardAddr() (string, error) {
 	ln, err := net.Listen("tcp", sandboxDashboard)
 	if err != nil {
-		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		addr, err := sandbox.FreeLoopbackAddr()
+		if err != nil {
 			return "", fmt.Errorf("finding a port for the dashboard: %w", err)
 		}
+		return addr, nil
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -208,15 +207,12 @@ func startMusterProcess(ctx context.Context, env runEnv, configure func(*musterv
 	if err != nil {
 		return nil, "", err
 	}
-	metricsAddr, err := freeAddr()
+	addrs, err := sandbox.FreeLoopbackAddrs(2)
 	if err != nil {
 		return nil, "", err
 	}
-	healthAddr, err := freeAddr()
-	if err != nil {
-		return nil, "", err
-	}
-	cfg.MetricsAddr, cfg.HealthAddr = metricsAddr, healthAddr
+	metricsAddr := addrs[0]
+	cfg.MetricsAddr, cfg.HealthAddr = metricsAddr, addrs[1]
 	if configure != nil {
 		configure(cfg)
 	}
@@ -237,15 +233,6 @@ func startMusterProcess(ctx context.Context, env runEnv, configure func(*musterv
 	return m, metricsAddr, nil
 }
 
-// freeAddr returns a loopback address with a port nothing listens on.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
 
 // ceiling binds each pod, as soon as it is seen, to a node computed in advance
 // (first fit in creation order), through the Binding subresource like a scheduler.

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -71,28 +70,4 @@ func tryStartEtcd() (*embed.Etcd, error) {
 func stopEtcd(e *embed.Etcd) {
 	e.Close()
 	_ = os.RemoveAll(e.Config().Dir)
-}
-
-// freePorts returns n TCP ports of 127.0.0.1 that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	var lns []net.Listener
-	defer func() {
-		for _, l := range lns {
-			_ = l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
-		}
-		lns = append(lns, l)
-		addr, ok := l.Addr().(*net.TCPAddr)
-		if !ok {
-			return nil, errors.New("finding a free port: expected a TCP address")
-		}
-		ports = append(ports, addr.Port)
-	}
-	return ports, nil
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
@@ -79,10 +79,9 @@ func startMuster(t *testing.T, env *sandboxtest.Env) (string, func()) {
 // freeLoopbackAddr returns a loopback address with a port that was free a moment ago.
 func freeLoopbackAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := sandbox.FreeLoopbackAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"sync/atomic"
 	"syscall"
@@ -97,12 +96,10 @@ type replica struct {
 // free port (where leader_election_master_status says whether it leads).
 func startReplica(t *testing.T, env *sandboxtest.Env, proxy *sandboxtest.Proxy) *replica {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := sandbox.FreeLoopbackAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
 	m := startMuster(t, env, musterOptions{proxy: proxy, configure: func(cfg *musterv1alpha1.Configuration) {
 		cfg.MetricsAddr = addr
 		cfg.LeaderElection.LeaseName = "handover"

@@ -5,8 +5,6 @@ package observe
 
 import (
 	"flag"
-	"fmt"
-	"net"
 	"os"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
@@ -60,10 +59,9 @@ func waitLeading(t *testing.T, m *sandboxtest.Muster, addr string) {
 // freeAddr returns a loopback address with a port nothing listens on.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := sandbox.FreeLoopbackAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return fmt.Sprintf("127.0.0.1:%d", l.Addr().(*net.TCPAddr).Port)
+	return addr
 }
