@@ -164,7 +164,13 @@ func start(opts Options) (*Env, error) {
 
 // connect makes env's clients for sb.
 func (e *Env) connect(sb *sandbox.Sandbox) error {
-	e.Sandbox, e.Config = sb, sb.RESTConfig()
+	e.Sandbox = sb
+	return e.connectTo(sb.RESTConfig())
+}
+
+// connectTo makes env's clients for the API server cfg reaches.
+func (e *Env) connectTo(cfg *rest.Config) error {
+	e.Config = cfg
 	var err error
 	if e.Kube, err = kubernetes.NewForConfig(e.Config); err != nil {
 		return fmt.Errorf("creating clientset: %w", err)
