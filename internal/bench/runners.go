@@ -233,7 +233,6 @@ func startMusterProcess(ctx context.Context, env runEnv, configure func(*musterv
 	return m, metricsAddr, nil
 }
 
-
 // ceiling binds each pod, as soon as it is seen, to a node computed in advance
 // (first fit in creation order), through the Binding subresource like a scheduler.
 // It makes no decision and keeps no state beyond the assignment, so its throughput
