@@ -236,7 +236,7 @@ func TestGroupPageRefusesABadQuery(t *testing.T) {
 		}
 	}
 	v, _ := url.ParseQuery("source=Coscheduling&namespace=a&name=b")
-	if ref, problem := refOf(v); problem != "" || groupLink(ref) != "/group?name=b&namespace=a&source=Coscheduling" {
+	if ref, problem := refOf(v); problem != "" || groupLink(ref) != "group?name=b&namespace=a&source=Coscheduling" {
 		t.Errorf("ref %+v, problem %q, link %q", ref, problem, groupLink(ref))
 	}
 }
