@@ -41,6 +41,9 @@ type Metrics struct {
 	// TrackedGroups is how many groups the controller keeps per-group state for: it
 	// falls back to the live groups once deleted groups are forgotten.
 	TrackedGroups prometheus.Gauge
+	// EventsDropped counts the Events muster made beyond its Event budget and did not
+	// write, by reason.
+	EventsDropped *prometheus.CounterVec
 }
 
 // New creates the collectors and registers them with reg.
@@ -106,10 +109,14 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "muster_tracked_groups",
 			Help: "Groups the controller keeps per-group state for (status and record written, conditions, owner, rechecks); deleted groups leave it once the engine drops them.",
 		}),
+		EventsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "muster_events_dropped_total",
+			Help: "Events not written because muster made them faster than its Event budget (10 a second, bursts of 50), by reason.",
+		}, []string{"reason"}),
 	}
 	reg.MustRegister(m.TimeToReady, m.HeldResource, m.Cleanup, m.QueueWait, m.QueueGroups, m.QueueUsed, m.QueueBorrowed,
 		m.Decisions, m.DecisionDuration, m.Evictions, m.Retries, m.Untrusted, m.StatusNotWritten,
-		m.TrackedGroups)
+		m.TrackedGroups, m.EventsDropped)
 	return m
 }
 
