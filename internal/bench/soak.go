@@ -55,7 +55,8 @@ type SoakSample struct {
 	// RSS is muster's resident set size, Heap its go_memstats_heap_inuse_bytes.
 	RSS, Heap uint64
 	// Tracked is muster_tracked_groups: the groups muster keeps per-group state for.
-	Tracked float64
+	// Goroutines is muster's go_goroutines.
+	Tracked, Goroutines float64
 	// Created and Deleted count the gangs created and deleted so far.
 	Created, Deleted int64
 }
@@ -222,6 +223,7 @@ func (s *sampler) take(ctx context.Context) (SoakSample, error) {
 	}{
 		{"go_memstats_heap_inuse_bytes", func(v float64) { smp.Heap = uint64(v) }},
 		{"muster_tracked_groups", func(v float64) { smp.Tracked = v }},
+		{"go_goroutines", func(v float64) { smp.Goroutines = v }},
 	} {
 		v, ok, err := sandbox.ScrapeMetric(ctx, s.addr, metric.name)
 		if err != nil {
@@ -287,8 +289,8 @@ func (c *churn) run(ctx context.Context, p soakPlan, s *sampler, progress io.Wri
 				return
 			}
 			s.samples = append(s.samples, smp)
-			fmt.Fprintf(progress, "soak %s: RSS %.1f MiB, heap %.1f MiB, %v groups tracked, %d created, %d deleted\n",
-				smp.At.Round(time.Second), mib(smp.RSS), mib(smp.Heap), smp.Tracked, smp.Created, smp.Deleted)
+			fmt.Fprintf(progress, "soak %s: RSS %.1f MiB, heap %.1f MiB, %v goroutines, %v groups tracked, %d created, %d deleted\n",
+				smp.At.Round(time.Second), mib(smp.RSS), mib(smp.Heap), smp.Goroutines, smp.Tracked, smp.Created, smp.Deleted)
 			select {
 			case <-churnCtx.Done():
 				return

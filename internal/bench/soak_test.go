@@ -107,8 +107,8 @@ func TestSoakShort(t *testing.T) {
 	}
 	most := 0.0
 	for _, s := range r.Samples {
-		if s.RSS == 0 || s.Heap == 0 {
-			t.Errorf("sample at %s: expected RSS and heap, found %d, %d", s.At, s.RSS, s.Heap)
+		if s.RSS == 0 || s.Heap == 0 || s.Goroutines == 0 {
+			t.Errorf("sample at %s: expected RSS, heap and goroutines, found %d, %d, %v", s.At, s.RSS, s.Heap, s.Goroutines)
 		}
 		most = max(most, s.Tracked)
 	}

@@ -69,6 +69,11 @@ func (r *SoakResult) summary() []string {
 		}
 		lines = append(lines, fmt.Sprintf("%s after warm-up: first %.1f MiB, last %.1f MiB, max %.1f MiB; slope %+.3f MiB/min", f.name, first, last, most, slope))
 	}
+	goroutines := func(s SoakSample) float64 { return s.Goroutines }
+	if first, last, most, ok := spread(r.Samples, r.WarmUp, goroutines); ok {
+		slope, _ := Slope(r.Samples, r.WarmUp, goroutines)
+		lines = append(lines, fmt.Sprintf("goroutines after warm-up: first %.0f, last %.0f, max %.0f; slope %+.1f/min", first, last, most, slope))
+	}
 	if a := r.After; a != nil {
 		lines = append(lines, fmt.Sprintf("after the churn, every gang deleted (%s): %v groups tracked, RSS %.1f MiB, heap in use %.1f MiB", a.At.Round(time.Second), a.Tracked, rssMiB(*a), heapMiB(*a)))
 	}
@@ -81,11 +86,11 @@ func (r *SoakResult) summary() []string {
 // rows are the samples as a table, with a header row; the sample after the churn
 // is the last row.
 func (r *SoakResult) rows() [][]string {
-	rows := [][]string{{"t (s)", "RSS (MiB)", "heap in use (MiB)", "groups tracked", "created", "deleted", ""}}
+	rows := [][]string{{"t (s)", "RSS (MiB)", "heap in use (MiB)", "goroutines", "groups tracked", "created", "deleted", ""}}
 	row := func(s SoakSample, note string) []string {
 		return []string{
 			strconv.FormatFloat(s.At.Seconds(), 'f', 0, 64), fmt.Sprintf("%.1f", rssMiB(s)), fmt.Sprintf("%.1f", heapMiB(s)),
-			strconv.FormatFloat(s.Tracked, 'f', -1, 64), strconv.FormatInt(s.Created, 10), strconv.FormatInt(s.Deleted, 10), note,
+			strconv.FormatFloat(s.Goroutines, 'f', -1, 64), strconv.FormatFloat(s.Tracked, 'f', -1, 64), strconv.FormatInt(s.Created, 10), strconv.FormatInt(s.Deleted, 10), note,
 		}
 	}
 	for _, s := range r.Samples {
@@ -137,10 +142,10 @@ func (r *SoakResult) WriteCSV(w io.Writer) error {
 	rec := func(s SoakSample, phase string) []string {
 		return []string{
 			strconv.FormatFloat(s.At.Seconds(), 'f', 1, 64), strconv.FormatUint(s.RSS, 10), strconv.FormatUint(s.Heap, 10),
-			strconv.FormatFloat(s.Tracked, 'f', -1, 64), strconv.FormatInt(s.Created, 10), strconv.FormatInt(s.Deleted, 10), phase,
+			strconv.FormatFloat(s.Goroutines, 'f', -1, 64), strconv.FormatFloat(s.Tracked, 'f', -1, 64), strconv.FormatInt(s.Created, 10), strconv.FormatInt(s.Deleted, 10), phase,
 		}
 	}
-	_ = cw.Write([]string{"seconds", "rss_bytes", "heap_inuse_bytes", "tracked_groups", "created", "deleted", "phase"})
+	_ = cw.Write([]string{"seconds", "rss_bytes", "heap_inuse_bytes", "goroutines", "tracked_groups", "created", "deleted", "phase"})
 	for _, s := range r.Samples {
 		phase := "measured"
 		if s.At < r.WarmUp {
