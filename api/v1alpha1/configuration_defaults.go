@@ -60,6 +60,12 @@ func (c *Configuration) SetDefaults() {
 	if c.DashboardAddr == "" {
 		c.DashboardAddr = DisabledAddr
 	}
+	if c.Visibility.BindAddress == "" {
+		c.Visibility.BindAddress = DisabledAddr
+	}
+	if c.Visibility.ServiceName == "" {
+		c.Visibility.ServiceName = DefaultVisibilityService
+	}
 	c.ClientConnection.setDefaults()
 }
 

@@ -86,6 +86,13 @@ reconcilePeriod: 250ms
 			yaml: header + "dashboardAddr: 127.0.0.1:8090\n",
 			edit: func(c *Configuration) { c.DashboardAddr = "127.0.0.1:8090" },
 		},
+		{
+			name: "visibility API served with a mounted certificate",
+			yaml: header + "visibility:\n  bindAddress: :8443\n  certDir: /etc/muster/visibility\n",
+			edit: func(c *Configuration) {
+				c.Visibility.BindAddress, c.Visibility.CertDir = ":8443", "/etc/muster/visibility"
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseConfiguration([]byte(tc.yaml))
@@ -150,6 +157,12 @@ func TestParseConfigurationRejects(t *testing.T) {
 			[]string{`dashboardAddr: ":8090": expected a loopback host`}},
 		{"dashboard on a routable address", header + "dashboardAddr: 10.0.0.5:8090\n",
 			[]string{`dashboardAddr: "10.0.0.5:8090": expected a loopback host`}},
+		{"visibility on any free port", header + "visibility:\n  bindAddress: :0\n",
+			[]string{`visibility.bindAddress: ":0": expected a fixed port`}},
+		{"visibility without a port", header + "visibility:\n  bindAddress: localhost\n",
+			[]string{`visibility.bindAddress: "localhost": expected host:port`}},
+		{"visibility Service not a name", header + "visibility:\n  serviceName: Muster_Vis\n",
+			[]string{`visibility.serviceName: "Muster_Vis": must be a Service name`}},
 		{"same address twice", header + "metricsAddr: :9000\nhealthAddr: :9000\n",
 			[]string{`healthAddr: ":9000": must differ from metricsAddr`}},
 		{"every problem reported", header + "groupDefaults:\n  maxRetries: -2\n  startTimeout: 0s\nschedulerName: A\n",

@@ -25,6 +25,7 @@ const (
 	DefaultRenewDeadline             = 10 * time.Second
 	DefaultRetryPeriod               = 2 * time.Second
 	DefaultNamespace                 = "muster-system"
+	DefaultVisibilityService         = "muster-visibility"
 	DefaultMetricsAddr               = ":8080"
 	DefaultHealthAddr                = ":8081"
 	DefaultReconcilePeriod           = time.Second
@@ -95,6 +96,11 @@ type Configuration struct {
 	// reach it with kubectl port-forward.
 	DashboardAddr string `json:"dashboardAddr,omitempty"`
 
+	// visibility configures muster's visibility API (visibility.muster.dev), which
+	// answers what a tenant's `muster explain` may not read itself: the fit of its
+	// group on the cluster's nodes now, and its Queue.
+	Visibility Visibility `json:"visibility,omitempty"`
+
 	// reconcilePeriod is the longest muster waits between two scheduling passes
 	// when no event wakes it earlier. Defaults to 1s.
 	ReconcilePeriod *metav1.Duration `json:"reconcilePeriod,omitempty"`
@@ -103,6 +109,26 @@ type Configuration struct {
 	// API server. Defaults: qps 1000, burst 2000, contentType
 	// application/vnd.kubernetes.protobuf.
 	ClientConnection ClientConnection `json:"clientConnection,omitempty"`
+}
+
+// Visibility configures the HTTPS server of muster's visibility API. The API server
+// forwards requests for visibility.muster.dev to it (an APIService, see
+// deploy/visibility) with the caller's identity; muster authenticates and authorizes
+// each request against the API server (TokenReview, SubjectAccessReview), as any
+// aggregated API server does.
+type Visibility struct {
+	// bindAddress is the host:port of the server, or "0" for none. Defaults to "0".
+	BindAddress string `json:"bindAddress,omitempty"`
+
+	// certDir holds the serving certificate, tls.crt and tls.key (a mounted
+	// Secret). When they are missing, muster writes a self-signed pair there; with
+	// no certDir, it keeps one in memory.
+	CertDir string `json:"certDir,omitempty"`
+
+	// serviceName is the Service, in muster's namespace, that the APIService names:
+	// a self-signed certificate is valid for its DNS names. Defaults to
+	// "muster-visibility".
+	ServiceName string `json:"serviceName,omitempty"`
 }
 
 // LeaderElection configures leader election among muster replicas.

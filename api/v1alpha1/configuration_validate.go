@@ -64,6 +64,15 @@ func (c *Configuration) Validate() error {
 	errs = append(errs, listenAddr("metricsAddr", c.MetricsAddr)...)
 	errs = append(errs, listenAddr("healthAddr", c.HealthAddr)...)
 	errs = append(errs, loopbackAddr("dashboardAddr", c.DashboardAddr)...)
+	errs = append(errs, listenAddr("visibility.bindAddress", c.Visibility.BindAddress)...)
+	if c.Visibility.BindAddress != DisabledAddr && anyPort(c.Visibility.BindAddress) {
+		errs = append(errs, &FieldError{"visibility.bindAddress", fmt.Sprintf("%q", c.Visibility.BindAddress),
+			"expected a fixed port: the APIService names it"})
+	}
+	if msgs := validation.IsDNS1123Label(c.Visibility.ServiceName); len(msgs) > 0 {
+		errs = append(errs, &FieldError{"visibility.serviceName", fmt.Sprintf("%q", c.Visibility.ServiceName),
+			"must be a Service name (DNS-1123 label): " + strings.Join(msgs, "; ")})
+	}
 	if c.MetricsAddr == c.HealthAddr && c.MetricsAddr != DisabledAddr && !anyPort(c.MetricsAddr) {
 		errs = append(errs, &FieldError{"healthAddr", fmt.Sprintf("%q", c.HealthAddr),
 			"must differ from metricsAddr"})

@@ -213,6 +213,7 @@ func startMusterProcess(ctx context.Context, env runEnv, configure func(*musterv
 	}
 	metricsAddr := addrs[0]
 	cfg.MetricsAddr, cfg.HealthAddr = metricsAddr, addrs[1]
+	cfg.Visibility.BindAddress = musterv1alpha1.DisabledAddr
 	if configure != nil {
 		configure(cfg)
 	}

@@ -43,6 +43,10 @@ type Options struct {
 	// Metrics receives the scheduler's measurements; nil means muster's collectors in
 	// controller-runtime's registry, served on metricsAddr.
 	Metrics *metrics.Metrics
+	// Kubeconfig is the kubeconfig file Config came from, if any: the visibility API
+	// reaches the API server with it for TokenReview and SubjectAccessReview; empty
+	// means the in-cluster configuration.
+	Kubeconfig string
 	// DashboardListening, when set, is told the dashboard's URL once it listens (the
 	// sandbox prints it).
 	DashboardListening func(url string)
@@ -156,6 +160,9 @@ func NewManager(opts Options) (manager.Manager, error) {
 	}
 	ledger, err := addDashboard(mgr, cfg, kube, opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := addVisibility(mgr, cfg, opts); err != nil {
 		return nil, err
 	}
 	s := &scheduler{

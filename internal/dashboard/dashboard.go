@@ -169,7 +169,7 @@ func (d *Dashboard) group(ctx context.Context, r *http.Request, m *model) (strin
 		p.Phase, p.Queue, p.Reason, p.Message, p.Waiting = rec.Phase, rec.Queue, rec.Reason, rec.Message, rec.Waiting
 	}
 	if target := explainTarget(ref); target != "" {
-		f, err := explain.Gather(ctx, cacheReader{d.opts.Reader}, target, ref.Namespace, d.opts.SchedulerName, now)
+		f, err := explain.Gather(ctx, explain.NewCacheReader(d.opts.Reader), target, ref.Namespace, d.opts.SchedulerName, now)
 		if err != nil {
 			p.ExplainProblem = err.Error()
 		} else {

@@ -2,16 +2,13 @@ package dashboard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
@@ -108,7 +105,7 @@ func read(ctx context.Context, r client.Reader, schedulerName string) (*model, e
 	}
 	m.nodes, m.pods = nodes.Items, pods.Items
 	var queues musterv1alpha1.QueueList
-	if err := r.List(ctx, &queues); err != nil && !unserved(err) {
+	if err := r.List(ctx, &queues); err != nil && !explain.Unserved(err) {
 		return nil, fmt.Errorf("listing Queues: %w", err)
 	}
 	m.queues = queues.Items
@@ -116,7 +113,7 @@ func read(ctx context.Context, r client.Reader, schedulerName string) (*model, e
 	for _, api := range groupLists {
 		l := api.list()
 		if err := r.List(ctx, l); err != nil {
-			if unserved(err) {
+			if explain.Unserved(err) {
 				continue
 			}
 			return nil, fmt.Errorf("listing %s PodGroups: %w", api.source, err)
@@ -168,10 +165,4 @@ func (g *group) readRecord(annotations map[string]string) {
 	case ok:
 		g.record = &rec
 	}
-}
-
-// unserved reports whether err says the cluster does not serve the listed type.
-func unserved(err error) bool {
-	var discovery *apiutil.ErrResourceDiscoveryFailed
-	return meta.IsNoMatchError(err) || errors.As(err, &discovery)
 }

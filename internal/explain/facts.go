@@ -61,6 +61,9 @@ type Facts struct {
 	// not read the cluster's nodes or pods (a tenant with rights in its namespace only).
 	// The recorded diagnosis is all explain shows then.
 	FitUnread string
+	// FitFrom says where Fit came from when not from the caller's own reads: muster's
+	// visibility API, for a tenant.
+	FitFrom string
 	// PodEvents are recent events of the member pods (FailedMount, Failed, ...).
 	PodEvents []corev1.Event
 	// Now is when the facts were gathered.

@@ -343,7 +343,7 @@ func (f *Facts) fit(ctx context.Context, c Reader) error {
 	}
 	nodes, err := c.Nodes(ctx)
 	if apierrors.IsForbidden(err) {
-		f.FitUnread = "your rights do not include listing the cluster's nodes: this is muster's recorded diagnosis, not a fit computed now"
+		f.askMuster(ctx, c, "listing the cluster's nodes")
 		return nil
 	}
 	if err != nil {
@@ -351,7 +351,7 @@ func (f *Facts) fit(ctx context.Context, c Reader) error {
 	}
 	all, err := c.Pods(ctx, "")
 	if apierrors.IsForbidden(err) {
-		f.FitUnread = "your rights do not include listing every namespace's pods: this is muster's recorded diagnosis, not a fit computed now"
+		f.askMuster(ctx, c, "listing every namespace's pods")
 		return nil
 	}
 	if err != nil {
@@ -372,4 +372,26 @@ func (f *Facts) fit(ctx context.Context, c Reader) error {
 		f.Fit = diag
 	}
 	return nil
+}
+
+// askMuster fills Fit and Queue from muster's visibility API when the caller's rights
+// do not include what (what a fit needs to read), or says in FitUnread why it could not.
+func (f *Facts) askMuster(ctx context.Context, c Reader, what string) {
+	v, ok := c.(visibility)
+	if !ok {
+		f.FitUnread = "your rights do not include " + what + ": this is muster's recorded diagnosis, not a fit computed now"
+		return
+	}
+	e, err := v.Explanation(ctx, f.Namespace, f.Spec.Name, f.Spec.Source)
+	if err != nil {
+		f.FitUnread = fmt.Sprintf("your rights do not include %s, and muster's visibility API (%s) did not answer: %v; "+
+			"this is muster's recorded diagnosis, not a fit computed now", what, VisibilityGroup, err)
+		return
+	}
+	f.Fit = e.Fit
+	if f.Queue == nil {
+		f.Queue = e.Queue
+	}
+	f.FitFrom = fmt.Sprintf("fit computed by muster's visibility API at %s (your rights do not include %s)",
+		e.Computed.UTC().Format(time.RFC3339), what)
 }

@@ -48,6 +48,9 @@ func stepAdmission(f Facts) (check, bool) {
 		if f.FitUnread != "" {
 			ev = append(ev, f.FitUnread)
 		}
+		if f.FitFrom != "" {
+			ev = append(ev, f.FitFrom)
+		}
 		return failed("waiting in queue "+lc.Queue+": "+why, waitingFix(lc.WaitingKind, lc.Queue, cohortOf(f), why), ev...), false
 	}
 	if lc.AdmittedAt != nil {

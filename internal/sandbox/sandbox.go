@@ -147,7 +147,10 @@ func (s *Sandbox) startAPIServer() (err error) {
 	}()
 	storage := storagebackend.NewDefaultConfig("/registry", nil)
 	storage.Transport.ServerList = []string{"http://" + s.etcd.Clients[0].Addr().String()}
-	opts := &kubeapiservertesting.TestServerInstanceOptions{DisableInvariantChecks: true}
+	// EnableCertAuth gives the API server a front-proxy CA and client certificate, as a
+	// cluster's has: its aggregator forwards requests for muster's visibility API with
+	// the caller's identity, which muster verifies against that CA.
+	opts := &kubeapiservertesting.TestServerInstanceOptions{DisableInvariantChecks: true, EnableCertAuth: true}
 	s.server, err = kubeapiservertesting.StartTestServer(s.tb, opts, apiServerFlags, storage)
 	if err != nil {
 		return fmt.Errorf("starting kube-apiserver: %w", err)

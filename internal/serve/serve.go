@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -63,7 +64,20 @@ func run(cmd *cobra.Command, f *flags) error {
 	defer stop()
 	log := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(f.verbosity), textlogger.Output(cmd.ErrOrStderr())))
 	ctrl.SetLogger(log)
-	return controller.Run(ctx, controller.Options{Config: rc, Configuration: cfg, Log: log})
+	return controller.Run(ctx, controller.Options{Config: rc, Configuration: cfg, Log: log, Kubeconfig: kubeconfigFile(f.kubeconfig)})
+}
+
+// kubeconfigFile is the kubeconfig file restConfig(path) reads: path, or $KUBECONFIG
+// when it names one file; empty for the in-cluster configuration.
+func kubeconfigFile(path string) string {
+	if path != "" {
+		return path
+	}
+	env := os.Getenv("KUBECONFIG")
+	if strings.Contains(env, string(os.PathListSeparator)) {
+		return ""
+	}
+	return env
 }
 
 // restConfig loads the kubeconfig at path, or $KUBECONFIG, or the in-cluster config.

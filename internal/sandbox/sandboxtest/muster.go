@@ -64,7 +64,8 @@ type MusterOptions struct {
 	// Proxy, if set, is where muster connects instead of the API server.
 	Proxy *Proxy
 	// Configure, if set, edits the Configuration muster is given: deploy/'s, with
-	// metrics and health servers off and the test lease timings (TestLease).
+	// metrics, health and visibility servers off and the test lease timings
+	// (TestLease).
 	Configure func(*musterv1alpha1.Configuration)
 }
 
@@ -104,6 +105,7 @@ func StartMusterOn(t testing.TB, admin *rest.Config, o MusterOptions) *Muster {
 		t.Fatal(err)
 	}
 	cfg.MetricsAddr, cfg.HealthAddr = musterv1alpha1.DisabledAddr, musterv1alpha1.DisabledAddr
+	cfg.Visibility.BindAddress = musterv1alpha1.DisabledAddr
 	le := &cfg.LeaderElection
 	le.LeaseDuration.Duration, le.RenewDeadline.Duration, le.RetryPeriod.Duration = TestLease.Duration, TestLease.RenewDeadline, TestLease.RetryPeriod
 	if o.Configure != nil {
