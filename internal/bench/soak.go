@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/sandbox"
@@ -149,16 +150,9 @@ func runSoak(ctx context.Context, p soakPlan, opts Options) (res *SoakResult, er
 		return res, fmt.Errorf("creating a temp dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	config := sb.RESTConfig()
-	config.QPS, config.Burst = opts.QPS, opts.Burst
-	config.ContentType = kruntime.ContentTypeProtobuf
-	config.AcceptContentTypes = kruntime.ContentTypeProtobuf + "," + kruntime.ContentTypeJSON
-	client, err := kubernetes.NewForConfig(config)
+	config, client, err := soakClient(ctx, sb, opts)
 	if err != nil {
-		return res, fmt.Errorf("creating the soak's client: %w", err)
-	}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: soakNamespace}}, metav1.CreateOptions{}); err != nil {
-		return res, fmt.Errorf("creating namespace %s: %w", soakNamespace, err)
+		return res, err
 	}
 	tr, err := trackReady(ctx, client, soakNamespace)
 	if err != nil {
@@ -198,6 +192,24 @@ func runSoak(ctx context.Context, p soakPlan, opts Options) (res *SoakResult, er
 		res.After, res.Err = after, aerr
 	}
 	return res, nil
+}
+
+// soakClient returns the soak's client settings (the bench's QPS and burst,
+// protobuf) and a client, and creates namespace soakNamespace.
+func soakClient(ctx context.Context, sb *sandbox.Sandbox, opts Options) (*rest.Config, kubernetes.Interface, error) {
+	config := sb.RESTConfig()
+	config.QPS, config.Burst = opts.QPS, opts.Burst
+	config.ContentType = kruntime.ContentTypeProtobuf
+	config.AcceptContentTypes = kruntime.ContentTypeProtobuf + "," + kruntime.ContentTypeJSON
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the soak's client: %w", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: soakNamespace}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return nil, nil, fmt.Errorf("creating namespace %s: %w", soakNamespace, err)
+	}
+	return config, client, nil
 }
 
 // sampler reads muster's memory and group count.
