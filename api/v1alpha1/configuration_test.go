@@ -161,6 +161,8 @@ func TestParseConfigurationRejects(t *testing.T) {
 			[]string{`visibility.bindAddress: ":0": expected a fixed port`}},
 		{"visibility without a port", header + "visibility:\n  bindAddress: localhost\n",
 			[]string{`visibility.bindAddress: "localhost": expected host:port`}},
+		{"dashboard behind no visibility API", header + "visibility:\n  dashboard: true\n",
+			[]string{`visibility.dashboard: true: needs the visibility API`}},
 		{"visibility Service not a name", header + "visibility:\n  serviceName: Muster_Vis\n",
 			[]string{`visibility.serviceName: "Muster_Vis": must be a Service name`}},
 		{"same address twice", header + "metricsAddr: :9000\nhealthAddr: :9000\n",

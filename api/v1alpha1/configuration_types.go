@@ -129,6 +129,12 @@ type Visibility struct {
 	// a self-signed certificate is valid for its DNS names. Defaults to
 	// "muster-visibility".
 	ServiceName string `json:"serviceName,omitempty"`
+
+	// dashboard serves the web dashboard through the visibility API too, at
+	// /apis/visibility.muster.dev/v1alpha1/dashboard/ behind the API server (reach it
+	// with kubectl proxy), each request authorized like the API's: get on
+	// dashboard.visibility.muster.dev. Defaults to false.
+	Dashboard bool `json:"dashboard,omitempty"`
 }
 
 // LeaderElection configures leader election among muster replicas.

@@ -69,6 +69,10 @@ func (c *Configuration) Validate() error {
 		errs = append(errs, &FieldError{"visibility.bindAddress", fmt.Sprintf("%q", c.Visibility.BindAddress),
 			"expected a fixed port: the APIService names it"})
 	}
+	if c.Visibility.Dashboard && c.Visibility.BindAddress == DisabledAddr {
+		errs = append(errs, &FieldError{"visibility.dashboard", "true",
+			`needs the visibility API: set visibility.bindAddress (deploy/ uses ":8443")`})
+	}
 	if msgs := validation.IsDNS1123Label(c.Visibility.ServiceName); len(msgs) > 0 {
 		errs = append(errs, &FieldError{"visibility.serviceName", fmt.Sprintf("%q", c.Visibility.ServiceName),
 			"must be a Service name (DNS-1123 label): " + strings.Join(msgs, "; ")})

@@ -46,6 +46,11 @@ type GroupRow struct {
 	WaitingSince *metav1.Time `json:"waitingSince,omitempty"`
 	// Waiting is why it waits, for -o wide.
 	Waiting string `json:"waiting,omitempty"`
+	// ExpectedStart is when muster expects a queued group to start, where it knows
+	// (the group holding the reservation); ExpectedStartUnknown says why not, for -o
+	// wide.
+	ExpectedStart        *metav1.Time `json:"expectedStart,omitempty"`
+	ExpectedStartUnknown string       `json:"expectedStartUnknown,omitempty"`
 	// GPUSeconds is what the bound members hold now, in GPU-seconds since each was bound.
 	GPUSeconds int64 `json:"gpuSeconds"`
 }
@@ -135,6 +140,9 @@ func groupRow(ref source.Ref, annotations map[string]string, conds []metav1.Cond
 	if rec, ok, err := explain.RecordIn(annotations); err == nil && ok {
 		row.Phase, row.Queue, row.MinMember, row.Attempt = rec.Phase, rec.Queue, rec.MinMember, rec.Attempt
 		row.Waiting = rec.Waiting
+		if rec.Phase == "Queued" {
+			row.ExpectedStart, row.ExpectedStartUnknown = rec.ExpectedStart, rec.ExpectedStartUnknown
+		}
 	}
 	if c := meta.FindStatusCondition(conds, "Unschedulable"); c != nil && c.Status == metav1.ConditionTrue {
 		row.WaitingSince = &c.LastTransitionTime
@@ -190,8 +198,8 @@ func conditionsOf(u *unstructured.Unstructured) []metav1.Condition {
 	return conds
 }
 
-// WriteGroups writes the rows as a table; all adds the namespace, wide the API and the
-// reason the group waits.
+// WriteGroups writes the rows as a table; all adds the namespace, wide the API, the
+// reason the group waits and its expected start (in how long, "-" where unknown).
 func WriteGroups(w io.Writer, rows []GroupRow, all, wide bool, now time.Time) error {
 	tw := printers.GetNewTabWriter(w)
 	head := "NAME\tPHASE\tQUEUE\tREADY\tATTEMPT\tWAITING\tGPU-SECONDS"
@@ -199,7 +207,7 @@ func WriteGroups(w io.Writer, rows []GroupRow, all, wide bool, now time.Time) er
 		head = "NAMESPACE\t" + head
 	}
 	if wide {
-		head += "\tAPI\tREASON"
+		head += "\tAPI\tEXPECTED-START\tREASON"
 	}
 	fmt.Fprintln(tw, head)
 	for _, r := range rows {
@@ -213,7 +221,7 @@ func WriteGroups(w io.Writer, rows []GroupRow, all, wide bool, now time.Time) er
 			line = r.Namespace + "\t" + line
 		}
 		if wide {
-			line += "\t" + r.API + "\t" + dash(r.Waiting)
+			line += "\t" + r.API + "\t" + expectedStart(r, now) + "\t" + dash(r.Waiting)
 		}
 		fmt.Fprintln(tw, line)
 	}
@@ -221,4 +229,16 @@ func WriteGroups(w io.Writer, rows []GroupRow, all, wide bool, now time.Time) er
 		return fmt.Errorf("writing the table: %w", err)
 	}
 	return nil
+}
+
+// expectedStart renders a row's expected start as a duration from now ("now" once it
+// is due), or "-".
+func expectedStart(r GroupRow, now time.Time) string {
+	if r.ExpectedStart == nil {
+		return "-"
+	}
+	if d := r.ExpectedStart.Sub(now); d > 0 {
+		return "in " + duration.HumanDuration(d)
+	}
+	return "now"
 }

@@ -47,12 +47,6 @@ type Options struct {
 	// reaches the API server with it for TokenReview and SubjectAccessReview; empty
 	// means the in-cluster configuration.
 	Kubeconfig string
-	// DashboardListening, when set, is told the dashboard's URL once it listens (the
-	// sandbox prints it).
-	DashboardListening func(url string)
-	// DashboardAuth, when set, wraps the dashboard's handler: the place for an
-	// authenticating handler in front of it.
-	DashboardAuth func(http.Handler) http.Handler
 }
 
 // Scheme returns a scheme with every type the controller reads or writes.
@@ -162,7 +156,7 @@ func NewManager(opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := addVisibility(mgr, cfg, opts); err != nil {
+	if err := addVisibility(mgr, cfg, opts, ledger); err != nil {
 		return nil, err
 	}
 	s := &scheduler{

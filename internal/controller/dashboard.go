@@ -31,8 +31,6 @@ type dashboardServer struct {
 	addr    string
 	handler http.Handler
 	log     logr.Logger
-	// listening, when set, is told the dashboard's URL once it listens.
-	listening func(url string)
 }
 
 var _ manager.LeaderElectionRunnable = (*dashboardServer)(nil)
@@ -49,9 +47,6 @@ func (d *dashboardServer) Start(ctx context.Context) error {
 	srv := &http.Server{Handler: d.handler, ReadHeaderTimeout: 10 * time.Second}
 	url := "http://" + ln.Addr().String() + "/"
 	d.log.Info("serving the dashboard", "url", url)
-	if d.listening != nil {
-		d.listening(url)
-	}
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -71,7 +66,8 @@ func (d *dashboardServer) Start(ctx context.Context) error {
 // addDashboard adds the dashboard server to mgr when the configuration asks for one,
 // and returns the ledger the scheduler must feed (nil without a dashboard).
 func addDashboard(mgr manager.Manager, cfg *musterv1alpha1.Configuration, kube kubernetes.Interface, opts Options) (*dashboard.Ledger, error) {
-	if cfg.DashboardAddr == "" || cfg.DashboardAddr == musterv1alpha1.DisabledAddr {
+	served := cfg.DashboardAddr != "" && cfg.DashboardAddr != musterv1alpha1.DisabledAddr
+	if !served && !dashboardBehindVisibility(cfg) {
 		return nil, nil
 	}
 	ledger := dashboard.NewLedger()
@@ -79,15 +75,14 @@ func addDashboard(mgr manager.Manager, cfg *musterv1alpha1.Configuration, kube k
 	if err := mgr.Add(store); err != nil {
 		return nil, fmt.Errorf("adding the cost ledger's store: %w", err)
 	}
+	if !served {
+		return ledger, nil
+	}
 	d, err := dashboard.New(dashboard.Options{Reader: mgr.GetCache(), SchedulerName: cfg.SchedulerName, Costs: ledger})
 	if err != nil {
 		return nil, err
 	}
-	var h http.Handler = d
-	if opts.DashboardAuth != nil {
-		h = opts.DashboardAuth(h)
-	}
-	srv := &dashboardServer{addr: cfg.DashboardAddr, handler: h, log: opts.Log.WithName("dashboard"), listening: opts.DashboardListening}
+	srv := &dashboardServer{addr: cfg.DashboardAddr, handler: d, log: opts.Log.WithName("dashboard")}
 	if err := mgr.Add(srv); err != nil {
 		return nil, fmt.Errorf("adding the dashboard: %w", err)
 	}

@@ -72,7 +72,11 @@ func New(opts Options) (*Dashboard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: assets: %w", err)
 	}
-	d.mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
+	// The two assets sit beside the pages: behind the API server, a path one level
+	// below the dashboard is authorized as get on it, a deeper one as a subresource.
+	for _, asset := range []string{"style.css", "live.js"} {
+		d.mux.Handle("GET /"+asset, http.FileServerFS(static))
+	}
 	d.mux.HandleFunc("GET /{$}", d.page("cluster", d.cluster))
 	d.mux.HandleFunc("GET /queues", d.page("queues", d.queues))
 	d.mux.HandleFunc("GET /group", d.page("group", d.group))
@@ -80,7 +84,10 @@ func New(opts Options) (*Dashboard, error) {
 	return d, nil
 }
 
-// ServeHTTP serves the dashboard's pages and assets.
+// ServeHTTP serves the dashboard's pages and assets. Every page is one level below the
+// dashboard's root and every link is relative, so that the dashboard works under any
+// path: at a server's root, or behind the API server at the visibility API's path
+// (whose proxy rewrites absolute paths in HTML to the backend's address).
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'")
 	w.Header().Set("X-Content-Type-Options", "nosniff")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,14 +179,22 @@ func TestQueuesListPendingInAdmissionOrderAndWhatTheyLend(t *testing.T) {
 	high.CreationTimestamp = metav1.NewTime(t0.Add(2 * time.Minute))
 	prio := int32(100)
 	high.Spec.Priority = &prio
+	reserved := wait
+	reserved.ExpectedStart = &metav1.Time{Time: t0.Add(28 * time.Minute)}
+	high = withRecord(high, reserved)
+	unknown := wait
+	unknown.ExpectedStartUnknown = "it does not hold the reservation"
+	older = withRecord(older, unknown)
 	m := modelOf(nil, []corev1.Pod{newer, older, high})
 	m.queues = []musterv1alpha1.Queue{q("borrower", 4, 7, 3), q("lender", 8, 2, 0)}
 	rows := queueRows(m, t0.Add(3*time.Minute))
 	var order []string
 	for _, p := range rows[1].Pending {
-		order = append(order, p.Group+" "+p.Kind)
+		order = append(order, strings.TrimSpace(p.Group+" "+p.Kind+" "+p.Starts))
 	}
-	if d := cmp.Diff([]string{"ns/high QuotaExceeded", "ns/old QuotaExceeded", "ns/new QuotaExceeded"}, order); d != "" {
+	want := []string{"ns/high QuotaExceeded expected start in 25m0s, at " + t0.Add(28*time.Minute).UTC().Format("15:04") + " UTC",
+		"ns/old QuotaExceeded expected start unknown: it does not hold the reservation", "ns/new QuotaExceeded"}
+	if d := cmp.Diff(want, order); d != "" {
 		t.Errorf("pending order (-want +got):\n%s", d)
 	}
 	if got := rows[1].Resources[0]; got.Lent != "3" || got.Used != "2" || got.Quota != "8" {
@@ -236,7 +245,7 @@ func TestGroupPageRefusesABadQuery(t *testing.T) {
 		}
 	}
 	v, _ := url.ParseQuery("source=Coscheduling&namespace=a&name=b")
-	if ref, problem := refOf(v); problem != "" || groupLink(ref) != "/group?name=b&namespace=a&source=Coscheduling" {
+	if ref, problem := refOf(v); problem != "" || groupLink(ref) != "group?name=b&namespace=a&source=Coscheduling" {
 		t.Errorf("ref %+v, problem %q, link %q", ref, problem, groupLink(ref))
 	}
 }

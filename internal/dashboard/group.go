@@ -15,7 +15,7 @@ import (
 // groupLink returns the path of a group's page.
 func groupLink(ref source.Ref) string {
 	q := url.Values{"source": {string(ref.Source)}, "namespace": {ref.Namespace}, "name": {ref.Name}}
-	return "/group?" + q.Encode()
+	return "group?" + q.Encode()
 }
 
 // refOf reads a group's reference from a page's query; ok is false, with the problem,

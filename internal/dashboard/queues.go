@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -33,7 +34,10 @@ type Pending struct {
 	Kind, Reason string
 	Since        time.Time
 	Waited       string
-	priority     int32
+	// Starts is when muster expects a queued group to start, as "in 25m0s at 12:25 UTC",
+	// or why it cannot tell.
+	Starts   string
+	priority int32
 }
 
 // queueRows builds the queues page: the Queue objects muster wrote status on, and the
@@ -66,7 +70,7 @@ func queueRows(m *model, now time.Time) []QueueRow {
 		row(g.record.Queue).Pending = append(row(g.record.Queue).Pending, Pending{
 			Group: g.ref.Namespace + "/" + g.ref.Name, Link: groupLink(g.ref), Phase: g.record.Phase,
 			Kind: g.record.WaitingKind, Reason: g.record.Waiting, Since: since,
-			Waited: now.Sub(since).Round(time.Second).String(), priority: priority(g),
+			Waited: now.Sub(since).Round(time.Second).String(), Starts: expectedStart(g.record, now), priority: priority(g),
 		})
 	}
 	sort.Strings(names)
@@ -182,4 +186,22 @@ func lending(queues []musterv1alpha1.Queue) map[string]corev1.ResourceList {
 		}
 	}
 	return out
+}
+
+// expectedStart renders a pending group's expected start from its record: when muster
+// expects it (a queued group holding the reservation), or why it cannot tell.
+func expectedStart(rec *musterv1alpha1.GroupLifecycle, now time.Time) string {
+	switch {
+	case rec.Phase != "Queued":
+		return ""
+	case rec.ExpectedStart != nil:
+		at := rec.ExpectedStart.UTC()
+		if d := at.Sub(now); d > 0 {
+			return fmt.Sprintf("expected start in %s, at %s UTC", d.Round(time.Second), at.Format("15:04"))
+		}
+		return fmt.Sprintf("expected start now (due at %s UTC)", at.Format("15:04"))
+	case rec.ExpectedStartUnknown != "":
+		return "expected start unknown: " + rec.ExpectedStartUnknown
+	}
+	return ""
 }

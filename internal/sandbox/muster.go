@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -57,9 +55,7 @@ type MusterOptions struct {
 
 // Muster is a running `muster serve` process.
 type Muster struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error // set before done is closed
+	*child
 }
 
 // tokenLifetime is how long the ServiceAccount token given to a muster process is
@@ -96,16 +92,11 @@ func StartMuster(ctx context.Context, opts MusterOptions) (*Muster, error) {
 	cmd := exec.Command(opts.Binary, "serve", "--kubeconfig="+kubeconfig, "--config="+config, "--verbosity="+strconv.Itoa(opts.Verbosity))
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Env = append(os.Environ(), "KUBECONFIG=") // only --kubeconfig
-	cmd.SysProcAttr = dieWithParent()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s serve: %w", opts.Binary, err)
+	c, err := startChild("muster", cmd)
+	if err != nil {
+		return nil, err
 	}
-	m := &Muster{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		m.err = cmd.Wait()
-		close(m.done)
-	}()
-	return m, nil
+	return &Muster{child: c}, nil
 }
 
 // writeMusterKubeconfig applies deploy/'s RBAC, gets a token of muster's
@@ -206,65 +197,7 @@ func ServiceAccountToken(ctx context.Context, admin *rest.Config) (string, error
 	return tr.Status.Token, nil
 }
 
-// PID returns the process id.
-func (m *Muster) PID() int { return m.cmd.Process.Pid }
-
-// Done is closed when the process has exited.
-func (m *Muster) Done() <-chan struct{} { return m.done }
-
-// Err returns how the process exited (nil for status 0); call it after Done.
-func (m *Muster) Err() error { return m.err }
-
-// Signal sends sig to the process.
-func (m *Muster) Signal(sig os.Signal) error {
-	if err := m.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("signalling muster (pid %d): %w", m.PID(), err)
-	}
-	return nil
-}
-
-// Kill kills the process with SIGKILL, as the OOM killer or a lost node would, and
-// waits until it is gone.
-func (m *Muster) Kill() error {
-	if err := m.Signal(syscall.SIGKILL); err != nil {
-		return err
-	}
-	<-m.done
-	return nil
-}
-
-// Stop sends SIGTERM, as the kubelet does, and waits up to timeout for the process
-// to exit; it returns the process's exit error, or an error if it did not exit (it
-// is then killed).
-func (m *Muster) Stop(timeout time.Duration) error {
-	if err := m.Signal(syscall.SIGTERM); err != nil {
-		return err
-	}
-	select {
-	case <-m.done:
-		if m.err != nil && !diedOf(m.err, syscall.SIGTERM) {
-			return fmt.Errorf("muster (pid %d) exited after SIGTERM: %w", m.PID(), m.err)
-		}
-		return nil
-	case <-time.After(timeout):
-		_ = m.Kill()
-		return fmt.Errorf("muster (pid %d): expected it to exit within %s of SIGTERM, found it running (killed)", m.PID(), timeout)
-	}
-}
-
 // RSS returns the process's resident set size in bytes, from /proc.
 func (m *Muster) RSS() (uint64, error) {
 	return residentBytes(m.PID())
-}
-
-// diedOf reports whether a process's exit error says it was ended by sig: a muster
-// signalled before it installed its handler (within its first moments) dies of
-// SIGTERM, having had nothing to hand over.
-func diedOf(err error, sig syscall.Signal) bool {
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) {
-		return false
-	}
-	ws, ok := exit.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && ws.Signal() == sig
 }

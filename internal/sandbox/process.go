@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -34,9 +33,7 @@ type ProcessOptions struct {
 // all stop together when it is sent SIGSTOP, as a paused or frozen API server host
 // would.
 type Process struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error // set before done is closed
+	*child
 	// config reaches the API server with full access.
 	config *rest.Config
 }
@@ -63,15 +60,11 @@ func StartProcess(ctx context.Context, opts ProcessOptions) (*Process, error) {
 	}
 	cmd := exec.Command(opts.Binary, "sandbox", "--nodes-only", "--cluster="+clusterFile, "--kubeconfig-out="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = dieWithParent()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s sandbox: %w", opts.Binary, err)
+	c, err := startChild("the sandbox process", cmd)
+	if err != nil {
+		return nil, err
 	}
-	p := &Process{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
+	p := &Process{child: c}
 	for {
 		if cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig); err == nil {
 			p.config = cfg
@@ -92,53 +85,17 @@ func StartProcess(ctx context.Context, opts ProcessOptions) (*Process, error) {
 // access.
 func (p *Process) Config() *rest.Config { return rest.CopyConfig(p.config) }
 
-// PID returns the process id.
-func (p *Process) PID() int { return p.cmd.Process.Pid }
-
-// Done is closed when the process has exited.
-func (p *Process) Done() <-chan struct{} { return p.done }
-
 // Pause stops the process with SIGSTOP: the API server accepts connections (the
 // kernel does) and answers nothing until Resume.
-func (p *Process) Pause() error { return p.signal(syscall.SIGSTOP) }
+func (p *Process) Pause() error { return p.Signal(syscall.SIGSTOP) }
 
 // Resume continues a paused process with SIGCONT.
-func (p *Process) Resume() error { return p.signal(syscall.SIGCONT) }
+func (p *Process) Resume() error { return p.Signal(syscall.SIGCONT) }
 
-// Kill kills the process with SIGKILL and waits until it is gone.
-func (p *Process) Kill() error {
-	if err := p.signal(syscall.SIGKILL); err != nil {
-		return err
-	}
-	<-p.done
-	return nil
-}
-
-// Stop continues the process if it is paused, sends SIGTERM and waits up to timeout
-// for it to exit (it is killed then).
+// Stop continues the process if it is paused, then stops it as child.Stop does.
 func (p *Process) Stop(timeout time.Duration) error {
 	if err := p.Resume(); err != nil {
 		return err
 	}
-	if err := p.signal(syscall.SIGTERM); err != nil {
-		return err
-	}
-	select {
-	case <-p.done:
-		if p.err != nil && !diedOf(p.err, syscall.SIGTERM) {
-			return fmt.Errorf("sandbox process (pid %d) exited after SIGTERM: %w", p.PID(), p.err)
-		}
-		return nil
-	case <-time.After(timeout):
-		_ = p.Kill()
-		return fmt.Errorf("sandbox process (pid %d): expected it to exit within %s of SIGTERM, found it running (killed)", p.PID(), timeout)
-	}
-}
-
-// signal sends sig to the process; one that has exited is not an error.
-func (p *Process) signal(sig syscall.Signal) error {
-	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("signalling the sandbox process (pid %d) with %v: %w", p.PID(), sig, err)
-	}
-	return nil
+	return p.child.Stop(timeout)
 }

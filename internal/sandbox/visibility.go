@@ -41,13 +41,9 @@ func RegisterVisibility(ctx context.Context, admin *rest.Config, cfg *musterv1al
 	if err != nil {
 		return fmt.Errorf("visibility address %q: %w", addr, err)
 	}
-	kube, err := kubernetes.NewForConfig(admin)
+	kube, agg, err := visibilityClients(admin)
 	if err != nil {
-		return fmt.Errorf("creating a clientset: %w", err)
-	}
-	agg, err := aggregator.NewForConfig(admin)
-	if err != nil {
-		return fmt.Errorf("creating an aggregator clientset: %w", err)
+		return err
 	}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.Visibility.ServiceName},
@@ -91,13 +87,9 @@ func RegisterVisibility(ctx context.Context, admin *rest.Config, cfg *musterv1al
 
 // UnregisterVisibility deletes what RegisterVisibility created.
 func UnregisterVisibility(ctx context.Context, admin *rest.Config, cfg *musterv1alpha1.Configuration) error {
-	kube, err := kubernetes.NewForConfig(admin)
+	kube, agg, err := visibilityClients(admin)
 	if err != nil {
-		return fmt.Errorf("creating a clientset: %w", err)
-	}
-	agg, err := aggregator.NewForConfig(admin)
-	if err != nil {
-		return fmt.Errorf("creating an aggregator clientset: %w", err)
+		return err
 	}
 	if err := agg.ApiregistrationV1().APIServices().Delete(ctx, visibilityAPIService, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting APIService %s: %w", visibilityAPIService, err)
@@ -107,4 +99,17 @@ func UnregisterVisibility(ctx context.Context, admin *rest.Config, cfg *musterv1
 		return fmt.Errorf("deleting Service %s/%s: %w", cfg.Namespace, cfg.Visibility.ServiceName, err)
 	}
 	return nil
+}
+
+// visibilityClients returns the clientsets RegisterVisibility writes with.
+func visibilityClients(admin *rest.Config) (kubernetes.Interface, aggregator.Interface, error) {
+	kube, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating a clientset: %w", err)
+	}
+	agg, err := aggregator.NewForConfig(admin)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating an aggregator clientset: %w", err)
+	}
+	return kube, agg, nil
 }

@@ -55,7 +55,17 @@ type Options struct {
 	Clock clock.PassiveClock
 	// Log receives the server's log lines.
 	Log logr.Logger
+	// Dashboard, if set, is served at DashboardPath (it serves from "/": the server
+	// strips the path).
+	Dashboard http.Handler
 }
+
+// DashboardPath is where the dashboard is served, behind the API server: requests are
+// authorized as get (or list, for the first page) on dashboard.visibility.muster.dev.
+var DashboardPath = "/apis/" + explain.VisibilityGroup + "/" + explain.VisibilityVersion + "/" + DashboardResource
+
+// DashboardResource is the resource the dashboard's paths are authorized as.
+const DashboardResource = "dashboard"
 
 // Server is the visibility API's HTTPS server, a manager.Runnable served by every
 // replica (the Service routes to any).
@@ -157,6 +167,12 @@ func (s *Server) install() {
 	mux.Handle("/apis/"+explain.VisibilityGroup, jsonHandler(group))
 	mux.Handle("/apis/"+gv.GroupVersion, jsonHandler(resources))
 	mux.HandlePrefix("/apis/"+gv.GroupVersion+"/", http.HandlerFunc(s.serveResource))
+	if s.opts.Dashboard != nil {
+		// A relative Location: the API server's proxy would point an absolute one at
+		// muster's own address.
+		mux.Handle(DashboardPath, http.RedirectHandler(DashboardResource+"/", http.StatusMovedPermanently))
+		mux.HandlePrefix(DashboardPath+"/", http.StripPrefix(DashboardPath, s.opts.Dashboard))
+	}
 }
 
 // NeedLeaderElection reports that every replica serves.

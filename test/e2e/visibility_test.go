@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
@@ -20,6 +23,7 @@ import (
 	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
+	"github.com/muster-sched/muster/internal/visibility"
 )
 
 // TestTenantExplainsThroughTheVisibilityAPI: a tenant bound to the shipped muster-user
@@ -31,7 +35,7 @@ import (
 func TestTenantExplainsThroughTheVisibilityAPI(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	ns, other := env.Namespace(t), env.Namespace(t)
-	env.CreateNodes(t, sandbox.NodePool{Name: "vis", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	nodes := env.CreateNodes(t, sandbox.NodePool{Name: "vis", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
 	c := newClient(t, env.Config)
 	addr, err := sandbox.FreeLoopbackAddr()
 	if err != nil {
@@ -40,6 +44,7 @@ func TestTenantExplainsThroughTheVisibilityAPI(t *testing.T) {
 	certDir := t.TempDir()
 	m := startMuster(t, env, musterOptions{configure: func(cfg *musterv1alpha1.Configuration) {
 		cfg.Visibility.BindAddress, cfg.Visibility.CertDir = addr, certDir
+		cfg.Visibility.Dashboard = true
 	}})
 	registerVisibility(t, env, m, addr, filepath.Join(certDir, "tls.crt"))
 
@@ -92,6 +97,53 @@ func TestTenantExplainsThroughTheVisibilityAPI(t *testing.T) {
 	if _, err := tenant.Explanation(ctx, ns, "no-such-group", ""); !apierrors.IsNotFound(err) {
 		t.Errorf("the visibility API for a group that does not exist: expected NotFound, found %v", err)
 	}
+
+	// The dashboard behind the API server: the platform team's muster-admin may open it,
+	// the tenant may not (it shows every namespace).
+	page := visibility.DashboardPath + "/"
+	if _, err := tenant.Kube.Discovery().RESTClient().Get().AbsPath(page).DoRaw(ctx); !apierrors.IsForbidden(err) {
+		t.Errorf("the dashboard as the tenant: expected Forbidden, found %v", err)
+	}
+	admin := platformConfig(t, env, "platform-"+ns, "muster-admin")
+	html, err := admin.Discovery().RESTClient().Get().AbsPath(page).DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("the dashboard as muster-admin: %v", err)
+	}
+	for _, want := range []string{`href="style.css"`, nodes[0], "holder"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("the dashboard as muster-admin: expected %q in the page, found:\n%s", want, html)
+		}
+	}
+	var code int
+	res := admin.Discovery().RESTClient().Get().AbsPath(visibility.DashboardPath + "/live.js").Do(ctx).StatusCode(&code)
+	if raw, err := res.Raw(); err != nil || code != 200 {
+		t.Errorf("the dashboard's script as muster-admin: HTTP %d %v: %.300s", code, err, raw)
+	}
+}
+
+// platformConfig binds ClusterRole role to user cluster-wide until the test ends and
+// returns a clientset that impersonates the user.
+func platformConfig(t *testing.T, env *sandboxtest.Env, user, role string) kubernetes.Interface {
+	t.Helper()
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}
+	ctx := context.Background()
+	if _, err := env.Kube.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("binding %s to %s: %v", role, user, err)
+	}
+	t.Cleanup(func() {
+		if err := env.Kube.RbacV1().ClusterRoleBindings().Delete(ctx, user, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting ClusterRoleBinding %s: %v", user, err)
+		}
+	})
+	rc := rest.CopyConfig(env.Config)
+	rc.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kube
 }
 
 // registerVisibility waits for m's serving certificate at certFile and routes the

@@ -23,6 +23,23 @@ func startProcessGoroutines() {
 	_ = healthz.LogHealthz.Check(nil)
 }
 
+// processWide ignores the goroutines of client-go's process-wide TLS transport cache
+// that a kube-apiserver with a front-proxy client certificate (the aggregator's, which
+// forwards to muster's visibility API) starts and nothing stops: the cache keeps one
+// transport per certificate file for the life of the process and watches the file for
+// rotation (transport.dynamicClientCert: its loop, its workqueue's two loops, its
+// worker and its poller). They are not the sandbox's to stop.
+var processWide = []goleak.Option{
+	goleak.IgnoreAnyFunction("k8s.io/client-go/transport.(*dynamicClientCert).run"),
+	goleak.IgnoreAnyFunction("k8s.io/client-go/transport.(*dynamicClientCert).processNextWorkItem"),
+	// Its poller: wait.PollImmediateUntil (deprecated, used by nothing of the sandbox's).
+	goleak.IgnoreAnyFunction("k8s.io/apimachinery/pkg/util/wait.PollImmediateUntil"),
+	goleak.IgnoreTopFunction("k8s.io/apimachinery/pkg/util/wait.PollImmediateUntilWithContext.poller.func1.1"),
+	// Its workqueue's loops, whose stacks name only the workqueue.
+	goleak.IgnoreTopFunction("k8s.io/client-go/util/workqueue.(*delayingType[...]).waitingLoop"),
+	goleak.IgnoreTopFunction("k8s.io/client-go/util/workqueue.(*Typed[...]).updateUnfinishedWorkLoop"),
+}
+
 // findLeaks reports goroutines that are not ignored by opts, retrying for up to
 // leakGrace so that goroutines still winding down are not reported.
 func findLeaks(opts []goleak.Option) error {

@@ -106,7 +106,7 @@ func Run(m *testing.M, opts Options) int {
 	var before []goleak.Option
 	if opts.VerifyStop {
 		startProcessGoroutines()
-		before = []goleak.Option{goleak.IgnoreCurrent()}
+		before = append([]goleak.Option{goleak.IgnoreCurrent()}, processWide...)
 	}
 	env, err := start(opts)
 	if err != nil {
