@@ -29,6 +29,14 @@ type benchFlags struct {
 	drain     time.Duration
 	logFile   string
 	cpuProf   string
+	soak      soakFlags
+}
+
+// soakFlags are the flags of the soak scenario.
+type soakFlags struct {
+	duration, sample time.Duration
+	nodes, live      int
+	csv              string
 }
 
 // newBenchCmd returns `muster bench`.
@@ -48,12 +56,16 @@ deciding. Prints a table with each figure and muster's ratios to the others.
 
 Scenarios: seed (8 one-GPU nodes, two interleaved jobs of 8, observed 60 s),
 throughput (1,000 nodes × 8 GPUs, 500 gangs of 8), big-gang (5,000 nodes, one gang of
-1,000); ceiling adds the ceiling runner to throughput and big-gang.`,
+1,000); ceiling adds the ceiling runner to throughput and big-gang. soak, run only
+when named (--scenarios soak), is 1,000 nodes × 8 GPUs and muster-defaults alone:
+gangs of 8, 4 and 16 pods created, bound, deleted with their groups and replaced for
+--soak-duration, muster's RSS and heap sampled every --soak-sample, with the
+least-squares slope after the first fifth (warm-up).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, f) },
 	}
 	fs := cmd.Flags()
-	fs.StringSliceVar(&f.scenarios, "scenarios", bench.Scenarios(), "scenarios to run: "+strings.Join(bench.Scenarios(), ", "))
+	fs.StringSliceVar(&f.scenarios, "scenarios", bench.DefaultScenarios(), "scenarios to run: "+strings.Join(bench.Scenarios(), ", "))
 	fs.StringSliceVar(&f.runners, "runners", nil, "restrict the runners to these: "+strings.Join(bench.Runners(), ", ")+" (default all)")
 	fs.StringVar(&f.out, "out", "", "also write the table as Markdown to this file")
 	fs.Float32Var(&f.qps, "qps", 5000, "client QPS of the runners with QPS raised (kube-scheduler's --kube-api-qps)")
@@ -63,6 +75,11 @@ throughput (1,000 nodes × 8 GPUs, 500 gangs of 8), big-gang (5,000 nodes, one g
 	fs.DurationVar(&f.timeout, "timeout", 15*time.Minute, "how long a run may take to bind all its pods")
 	fs.DurationVar(&f.drain, "drain", 10*time.Second, "how long throughput and big-gang runs go on after the last bind, so that the writes made after binding (statuses, events) are counted")
 	fs.StringVar(&f.cpuProf, "cpuprofile-dir", "", "write a CPU profile of each run (control plane and scheduler, from the first create to the last bind) to this directory; the scheduler's samples carry the label runner=<name>")
+	fs.DurationVar(&f.soak.duration, "soak-duration", 10*time.Minute, "how long the soak creates and deletes gangs")
+	fs.DurationVar(&f.soak.sample, "soak-sample", 10*time.Second, "how often the soak samples muster's RSS and heap")
+	fs.IntVar(&f.soak.nodes, "soak-nodes", 1000, "the soak's simulated nodes, of 8 GPUs each")
+	fs.IntVar(&f.soak.live, "soak-live", 32, "how many gangs the soak keeps in flight")
+	fs.StringVar(&f.soak.csv, "soak-csv", "", "also write the soak's samples as CSV to this file")
 	fs.StringVar(&f.logFile, "log", "", "write the control plane's and schedulers' logs to this file (default: discard)")
 	return cmd
 }
@@ -94,9 +111,10 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		MusterBinary: self,
 		Scenarios:    f.scenarios, Runners: f.runners, QPS: f.qps, Burst: f.burst,
 		Rounds: f.rounds, Window: f.window, Timeout: f.timeout, Drain: f.drain, Log: log, Progress: cmd.ErrOrStderr(),
-		ProfileDir: f.cpuProf,
+		ProfileDir:   f.cpuProf,
+		SoakDuration: f.soak.duration, SoakSample: f.soak.sample, SoakNodes: f.soak.nodes, SoakLive: f.soak.live,
 	})
-	if rep != nil && len(rep.Results) > 0 {
+	if rep != nil && (len(rep.Results) > 0 || rep.Soak != nil) {
 		if werr := rep.WriteText(cmd.OutOrStdout()); werr != nil {
 			return werr
 		}
@@ -105,8 +123,29 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 				return werr
 			}
 		}
+		if f.soak.csv != "" && rep.Soak != nil {
+			if werr := writeSoakCSV(f.soak.csv, rep.Soak); werr != nil {
+				return werr
+			}
+		}
 	}
 	return err
+}
+
+// writeSoakCSV writes the soak's samples to path.
+func writeSoakCSV(path string, soak *bench.SoakResult) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--soak-csv: %w", err)
+	}
+	if err := soak.WriteCSV(out); err != nil {
+		out.Close()
+		return fmt.Errorf("--soak-csv %s: %w", path, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("--soak-csv %s: %w", path, err)
+	}
+	return nil
 }
 
 // writeMarkdown writes the report's table to path.

@@ -53,8 +53,9 @@ import (
 
 // Options configures a bench run.
 type Options struct {
-	// Scenarios are the names (see Scenarios) to run; empty means all. "ceiling"
-	// adds the ceiling runner to throughput and big-gang.
+	// Scenarios are the names (see Scenarios) to run; empty means all but the soak
+	// (DefaultScenarios). "ceiling" adds the ceiling runner to throughput and
+	// big-gang; "soak" runs the soak (see SoakResult) after the others.
 	Scenarios []string
 	// Runners restricts the runners (see Runners); empty means every runner the
 	// scenarios call for. The ceiling never runs in seed.
@@ -87,6 +88,12 @@ type Options struct {
 	// <scenario>-<runner>-<round>.pprof. Samples of the runner's goroutines carry
 	// the label runner=<name>.
 	ProfileDir string
+	// SoakDuration is how long the soak creates and deletes gangs; zero means 10 min.
+	// SoakSample is how often it samples muster's memory; zero means 10 s.
+	SoakDuration, SoakSample time.Duration
+	// SoakNodes is the soak's 8-GPU nodes, zero meaning 1,000; SoakLive the gangs it
+	// keeps in flight, zero meaning 32.
+	SoakNodes, SoakLive int
 }
 
 // Defaults of Options.
@@ -104,23 +111,31 @@ const (
 	settleTime = 2 * time.Second
 )
 
-// plan is the scenarios and, for each, the runners to run.
+// plan is the scenarios and, for each, the runners to run, and the soak if it runs.
 type plan struct {
 	scenarios []Scenario
 	runners   map[string][]string
+	soak      *soakPlan
 }
 
 // makePlan validates opts and returns what to run.
 func makePlan(opts Options) (plan, error) {
 	names := opts.Scenarios
 	if len(names) == 0 {
-		names = Scenarios()
+		names = DefaultScenarios()
 	}
 	withCeiling := slices.Contains(names, ScenarioCeiling)
 	var p plan
 	p.runners = map[string][]string{}
+	if slices.Contains(names, ScenarioSoak) {
+		sp, err := soakPlanOf(opts)
+		if err != nil {
+			return plan{}, fmt.Errorf("soak: %w", err)
+		}
+		p.soak = &sp
+	}
 	for _, name := range Scenarios() {
-		if name == ScenarioCeiling || !slices.Contains(names, name) {
+		if name == ScenarioCeiling || name == ScenarioSoak || !slices.Contains(names, name) {
 			continue
 		}
 		sc, err := scenarioByName(name)
@@ -154,8 +169,8 @@ func makePlan(opts Options) (plan, error) {
 			return plan{}, fmt.Errorf("runners: expected some of %v, found %q", Runners(), name)
 		}
 	}
-	if len(p.scenarios) == 0 {
-		return plan{}, fmt.Errorf("scenarios: expected at least one of seed, throughput, big-gang, found %v", names)
+	if len(p.scenarios) == 0 && p.soak == nil {
+		return plan{}, fmt.Errorf("scenarios: expected at least one of seed, throughput, big-gang, soak, found %v", names)
 	}
 	return p, nil
 }
@@ -195,6 +210,13 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		rep.Results = append(rep.Results, results...)
 		if err != nil {
 			return rep, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+	}
+	if p.soak != nil {
+		soak, err := runSoak(ctx, *p.soak, opts)
+		rep.Soak = soak
+		if err != nil {
+			return rep, fmt.Errorf("scenario %s: %w", ScenarioSoak, err)
 		}
 	}
 	return rep, nil

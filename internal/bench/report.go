@@ -111,6 +111,8 @@ type Report struct {
 	Rounds int
 	// Results are in the order the runs ran.
 	Results []Result
+	// Soak is the soak's figures, if it ran.
+	Soak *SoakResult
 }
 
 // metric is one row of the table: a figure of a scenario.
@@ -296,8 +298,12 @@ func perRound(rs []Result, f func(Result) (float64, bool), format string) string
 	return strings.Join(parts, " / ")
 }
 
-// WriteText writes the table aligned in columns, then any incomplete run.
+// WriteText writes the table aligned in columns, then any incomplete run, then the
+// soak if it ran.
 func (rep *Report) WriteText(w io.Writer) error {
+	if len(rep.Results) == 0 {
+		return rep.writeSoak(w, false)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, row := range rep.Rows() {
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
@@ -305,11 +311,26 @@ func (rep *Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing the table: %w", err)
 	}
-	return rep.writeNotes(w)
+	if err := rep.writeNotes(w); err != nil {
+		return err
+	}
+	return rep.writeSoak(w, false)
 }
 
-// WriteMarkdown writes the table as a Markdown table, then any incomplete run.
+// writeSoak writes the soak's figures and samples, if it ran.
+func (rep *Report) writeSoak(w io.Writer, markdown bool) error {
+	if rep.Soak == nil {
+		return nil
+	}
+	return rep.Soak.write(w, markdown)
+}
+
+// WriteMarkdown writes the table as a Markdown table, then any incomplete run, then
+// the soak if it ran.
 func (rep *Report) WriteMarkdown(w io.Writer) error {
+	if len(rep.Results) == 0 {
+		return rep.writeSoak(w, true)
+	}
 	for i, row := range rep.Rows() {
 		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
 		if i == 0 {
@@ -317,7 +338,10 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	fmt.Fprintf(w, "\nClients of the runners with QPS raised: QPS %g, burst %d; kube-scheduler-defaults: QPS 50, burst 100; muster-defaults: deploy/'s Configuration (clientConnection as shipped).\n", rep.QPS, rep.Burst)
-	return rep.writeNotes(w)
+	if err := rep.writeNotes(w); err != nil {
+		return err
+	}
+	return rep.writeSoak(w, true)
 }
 
 // writeNotes writes the figures of each round when there were several, the write

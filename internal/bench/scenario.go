@@ -30,6 +30,11 @@ const (
 
 // Scenarios lists the names Options.Scenarios accepts, in the order they run.
 func Scenarios() []string {
+	return []string{ScenarioSeed, ScenarioThroughput, ScenarioBigGang, ScenarioCeiling, ScenarioSoak}
+}
+
+// DefaultScenarios are the scenarios run when none is named: all but the soak.
+func DefaultScenarios() []string {
 	return []string{ScenarioSeed, ScenarioThroughput, ScenarioBigGang, ScenarioCeiling}
 }
 

@@ -169,6 +169,7 @@ func NewManager(opts Options) (manager.Manager, error) {
 	if s.metrics == nil {
 		s.metrics = defaultMetrics()
 	}
+	s.recorder = limitEvents(recorder, s.metrics.EventsDropped)
 	if err := mgr.Add(s); err != nil {
 		return nil, fmt.Errorf("adding the scheduler: %w", err)
 	}

@@ -241,6 +241,7 @@ func (s *scheduler) report(ctx context.Context, out engine.Output) time.Time {
 		return out.WakeAt
 	}
 	s.metrics.SetQueues(s.eng)
+	s.metrics.TrackedGroups.Set(float64(s.trackedGroups()))
 	s.writeQueueStatuses(ctx)
 	s.nextSummary = now.Add(summaryPeriod)
 	return out.WakeAt

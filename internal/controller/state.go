@@ -24,3 +24,30 @@ func (s *scheduler) forgetGroups(keys []string) {
 		delete(s.specDirty, key)
 	}
 }
+
+// trackedGroups returns how many groups any of the per-group maps that forgetGroups
+// empties holds: the muster_tracked_groups gauge, which shows in a soak that deleted
+// groups are forgotten.
+func (s *scheduler) trackedGroups() int {
+	keys := map[string]struct{}{}
+	addKeys(keys, s.written)
+	addKeys(keys, s.conditions)
+	addKeys(keys, s.recorded)
+	addKeys(keys, s.phases)
+	addKeys(keys, s.significant)
+	addKeys(keys, s.wroteAt)
+	addKeys(keys, s.ownerObjects)
+	addKeys(keys, s.rechecks)
+	addKeys(keys, s.abandoned)
+	addKeys(keys, s.objects)
+	addKeys(keys, s.members)
+	addKeys(keys, s.specDirty)
+	return len(keys)
+}
+
+// addKeys adds the keys of m to set.
+func addKeys[V any](set map[string]struct{}, m map[string]V) {
+	for k := range m {
+		set[k] = struct{}{}
+	}
+}

@@ -52,3 +52,42 @@ func TestForgetGroupsEmptiesEveryPerGroupMap(t *testing.T) {
 		}
 	}
 }
+
+// TestTrackedGroupsCountsEveryPerGroupMap: a group held by any one per-group map counts
+// as one tracked group (muster_tracked_groups), one held only by a map keyed by pod or
+// Queue counts as none, and a dropped group leaves the count. Each string-keyed map of
+// the scheduler is filled alone, by reflection, so a per-group map added later that
+// trackedGroups does not read fails it.
+func TestTrackedGroupsCountsEveryPerGroupMap(t *testing.T) {
+	const key = "PodGroup/ns/churn"
+	probe := &scheduler{}
+	probe.initState()
+	typ := reflect.TypeOf(probe).Elem()
+	checked := 0
+	for i := range typ.NumField() {
+		ft := typ.Field(i)
+		if ft.Type.Kind() != reflect.Map || ft.Type.Key() != reflect.TypeFor[string]() {
+			continue
+		}
+		s := &scheduler{}
+		s.initState()
+		f := reflect.ValueOf(s).Elem().Field(i)
+		m := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+		m.SetMapIndex(reflect.ValueOf(key), reflect.Zero(f.Type().Elem()))
+		want := 1
+		if _, exempt := notPerGroup[ft.Name]; exempt {
+			want = 0
+		}
+		if got := s.trackedGroups(); got != want {
+			t.Errorf("with only map %s holding the group: expected %d tracked groups, found %d", ft.Name, want, got)
+		}
+		s.forgetGroups([]string{key})
+		if got := s.trackedGroups(); got != 0 {
+			t.Errorf("after the group held by map %s was dropped: expected 0 tracked groups, found %d", ft.Name, got)
+		}
+		checked++
+	}
+	if checked < 10 {
+		t.Fatalf("expected the scheduler's string-keyed maps, found only %d", checked)
+	}
+}

@@ -38,6 +38,12 @@ type Metrics struct {
 	// reason that retrying does not mend, by the API's reason (Invalid,
 	// RequestEntityTooLarge, ...).
 	StatusNotWritten *prometheus.CounterVec
+	// TrackedGroups is how many groups the controller keeps per-group state for: it
+	// falls back to the live groups once deleted groups are forgotten.
+	TrackedGroups prometheus.Gauge
+	// EventsDropped counts the Events muster made beyond its Event budget and did not
+	// write, by reason.
+	EventsDropped *prometheus.CounterVec
 }
 
 // New creates the collectors and registers them with reg.
@@ -99,9 +105,18 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "muster_status_not_written_total",
 			Help: "Group status writes refused for a permanent reason and not retried until the group's state changes, by reason.",
 		}, []string{"reason"}),
+		TrackedGroups: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "muster_tracked_groups",
+			Help: "Groups the controller keeps per-group state for (status and record written, conditions, owner, rechecks); deleted groups leave it once the engine drops them.",
+		}),
+		EventsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "muster_events_dropped_total",
+			Help: "Events not written because muster made them faster than its Event budget (10 a second, bursts of 50), by reason.",
+		}, []string{"reason"}),
 	}
 	reg.MustRegister(m.TimeToReady, m.HeldResource, m.Cleanup, m.QueueWait, m.QueueGroups, m.QueueUsed, m.QueueBorrowed,
-		m.Decisions, m.DecisionDuration, m.Evictions, m.Retries, m.Untrusted, m.StatusNotWritten)
+		m.Decisions, m.DecisionDuration, m.Evictions, m.Retries, m.Untrusted, m.StatusNotWritten,
+		m.TrackedGroups, m.EventsDropped)
 	return m
 }
 
