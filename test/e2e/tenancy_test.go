@@ -10,6 +10,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -244,6 +245,29 @@ func bindRole(t *testing.T, env *sandboxtest.Env, ns, role, user string) {
 	if _, err := env.Kube.RbacV1().RoleBindings(ns).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("binding %s to %s: %v", role, user, err)
 	}
+	waitBound(t, env, ns, role, user)
+}
+
+// waitBound waits until the API server's authorizer has seen user's binding to
+// ClusterRole role in ns: it allows the role's first rule (a RoleBinding takes a moment
+// to reach the authorizer's cache).
+func waitBound(t *testing.T, env *sandboxtest.Env, ns, role, user string) {
+	t.Helper()
+	cr, err := env.Kube.RbacV1().ClusterRoles().Get(context.Background(), role, metav1.GetOptions{})
+	if err != nil || len(cr.Rules) == 0 || len(cr.Rules[0].Verbs) == 0 || len(cr.Rules[0].Resources) == 0 {
+		t.Fatalf("ClusterRole %s: expected one rule at least, found %v (%v)", role, cr, err)
+	}
+	rule := cr.Rules[0]
+	attrs := &authorizationv1.ResourceAttributes{Namespace: ns, Verb: rule.Verbs[0], Resource: rule.Resources[0]}
+	if len(rule.APIGroups) > 0 {
+		attrs.Group = rule.APIGroups[0]
+	}
+	env.WaitFor(t, fmt.Sprintf("%s bound to %s in %s to be in effect", role, user, ns), func(ctx context.Context) (bool, error) {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:authenticated"}, ResourceAttributes: attrs}}
+		got, err := env.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		return err == nil && got.Status.Allowed, err
+	})
 }
 
 // cliClients returns explain's clients for rc.
@@ -271,6 +295,7 @@ func tenantConfig(t *testing.T, env *sandboxtest.Env, ns, role string) *rest.Con
 	if _, err := env.Kube.RbacV1().RoleBindings(ns).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("binding %s to %s: %v", role, user, err)
 	}
+	waitBound(t, env, ns, role, user)
 	rc := rest.CopyConfig(env.Config)
 	rc.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
 	return rc
