@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,7 +63,7 @@ func runOnSandbox(ctx context.Context, admin *rest.Config, out io.Writer) error 
 	fmt.Fprintf(out, "Scheduler: muster serve (pid %d, schedulerName: %s), as ServiceAccount %s/%s; log: %s\n",
 		m.PID(), cfg.SchedulerName, deploy.ServiceAccount.Namespace, deploy.ServiceAccount.Name, logFile.Name())
 	fmt.Fprintf(out, "Dashboard: http://%s/\n", cfg.DashboardAddr)
-	if err := registerVisibility(ctx, admin, cfg, m); err != nil {
+	if err := sandbox.RegisterVisibility(ctx, admin, cfg, m); err != nil {
 		fmt.Fprintf(out, "Visibility API: not registered (tenants' explain shows the recorded diagnosis): %v\n", err)
 	} else {
 		fmt.Fprintf(out, "Visibility API: %s/%s, served by muster serve at %s\n", explain.VisibilityGroup, explain.VisibilityVersion, cfg.Visibility.BindAddress)
@@ -97,26 +96,3 @@ func sandboxDashboardAddr() (string, error) {
 
 // serveStopTimeout bounds the wait for the child muster serve to exit after SIGTERM.
 const serveStopTimeout = 30 * time.Second
-
-// registerVisibility waits for muster serve's self-signed certificate in
-// cfg.Visibility.CertDir and routes the sandbox's visibility.muster.dev to it.
-func registerVisibility(ctx context.Context, admin *rest.Config, cfg *musterv1alpha1.Configuration, m *sandbox.Muster) error {
-	certFile := filepath.Join(cfg.Visibility.CertDir, "tls.crt")
-	deadline := time.Now().Add(serveStopTimeout)
-	for {
-		ca, err := os.ReadFile(certFile)
-		if err == nil && len(ca) > 0 {
-			return sandbox.RegisterVisibility(ctx, admin, cfg, cfg.Visibility.BindAddress, ca)
-		}
-		select {
-		case <-m.Done():
-			return fmt.Errorf("muster serve exited: %v", m.Err())
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("expected muster serve's certificate at %s within %s, found none", certFile, serveStopTimeout)
-		}
-	}
-}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -28,11 +30,18 @@ var visibilityAPIService = explain.VisibilityVersion + "." + explain.VisibilityG
 const visibilityTimeout = time.Minute
 
 // RegisterVisibility routes the sandbox API server's requests for muster's visibility
-// API to a `muster serve` on this machine serving it at addr (127.0.0.1:PORT) with a
-// certificate that caBundle verifies: as deploy/visibility does in a cluster, with an
-// APIService, but through an ExternalName Service for localhost (a sandbox has no
-// Service network). It waits until the APIService is Available.
-func RegisterVisibility(ctx context.Context, admin *rest.Config, cfg *musterv1alpha1.Configuration, addr string, caBundle []byte) error {
+// API to m, a `muster serve` on this machine given cfg, whose visibility.bindAddress is
+// 127.0.0.1:PORT and whose visibility.certDir receives its self-signed certificate:
+// as deploy/visibility does in a cluster, with an APIService (its caBundle that
+// certificate), but through an ExternalName Service for localhost (a sandbox has no
+// Service network). It waits for the certificate, then until the APIService is
+// Available.
+func RegisterVisibility(ctx context.Context, admin *rest.Config, cfg *musterv1alpha1.Configuration, m *Muster) error {
+	caBundle, err := waitCertificate(ctx, filepath.Join(cfg.Visibility.CertDir, "tls.crt"), m)
+	if err != nil {
+		return err
+	}
+	addr := cfg.Visibility.BindAddress
 	_, portText, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("visibility address %q: %w", addr, err)
@@ -112,4 +121,24 @@ func visibilityClients(admin *rest.Config) (kubernetes.Interface, aggregator.Int
 		return nil, nil, fmt.Errorf("creating an aggregator clientset: %w", err)
 	}
 	return kube, agg, nil
+}
+
+// waitCertificate waits up to visibilityTimeout for m to write the certificate file.
+func waitCertificate(ctx context.Context, file string, m *Muster) ([]byte, error) {
+	deadline := time.Now().Add(visibilityTimeout)
+	for {
+		if ca, err := os.ReadFile(file); err == nil && len(ca) > 0 {
+			return ca, nil
+		}
+		select {
+		case <-m.Done():
+			return nil, fmt.Errorf("muster (pid %d) exited before writing its certificate %s: %v", m.PID(), file, m.Err())
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("expected muster's certificate at %s within %s, found none", file, visibilityTimeout)
+		}
+	}
 }

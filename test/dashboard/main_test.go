@@ -20,7 +20,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
-	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
@@ -42,7 +41,7 @@ func startMuster(t *testing.T, env *sandboxtest.Env) (string, func()) {
 	if _, err := env.Kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	addr := freeLoopbackAddr(t)
+	addr := sandboxtest.FreeAddr(t)
 	m := env.StartMuster(t, sandboxtest.MusterOptions{Configure: func(cfg *musterv1alpha1.Configuration) {
 		cfg.DashboardAddr = addr
 	}})
@@ -74,14 +73,4 @@ func startMuster(t *testing.T, env *sandboxtest.Env) (string, func()) {
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	return url, stop
-}
-
-// freeLoopbackAddr returns a loopback address with a port that was free a moment ago.
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	addr, err := sandbox.FreeLoopbackAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }

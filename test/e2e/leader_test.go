@@ -96,10 +96,7 @@ type replica struct {
 // free port (where leader_election_master_status says whether it leads).
 func startReplica(t *testing.T, env *sandboxtest.Env, proxy *sandboxtest.Proxy) *replica {
 	t.Helper()
-	addr, err := sandbox.FreeLoopbackAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr := sandboxtest.FreeAddr(t)
 	m := startMuster(t, env, musterOptions{proxy: proxy, configure: func(cfg *musterv1alpha1.Configuration) {
 		cfg.MetricsAddr = addr
 		cfg.LeaderElection.LeaseName = "handover"

@@ -3,8 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -37,16 +35,13 @@ func TestTenantExplainsThroughTheVisibilityAPI(t *testing.T) {
 	ns, other := env.Namespace(t), env.Namespace(t)
 	nodes := env.CreateNodes(t, sandbox.NodePool{Name: "vis", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
 	c := newClient(t, env.Config)
-	addr, err := sandbox.FreeLoopbackAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr := sandboxtest.FreeAddr(t)
 	certDir := t.TempDir()
 	m := startMuster(t, env, musterOptions{configure: func(cfg *musterv1alpha1.Configuration) {
 		cfg.Visibility.BindAddress, cfg.Visibility.CertDir = addr, certDir
 		cfg.Visibility.Dashboard = true
 	}})
-	registerVisibility(t, env, m, addr, filepath.Join(certDir, "tls.crt"))
+	registerVisibility(t, env, m)
 
 	holder := pytorchJob{ns: ns, name: "holder", workers: 1, plain: true}
 	holder.create(t, env, c)
@@ -146,23 +141,12 @@ func platformConfig(t *testing.T, env *sandboxtest.Env, user, role string) kuber
 	return kube
 }
 
-// registerVisibility waits for m's serving certificate at certFile and routes the
-// sandbox's visibility.muster.dev to m at addr until the test ends.
-func registerVisibility(t *testing.T, env *sandboxtest.Env, m *muster, addr, certFile string) {
+// registerVisibility routes the sandbox's visibility.muster.dev to m until the test
+// ends.
+func registerVisibility(t *testing.T, env *sandboxtest.Env, m *muster) {
 	t.Helper()
-	var ca []byte
-	env.WaitFor(t, "muster's visibility API certificate at "+certFile, func(context.Context) (bool, error) {
-		select {
-		case <-m.Done():
-			t.Fatalf("muster exited: %v", m.Err())
-		default:
-		}
-		var err error
-		ca, err = os.ReadFile(certFile)
-		return err == nil && len(ca) > 0, nil
-	})
 	ctx := context.Background()
-	if err := sandbox.RegisterVisibility(ctx, env.Config, m.Configuration, addr, ca); err != nil {
+	if err := sandbox.RegisterVisibility(ctx, env.Config, m.Configuration, m.Muster.Muster); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -13,7 +13,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
-	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
@@ -31,7 +30,7 @@ func TestMain(m *testing.M) {
 // returns that address once muster is leading. It stops when the test ends.
 func startMuster(t *testing.T, env *sandboxtest.Env) string {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := sandboxtest.FreeAddr(t)
 	m := env.StartMuster(t, sandboxtest.MusterOptions{Configure: func(c *musterv1alpha1.Configuration) { c.MetricsAddr = addr }})
 	waitLeading(t, m, addr)
 	return addr
@@ -54,14 +53,4 @@ func waitLeading(t *testing.T, m *sandboxtest.Muster, addr string) {
 			t.Fatalf("muster serving metrics on %s: expected it to lead within %s, found it not leading", addr, sandboxtest.WaitTimeout)
 		}
 	}
-}
-
-// freeAddr returns a loopback address with a port nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	addr, err := sandbox.FreeLoopbackAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }

@@ -241,3 +241,14 @@ func PodCondition(p *v1.Pod, t v1.PodConditionType) v1.ConditionStatus {
 	}
 	return ""
 }
+
+// FreeAddr returns a loopback address whose port was free a moment ago, below the
+// kernel's ephemeral range (sandbox.FreeLoopbackAddr), for a server a test starts.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	addr, err := sandbox.FreeLoopbackAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
