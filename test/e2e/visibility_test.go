@@ -100,9 +100,11 @@ func TestTenantExplainsThroughTheVisibilityAPI(t *testing.T) {
 		t.Errorf("the dashboard as the tenant: expected Forbidden, found %v", err)
 	}
 	admin := platformConfig(t, env, "platform-"+ns, "muster-admin")
-	html, err := admin.Discovery().RESTClient().Get().AbsPath(page).DoRaw(ctx)
+	var dcode int
+	dres := admin.Discovery().RESTClient().Get().AbsPath(page).Do(ctx).StatusCode(&dcode)
+	html, err := dres.Raw()
 	if err != nil {
-		t.Fatalf("the dashboard as muster-admin: %v", err)
+		t.Fatalf("the dashboard as muster-admin: HTTP %d %v: %.500s", dcode, err, html)
 	}
 	for _, want := range []string{`href="style.css"`, nodes[0], "holder"} {
 		if !strings.Contains(string(html), want) {
@@ -117,7 +119,8 @@ func TestTenantExplainsThroughTheVisibilityAPI(t *testing.T) {
 }
 
 // platformConfig binds ClusterRole role to user cluster-wide until the test ends and
-// returns a clientset that impersonates the user.
+// returns a clientset that impersonates the user, once the binding is in effect (RBAC's
+// authorizer learns of a binding from its informer, a moment after it is created).
 func platformConfig(t *testing.T, env *sandboxtest.Env, user, role string) kubernetes.Interface {
 	t.Helper()
 	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
@@ -132,6 +135,7 @@ func platformConfig(t *testing.T, env *sandboxtest.Env, user, role string) kuber
 			t.Errorf("deleting ClusterRoleBinding %s: %v", user, err)
 		}
 	})
+	waitBound(t, env, "", role, user)
 	rc := rest.CopyConfig(env.Config)
 	rc.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
 	kube, err := kubernetes.NewForConfig(rc)
