@@ -15,11 +15,14 @@ type GroupLifecycle struct {
 	Message string `json:"message,omitempty"`
 	// Queue is the queue the group is charged to.
 	Queue string `json:"queue,omitempty"`
-	// Waiting is why the last admission pass did not admit the group, and WaitingKind
-	// its kind (Unschedulable, Impossible, QuotaExceeded, QuotaNeverEnough,
-	// QueueNotFound, Reserved).
+	// Waiting is why the last admission pass did not admit the group, in one line, and
+	// WaitingKind its kind (Unschedulable, Impossible, QuotaExceeded, QuotaNeverEnough,
+	// QueueNotFound, QueueNotAllowed, QueueAmbiguous, Reserved).
 	Waiting     string `json:"waiting,omitempty"`
 	WaitingKind string `json:"waitingKind,omitempty"`
+	// Wait is the same reason as data. Records written before muster recorded it have
+	// only Waiting and WaitingKind.
+	Wait *WaitReason `json:"wait,omitempty"`
 	// MinMember is the group's minimum membership. Member counts are not recorded: they
 	// change with every pod, and readers count the pods themselves.
 	MinMember int `json:"minMember"`
@@ -54,4 +57,10 @@ type AttemptRecord struct {
 	Stage   string `json:"stage"`
 	Reason  string `json:"reason"`
 	Message string `json:"message,omitempty"`
+	// Preemption, for a Preempted attempt, is how it was preempted: Priority (a group
+	// of higher priority took its nodes) or Reclaim (the queue that lent it quota took
+	// the quota back); PreemptedFor names the group the nodes were taken for. Empty in
+	// records written before muster recorded them.
+	Preemption   string `json:"preemption,omitempty"`
+	PreemptedFor string `json:"preemptedFor,omitempty"`
 }

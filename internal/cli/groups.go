@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/printers"
 
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/explain"
@@ -137,7 +138,7 @@ func GroupRows(ctx context.Context, c explain.Clients, ns string, now time.Time)
 // conditions and its member pods.
 func groupRow(ref source.Ref, annotations map[string]string, conds []metav1.Condition, pods []*corev1.Pod, now time.Time) GroupRow {
 	row := GroupRow{Namespace: ref.Namespace, Name: ref.Name, API: string(ref.Source)}
-	if rec, ok, err := explain.RecordIn(annotations); err == nil && ok {
+	if rec, ok, err := musterv1alpha1.RecordIn(annotations); err == nil && ok {
 		row.Phase, row.Queue, row.MinMember, row.Attempt = rec.Phase, rec.Queue, rec.MinMember, rec.Attempt
 		row.Waiting = rec.Waiting
 		if rec.Phase == "Queued" {

@@ -158,7 +158,7 @@ func (m *model) group(ref source.Ref) *group {
 // record that does not decode (a tenant may write any annotation on its own objects) is
 // kept as a problem to show, never as a state.
 func (g *group) readRecord(annotations map[string]string) {
-	rec, ok, err := explain.RecordIn(annotations)
+	rec, ok, err := musterv1alpha1.RecordIn(annotations)
 	switch {
 	case err != nil:
 		g.recordProblem = fmt.Sprintf("annotation %s does not decode: %v", musterv1alpha1.LifecycleAnnotation, err)

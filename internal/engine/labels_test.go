@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/muster-sched/muster/internal/engine"
-	"github.com/muster-sched/muster/internal/explain"
 	gt "github.com/muster-sched/muster/internal/gangtest"
 	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/sim"
@@ -211,7 +210,7 @@ func TestLabelsGroupHandedOffLeavesWithItsPods(t *testing.T) {
 		}
 	}
 
-	past := explain.PastOf(explain.RecordOf(st)) // as the controller reads it back from the Job
+	past := engine.PastOf(engine.RecordOf(st)) // as the controller reads it back from the Job
 	j.spec.Past = &past
 	j.create()
 	j.step(15 * time.Second)

@@ -97,7 +97,8 @@ func (c *changeChecker) Step(now time.Time) engine.Output {
 			c.t.Errorf("%s: %s was forgotten but is not in Changed", now.Sub(sim.Epoch), key)
 			continue
 		}
-		was.Waiting, is.Waiting = "", ""
+		// The reason is re-decided on every pass and reported when its kind changes.
+		was.Waiting, is.Waiting, was.Wait, is.Wait = "", "", nil, nil
 		if d := cmp.Diff(was, is); d != "" {
 			c.t.Errorf("%s: the status of %s changed but it is not in Changed (-before +after):\n%s", now.Sub(sim.Epoch), key, d)
 		}

@@ -270,8 +270,10 @@ func (e *Engine) evictFor(g *group, victims []*group, reclaim bool, now time.Tim
 	names := make([]string, len(victims))
 	var nodes []string
 	msg := fmt.Sprintf("preempted by %s (priority %d)", g.key, g.spec.Priority)
+	how := lifecycle.ByPriority
 	reason, what := "Preempting", "evicting %d group(s) of lower priority to make room: %s"
 	if reclaim {
+		how = lifecycle.ByReclaim
 		q := e.queueOf(g)
 		msg = fmt.Sprintf("reclaimed by queue %s of cohort %s for %s", q, e.queue.Cohort(q), g.key)
 		reason = "Reclaiming"
@@ -282,7 +284,7 @@ func (e *Engine) evictFor(g *group, victims []*group, reclaim bool, now time.Tim
 		pr.victims = append(pr.victims, v.key)
 		pr.pods = append(pr.pods, v.memberKeys()...)
 		nodes = append(nodes, v.nodes()...) // before the eviction clears pending binds
-		e.step(v, lifecycle.Preempt{Message: msg}, now, out)
+		e.step(v, lifecycle.Preempt{Message: msg, How: how, For: g.key}, now, out)
 		e.arm(v)
 	}
 	e.preempting[g.key] = pr

@@ -24,13 +24,18 @@ type Status struct {
 	Message string
 	// Invalid is the spec's problems, when it has any.
 	Invalid string
-	// Waiting is why the last admission pass did not admit the group, and WaitingKind its
-	// structured kind (QueueNotFound, QuotaExceeded, Placement, ...).
+	// Waiting is why the last admission pass did not admit the group, in one line (Wait's
+	// text, and the preemption in flight for it), and WaitingKind its kind (QueueNotFound,
+	// QuotaExceeded, Unschedulable, Impossible, ...).
 	Waiting     string
 	WaitingKind string
+	// Wait is the same reason as data; nil when the group is not waiting.
+	Wait *queue.Reason
 	// Preempting lists the groups being evicted to make room for this one, while they
-	// release their nodes.
+	// release their nodes; Reclaiming is true when they are evicted to give its queue
+	// back the quota it lent, false when for priority.
 	Preempting []string
+	Reclaiming bool
 	Observed   lifecycle.Observe
 	Policy     lifecycle.Policy
 	WakeAt     time.Time
@@ -66,12 +71,12 @@ func (e *Engine) Group(key string) (Status, bool) {
 		Placement: map[string]string{},
 	}
 	if g.waiting != nil {
-		st.Waiting = g.waiting.String()
+		w := *g.waiting
+		st.Wait, st.Waiting = &w, w.String()
 	}
-	var reclaim bool
-	if st.Preempting, reclaim = e.preemptingFor(key); len(st.Preempting) > 0 && st.Waiting != "" {
+	if st.Preempting, st.Reclaiming = e.preemptingFor(key); len(st.Preempting) > 0 && st.Waiting != "" {
 		whom := "of lower priority"
-		if reclaim {
+		if st.Reclaiming {
 			whom = "that borrow its queue's quota"
 		}
 		st.Waiting += fmt.Sprintf("; preempting %d group(s) %s, which are releasing their nodes: %s",

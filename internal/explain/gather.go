@@ -313,7 +313,7 @@ func lifecycleOf(obj *unstructured.Unstructured, members []*corev1.Pod) *musterv
 		holders = append(holders, p.Annotations)
 	}
 	for _, annotations := range holders {
-		rec, ok, err := RecordIn(annotations)
+		rec, ok, err := musterv1alpha1.RecordIn(annotations)
 		switch {
 		case err != nil:
 			return nil

@@ -74,6 +74,10 @@ type Cancel struct{}
 type Preempt struct {
 	// Message says for whom, e.g. "preempted by default/big (priority 100)".
 	Message string
+	// How is ByPriority or ByReclaim, and For the key of the group the nodes are
+	// taken for; the ended attempt records both.
+	How Preemption
+	For string
 }
 
 // Tick reports that time passed; due timers fire. Deliver it at or after State.WakeAt.

@@ -57,7 +57,23 @@ type Attempt struct {
 	Reason string
 	// Message explains the reason with counts, e.g. how many members were Ready.
 	Message string
+	// Preemption, for a ReasonPreempted attempt, says how it was preempted, and
+	// PreemptedFor names the group its nodes were taken for. Both are empty for other
+	// reasons, and in records written before muster recorded them.
+	Preemption   Preemption
+	PreemptedFor string
 }
+
+// Preemption says how an attempt was preempted: the sub-reason of ReasonPreempted.
+type Preemption string
+
+const (
+	// ByPriority: a group of higher priority needed the attempt's nodes.
+	ByPriority Preemption = "Priority"
+	// ByReclaim: the attempt ran on quota its queue borrowed from its cohort, and a
+	// group of the lending queue took that quota back.
+	ByReclaim Preemption = "Reclaim"
+)
 
 // Failed reports whether the attempt failed (timed out, or a member failed to start), as
 // opposed to finishing, being preempted or being cancelled.

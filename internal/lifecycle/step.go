@@ -286,6 +286,8 @@ func (m *machine) preempt(p Preempt) {
 		return
 	}
 	m.endAttempt(ReasonPreempted, p.Message)
+	last := &m.s.history[len(m.s.history)-1]
+	last.Preemption, last.PreemptedFor = p.How, p.For
 	m.s.preempted++
 	m.evict(ReasonPreempted, p.Message)
 	m.enqueueOrGather(ReasonPreempted, p.Message+"; queued again in its place")

@@ -95,6 +95,19 @@ func (r Reason) Impossible() bool {
 	return false
 }
 
+// Diagnosed returns the placement diagnosis of the group the reason is about (its own
+// member names, when Diagnosis was computed for another group of the same signature),
+// or nil when the reason has none.
+func (r Reason) Diagnosed() *placement.Diagnosis {
+	switch {
+	case r.Diagnosis == nil:
+		return nil
+	case r.subject != nil:
+		return r.Diagnosis.For(*r.subject)
+	}
+	return r.Diagnosis
+}
+
 // String renders the reason in one line.
 func (r Reason) String() string {
 	switch r.Kind {
@@ -129,13 +142,10 @@ func (r Reason) String() string {
 		return fmt.Sprintf("needs %s %s, more than queue %s's whole quota of %s", cluster.Format(r.Resource, r.Need),
 			r.Resource, r.Queue, cluster.Format(r.Resource, r.Quota))
 	case Placement:
-		if r.Diagnosis == nil {
-			return "does not fit"
+		if d := r.Diagnosed(); d != nil {
+			return d.String()
 		}
-		if r.subject != nil {
-			return r.Diagnosis.For(*r.subject).String()
-		}
-		return r.Diagnosis.String()
+		return "does not fit"
 	case Reserved:
 		if r.ForPreemption {
 			return fmt.Sprintf("fits only on nodes being freed by preemption for group %s", r.ReservedFor)

@@ -19,7 +19,6 @@ import (
 
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
-	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
@@ -203,7 +202,7 @@ func TestBasicPodGroupIsNoGang(t *testing.T) {
 	// Each pod is a group of its own: muster records each one's lifecycle on the pod.
 	for _, p := range g.pods {
 		env.WaitFor(t, "a lifecycle record of a group of one on pod "+p.Name, func(ctx context.Context) (bool, error) {
-			rec, ok, err := explain.RecordIn(getPod(t, env, ns, p.Name).Annotations)
+			rec, ok, err := musterv1alpha1.RecordIn(getPod(t, env, ns, p.Name).Annotations)
 			if err != nil || !ok {
 				return false, err
 			}

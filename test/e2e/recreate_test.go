@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
-	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
@@ -90,7 +89,7 @@ func waitPodRecord(t *testing.T, env *sandboxtest.Env, ns, name, phase string) m
 // recordOn decodes the lifecycle record in annotations (of what, for errors); none
 // decodes as an empty record.
 func recordOn(annotations map[string]string, what string) (musterv1alpha1.GroupLifecycle, error) {
-	rec, _, err := explain.RecordIn(annotations)
+	rec, _, err := musterv1alpha1.RecordIn(annotations)
 	if err != nil {
 		return rec, fmt.Errorf("%s: %w", what, err)
 	}

@@ -169,7 +169,7 @@ func waitPhase(t *testing.T, env *sandboxtest.Env, c client.Client, ns, name, ph
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pg); err != nil {
 			return false, err
 		}
-		rec, ok, err := explain.RecordIn(pg.Annotations)
+		rec, ok, err := musterv1alpha1.RecordIn(pg.Annotations)
 		if err != nil || !ok {
 			return false, err
 		}

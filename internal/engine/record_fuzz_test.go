@@ -1,4 +1,4 @@
-package explain
+package engine_test
 
 import (
 	"encoding/json"
@@ -22,7 +22,7 @@ import (
 // failures than attempts, a known phase, and a terminal phase kept from a terminal record.
 func FuzzRecordIn(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string, minMember int) {
-		rec, ok, err := RecordIn(map[string]string{musterv1alpha1.LifecycleAnnotation: raw})
+		rec, ok, err := musterv1alpha1.RecordIn(map[string]string{musterv1alpha1.LifecycleAnnotation: raw})
 		if err != nil || !ok {
 			if ok {
 				t.Fatalf("RecordIn reports a record and an error: %v", err)
@@ -34,7 +34,7 @@ func FuzzRecordIn(f *testing.F) {
 			t.Fatalf("an encoded record does not decode to itself (-first +again):\n%s", d)
 		}
 		now := time.Unix(1_800_000_000, 0)
-		past := PastOf(rec)
+		past := engine.PastOf(rec)
 		s, err := lifecycle.Resume(minMember, now, past)
 		if err != nil {
 			return
@@ -64,7 +64,7 @@ func mustRoundTrip(t *testing.T, rec musterv1alpha1.GroupLifecycle) musterv1alph
 	if err != nil {
 		t.Fatalf("encoding a decoded record: %v", err)
 	}
-	back, ok, err := RecordIn(map[string]string{musterv1alpha1.LifecycleAnnotation: string(raw)})
+	back, ok, err := musterv1alpha1.RecordIn(map[string]string{musterv1alpha1.LifecycleAnnotation: string(raw)})
 	if err != nil || !ok {
 		t.Fatalf("decoding %q: ok %v, %v", raw, ok, err)
 	}
@@ -102,21 +102,21 @@ func FuzzRecordRoundTrip(f *testing.F) {
 			st.Attempts = append(st.Attempts, lifecycle.Attempt{Number: i + 1, AdmittedAt: at(admitted + uint32(i)),
 				EndedAt: at(wake + uint32(i)), Stage: lifecycle.Starting, Reason: reason, Message: message})
 		}
-		raw, err := EncodeRecord(st)
+		raw, err := engine.EncodeRecord(st)
 		if err != nil {
 			t.Fatalf("encoding the record of %+v: %v", st, err)
 		}
-		rec, ok, err := RecordIn(map[string]string{musterv1alpha1.LifecycleAnnotation: raw})
+		rec, ok, err := musterv1alpha1.RecordIn(map[string]string{musterv1alpha1.LifecycleAnnotation: raw})
 		if err != nil || !ok {
 			t.Fatalf("decoding %q: ok %v, %v", raw, ok, err)
 		}
 		sameTime := cmp.Comparer(func(a, b metav1.Time) bool { return a.Equal(&b) })
-		if d := cmp.Diff(RecordOf(st), rec, sameTime); d != "" {
+		if d := cmp.Diff(engine.RecordOf(st), rec, sameTime); d != "" {
 			t.Fatalf("the record read back differs (-written +read):\n%s", d)
 		}
 		want := lifecycle.Past{Phase: st.Phase, Reason: reason, Message: message, Attempt: attempt, Failures: failures,
 			WakeAt: st.WakeAt, Attempts: st.Attempts}
-		if d := cmp.Diff(want, PastOf(rec), cmp.Comparer(time.Time.Equal)); d != "" {
+		if d := cmp.Diff(want, engine.PastOf(rec), cmp.Comparer(time.Time.Equal)); d != "" {
 			t.Fatalf("the past read back differs (-status +read):\n%s", d)
 		}
 	})

@@ -1,4 +1,4 @@
-package explain
+package engine_test
 
 import (
 	"encoding/json"
@@ -27,7 +27,7 @@ func TestPastOfReadsBackTheRecord(t *testing.T) {
 				Reason: lifecycle.ReasonStartTimeout, Message: "start-timeout 5m0s expired"},
 		},
 	}
-	data, err := json.Marshal(RecordOf(st))
+	data, err := json.Marshal(engine.RecordOf(st))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestPastOfReadsBackTheRecord(t *testing.T) {
 	}
 	want := lifecycle.Past{Phase: st.Phase, Reason: st.Reason, Message: st.Message, Attempt: 2, Failures: 1,
 		WakeAt: st.WakeAt, Attempts: st.Attempts}
-	if d := cmp.Diff(want, PastOf(rec), cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); d != "" {
+	if d := cmp.Diff(want, engine.PastOf(rec), cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); d != "" {
 		t.Errorf("PastOf(RecordOf(status)) (-want +got):\n%s", d)
 	}
 }
