@@ -17,7 +17,6 @@ import (
 	volcanov1beta1 "github.com/muster-sched/muster/api/volcano/v1beta1"
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
-	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/queue"
 	"github.com/muster-sched/muster/internal/source"
@@ -241,14 +240,14 @@ func (s *scheduler) pastOf(key string) *lifecycle.Past {
 		// carries it (see suspend.go).
 		annotations, holder = owner.GetAnnotations(), "Job "+owner.GetNamespace()+"/"+owner.GetName()
 	}
-	rec, ok, err := explain.RecordIn(annotations)
+	rec, ok, err := musterv1alpha1.RecordIn(annotations)
 	if err != nil {
 		s.log.Error(err, "ignoring a lifecycle record that does not decode", "group", key, "on", holder)
 	}
 	if !ok {
 		return nil
 	}
-	past := explain.PastOf(rec)
+	past := engine.PastOf(rec)
 	return &past
 }
 

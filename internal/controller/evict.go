@@ -15,7 +15,6 @@ import (
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/engine"
-	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/lifecycle"
 )
 
@@ -119,7 +118,7 @@ func (s *scheduler) lifecycleRecord(gk string) string {
 	if !ok {
 		return ""
 	}
-	record, _ := explain.EncodeRecord(st) // a record always encodes; "" keeps the pod's
+	record, _ := engine.EncodeRecord(st) // a record always encodes; "" keeps the pod's
 	return record
 }
 

@@ -18,7 +18,6 @@ import (
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	volcanov1beta1 "github.com/muster-sched/muster/api/volcano/v1beta1"
 	"github.com/muster-sched/muster/internal/engine"
-	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/source"
 )
@@ -128,7 +127,7 @@ func (s *scheduler) prepareWrite(key string) (groupWrite, bool) {
 		}
 		delete(s.abandoned, key)
 	}
-	record, err := explain.EncodeRecord(st)
+	record, err := engine.EncodeRecord(st)
 	if err != nil {
 		s.log.Error(err, "encoding a lifecycle record", "group", key)
 		return groupWrite{}, false

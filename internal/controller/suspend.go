@@ -17,7 +17,6 @@ import (
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/engine"
-	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/lifecycle"
 )
 
@@ -117,7 +116,7 @@ func (s *scheduler) suspend(ctx context.Context, gk string, job *types.Namespace
 	if !ok {
 		return fmt.Errorf("group %s: expected it known to the engine", gk)
 	}
-	record, err := explain.EncodeRecord(st)
+	record, err := engine.EncodeRecord(st)
 	if err != nil {
 		return err
 	}
@@ -223,7 +222,7 @@ func (s *scheduler) findSuspended(ctx context.Context) error {
 			continue
 		}
 		sp := &suspension{resumeAt: now}
-		if rec, ok, err := explain.RecordIn(j.Annotations); ok && err == nil {
+		if rec, ok, err := musterv1alpha1.RecordIn(j.Annotations); ok && err == nil {
 			switch {
 			case rec.Phase == string(lifecycle.Failed):
 				continue // it stays suspended
