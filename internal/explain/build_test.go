@@ -178,12 +178,30 @@ func TestBuild(t *testing.T) {
 				f.Lifecycle.Waiting, f.Lifecycle.WaitingKind = "needs 4 nvidia.com/gpu, within queue team-b's quota (0 of 4 in use), "+
 					"but cohort research has 8 of 8 in use: the rest is lent to other queues and is reclaimed", "QuotaExceeded"
 				f.Lifecycle.Queue = "team-b"
+				f.Lifecycle.Wait = &musterv1alpha1.WaitReason{Kind: musterv1alpha1.WaitQuotaExceeded, Queue: "team-b",
+					Quota: &musterv1alpha1.QuotaWait{Resource: "nvidia.com/gpu", Need: resource.MustParse("4"), Quota: resource.MustParse("4"),
+						Cohort: "research", Reclaimable: true}}
 				f.Queue = &musterv1alpha1.Queue{Spec: musterv1alpha1.QueueSpec{Cohort: "research",
 					Quota: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")}}}
 				return f
 			},
 			wantStep: 4,
 			want:     []string{"queue team-b (nvidia.com/gpu 0 of 4 used, cohort research)", "is reclaimed", "nothing to do: the group is within its queue's quota"},
+		},
+		{
+			name: "quota lent to the cohort, in a record without the typed reason",
+			facts: func() explain.Facts {
+				f := facts("Queued", members(4, false, nil))
+				f.Lifecycle.Waiting, f.Lifecycle.WaitingKind = "needs 4 nvidia.com/gpu, within queue team-b's quota (0 of 4 in use), "+
+					"but cohort research has 8 of 8 in use: the rest is lent to other queues and is reclaimed", "QuotaExceeded"
+				f.Lifecycle.Queue = "team-b"
+				f.Queue = &musterv1alpha1.Queue{Spec: musterv1alpha1.QueueSpec{Cohort: "research",
+					Quota: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")}}}
+				return f
+			},
+			wantStep: 4,
+			// The message is shown; the fix is the one the kind and the queue's cohort support.
+			want: []string{"is reclaimed", "try: wait: for queue team-b's running groups to finish, or for what it lent to cohort research to be reclaimed"},
 		},
 		{
 			name: "one worker never ready",
@@ -244,7 +262,7 @@ func TestBuild(t *testing.T) {
 				f := facts("Backoff", members(4, false, nil))
 				f.Lifecycle.Attempts = []musterv1alpha1.AttemptRecord{{Number: 1, AdmittedAt: metav1.NewTime(now.Add(-6 * time.Minute)),
 					EndedAt: metav1.NewTime(now.Add(-time.Minute)), Stage: "Running", Reason: "Preempted",
-					Message: "reclaimed by queue team-b of cohort research for Coscheduling/default/b1"}}
+					Message: "reclaimed by queue team-b of cohort research for Coscheduling/default/b1", Preemption: "Reclaim"}}
 				return f
 			},
 			wantStep: 6,

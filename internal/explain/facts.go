@@ -4,10 +4,12 @@
 // Each step is a line with ✓ or ✗ and the evidence found, and the report ends with one
 // verdict naming the first failing step and the fix to try.
 //
-// The evidence text comes from muster's core: membership from package source, fit and
-// admission from the scheduler's own diagnosis (recorded on the group in the
-// muster.dev/lifecycle annotation) or from package placement run on a live snapshot, and
-// the timeout from the group's lifecycle record. Building the report (Build) is pure;
+// The evidence text comes from muster's core: membership from package source, admission
+// and fit from the scheduler's own typed reason and diagnosis (recorded on the group in
+// the muster.dev/lifecycle annotation), and the timeout from the group's lifecycle
+// record. explain chooses its fixes from the typed record and never parses a message.
+// It re-runs placement (package placement on a live snapshot) only for a what-if it
+// labels as such: would the queued group's unplaced members fit the cluster now? Building the report (Build) is pure;
 // Gather collects the Facts from a cluster.
 package explain
 
@@ -54,15 +56,18 @@ type Facts struct {
 	Lifecycle *musterv1alpha1.GroupLifecycle
 	// Queue is the group's Queue object, when one exists.
 	Queue *musterv1alpha1.Queue
-	// Fit is placement's diagnosis of the group's unplaced members on the cluster as it
-	// is now, when some are unplaced and the group is waiting.
-	Fit *placement.Diagnosis
-	// FitUnread says why Fit was not computed although the group waits: the caller may
-	// not read the cluster's nodes or pods (a tenant with rights in its namespace only).
-	// The recorded diagnosis is all explain shows then.
+	// Fit is a what-if: placement's diagnosis of the group's unplaced members on the
+	// cluster as it is now, computed by explain (or by muster's visibility API for
+	// explain), when the group is Queued and they do not fit; FitsNow is true when they
+	// fit. Neither is muster's decision: that is the recorded reason in Lifecycle.
+	Fit     *placement.Diagnosis
+	FitsNow bool
+	// FitUnread says why the what-if was not computed although the group waits: the
+	// caller may not read the cluster's nodes or pods (a tenant with rights in its
+	// namespace only). The recorded reason is all explain shows then.
 	FitUnread string
-	// FitFrom says where Fit came from when not from the caller's own reads: muster's
-	// visibility API, for a tenant.
+	// FitFrom says where the what-if came from when not from the caller's own reads:
+	// muster's visibility API, for a tenant.
 	FitFrom string
 	// PodEvents are recent events of the member pods (FailedMount, Failed, ...).
 	PodEvents []corev1.Event

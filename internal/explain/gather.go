@@ -336,9 +336,12 @@ func getQueue(ctx context.Context, c Reader, name string) *musterv1alpha1.Queue 
 	return &q
 }
 
-// fit runs placement for a waiting group's unplaced members on the cluster as it is now.
+// fit answers the what-if "would the queued group's unplaced members fit the cluster as
+// it is now?" by running placement on a snapshot read through c. It is not muster's
+// decision (the record holds that), and it is asked only of a Queued group: an
+// Impossible group's recorded diagnosis says all there is until its nodes change.
 func (f *Facts) fit(ctx context.Context, c Reader) error {
-	if f.Lifecycle == nil || (f.Lifecycle.Phase != "Queued" && f.Lifecycle.Phase != "Impossible") {
+	if f.Lifecycle == nil || f.Lifecycle.Phase != "Queued" {
 		return nil
 	}
 	nodes, err := c.Nodes(ctx)
@@ -368,30 +371,35 @@ func (f *Facts) fit(ctx context.Context, c Reader) error {
 		return nil
 	}
 	g := placement.Group{Name: f.Spec.Key, MinMember: min(f.Spec.MinMember, len(members)), Members: members, Topology: f.Spec.Topology}
-	if plan, diag := placement.Place(snap, g, placement.Options{}); plan == nil {
+	plan, diag := placement.Place(snap, g, placement.Options{})
+	if plan == nil {
 		f.Fit = diag
+		return nil
 	}
+	plan.Revert()
+	f.FitsNow = true
 	return nil
 }
 
-// askMuster fills Fit and Queue from muster's visibility API when the caller's rights
-// do not include what (what a fit needs to read), or says in FitUnread why it could not.
+// askMuster fills the what-if (Fit, FitsNow) and Queue from muster's visibility API when
+// the caller's rights do not include what (what the what-if needs to read), or says in
+// FitUnread why it could not.
 func (f *Facts) askMuster(ctx context.Context, c Reader, what string) {
 	v, ok := c.(visibility)
 	if !ok {
-		f.FitUnread = "your rights do not include " + what + ": this is muster's recorded diagnosis, not a fit computed now"
+		f.FitUnread = "your rights do not include " + what + ": no what-if placement now; the reason above is muster's recorded diagnosis"
 		return
 	}
 	e, err := v.Explanation(ctx, f.Namespace, f.Spec.Name, f.Spec.Source)
 	if err != nil {
 		f.FitUnread = fmt.Sprintf("your rights do not include %s, and muster's visibility API (%s) did not answer: %v; "+
-			"this is muster's recorded diagnosis, not a fit computed now", what, VisibilityGroup, err)
+			"no what-if placement now; the reason above is muster's recorded diagnosis", what, VisibilityGroup, err)
 		return
 	}
-	f.Fit = e.Fit
+	f.Fit, f.FitsNow = e.Fit, e.FitsNow
 	if f.Queue == nil {
 		f.Queue = e.Queue
 	}
-	f.FitFrom = fmt.Sprintf("fit computed by muster's visibility API at %s (your rights do not include %s)",
+	f.FitFrom = fmt.Sprintf("what-if computed by muster's visibility API at %s (your rights do not include %s)",
 		e.Computed.UTC().Format(time.RFC3339), what)
 }

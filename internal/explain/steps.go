@@ -32,17 +32,16 @@ func stepAdmission(f Facts) (check, bool) {
 	case lifecycle.Gathering:
 		return ok(append(ev, "not queued yet: the group is still gathering members")...), true
 	case lifecycle.Impossible:
-		why := firstNonEmpty(lc.Waiting, lc.Message)
-		return failed("the group can never be admitted as it is: "+why,
-			impossibleFix(lc.WaitingKind), append(ev, why)...), false
+		w := waitOf(lc)
+		why := firstNonEmpty(w.text(lc), lc.Message)
+		return failed("the group can never be admitted as it is: "+why, impossibleFix(w), append(ev, why)...), false
 	case lifecycle.Queued:
-		why := firstNonEmpty(lc.Waiting, "waiting for the next scheduling pass")
-		ev = append(ev, why)
-		if f.Fit != nil {
-			ev = append(ev, "now: "+f.Fit.String())
-		}
+		w := waitOf(lc)
+		why := firstNonEmpty(w.text(lc), "waiting for the next scheduling pass")
+		ev = append(append(ev, why), whatIf(f, w)...)
 		if a, ok := preemptedInPlace(lc); ok {
-			ev = append(ev, fmt.Sprintf("attempt %d was %s in %s; queued again in its place (a preemption uses no retry)", a.Number, a.Message, a.Stage))
+			ev = append(ev, fmt.Sprintf("attempt %d was %s in %s; queued again in its place (a preemption uses no retry)%s",
+				a.Number, a.Message, a.Stage, preemptionHint(a.Preemption)))
 		}
 		ev = append(ev, expectedStartText(lc))
 		if f.FitUnread != "" {
@@ -51,7 +50,7 @@ func stepAdmission(f Facts) (check, bool) {
 		if f.FitFrom != "" {
 			ev = append(ev, f.FitFrom)
 		}
-		return failed("waiting in queue "+lc.Queue+": "+why, waitingFix(lc.WaitingKind, lc.Queue, cohortOf(f), why), ev...), false
+		return failed("waiting in queue "+lc.Queue+": "+why, waitingFix(w, lc.Queue, cohortOf(f)), ev...), false
 	}
 	if lc.AdmittedAt != nil {
 		ev = append(ev, fmt.Sprintf("attempt %d admitted at %s with a node for every member",
@@ -95,36 +94,6 @@ func cohortOf(f Facts) string {
 	return f.Queue.Spec.Cohort
 }
 
-func impossibleFix(kind string) string {
-	if kind == "QuotaNeverEnough" {
-		return "raise the Queue's spec.quota or submit to a queue with more quota; retries will not help"
-	}
-	return "change the member shape (requests, nodeSelector, tolerations, topology) or add nodes that can hold it; retries will not help"
-}
-
-func waitingFix(kind, queue, cohort, why string) string {
-	switch {
-	case kind == "QuotaExceeded" && cohort != "" && strings.Contains(why, "within queue "+queue+"'s quota"):
-		return "nothing to do: the group is within its queue's quota and muster takes back what cohort " + cohort +
-			" lent, evicting borrowing groups (named above once chosen); it runs when they are gone"
-	case kind == "QuotaExceeded" && cohort != "":
-		return "wait: for queue " + queue + "'s running groups to finish, or for what it lent to cohort " + cohort +
-			" to be reclaimed (muster evicts borrowing groups for a group within its queue's quota); or raise spec.quota, or use another queue"
-	case kind == "QuotaExceeded":
-		return "wait for queue " + queue + "'s running groups to finish, raise its spec.quota, or use another queue"
-	case kind == "QueueNotFound":
-		return "create Queue " + queue + " or fix the group's muster.dev/queue"
-	case kind == "QueueNotAllowed":
-		return "name a queue whose spec.namespaceSelector selects this namespace (kubectl muster get queues lists them), " +
-			"or ask the queue's owner to select the namespace; the group holds nothing meanwhile"
-	case kind == "QueueAmbiguous":
-		return "name one of the queues with the muster.dev/queue annotation, or ask the platform team to narrow their namespaceSelectors"
-	case kind == "Reserved":
-		return "wait: capacity is reserved for a group that has waited longer"
-	}
-	return "wait for capacity to free up (the group holds nothing meanwhile), or ask for less"
-}
-
 func firstNonEmpty(s ...string) string {
 	for _, v := range s {
 		if v != "" {
@@ -139,6 +108,7 @@ func firstNonEmpty(s ...string) string {
 func stepAfterPlacement(f Facts) (check, bool) {
 	bound, ready := 0, 0
 	var problems, waiting []string
+	var fix string
 	for _, p := range f.Members {
 		if p.Spec.NodeName == "" {
 			continue
@@ -148,8 +118,9 @@ func stepAfterPlacement(f Facts) (check, bool) {
 			ready++
 			continue
 		}
-		if why := podProblem(p, f.PodEvents); why != "" {
+		if why, how := podProblem(p, f.PodEvents); why != "" {
 			problems = append(problems, p.Name+": "+why)
+			fix = firstNonEmpty(fix, how)
 		} else {
 			waiting = append(waiting, p.Name)
 		}
@@ -160,7 +131,7 @@ func stepAfterPlacement(f Facts) (check, bool) {
 	ev := []string{fmt.Sprintf("%d of %d bound members Ready", ready, bound)}
 	if len(problems) > 0 {
 		ev = append(ev, problems...)
-		return failed(problems[0], problemFix(problems[0]), ev...), true
+		return failed(problems[0], fix, ev...), true
 	}
 	if len(waiting) > 0 {
 		ev = append(ev, "not Ready yet, no error reported: "+strings.Join(waiting, ", "))
@@ -172,31 +143,49 @@ func podReady(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || cluster.PodReady(p)
 }
 
+// The fixes of podProblem, by what keeps the pod from becoming Ready.
+const (
+	imageFix  = "fix the image reference or the registry credentials (imagePullSecrets)"
+	initFix   = "read the init container's logs (kubectl logs POD -c CONTAINER) and fix what it waits for"
+	volumeFix = "check the volume and its claim (kubectl describe pod POD)"
+	podFix    = "read the pod's logs and events (kubectl describe pod POD)"
+)
+
 // podProblem reports the first thing that keeps a bound pod from becoming Ready, as the
-// kubelet reported it.
-func podProblem(p *corev1.Pod, events []corev1.Event) string {
+// kubelet reported it, and the fix to try for it; "" when it reported nothing wrong.
+func podProblem(p *corev1.Pod, events []corev1.Event) (problem, fix string) {
 	if p.Status.Phase == corev1.PodFailed {
-		return fmt.Sprintf("pod failed: %s %s", p.Status.Reason, p.Status.Message)
+		return fmt.Sprintf("pod failed: %s %s", p.Status.Reason, p.Status.Message), podFix
 	}
 	for _, s := range p.Status.InitContainerStatuses {
 		if w := s.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" {
-			return fmt.Sprintf("init container %s: %s %s", s.Name, w.Reason, w.Message)
+			return fmt.Sprintf("init container %s: %s %s", s.Name, w.Reason, w.Message), waitFix(w.Reason, initFix)
 		}
 		if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
-			return fmt.Sprintf("init container %s exited with code %d: %s", s.Name, t.ExitCode, t.Reason)
+			return fmt.Sprintf("init container %s exited with code %d: %s", s.Name, t.ExitCode, t.Reason), initFix
 		}
 	}
 	for _, s := range p.Status.ContainerStatuses {
 		if w := s.State.Waiting; w != nil && isBadWait(w.Reason) {
-			return fmt.Sprintf("container %s: %s %s", s.Name, w.Reason, w.Message)
+			return fmt.Sprintf("container %s: %s %s", s.Name, w.Reason, w.Message), waitFix(w.Reason, podFix)
 		}
 	}
 	for _, e := range events {
 		if e.InvolvedObject.Name == p.Name && (e.Reason == "FailedMount" || e.Reason == "FailedAttachVolume") {
-			return fmt.Sprintf("volume: %s %s", e.Reason, e.Message)
+			return fmt.Sprintf("volume: %s %s", e.Reason, e.Message), volumeFix
 		}
 	}
-	return ""
+	return "", ""
+}
+
+// waitFix is the fix for a container waiting for reason: the image fix for the
+// kubelet's image reasons, otherwise fix.
+func waitFix(reason, fix string) string {
+	switch reason {
+	case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
+		return imageFix
+	}
+	return fix
 }
 
 func isBadWait(reason string) bool {
@@ -206,18 +195,6 @@ func isBadWait(reason string) bool {
 		return true
 	}
 	return false
-}
-
-func problemFix(problem string) string {
-	switch {
-	case strings.Contains(problem, "Image"):
-		return "fix the image reference or the registry credentials (imagePullSecrets)"
-	case strings.Contains(problem, "init container"):
-		return "read the init container's logs (kubectl logs POD -c CONTAINER) and fix what it waits for"
-	case strings.Contains(problem, "volume"):
-		return "check the volume and its claim (kubectl describe pod POD)"
-	}
-	return "read the pod's logs and events (kubectl describe pod POD)"
 }
 
 // stepTimeout: when the group's timer fires and what happens then.
@@ -247,11 +224,7 @@ func stepTimeout(f Facts) (check, bool) {
 		if last.reason == lifecycle.ReasonPreempted {
 			msg := fmt.Sprintf("attempt %d was %s in %s; queued again at %s; a preemption uses no retry (%d of %d retries left)",
 				lc.Attempt, last.message, last.stage, at(), left, lc.MaxRetries)
-			fix := "if the job must not be preempted, give its pods a PriorityClass at least as high as the preemptor's, or run it in a Queue of higher priority"
-			if strings.HasPrefix(last.message, "reclaimed by") {
-				fix = "the job ran on quota its queue borrowed from its cohort, and the lending queue took it back; jobs that must not be reclaimed should fit their own queue's spec.quota"
-			}
-			return failed(msg, fix, msg), true
+			return failed(msg, preemptionFix(last.preemption), msg), true
 		}
 		msg := fmt.Sprintf("attempt %d failed in %s: %s; requeued at %s (%d of %d retries left)", lc.Attempt, last.stage, last.message, at(), left, lc.MaxRetries)
 		if last.reason == lifecycle.ReasonMemberFailedToStart {
@@ -273,14 +246,14 @@ func stepTimeout(f Facts) (check, bool) {
 	return ok("no timer: the group holds nothing while it is " + lc.Phase), true
 }
 
-type attemptSummary struct{ stage, reason, message string }
+type attemptSummary struct{ stage, reason, message, preemption string }
 
 func lastAttempt(attempts []musterv1alpha1.AttemptRecord) attemptSummary {
 	if len(attempts) == 0 {
 		return attemptSummary{stage: "?", message: "no attempt recorded"}
 	}
 	a := attempts[len(attempts)-1]
-	return attemptSummary{stage: a.Stage, reason: a.Reason, message: a.Message}
+	return attemptSummary{stage: a.Stage, reason: a.Reason, message: a.Message, preemption: a.Preemption}
 }
 
 // attemptsOf renders a count of attempts: "1 attempt", "3 attempts".

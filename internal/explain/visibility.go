@@ -33,7 +33,7 @@ const (
 var ExplanationsGroupResource = schema.GroupResource{Group: VisibilityGroup, Resource: ExplanationsResource}
 
 // Explanation is the visibility API's answer for one group: the part of explain that
-// needs the cluster's nodes and every namespace's pods (the fit of the group's
+// needs the cluster's nodes and every namespace's pods (the what-if fit of the group's
 // unplaced members now), and the group's Queue.
 type Explanation struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -43,9 +43,12 @@ type Explanation struct {
 	// Phase is the group's phase in muster's record; empty when muster has recorded
 	// none.
 	Phase string `json:"phase,omitempty"`
-	// Fit is placement's diagnosis of the group's unplaced members on the cluster as
-	// muster sees it now; nil when they fit or the group is not waiting.
-	Fit *placement.Diagnosis `json:"fit,omitempty"`
+	// Fit is a what-if: placement's diagnosis of the group's unplaced members on the
+	// cluster as muster's cache has it now, when the group is Queued and they do not
+	// fit; FitsNow is true when they fit. Neither is the scheduler's decision, which
+	// the group's lifecycle record holds.
+	Fit     *placement.Diagnosis `json:"fit,omitempty"`
+	FitsNow bool                 `json:"fitsNow,omitempty"`
 	// Queue is the group's Queue, spec and status, when it exists.
 	Queue *musterv1alpha1.Queue `json:"queue,omitempty"`
 	// Computed is when muster computed the answer.
@@ -77,6 +80,7 @@ func Explain(ctx context.Context, r Reader, namespace, name string, source engin
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Source:     f.Spec.Source,
 		Fit:        f.Fit,
+		FitsNow:    f.FitsNow,
 		Queue:      f.Queue,
 		Computed:   metav1.NewTime(now),
 	}
