@@ -27,7 +27,7 @@ import (
 // TestTenantExplainsThroughTheVisibilityAPI: a tenant bound to the shipped muster-user
 // role in their namespace (impersonated, so the API server authenticates them and
 // forwards their identity) may not list the nodes, yet their explain of a waiting
-// group shows the fit muster computes now, read through muster's visibility API
+// group shows the what-if fit muster computes now (labelled as such), read through muster's visibility API
 // (an APIService in front of `muster serve`, which authorizes each request with a
 // SubjectAccessReview). The same tenant is refused another namespace's group.
 func TestTenantExplainsThroughTheVisibilityAPI(t *testing.T) {
@@ -78,13 +78,14 @@ func TestTenantExplainsThroughTheVisibilityAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("explain as the tenant:\n%s", out.String())
-	for _, want := range []string{"now: ", "Insufficient nvidia.com/gpu", "fit computed by muster's visibility API"} {
+	for _, want := range []string{"what-if, placed now by explain (not muster's decision): ", "Insufficient nvidia.com/gpu",
+		"what-if computed by muster's visibility API"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("explain as the tenant: expected %q in it, found:\n%s", want, out.String())
 		}
 	}
-	if strings.Contains(out.String(), "recorded diagnosis, not a fit computed now") {
-		t.Errorf("explain as the tenant: expected a fit computed now, found the recorded diagnosis only:\n%s", out.String())
+	if strings.Contains(out.String(), "no what-if placement now") {
+		t.Errorf("explain as the tenant: expected a what-if computed now, found the recorded diagnosis only:\n%s", out.String())
 	}
 	if _, err := tenant.Explanation(ctx, other, "waiter", engine.Coscheduling); !apierrors.IsForbidden(err) {
 		t.Errorf("the visibility API for another namespace as the tenant: expected Forbidden, found %v", err)
