@@ -78,167 +78,172 @@ func (s *scene) step() engine.Output {
 	return s.e.Step(s.now)
 }
 
+// waitCase is an engine driven into one kind of wait, and what explain must make of
+// the group's record.
+type waitCase struct {
+	name  string
+	build func(t *testing.T) (*scene, string)
+	check func(t *testing.T, w *musterv1alpha1.WaitReason)
+	// fix is in the verdict of the typed record, old in that of the record without it
+	// (empty: the same as fix).
+	fix, old string
+	// evidence is in the typed report.
+	evidence []string
+}
+
+var waitCases = []waitCase{{
+	name: "quota reclaimable",
+	build: func(t *testing.T) (*scene, string) {
+		s := newScene(4).cohort()
+		for _, n := range []string{"a1", "a2", "a3", "a4"} {
+			s.run(t, n, "team-a", 5)
+		}
+		return s, s.submit("b1", "team-b", 1, 0)
+	},
+	check: func(t *testing.T, w *musterv1alpha1.WaitReason) {
+		if w.Kind != musterv1alpha1.WaitQuotaExceeded || w.Quota == nil || !w.Quota.Reclaimable || w.Quota.Cohort != "research" ||
+			!w.Reclaiming || len(w.Preempting) != 1 {
+			t.Errorf("expected a reclaimable QuotaExceeded of cohort research reclaiming from one group, found %+v %+v", w, w.Quota)
+		}
+	},
+	fix: "nothing to do: the group is within its queue's quota and muster takes back what cohort research lent",
+	old: "wait: for queue team-b's running groups to finish, or for what it lent to cohort research to be reclaimed",
+}, {
+	name: "cohort short",
+	build: func(t *testing.T) (*scene, string) {
+		s := newScene(4).cohort()
+		s.run(t, "a1", "team-a", 0)
+		s.run(t, "a2", "team-a", 0)
+		s.run(t, "b1", "team-b", 0)
+		s.run(t, "b2", "team-b", 0)
+		return s, s.submit("a3", "team-a", 1, 0)
+	},
+	check: func(t *testing.T, w *musterv1alpha1.WaitReason) {
+		if w.Kind != musterv1alpha1.WaitQuotaExceeded || w.Quota == nil || w.Quota.Reclaimable || w.Quota.Cohort != "research" ||
+			w.Quota.CohortUsed == nil || w.Quota.CohortUsed.Value() != 4 || w.Quota.Used.Value() != 2 || w.Quota.Need.Value() != 1 {
+			t.Errorf("expected QuotaExceeded in cohort research, 2 of 2 used in the queue, 4 in the cohort, found %+v %+v", w, w.Quota)
+		}
+	},
+	fix: "wait: for queue team-a's running groups to finish, or for what it lent to cohort research to be reclaimed",
+}, {
+	name: "quota never enough",
+	build: func(t *testing.T) (*scene, string) {
+		s := newScene(8).cohort()
+		return s, s.submit("huge", "team-a", 5, 0)
+	},
+	check: func(t *testing.T, w *musterv1alpha1.WaitReason) {
+		if w.Kind != musterv1alpha1.WaitQuotaNeverEnough || w.Quota == nil || w.Quota.Limit == nil || w.Quota.Limit.Value() != 4 {
+			t.Errorf("expected QuotaNeverEnough with a limit of 4, found %+v %+v", w, w.Quota)
+		}
+	},
+	fix: "raise the Queue's spec.quota or submit to a queue with more quota",
+}, {
+	name: "queue not found",
+	build: func(t *testing.T) (*scene, string) {
+		s := newScene(1)
+		return s, s.submit("lost", "nope", 1, 0)
+	},
+	check: func(t *testing.T, w *musterv1alpha1.WaitReason) {
+		if w.Kind != musterv1alpha1.WaitQueueNotFound || w.Queue != "nope" {
+			t.Errorf("expected QueueNotFound of queue nope, found %+v", w)
+		}
+	},
+	fix: "create Queue nope or fix the group's muster.dev/queue",
+}, {
+	name: "queue not allowed",
+	build: func(t *testing.T) (*scene, string) {
+		s := newScene(1)
+		s.e.SetQueue(engine.Queue{Queue: queue.Queue{Name: "team-a", Namespaces: map[string]bool{"a": true}}})
+		return s, s.submit("stranger", "team-a", 1, 0)
+	},
+	check: func(t *testing.T, w *musterv1alpha1.WaitReason) {
+		if w.Kind != musterv1alpha1.WaitQueueNotAllowed || w.Queue != "team-a" || w.Namespace != "default" {
+			t.Errorf("expected QueueNotAllowed of queue team-a for namespace default, found %+v", w)
+		}
+	},
+	fix: "name a queue whose spec.namespaceSelector selects this namespace",
+}, {
+	name: "queue ambiguous",
+	build: func(t *testing.T) (*scene, string) {
+		s := newScene(1)
+		key := "Coscheduling/default/undecided"
+		s.e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "undecided", MinMember: 1,
+			QueueCandidates: []string{"team-a", "team-b"}})
+		s.e.SetPod(gt.Pod("undecided-0").GPU(1).Obj(), key)
+		s.step()
+		return s, key
+	},
+	check: func(t *testing.T, w *musterv1alpha1.WaitReason) {
+		if w.Kind != musterv1alpha1.WaitQueueAmbiguous || !cmp.Equal(w.Candidates, []string{"team-a", "team-b"}) {
+			t.Errorf("expected QueueAmbiguous between team-a and team-b, found %+v", w)
+		}
+	},
+	fix: "name one of team-a, team-b with the muster.dev/queue annotation",
+	old: "name one of the queues with the muster.dev/queue annotation",
+}, {
+	name: "placement unschedulable",
+	build: func(t *testing.T) (*scene, string) {
+		s := newScene(2)
+		s.run(t, "x", "", 0)
+		s.run(t, "y", "", 0)
+		return s, s.submit("waiter", "", 2, 0)
+	},
+	check: func(t *testing.T, w *musterv1alpha1.WaitReason) {
+		d := w.Placement
+		if w.Kind != musterv1alpha1.WaitPlacement || d == nil || d.Code != musterv1alpha1.PlacementUnschedulable || len(d.Shapes) != 1 ||
+			!cmp.Equal(d.Shapes[0].Reasons, []musterv1alpha1.NodeReasonCount{{Kind: "InsufficientResource", Detail: "nvidia.com/gpu", Nodes: 2}}) ||
+			d.Shapes[0].Nodes != 2 || d.Shapes[0].Available != 0 || d.MinMember != 2 {
+			t.Errorf("expected an Unschedulable diagnosis, 0/2 nodes available: 2 Insufficient nvidia.com/gpu, found %+v", d)
+		}
+	},
+	fix:      "wait for nvidia.com/gpu to free up (the group holds nothing meanwhile), or ask for less nvidia.com/gpu",
+	old:      "wait for capacity to free up (the group holds nothing meanwhile), or ask for less",
+	evidence: []string{"0/2 nodes are available: 2 Insufficient nvidia.com/gpu"},
+}, {
+	name: "placement impossible",
+	build: func(t *testing.T) (*scene, string) {
+		s := newScene(2)
+		key := "Coscheduling/default/big"
+		s.e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "big", MinMember: 1})
+		s.e.SetPod(gt.Pod("big-0").GPU(8).Obj(), key)
+		s.step()
+		return s, key
+	},
+	check: func(t *testing.T, w *musterv1alpha1.WaitReason) {
+		d := w.Placement
+		if w.Kind != musterv1alpha1.WaitPlacement || d == nil || d.Code != musterv1alpha1.PlacementImpossible || len(d.Shapes) != 1 ||
+			d.Shapes[0].Shortfall == nil || d.Shapes[0].Shortfall.Need.Value() != 8 || d.Shapes[0].Shortfall.Largest.Value() != 1 {
+			t.Errorf("expected an Impossible diagnosis short of GPUs (8 needed, 1 the largest), found %+v", d)
+		}
+	},
+	fix: "ask for at most 1 nvidia.com/gpu per member of default/big-0, or add nodes with at least 8; retries will not help",
+	old: "change the member shape (requests, nodeSelector, tolerations, topology) or add nodes that can hold it",
+}, {
+	name: "reserved for a starving group",
+	build: func(t *testing.T) (*scene, string) {
+		s := newScene(2)
+		s.run(t, "x", "", 0)
+		s.submit("big", "", 2, 0)
+		s.now = s.now.Add(11 * time.Minute) // past the starvation threshold: big gets a reservation
+		s.step()
+		return s, s.submit("small", "", 1, 0)
+	},
+	check: func(t *testing.T, w *musterv1alpha1.WaitReason) {
+		if w.Kind != musterv1alpha1.WaitReserved || w.ForPreemption || w.ReservedFor != "Coscheduling/default/big" {
+			t.Errorf("expected Reserved for starving group big, found %+v", w)
+		}
+	},
+	fix: "wait: capacity is reserved for group Coscheduling/default/big, which has waited longer",
+	old: "wait: capacity is reserved for a group that has waited longer",
+}}
+
 // TestTypedReasonSurvivesToExplain: for each kind of wait, the engine's typed reason is
 // written in the lifecycle record (EncodeRecord), decodes to the same data (RecordIn),
 // renders back to the engine's own text (ReasonOf), and explain chooses its fix from
 // it. The same record without the typed reason (as muster wrote them before) still
 // explains, with the fix the kind alone supports.
 func TestTypedReasonSurvivesToExplain(t *testing.T) {
-	tests := []struct {
-		name  string
-		build func(t *testing.T) (*scene, string)
-		check func(t *testing.T, w *musterv1alpha1.WaitReason)
-		// fix is in the verdict of the typed record, old in that of the record without
-		// it (empty: the same as fix).
-		fix, old string
-		// evidence is in the typed report.
-		evidence []string
-	}{{
-		name: "quota reclaimable",
-		build: func(t *testing.T) (*scene, string) {
-			s := newScene(4).cohort()
-			for _, n := range []string{"a1", "a2", "a3", "a4"} {
-				s.run(t, n, "team-a", 5)
-			}
-			return s, s.submit("b1", "team-b", 1, 0)
-		},
-		check: func(t *testing.T, w *musterv1alpha1.WaitReason) {
-			if w.Kind != musterv1alpha1.WaitQuotaExceeded || w.Quota == nil || !w.Quota.Reclaimable || w.Quota.Cohort != "research" ||
-				!w.Reclaiming || len(w.Preempting) != 1 {
-				t.Errorf("expected a reclaimable QuotaExceeded of cohort research reclaiming from one group, found %+v %+v", w, w.Quota)
-			}
-		},
-		fix: "nothing to do: the group is within its queue's quota and muster takes back what cohort research lent",
-		old: "wait: for queue team-b's running groups to finish, or for what it lent to cohort research to be reclaimed",
-	}, {
-		name: "cohort short",
-		build: func(t *testing.T) (*scene, string) {
-			s := newScene(4).cohort()
-			s.run(t, "a1", "team-a", 0)
-			s.run(t, "a2", "team-a", 0)
-			s.run(t, "b1", "team-b", 0)
-			s.run(t, "b2", "team-b", 0)
-			return s, s.submit("a3", "team-a", 1, 0)
-		},
-		check: func(t *testing.T, w *musterv1alpha1.WaitReason) {
-			if w.Kind != musterv1alpha1.WaitQuotaExceeded || w.Quota == nil || w.Quota.Reclaimable || w.Quota.Cohort != "research" ||
-				w.Quota.CohortUsed == nil || w.Quota.CohortUsed.Value() != 4 || w.Quota.Used.Value() != 2 || w.Quota.Need.Value() != 1 {
-				t.Errorf("expected QuotaExceeded in cohort research, 2 of 2 used in the queue, 4 in the cohort, found %+v %+v", w, w.Quota)
-			}
-		},
-		fix: "wait: for queue team-a's running groups to finish, or for what it lent to cohort research to be reclaimed",
-	}, {
-		name: "quota never enough",
-		build: func(t *testing.T) (*scene, string) {
-			s := newScene(8).cohort()
-			return s, s.submit("huge", "team-a", 5, 0)
-		},
-		check: func(t *testing.T, w *musterv1alpha1.WaitReason) {
-			if w.Kind != musterv1alpha1.WaitQuotaNeverEnough || w.Quota == nil || w.Quota.Limit == nil || w.Quota.Limit.Value() != 4 {
-				t.Errorf("expected QuotaNeverEnough with a limit of 4, found %+v %+v", w, w.Quota)
-			}
-		},
-		fix: "raise the Queue's spec.quota or submit to a queue with more quota",
-	}, {
-		name: "queue not found",
-		build: func(t *testing.T) (*scene, string) {
-			s := newScene(1)
-			return s, s.submit("lost", "nope", 1, 0)
-		},
-		check: func(t *testing.T, w *musterv1alpha1.WaitReason) {
-			if w.Kind != musterv1alpha1.WaitQueueNotFound || w.Queue != "nope" {
-				t.Errorf("expected QueueNotFound of queue nope, found %+v", w)
-			}
-		},
-		fix: "create Queue nope or fix the group's muster.dev/queue",
-	}, {
-		name: "queue not allowed",
-		build: func(t *testing.T) (*scene, string) {
-			s := newScene(1)
-			s.e.SetQueue(engine.Queue{Queue: queue.Queue{Name: "team-a", Namespaces: map[string]bool{"a": true}}})
-			return s, s.submit("stranger", "team-a", 1, 0)
-		},
-		check: func(t *testing.T, w *musterv1alpha1.WaitReason) {
-			if w.Kind != musterv1alpha1.WaitQueueNotAllowed || w.Queue != "team-a" || w.Namespace != "default" {
-				t.Errorf("expected QueueNotAllowed of queue team-a for namespace default, found %+v", w)
-			}
-		},
-		fix: "name a queue whose spec.namespaceSelector selects this namespace",
-	}, {
-		name: "queue ambiguous",
-		build: func(t *testing.T) (*scene, string) {
-			s := newScene(1)
-			key := "Coscheduling/default/undecided"
-			s.e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "undecided", MinMember: 1,
-				QueueCandidates: []string{"team-a", "team-b"}})
-			s.e.SetPod(gt.Pod("undecided-0").GPU(1).Obj(), key)
-			s.step()
-			return s, key
-		},
-		check: func(t *testing.T, w *musterv1alpha1.WaitReason) {
-			if w.Kind != musterv1alpha1.WaitQueueAmbiguous || !cmp.Equal(w.Candidates, []string{"team-a", "team-b"}) {
-				t.Errorf("expected QueueAmbiguous between team-a and team-b, found %+v", w)
-			}
-		},
-		fix: "name one of team-a, team-b with the muster.dev/queue annotation",
-		old: "name one of the queues with the muster.dev/queue annotation",
-	}, {
-		name: "placement unschedulable",
-		build: func(t *testing.T) (*scene, string) {
-			s := newScene(2)
-			s.run(t, "x", "", 0)
-			s.run(t, "y", "", 0)
-			return s, s.submit("waiter", "", 2, 0)
-		},
-		check: func(t *testing.T, w *musterv1alpha1.WaitReason) {
-			d := w.Placement
-			if w.Kind != musterv1alpha1.WaitPlacement || d == nil || d.Code != musterv1alpha1.PlacementUnschedulable || len(d.Shapes) != 1 ||
-				!cmp.Equal(d.Shapes[0].Reasons, []musterv1alpha1.NodeReasonCount{{Kind: "InsufficientResource", Detail: "nvidia.com/gpu", Nodes: 2}}) ||
-				d.Shapes[0].Nodes != 2 || d.Shapes[0].Available != 0 || d.MinMember != 2 {
-				t.Errorf("expected an Unschedulable diagnosis, 0/2 nodes available: 2 Insufficient nvidia.com/gpu, found %+v", d)
-			}
-		},
-		fix:      "wait for nvidia.com/gpu to free up (the group holds nothing meanwhile), or ask for less nvidia.com/gpu",
-		old:      "wait for capacity to free up (the group holds nothing meanwhile), or ask for less",
-		evidence: []string{"0/2 nodes are available: 2 Insufficient nvidia.com/gpu"},
-	}, {
-		name: "placement impossible",
-		build: func(t *testing.T) (*scene, string) {
-			s := newScene(2)
-			key := "Coscheduling/default/big"
-			s.e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "big", MinMember: 1})
-			s.e.SetPod(gt.Pod("big-0").GPU(8).Obj(), key)
-			s.step()
-			return s, key
-		},
-		check: func(t *testing.T, w *musterv1alpha1.WaitReason) {
-			d := w.Placement
-			if w.Kind != musterv1alpha1.WaitPlacement || d == nil || d.Code != musterv1alpha1.PlacementImpossible || len(d.Shapes) != 1 ||
-				d.Shapes[0].Shortfall == nil || d.Shapes[0].Shortfall.Need.Value() != 8 || d.Shapes[0].Shortfall.Largest.Value() != 1 {
-				t.Errorf("expected an Impossible diagnosis short of GPUs (8 needed, 1 the largest), found %+v", d)
-			}
-		},
-		fix: "ask for at most 1 nvidia.com/gpu per member of default/big-0, or add nodes with at least 8; retries will not help",
-		old: "change the member shape (requests, nodeSelector, tolerations, topology) or add nodes that can hold it",
-	}, {
-		name: "reserved for a starving group",
-		build: func(t *testing.T) (*scene, string) {
-			s := newScene(2)
-			s.run(t, "x", "", 0)
-			s.submit("big", "", 2, 0)
-			s.now = s.now.Add(11 * time.Minute) // past the starvation threshold: big gets a reservation
-			s.step()
-			return s, s.submit("small", "", 1, 0)
-		},
-		check: func(t *testing.T, w *musterv1alpha1.WaitReason) {
-			if w.Kind != musterv1alpha1.WaitReserved || w.ForPreemption || w.ReservedFor != "Coscheduling/default/big" {
-				t.Errorf("expected Reserved for starving group big, found %+v", w)
-			}
-		},
-		fix: "wait: capacity is reserved for group Coscheduling/default/big, which has waited longer",
-		old: "wait: capacity is reserved for a group that has waited longer",
-	}}
-	for _, tc := range tests {
+	for _, tc := range waitCases {
 		t.Run(tc.name, func(t *testing.T) {
 			s, key := tc.build(t)
 			st, ok := s.e.Group(key)
