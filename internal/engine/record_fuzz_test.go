@@ -91,7 +91,7 @@ func knownPhase(p lifecycle.Phase) bool {
 func FuzzRecordRoundTrip(f *testing.F) {
 	f.Fuzz(func(t *testing.T, phase, reason, message string, minMember, attempt, failures int,
 		admitted, wake uint32, timeout int64, ended uint8) {
-		if !utf8.ValidString(phase + reason + message) {
+		if !utf8.ValidString(phase) || !utf8.ValidString(reason) || !utf8.ValidString(message) {
 			return // the API server accepts only UTF-8 text
 		}
 		at := func(s uint32) time.Time { return time.Unix(int64(s), 0) }
