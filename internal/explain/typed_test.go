@@ -219,6 +219,22 @@ var waitCases = []waitCase{{
 	fix: "ask for at most 1 nvidia.com/gpu per member of default/big-0, or add nodes with at least 8; retries will not help",
 	old: "change the member shape (requests, nodeSelector, tolerations, topology) or add nodes that can hold it",
 }, {
+	name: "placement impossible: a taint",
+	build: func(t *testing.T) (*scene, string) {
+		s := &scene{e: sim.NewEngine(), now: sim.Epoch}
+		s.e.SetNode(gt.Node("n-0").GPU(1).Taint("gpu", "a100", corev1.TaintEffectNoSchedule).Obj())
+		return s, s.submit("plain", "", 1, 0)
+	},
+	check: func(t *testing.T, w *musterv1alpha1.WaitReason) {
+		d := w.Placement
+		if w.Kind != musterv1alpha1.WaitPlacement || d == nil || d.Code != musterv1alpha1.PlacementImpossible || len(d.Shapes) != 1 ||
+			len(d.Shapes[0].Reasons) != 1 || d.Shapes[0].Reasons[0].Kind != "UntoleratedTaint" {
+			t.Errorf("expected an Impossible diagnosis of an untolerated taint, found %+v", d)
+		}
+	},
+	fix: "tolerate taint {gpu: a100} in the pod template if the members may run there, or add nodes without it; retries will not help",
+	old: "change the member shape (requests, nodeSelector, tolerations, topology) or add nodes that can hold it",
+}, {
 	name: "reserved for a starving group",
 	build: func(t *testing.T) (*scene, string) {
 		s := newScene(2)

@@ -62,6 +62,18 @@ func impossibleFix(w recordedWait) string {
 				quantity(sf.Largest), sf.Resource, s.Shape, quantity(sf.Need))
 		}
 	}
+	top, ok := topReason(d)
+	if !ok {
+		return generic
+	}
+	switch placement.ReasonKind(top.Kind) {
+	case placement.UntoleratedTaint:
+		return "tolerate taint " + top.Detail + " in the pod template if the members may run there, or add nodes without it; retries will not help"
+	case placement.NodeAffinityMismatch:
+		return "fix the members' nodeSelector or node affinity, or label nodes to match it; retries will not help"
+	case placement.MissingTopologyLabel:
+		return "label the nodes with " + top.Detail + ", or relax the group's topology (muster.dev/topology); retries will not help"
+	}
 	return generic
 }
 
