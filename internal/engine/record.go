@@ -95,7 +95,7 @@ func WaitRecord(st Status) *musterv1alpha1.WaitReason {
 	w := &musterv1alpha1.WaitReason{
 		Kind: musterv1alpha1.WaitKind(r.Kind), Queue: r.Queue, Namespace: r.Namespace,
 		Candidates:  append([]string(nil), r.Candidates...),
-		Placement:   DiagnosisRecord(r.Diagnosed()),
+		Placement:   diagnosisRecord(r.Diagnosed()),
 		ReservedFor: r.ReservedFor, ForPreemption: r.ForPreemption,
 		Preempting: append([]string(nil), st.Preempting...), Reclaiming: st.Reclaiming && len(st.Preempting) > 0,
 	}
@@ -118,8 +118,8 @@ func quotaRecord(r queue.Reason) *musterv1alpha1.QuotaWait {
 	return w
 }
 
-// DiagnosisRecord returns placement's diagnosis as the record stores it, or nil for nil.
-func DiagnosisRecord(d *placement.Diagnosis) *musterv1alpha1.PlacementDiagnosis {
+// diagnosisRecord returns placement's diagnosis as the record stores it, or nil for nil.
+func diagnosisRecord(d *placement.Diagnosis) *musterv1alpha1.PlacementDiagnosis {
 	if d == nil {
 		return nil
 	}
@@ -148,10 +148,10 @@ func DiagnosisRecord(d *placement.Diagnosis) *musterv1alpha1.PlacementDiagnosis 
 	return out
 }
 
-// DiagnosisOf reads a recorded diagnosis back as placement's, so that it renders with
+// diagnosisOf reads a recorded diagnosis back as placement's, so that it renders with
 // placement's own words (Diagnosis.String); nil for nil. A record is a claim (a tenant
 // can write one): counts are rendered as they are, never used to index.
-func DiagnosisOf(r *musterv1alpha1.PlacementDiagnosis) *placement.Diagnosis {
+func diagnosisOf(r *musterv1alpha1.PlacementDiagnosis) *placement.Diagnosis {
 	if r == nil {
 		return nil
 	}
@@ -180,7 +180,7 @@ func DiagnosisOf(r *musterv1alpha1.PlacementDiagnosis) *placement.Diagnosis {
 // part of it. Unknown kinds are kept as they are and render as their name.
 func ReasonOf(w musterv1alpha1.WaitReason) queue.Reason {
 	r := queue.Reason{Kind: queue.ReasonKind(w.Kind), Queue: w.Queue, Namespace: w.Namespace,
-		Candidates: append([]string(nil), w.Candidates...), Diagnosis: DiagnosisOf(w.Placement),
+		Candidates: append([]string(nil), w.Candidates...), Diagnosis: diagnosisOf(w.Placement),
 		ReservedFor: w.ReservedFor, ForPreemption: w.ForPreemption}
 	if q := w.Quota; q != nil {
 		v := func(x *resource.Quantity) int64 {
