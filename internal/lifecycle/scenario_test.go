@@ -71,7 +71,7 @@ var scenarios = scenario.New("lifecycle",
 	},
 	scenario.Command[*scenarioSuite]{
 		Name: "state", Help: "print everything the State exposes",
-		Run:  func(sc *scenarioSuite, _ *scenario.Call) (string, error) { return sc.dump(), nil },
+		Run: func(sc *scenarioSuite, _ *scenario.Call) (string, error) { return sc.dump(), nil },
 	},
 	stepCommand("observe", observeArgs(), "", "step with an observation of the members", observeOf),
 	stepCommand("admit", []scenario.Arg{{Name: "planned", Kind: scenario.Count, Required: true}}, "",
