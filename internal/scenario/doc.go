@@ -16,9 +16,15 @@
 //
 // The package imports neither the engine nor the lifecycle: package lifecycle's
 // scenario test is an internal test (package lifecycle), and an import of lifecycle
-// from here would be a cycle. For the same reason the lifecycle suite has no `explain`
-// command: package explain imports engine, which imports lifecycle, so lifecycle's
-// internal test cannot import explain; and explain renders a group's record as the
-// engine writes it (with its queue and members), which a lone lifecycle.State does not
-// have. The engine suite, an external test package, has `explain`.
+// from here would be a cycle.
+//
+// The lifecycle suite has no `explain` command. Its test is internal, and package
+// explain imports engine, which imports lifecycle: importing explain there is a cycle.
+// Moving the suite to an external test package would break the cycle but not the
+// mismatch: explain renders the record the scheduler writes from an engine.Status
+// (explain.RecordOf), with the group's spec, members and queue, and a lone
+// lifecycle.State has none of those; building an engine.Status by hand in the test would
+// be a second copy of engine.Group's mapping, explaining states the engine never
+// produces. The engine suite, an external test package over the engine and a simulated
+// cluster, has `explain`.
 package scenario
