@@ -102,7 +102,11 @@ var scenarios = scenario.New("engine",
 				c.Fail("duration", fmt.Errorf("simulated time does not go back, found %s", c.Duration("duration")))
 				return "", nil
 			}
-			s.env().RunUntil(s.clock.Advance(c.Duration("duration")))
+			w := s.env()
+			w.RunUntil(s.clock.Advance(c.Duration("duration")))
+			if !w.Now().Equal(s.clock.Now()) {
+				return "", fmt.Errorf("the simulated cluster is at %s, the scenario clock at %s", s.clock.At(w.Now()), s.clock.At(s.clock.Now()))
+			}
 			return s.news(), nil
 		},
 	},

@@ -76,50 +76,48 @@ var scenarios = scenario.New("lifecycle",
 	stepCommand("observe", observeArgs(), "", "step with an observation of the members", observeOf),
 	stepCommand("admit", []scenario.Arg{{Name: "planned", Kind: scenario.Count, Required: true}}, "",
 		"step with an admission whose plan places planned members",
-		func(c *scenario.Call) (Event, error) { return Admitted{Planned: c.Int("planned")}, nil }),
+		func(_ *scenarioSuite, c *scenario.Call) (Event, error) {
+			return Admitted{Planned: c.Int("planned")}, nil
+		}),
 	stepCommand("reject", []scenario.Arg{{Name: "impossible", Kind: scenario.Flag}}, "the reason",
 		"step with a failed admission pass (impossible: not even on an empty cluster)",
-		func(c *scenario.Call) (Event, error) {
+		func(_ *scenarioSuite, c *scenario.Call) (Event, error) {
 			return Rejected{Impossible: c.Has("impossible"), Reason: c.Input}, nil
 		}),
 	stepCommand("nodes-changed", nil, "", "step with a change of the cluster's nodes",
-		func(*scenario.Call) (Event, error) { return NodesChanged{}, nil }),
+		func(*scenarioSuite, *scenario.Call) (Event, error) { return NodesChanged{}, nil }),
 	stepCommand("cancel", nil, "", "step with the group's cancellation",
-		func(*scenario.Call) (Event, error) { return Cancel{}, nil }),
+		func(*scenarioSuite, *scenario.Call) (Event, error) { return Cancel{}, nil }),
 	stepCommand("preempt", nil, "the message", "step with a preemption of the group",
-		func(c *scenario.Call) (Event, error) { return Preempt{Message: c.Input}, nil }),
+		func(_ *scenarioSuite, c *scenario.Call) (Event, error) { return Preempt{Message: c.Input}, nil }),
 	stepCommand("owner-failed", nil, "the message", "step with the failure of the members' owner",
-		func(c *scenario.Call) (Event, error) { return OwnerFailed{Message: c.Input}, nil }),
-	scenario.Command[*scenarioSuite]{
-		Name: "tick", Args: []scenario.Arg{{Name: "duration", Kind: scenario.Duration, Positional: true}},
-		Help: "move the clock by duration, or to the pending timer without one, and step with a tick",
-		Run: func(sc *scenarioSuite, c *scenario.Call) (string, error) {
-			if !sc.hasNew {
-				return "", fmt.Errorf("command %q before new", c.Cmd)
-			}
-			if !c.Has("duration") {
-				wake := sc.s.WakeAt()
-				if wake.IsZero() {
-					return "", fmt.Errorf("tick without a duration needs a pending timer, found none")
-				}
-				sc.clock.Set(wake)
-			} else {
+		func(_ *scenarioSuite, c *scenario.Call) (Event, error) { return OwnerFailed{Message: c.Input}, nil }),
+	stepCommand("tick", []scenario.Arg{{Name: "duration", Kind: scenario.Duration, Positional: true}}, "",
+		"move the clock by duration, or to the pending timer without one, and step with a tick",
+		func(sc *scenarioSuite, c *scenario.Call) (Event, error) {
+			if c.Has("duration") {
 				sc.clock.Advance(c.Duration("duration"))
+				return Tick{}, nil
 			}
-			return sc.step(Tick{}), nil
-		},
-	},
+			wake := sc.s.WakeAt()
+			if wake.IsZero() {
+				return nil, fmt.Errorf("tick without a duration needs a pending timer, found none")
+			}
+			sc.clock.Set(wake)
+			return Tick{}, nil
+		}),
 )
 
-// stepCommand is a command that steps the group with the event parse returns.
-func stepCommand(name string, args []scenario.Arg, input, help string, parse func(*scenario.Call) (Event, error)) scenario.Command[*scenarioSuite] {
+// stepCommand is a command that steps the group with the event parse returns (parse
+// may move the clock first).
+func stepCommand(name string, args []scenario.Arg, input, help string, parse func(*scenarioSuite, *scenario.Call) (Event, error)) scenario.Command[*scenarioSuite] {
 	return scenario.Command[*scenarioSuite]{
 		Name: name, Args: args, Input: input, Help: help,
 		Run: func(sc *scenarioSuite, c *scenario.Call) (string, error) {
 			if !sc.hasNew {
 				return "", fmt.Errorf("command %q before new", name)
 			}
-			ev, err := parse(c)
+			ev, err := parse(sc, c)
 			if err != nil {
 				return "", err
 			}
@@ -171,7 +169,7 @@ func observeArgs() []scenario.Arg {
 	return append(args, scenario.Arg{Name: "held", Kind: scenario.Strings, Value: "NAME:QTY,..."})
 }
 
-func observeOf(c *scenario.Call) (Event, error) {
+func observeOf(_ *scenarioSuite, c *scenario.Call) (Event, error) {
 	var o Observe
 	dst := []*int{&o.Members, &o.Bound, &o.Ready, &o.Succeeded, &o.Failed, &o.Placed, &o.PlacedFailed}
 	for i, name := range counts {
