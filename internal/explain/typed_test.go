@@ -62,10 +62,11 @@ func (s *scene) run(t *testing.T, name, q string, prio int32) string {
 	s.e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: name, MinMember: 1, Priority: prio, Queue: q})
 	s.e.SetPod(gt.Pod(name+"-0").GPU(1).Obj(), key)
 	out := s.step()
-	if len(out.Binds) != 1 {
-		t.Fatalf("%s: expected one bind, found %+v", name, out.Binds)
+	binds := out.Binds()
+	if len(binds) != 1 {
+		t.Fatalf("%s: expected one bind, found %+v", name, binds)
 	}
-	p := gt.Pod(name + "-0").GPU(1).Node(out.Binds[0].Node).Obj()
+	p := gt.Pod(name + "-0").GPU(1).Node(binds[0].Node).Obj()
 	p.Status.Phase = corev1.PodRunning
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	s.e.SetPod(p, key)
