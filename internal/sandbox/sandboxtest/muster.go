@@ -157,10 +157,13 @@ func (m *Muster) AdvanceClock(t testing.TB, d time.Duration) time.Time {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), WaitTimeout)
 	defer cancel()
+	began := time.Now()
 	now, err := m.Advance(ctx, d)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("advanced muster's clock by %s to %s; its loop had passed at the new time %s later",
+		d, now.UTC().Format(time.RFC3339), time.Since(began).Round(time.Millisecond))
 	return now
 }
 
