@@ -57,8 +57,15 @@ func (c *Clock) Offset() time.Duration {
 // Since returns the time elapsed since t on this clock.
 func (c *Clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
-// After returns the channel of a new timer of d.
-func (c *Clock) After(d time.Duration) <-chan time.Time { return c.NewTimer(d).C() }
+// After returns the channel of a new timer of d. Nobody arms that timer again, so an
+// advance waits for it only until its fire is taken.
+func (c *Clock) After(d time.Duration) <-chan time.Time {
+	t := &timer{c: c, ch: make(chan time.Time), once: true}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.arm(t, d)
+	return t.ch
+}
 
 // Sleep waits until d has passed on this clock.
 func (c *Clock) Sleep(d time.Duration) { <-c.After(d) }
@@ -187,6 +194,8 @@ type timer struct {
 	// owed: an advance happened while the timer ran; seen: a fire was received since.
 	// The timer settles when it is armed again or stopped with both set.
 	owed, seen bool
+	// once: the timer of After, done once its fire is taken.
+	once bool
 }
 
 // arm arms t to fire after d; c.mu held.
@@ -261,6 +270,10 @@ func (c *Clock) taken(t *timer) {
 	t.delivery, t.state = nil, busy
 	if t.owed {
 		t.seen = true
+	}
+	if t.once {
+		c.disarm(t) // settles it
+		delete(c.timers, t)
 	}
 }
 

@@ -162,6 +162,26 @@ func TestStopWithdrawsAFireNotTaken(t *testing.T) {
 	}
 }
 
+// TestAdvanceWaitsForAfterUntilItsFireIsTaken: the timer of After, which nobody arms
+// again, holds an advance up only until its fire is taken.
+func TestAdvanceWaitsForAfterUntilItsFireIsTaken(t *testing.T) {
+	ctx := testContext(t)
+	c := New()
+	ch := c.After(time.Minute)
+	advanced := make(chan error, 1)
+	go func() {
+		_, err := c.Advance(ctx, time.Minute)
+		advanced <- err
+	}()
+	<-ch
+	if err := <-advanced; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Advance(ctx, time.Minute); err != nil { // nothing left to wait for
+		t.Fatal(err)
+	}
+}
+
 func TestTickerTicksOnceForAnAdvancePastSeveralPeriods(t *testing.T) {
 	ctx := testContext(t)
 	c := New()
