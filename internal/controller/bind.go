@@ -41,25 +41,41 @@ type Assignment struct {
 // binds overlap; the bound keeps each group's own binds close together in time.
 const bindWorkers = 8
 
-// bindJob is one admitted group's binds, with everything binding them needs, so that
+// bindJob is one plan of the engine's, with everything carrying it out needs, so that
 // the binder reads none of the loop's state.
 type bindJob struct {
-	group string
-	plan  Plan
-	binds []engine.Bind
-	// pods[i] is the pod of binds[i] as the loop last saw it, or nil if it saw none.
+	// plan is the engine's: the group, its attempt and the steps, in order.
+	plan engine.Plan
+	// record is what the muster.dev/placement annotation records of it.
+	record Plan
+	// pods[i] is the pod of plan.Steps[i] as the loop last saw it, or nil if it saw none.
 	pods []*corev1.Pod
 }
 
-// binder binds admitted groups in the background, bindWorkers groups at once, while
-// the loop goes on deciding. This is kube-scheduler's binding cycle for groups: the
-// engine already counts a bind in flight on its node (the group's pending binds), and a
-// bind that fails is reported back to the loop, whose next pass places the member
-// anew.
+// newBindJob prepares plan for the binder, with each step's pod as pod returns it.
+func newBindJob(plan engine.Plan, pod func(key string) *corev1.Pod) bindJob {
+	job := bindJob{plan: plan, record: Plan{Group: plan.Group, Attempt: max(plan.Attempt, 1), Pods: map[string]Assignment{}}}
+	for _, st := range plan.Steps {
+		p := pod(st.Pod)
+		job.pods = append(job.pods, p)
+		if p != nil && st.Kind == engine.StepBind {
+			job.record.Pods[p.Name] = Assignment{Node: st.Node, UID: p.UID}
+		}
+	}
+	return job
+}
+
+// binder carries out the engine's plans in the background, bindWorkers groups at once,
+// while the loop goes on deciding. This is kube-scheduler's binding cycle for groups:
+// the engine already counts a bind in flight on its node (the group's pending binds),
+// and a step that fails is reported back to the loop, whose next pass places the
+// member anew. The binder owns nothing of the loop's: each job carries what it needs.
 type binder struct {
+	*kit
+	signer signer
 	jobs   chan bindJob
 	wake   func()
-	failed failures // pods whose bind failed
+	failed failures // pods whose step failed
 	// slots bounds the binds in flight, over all groups (see maxBindsInFlight).
 	slots chan struct{}
 }
@@ -75,14 +91,14 @@ const maxBindsInFlight = 64
 // bindQueue bounds the jobs waiting for a worker; a full queue holds the loop back.
 const bindQueue = 1024
 
-func newBinder(wake func()) *binder {
-	return &binder{jobs: make(chan bindJob, bindQueue), wake: wake, slots: make(chan struct{}, maxBindsInFlight)}
+func newBinder(k *kit, sig signer, wake func()) *binder {
+	return &binder{kit: k, signer: sig, jobs: make(chan bindJob, bindQueue), wake: wake, slots: make(chan struct{}, maxBindsInFlight)}
 }
 
 // run binds jobs with bindWorkers workers until ctx is done. Jobs not started by then
 // are dropped: none of their binds was made, so no pod carries their plans and the
 // next leader finds nothing in flight.
-func (b *binder) run(ctx context.Context, bind func(context.Context, bindJob) []string) {
+func (b *binder) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for range bindWorkers {
 		wg.Go(func() {
@@ -91,7 +107,7 @@ func (b *binder) run(ctx context.Context, bind func(context.Context, bindJob) []
 				case <-ctx.Done():
 					return
 				case job := <-b.jobs:
-					if failed := bind(ctx, job); len(failed) > 0 {
+					if failed := b.execute(ctx, job); len(failed) > 0 {
 						b.failed.add(failed...)
 						b.wake()
 					}
@@ -113,82 +129,57 @@ func (b *binder) submit(ctx context.Context, job bindJob) {
 // takeFailed returns the pods whose binds failed since the last call.
 func (b *binder) takeFailed() []string { return b.failed.take() }
 
-// bindAll hands each group's binds, with its plan, to the binder.
-func (s *scheduler) bindAll(ctx context.Context, binds []engine.Bind) {
-	byGroup := map[string][]engine.Bind{}
-	var order []string
-	for _, b := range binds {
-		if byGroup[b.Group] == nil {
-			order = append(order, b.Group)
-		}
-		byGroup[b.Group] = append(byGroup[b.Group], b)
-	}
-	for _, gk := range order {
-		job := bindJob{group: gk, plan: s.planOf(gk, byGroup[gk]), binds: byGroup[gk]}
-		for _, b := range job.binds {
-			job.pods = append(job.pods, s.pods[b.Pod])
-		}
-		s.binder.submit(ctx, job)
-	}
-}
-
-// planOf is the plan that a group's binds carry out.
-func (s *scheduler) planOf(gk string, binds []engine.Bind) Plan {
-	plan := Plan{Group: gk, Attempt: 1, Pods: map[string]Assignment{}}
-	if st, ok := s.eng.Group(gk); ok {
-		plan.Attempt = max(st.Attempt, 1)
-	}
-	for _, b := range binds {
-		if p := s.pods[b.Pod]; p != nil {
-			plan.Pods[p.Name] = Assignment{Node: b.Node, UID: p.UID}
-		}
-	}
-	return plan
-}
-
 // planOnEveryBind bounds the groups whose every Binding carries the plan. A larger
 // group's plan rides on its first bind alone, which is made before the others: the
 // plan is O(members) bytes, and copying it onto every member would write O(members²).
 const planOnEveryBind = 32
 
-// bindGroup binds the members of one group and returns those whose bind failed. It
-// runs on the binder's workers, beside other groups' bindGroup, and reads only the job
-// and the scheduler's clients.
+// execute carries out one plan's steps and returns the pods whose step failed. It runs
+// on the binder's workers, beside other plans, and reads only the job and the kit. A
+// plan with a step of a kind the binder does not know is not started: none of its
+// members is bound.
 //
 // The plan travels on the Binding, whose annotations the API server copies onto the pod
 // in the same write (DESIGN §7, without a write of its own): no member is bound before
 // some bound member carries the plan, so a restarted muster that finds the group partly
 // bound reads the whole plan from the members that are. The plan stays on the pods as
 // the record of their placement.
-func (s *scheduler) bindGroup(ctx context.Context, job bindJob) []string {
-	annotations, err := s.planAnnotations(job.plan)
-	first := len(job.binds)
+func (b *binder) execute(ctx context.Context, job bindJob) []string {
+	for _, st := range job.plan.Steps {
+		if st.Kind != engine.StepBind {
+			b.log.Error(fmt.Errorf("step %q: expected one of [%s]", st.Kind, engine.StepBind), "not carrying out a plan", "group", job.plan.Group)
+			return stepPods(job.plan.Steps)
+		}
+	}
+	annotations, err := b.planAnnotations(job.record)
+	first := len(job.plan.Steps)
 	if err == nil {
-		job, first = s.carriersFirst(ctx, job, annotations[musterv1alpha1.PlacementAnnotation])
+		job, first = b.carriersFirst(ctx, job, annotations[musterv1alpha1.PlacementAnnotation])
 		if first == 0 {
 			err = fmt.Errorf("no member of %s has room for its plan under the %d bytes of annotations the API server accepts",
-				job.group, apivalidation.TotalAnnotationSizeLimitB)
+				job.plan.Group, apivalidation.TotalAnnotationSizeLimitB)
 		}
 	}
 	if err != nil {
 		// Binding without the record beats never binding. The cost is this group's
 		// crash safety: a muster restarted in the middle of these binds finds no plan
 		// to complete or undo.
-		s.log.Error(err, "binding without a crash record", "group", job.group)
+		b.log.Error(err, "binding without a crash record", "group", job.plan.Group)
 		if p := job.pods[0]; p != nil {
-			s.event(p, corev1.EventTypeWarning, "PlanNotRecorded", err.Error())
+			b.event(p, corev1.EventTypeWarning, "PlanNotRecorded", err.Error())
 		}
-		annotations, first = nil, len(job.binds)
+		annotations, first = nil, len(job.plan.Steps)
 	}
 	if first > planOnEveryBind {
 		first = 1
 	}
-	errs := make([]error, len(job.binds))
-	s.bindPods(ctx, job, errs, 0, first, annotations)
+	steps := job.plan.Steps
+	errs := make([]error, len(steps))
+	b.bindPods(ctx, job, errs, 0, first, annotations)
 	if slices.Contains(errs[:first], nil) {
-		s.bindPods(ctx, job, errs, first, len(job.binds), nil)
+		b.bindPods(ctx, job, errs, first, len(steps), nil)
 	} else {
-		for i := first; i < len(job.binds); i++ {
+		for i := first; i < len(steps); i++ {
 			errs[i] = errPlanNotBound
 		}
 	}
@@ -197,23 +188,32 @@ func (s *scheduler) bindGroup(ctx context.Context, job bindJob) []string {
 		if err == nil || ctx.Err() != nil {
 			continue
 		}
-		failed = append(failed, job.binds[i].Pod)
+		failed = append(failed, steps[i].Pod)
 		if errors.Is(err, errPlanNotBound) {
 			continue // the bind was not tried; the failure is reported on the first
 		}
-		s.log.Error(err, "binding a pod", "pod", job.binds[i].Pod, "node", job.binds[i].Node)
+		b.log.Error(err, "binding a pod", "pod", steps[i].Pod, "node", steps[i].Node)
 		if p := job.pods[i]; p != nil {
-			s.event(p, corev1.EventTypeWarning, "FailedBinding", err.Error())
+			b.event(p, corev1.EventTypeWarning, "FailedBinding", err.Error())
 		}
 	}
 	return failed
+}
+
+// stepPods returns the pods of steps.
+func stepPods(steps []engine.Step) []string {
+	out := make([]string, 0, len(steps))
+	for _, st := range steps {
+		out = append(out, st.Pod)
+	}
+	return out
 }
 
 // carriersFirst orders job's binds so that the members with room for the plan (value)
 // in their annotations come first, and returns the job and how many of them there
 // are. Each member without room gets ConditionPlanRecorded=False: the API server
 // would refuse its Binding, or the pod, with the plan on it.
-func (s *scheduler) carriersFirst(ctx context.Context, job bindJob, value string) (bindJob, int) {
+func (b *binder) carriersFirst(ctx context.Context, job bindJob, value string) (bindJob, int) {
 	var room, none []int
 	for i, p := range job.pods {
 		if p != nil && hasRoom(p, musterv1alpha1.PlacementAnnotation, value) {
@@ -227,12 +227,13 @@ func (s *scheduler) carriersFirst(ctx context.Context, job bindJob, value string
 	}
 	for _, i := range none {
 		if p := job.pods[i]; p != nil && len(room) > 0 {
-			s.markNoRoom(ctx, p, musterv1alpha1.PlacementAnnotation, value, job.pods[room[0]].Name)
+			b.markNoRoom(ctx, p, musterv1alpha1.PlacementAnnotation, value, job.pods[room[0]].Name)
 		}
 	}
-	out := bindJob{group: job.group, plan: job.plan}
+	out := bindJob{plan: job.plan, record: job.record}
+	out.plan.Steps = nil
 	for _, i := range append(room, none...) {
-		out.binds, out.pods = append(out.binds, job.binds[i]), append(out.pods, job.pods[i])
+		out.plan.Steps, out.pods = append(out.plan.Steps, job.plan.Steps[i]), append(out.pods, job.pods[i])
 	}
 	return out, len(room)
 }
@@ -243,8 +244,8 @@ const maxPlanBytes = 200 << 10
 
 // planAnnotations returns the Binding annotations that carry plan, or nil and an error
 // saying why the plan cannot be carried (it is too large: about 3,000 members).
-func (s *scheduler) planAnnotations(plan Plan) (map[string]string, error) {
-	if err := s.signer.signPlan(&plan); err != nil {
+func (b *binder) planAnnotations(plan Plan) (map[string]string, error) {
+	if err := b.signer.signPlan(&plan); err != nil {
 		return nil, err
 	}
 	data, err := json.Marshal(plan)
@@ -266,28 +267,28 @@ var errPlanNotBound = errors.New("not bound: no member carrying the plan was bou
 // maxBindsInFlight at once over all groups, through the Binding subresource, with
 // annotations on each Binding, and sets errs[i] to each bind's error. A pod that is
 // already bound is never bound again.
-func (s *scheduler) bindPods(ctx context.Context, job bindJob, errs []error, from, to int, annotations map[string]string) {
+func (b *binder) bindPods(ctx context.Context, job bindJob, errs []error, from, to int, annotations map[string]string) {
 	var wg sync.WaitGroup
 	for i := from; i < to; i++ {
-		b := job.binds[i]
+		st := job.plan.Steps[i]
 		p := job.pods[i]
 		if p == nil {
-			errs[i] = fmt.Errorf("binding %s: expected the pod in the cache, found none", b.Pod)
+			errs[i] = fmt.Errorf("binding %s: expected the pod in the cache, found none", st.Pod)
 			continue
 		}
 		if p.Spec.NodeName != "" {
-			errs[i] = fmt.Errorf("binding %s to %s: expected an unbound pod, found it bound to %s", b.Pod, b.Node, p.Spec.NodeName)
+			errs[i] = fmt.Errorf("binding %s to %s: expected an unbound pod, found it bound to %s", st.Pod, st.Node, p.Spec.NodeName)
 			continue
 		}
 		select {
-		case s.binder.slots <- struct{}{}:
+		case b.slots <- struct{}{}:
 		case <-ctx.Done():
 			errs[i] = ctx.Err()
 			continue
 		}
 		wg.Go(func() {
-			defer func() { <-s.binder.slots }()
-			errs[i] = s.bindPod(ctx, p, b.Node, annotations)
+			defer func() { <-b.slots }()
+			errs[i] = b.bindPod(ctx, p, st.Node, annotations)
 		})
 	}
 	wg.Wait()
@@ -295,12 +296,12 @@ func (s *scheduler) bindPods(ctx context.Context, job bindJob, errs []error, fro
 
 // bindPod binds p to node through the Binding subresource. The API server adds the
 // Binding's annotations to the pod's.
-func (s *scheduler) bindPod(ctx context.Context, p *corev1.Pod, node string, annotations map[string]string) error {
+func (b *binder) bindPod(ctx context.Context, p *corev1.Pod, node string, annotations map[string]string) error {
 	binding := &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID, Annotations: annotations},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 	}
-	if err := s.kube.CoreV1().Pods(p.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+	if err := b.kube.CoreV1().Pods(p.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("binding %s/%s to %s: %w", p.Namespace, p.Name, node, err)
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	"net/http"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -159,17 +158,18 @@ func NewManager(opts Options) (manager.Manager, error) {
 	if err := addVisibility(mgr, cfg, opts, ledger); err != nil {
 		return nil, err
 	}
-	s := &scheduler{
-		cfg: cfg, clock: opts.Clock, log: opts.Log, mgr: mgr, kube: kube, dyn: dyn,
-		recorder: recorder, broadcaster: broadcaster, metrics: opts.Metrics,
+	m := opts.Metrics
+	if m == nil {
+		m = defaultMetrics()
 	}
+	k := &kit{
+		cfg: cfg, clock: opts.Clock, log: opts.Log, kube: kube, dyn: dyn, cache: mgr.GetCache(),
+		recorder: limitEvents(recorder, m.EventsDropped), metrics: m,
+	}
+	s := &scheduler{kit: k, mgr: mgr, broadcaster: broadcaster}
 	if ledger != nil {
 		s.observer = ledger
 	}
-	if s.metrics == nil {
-		s.metrics = defaultMetrics()
-	}
-	s.recorder = limitEvents(recorder, s.metrics.EventsDropped)
 	if err := mgr.Add(s); err != nil {
 		return nil, fmt.Errorf("adding the scheduler: %w", err)
 	}
@@ -186,9 +186,4 @@ func builtinConfig(cfg *rest.Config) *rest.Config {
 		out.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	}
 	return out
-}
-
-// podIsOurs reports whether pod is muster's to schedule.
-func (s *scheduler) podIsOurs(p *corev1.Pod) bool {
-	return p.Spec.SchedulerName == s.cfg.SchedulerName
 }

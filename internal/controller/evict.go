@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/engine"
@@ -39,36 +38,53 @@ type recreation struct {
 	configMap string
 }
 
+// evictor deletes the members the engine evicts, with an Event and the DisruptionTarget
+// condition saying why. A pod that no controller owns is recorded first, in a signed
+// ConfigMap of muster's namespace, and created again once it is gone. It runs on the
+// loop's goroutine and owns the records of the pods it will create again.
+type evictor struct {
+	*kit
+	eng    *engine.Engine
+	mirror *mirror
+	signer signer
+	// recreate holds the recorded pods to create again once their old pod is gone.
+	recreate map[string]*recreation
+}
+
+func newEvictor(k *kit, eng *engine.Engine, m *mirror) *evictor {
+	return &evictor{kit: k, eng: eng, mirror: m, recreate: map[string]*recreation{}}
+}
+
 // evict deletes a member pod, with an Event saying why. A pod that no controller owns
 // is recorded first and created again once it is gone.
-func (s *scheduler) evict(ctx context.Context, ev engine.Eviction) {
-	if p := s.pods[ev.Pod]; p != nil {
-		s.evictPod(ctx, p, ev)
+func (v *evictor) evict(ctx context.Context, ev engine.Eviction) {
+	if p := v.mirror.pod(ev.Pod); p != nil {
+		v.evictPod(ctx, p, ev)
 	}
 }
 
 // evictPod deletes p, recording it first when no controller owns it. Members of a
 // cancelled group are not recreated: cancellation releases everything.
-func (s *scheduler) evictPod(ctx context.Context, p *corev1.Pod, ev engine.Eviction) {
+func (v *evictor) evictPod(ctx context.Context, p *corev1.Pod, ev engine.Eviction) {
 	if p.DeletionTimestamp != nil {
 		return
 	}
-	if metav1.GetControllerOf(p) == nil && s.recreate[ev.Pod] == nil && ev.Reason != lifecycle.ReasonCancelled {
-		r, err := s.record(ctx, p, s.lifecycleRecord(ev.Group))
+	if metav1.GetControllerOf(p) == nil && v.recreate[ev.Pod] == nil && ev.Reason != lifecycle.ReasonCancelled {
+		r, err := v.record(ctx, p, v.lifecycleRecord(ev.Group))
 		if err != nil {
-			s.log.Error(err, "recording a pod before evicting it; it is not evicted", "pod", ev.Pod)
+			v.log.Error(err, "recording a pod before evicting it; it is not evicted", "pod", ev.Pod)
 			return
 		}
-		s.recreate[ev.Pod] = r
+		v.recreate[ev.Pod] = r
 	}
-	s.event(p, corev1.EventTypeWarning, ev.Reason, ev.Message)
+	v.event(p, corev1.EventTypeWarning, ev.Reason, ev.Message)
 	if ev.Reason != lifecycle.ReasonCancelled {
-		s.markDisrupted(ctx, p, ev)
+		v.markDisrupted(ctx, p, ev)
 	}
 	uid := p.UID
-	err := s.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err := v.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		s.log.Error(err, "evicting a pod", "pod", ev.Pod)
+		v.log.Error(err, "evicting a pod", "pod", ev.Pod)
 	}
 }
 
@@ -79,21 +95,21 @@ func (s *scheduler) evictPod(ctx context.Context, p *corev1.Pod, ev engine.Evict
 // without it counts as failed. The reason is PreemptionByScheduler for a preemption and
 // the eviction's own reason (StartTimeout, RecoveryTimeout, ...) otherwise. A pod that
 // cannot be marked is deleted all the same.
-func (s *scheduler) markDisrupted(ctx context.Context, p *corev1.Pod, ev engine.Eviction) {
+func (v *evictor) markDisrupted(ctx context.Context, p *corev1.Pod, ev engine.Eviction) {
 	reason := ev.Reason
 	if reason == lifecycle.ReasonPreempted {
 		reason = corev1.PodReasonPreemptionByScheduler
 	}
 	patch := map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{
 		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: reason,
-		Message: "muster: " + ev.Message, LastTransitionTime: metav1.NewTime(s.clock.Now()),
+		Message: "muster: " + ev.Message, LastTransitionTime: metav1.NewTime(v.clock.Now()),
 	}}}}
 	data, err := json.Marshal(patch)
 	if err == nil {
-		_, err = s.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
+		_, err = v.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
-		s.log.Error(err, "marking a pod DisruptionTarget before evicting it", "pod", ev.Pod)
+		v.log.Error(err, "marking a pod DisruptionTarget before evicting it", "pod", ev.Pod)
 	}
 }
 
@@ -111,11 +127,11 @@ func recordName(ns, name string) string {
 
 // lifecycleRecord returns the lifecycle record of a group that has no object, as it is
 // now, or "" for a group with an object (which carries the record) or unknown.
-func (s *scheduler) lifecycleRecord(gk string) string {
-	if s.objects[gk] != nil {
+func (v *evictor) lifecycleRecord(gk string) string {
+	if v.mirror.object(gk) != nil {
 		return ""
 	}
-	st, ok := s.eng.Group(gk)
+	st, ok := v.eng.Group(gk)
 	if !ok {
 		return ""
 	}
@@ -127,7 +143,7 @@ func (s *scheduler) lifecycleRecord(gk string) string {
 // (see lifecycleRecord) replaces the pod's: a plain group's record lives on its pods,
 // and the pod created again must carry the group's state after the eviction, for a
 // muster that restarts before it writes the record again.
-func (s *scheduler) record(ctx context.Context, p *corev1.Pod, groupRecord string) (*recreation, error) {
+func (v *evictor) record(ctx context.Context, p *corev1.Pod, groupRecord string) (*recreation, error) {
 	again := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, Annotations: map[string]string{},
@@ -149,13 +165,13 @@ func (s *scheduler) record(ctx context.Context, p *corev1.Pod, groupRecord strin
 	}
 	name := recordName(p.Namespace, p.Name)
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.cfg.Namespace, Labels: map[string]string{RecreateLabel: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: v.cfg.Namespace, Labels: map[string]string{RecreateLabel: "true"}},
 		Data: map[string]string{
 			recordPodKey: string(data), recordUIDKey: string(p.UID),
-			recordSignatureKey: s.signer.signRecord(name, string(data), string(p.UID)),
+			recordSignatureKey: v.signer.signRecord(name, string(data), string(p.UID)),
 		},
 	}
-	cms := s.kube.CoreV1().ConfigMaps(s.cfg.Namespace)
+	cms := v.kube.CoreV1().ConfigMaps(v.cfg.Namespace)
 	_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
@@ -169,25 +185,25 @@ func (s *scheduler) record(ctx context.Context, p *corev1.Pod, groupRecord strin
 // recreateIfRecorded creates a recorded pod again once its old pod is gone (current
 // is nil), and forgets the record once a pod of that name exists that is not the old
 // one.
-func (s *scheduler) recreateIfRecorded(ctx context.Context, key string, current *corev1.Pod) {
-	r := s.recreate[key]
+func (v *evictor) recreateIfRecorded(ctx context.Context, key string, current *corev1.Pod) {
+	r := v.recreate[key]
 	if r == nil || (current != nil && current.UID == r.uid) {
 		return
 	}
 	if current == nil {
-		_, err := s.kube.CoreV1().Pods(r.pod.Namespace).Create(ctx, r.pod.DeepCopy(), metav1.CreateOptions{})
+		_, err := v.kube.CoreV1().Pods(r.pod.Namespace).Create(ctx, r.pod.DeepCopy(), metav1.CreateOptions{})
 		switch {
 		case err == nil:
-			s.log.V(1).Info("recreated an evicted pod that has no controller", "pod", key)
+			v.log.V(1).Info("recreated an evicted pod that has no controller", "pod", key)
 		case apierrors.IsAlreadyExists(err):
 		default:
-			s.log.Error(err, "recreating an evicted pod that has no controller; dropping its record", "pod", key)
+			v.log.Error(err, "recreating an evicted pod that has no controller; dropping its record", "pod", key)
 		}
 	}
-	delete(s.recreate, key)
-	err := s.kube.CoreV1().ConfigMaps(s.cfg.Namespace).Delete(ctx, r.configMap, metav1.DeleteOptions{})
+	delete(v.recreate, key)
+	err := v.kube.CoreV1().ConfigMaps(v.cfg.Namespace).Delete(ctx, r.configMap, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		s.log.Error(err, "deleting the record of a recreated pod", "configMap", s.cfg.Namespace+"/"+r.configMap)
+		v.log.Error(err, "deleting the record of a recreated pod", "configMap", v.cfg.Namespace+"/"+r.configMap)
 	}
 }
 
@@ -195,41 +211,30 @@ func (s *scheduler) recreateIfRecorded(ctx context.Context, key string, current 
 // carries out each that verifies (see verifyRecord): a pod still present is evicted
 // again, a pod gone is created again. A record that does not verify is ignored, with
 // an UntrustedRecord Event on it.
-func (s *scheduler) loadRecords(ctx context.Context) error {
-	list, err := s.kube.CoreV1().ConfigMaps(s.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: RecreateLabel + "=true"})
+func (v *evictor) loadRecords(ctx context.Context) error {
+	list, err := v.kube.CoreV1().ConfigMaps(v.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: RecreateLabel + "=true"})
 	if err != nil {
-		return fmt.Errorf("listing the records of pods to recreate in namespace %s: %w", s.cfg.Namespace, err)
+		return fmt.Errorf("listing the records of pods to recreate in namespace %s: %w", v.cfg.Namespace, err)
 	}
 	for i := range list.Items {
 		cm := &list.Items[i]
-		p, bad := s.signer.verifyRecord(cm, s.cfg.SchedulerName)
+		p, bad := v.signer.verifyRecord(cm, v.cfg.SchedulerName)
 		if bad != nil {
-			s.untrusted(cm, KindRecord, bad)
+			v.kit.untrusted(cm, KindRecord, bad)
 			continue
 		}
 		key := podKey(p)
-		s.recreate[key] = &recreation{uid: types.UID(cm.Data[recordUIDKey]), pod: p, configMap: cm.Name}
+		v.recreate[key] = &recreation{uid: types.UID(cm.Data[recordUIDKey]), pod: p, configMap: cm.Name}
 		current := &corev1.Pod{}
-		if err := s.mgr.GetCache().Get(ctx, splitKey(key), current); err != nil {
+		if err := v.cache.Get(ctx, splitKey(key), current); err != nil {
 			current = nil
 		}
-		if current != nil && current.UID == s.recreate[key].uid {
+		if current != nil && current.UID == v.recreate[key].uid {
 			uid := current.UID
-			_ = s.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			_ = v.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 			continue
 		}
-		s.recreateIfRecorded(ctx, key, current)
+		v.recreateIfRecorded(ctx, key, current)
 	}
 	return nil
-}
-
-// untrusted ignores a record or a plan that failed verification: an UntrustedRecord
-// Event on the object that holds it, a log line and a count in
-// muster_untrusted_records_total.
-func (s *scheduler) untrusted(holder client.Object, kind string, why *untrusted) {
-	s.log.Info("ignoring a "+kind+" that failed verification", "object", holder.GetNamespace()+"/"+holder.GetName(),
-		"reason", why.reason, "detail", why.message)
-	s.metrics.Untrusted.WithLabelValues(kind, why.reason).Inc()
-	s.event(holder, corev1.EventTypeWarning, ReasonUntrustedRecord,
-		fmt.Sprintf("muster ignored the %s on this object (%s): %s", kind, why.reason, why.message))
 }

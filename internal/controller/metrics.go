@@ -2,11 +2,9 @@ package controller
 
 import (
 	"sync"
-	"time"
 
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/metrics"
 )
 
@@ -14,8 +12,3 @@ import (
 // which the manager serves on metricsAddr. Several managers in one process (tests, a
 // restart) share them.
 var defaultMetrics = sync.OnceValue(func() *metrics.Metrics { return metrics.New(ctrlmetrics.Registry) })
-
-// observe feeds one engine step to the metrics.
-func (s *scheduler) observe(out engine.Output, took time.Duration) {
-	s.metrics.Record(out, took)
-}

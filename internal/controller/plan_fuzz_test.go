@@ -44,7 +44,7 @@ func FuzzDecodePlan(f *testing.F) {
 }
 
 // fuzzScheduler signs the plans the fuzz targets carry, with a key of zeros.
-var fuzzScheduler = &scheduler{signer: signer{key: make([]byte, signingKeyBytes)}}
+var fuzzScheduler = &binder{signer: signer{key: make([]byte, signingKeyBytes)}}
 
 // carriedPlan decodes a plan muster signed and checks that it verifies on each pod it
 // places (in the group's namespace, bound to its node): muster trusts the plans it

@@ -98,44 +98,6 @@ func TestEngineQueue(t *testing.T) {
 	}
 }
 
-// TestReplacement: which failed members are replaced alone, and which are left to the
-// group's lifecycle or their controller.
-func TestReplacement(t *testing.T) {
-	rejected := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w-1"},
-		Spec:   corev1.PodSpec{NodeName: "n-1"},
-		Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfnvidia.com/gpu", Message: "node has 0 free"}}
-	crashed := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w-2"},
-		Spec:   corev1.PodSpec{NodeName: "n-2"},
-		Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "NodeLost"}}
-	owned := crashed.DeepCopy()
-	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", UID: "u", Controller: ptrTrue()}}
-	tests := []struct {
-		name   string
-		phase  lifecycle.Phase
-		pod    *corev1.Pod
-		reason string // "" = not replaced alone
-	}{
-		{"kubelet rejection while starting", lifecycle.Starting, rejected, ReasonKubeletRejected},
-		{"kubelet rejection while queued is not ours to fix", lifecycle.Queued, rejected, ""},
-		{"plain member lost while running", lifecycle.Running, crashed, ReasonMemberFailed},
-		{"plain member failing while starting: the start-timeout decides", lifecycle.Starting, crashed, ""},
-		{"member with a controller: the controller replaces it", lifecycle.Running, owned, ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			ev, ok := replacement(tc.phase, tc.pod, "Labels/ns/g")
-			if got := map[bool]string{true: ev.Reason, false: ""}[ok]; got != tc.reason {
-				t.Fatalf("replacement reason %q, want %q", got, tc.reason)
-			}
-			if ok && !strings.Contains(ev.Message, tc.pod.Name) {
-				t.Errorf("message %q does not name the pod", ev.Message)
-			}
-		})
-	}
-}
-
-func ptrTrue() *bool { b := true; return &b }
-
 func TestKeys(t *testing.T) {
 	ref := refOfKey("Coscheduling/team-a/bert")
 	if d := cmp.Diff(source.Ref{Source: engine.Coscheduling, Namespace: "team-a", Name: "bert"}, ref); d != "" {
@@ -166,7 +128,7 @@ func TestPlanAnnotations(t *testing.T) {
 		}
 		return p
 	}
-	s := &scheduler{signer: signer{key: make([]byte, signingKeyBytes)}}
+	s := &binder{signer: signer{key: make([]byte, signingKeyBytes)}}
 	got, err := s.planAnnotations(plan(8))
 	if err != nil {
 		t.Fatalf("an 8-member plan: expected annotations, found %v", err)
@@ -182,27 +144,6 @@ func TestPlanAnnotations(t *testing.T) {
 	for _, want := range []string{"Native/ns/big", "4000 members", "204800"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("expected the error to name %q, found %q", want, err)
-		}
-	}
-}
-
-// TestResumeAt: a Job suspended for a group is resumed at the end of its backoff, never
-// once the group has Failed, and at once otherwise.
-func TestResumeAt(t *testing.T) {
-	now := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name string
-		st   engine.Status
-		want time.Time
-	}{
-		{"backoff", engine.Status{Phase: lifecycle.Backoff, WakeAt: now.Add(30 * time.Second)}, now.Add(30 * time.Second)},
-		{"backoff already over", engine.Status{Phase: lifecycle.Backoff, WakeAt: now.Add(-time.Second)}, now},
-		{"failed", engine.Status{Phase: lifecycle.Failed}, time.Time{}},
-		{"queued", engine.Status{Phase: lifecycle.Queued}, now},
-	}
-	for _, tc := range tests {
-		if got := resumeAt(tc.st, now); !got.Equal(tc.want) {
-			t.Errorf("%s: expected %v, found %v", tc.name, tc.want, got)
 		}
 	}
 }

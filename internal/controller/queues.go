@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -16,27 +17,145 @@ import (
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/queue"
 )
 
-// queuesForNamespace returns the Queues a group of namespace ns may fall into when it
+// queueBook keeps the engine's Queues: it applies the Queue objects, with the namespaces
+// each selector admits, and writes each Queue's status from the engine's groups. It runs
+// on the loop's goroutine.
+type queueBook struct {
+	*kit
+	eng *engine.Engine
+	// served is whether the cluster serves muster's Queue API.
+	served bool
+	// namespaces holds the namespaces each Queue's selector admits, as last applied,
+	// and errors why a Queue's selector admits none when it does not parse.
+	namespaces map[string]map[string]bool
+	errors     map[string]error
+	// written holds the last status written per Queue, to write only changes.
+	written map[string]string
+	// statusClient writes the Queues' status subresource.
+	statusClient client.SubResourceWriter
+}
+
+func newQueueBook(k *kit, eng *engine.Engine, statusClient client.SubResourceWriter) *queueBook {
+	return &queueBook{kit: k, eng: eng, statusClient: statusClient,
+		namespaces: map[string]map[string]bool{}, errors: map[string]error{}, written: map[string]string{}}
+}
+
+// apply applies the changed Queues, and every Queue again when a namespace changed.
+func (b *queueBook) apply(ctx context.Context, queues, namespaces map[string]bool) {
+	if len(namespaces) > 0 {
+		b.reapply(ctx, queues)
+	}
+	for name := range queues {
+		b.applyQueue(ctx, name)
+	}
+}
+
+// applyQueue sets a Queue, or removes it when it is gone.
+func (b *queueBook) applyQueue(ctx context.Context, name string) {
+	q := &musterv1alpha1.Queue{}
+	err := b.cache.Get(ctx, client.ObjectKey{Name: name}, q)
+	switch {
+	case err == nil:
+		eq := engineQueue(q)
+		eq.Namespaces, b.errors[name] = b.namespacesOf(ctx, q)
+		b.namespaces[name] = eq.Namespaces
+		b.eng.SetQueue(eq)
+	case apierrors.IsNotFound(err):
+		delete(b.namespaces, name)
+		delete(b.errors, name)
+		delete(b.written, name)
+		b.eng.RemoveQueue(name)
+		if name == b.cfg.DefaultQueue {
+			b.ensureDefault()
+		}
+	default:
+		b.log.Error(err, "reading a Queue from the cache", "queue", name)
+	}
+}
+
+// reapply applies again every Queue not in skip (which apply applies anyway): a
+// namespace was added, removed or relabelled, so the namespaces their selectors admit
+// may have changed.
+func (b *queueBook) reapply(ctx context.Context, skip map[string]bool) {
+	var queues musterv1alpha1.QueueList
+	if err := b.cache.List(ctx, &queues); err != nil {
+		b.log.Error(err, "listing Queues to match the namespaces again")
+		return
+	}
+	for i := range queues.Items {
+		if name := queues.Items[i].Name; !skip[name] {
+			b.applyQueue(ctx, name)
+		}
+	}
+}
+
+// ensureDefault makes the default queue unlimited when no Queue object names it.
+func (b *queueBook) ensureDefault() {
+	if b.served {
+		q := &musterv1alpha1.Queue{}
+		if err := b.cache.Get(context.Background(), client.ObjectKey{Name: b.cfg.DefaultQueue}, q); err == nil {
+			return
+		}
+	}
+	b.log.Info("no Queue object names the default queue; it is unlimited", "queue", b.cfg.DefaultQueue)
+	b.eng.SetQueue(engine.Queue{Queue: queue.Queue{Name: b.cfg.DefaultQueue}})
+}
+
+// engineQueue translates a Queue object.
+func engineQueue(q *musterv1alpha1.Queue) engine.Queue {
+	out := engine.Queue{Queue: queue.Queue{Name: q.Name, Priority: q.Spec.Priority, Weight: q.Spec.Weight, Cohort: q.Spec.Cohort}}
+	if len(q.Spec.Quota) > 0 {
+		out.Quota = cluster.FromList(q.Spec.Quota)
+	}
+	if len(q.Spec.BorrowingLimit) > 0 {
+		out.BorrowingLimit = cluster.FromList(q.Spec.BorrowingLimit)
+	}
+	if len(q.Spec.LendingLimit) > 0 {
+		out.LendingLimit = cluster.FromList(q.Spec.LendingLimit)
+	}
+	if d := q.Spec.Defaults; d != nil {
+		if d.StartTimeout != nil {
+			out.Defaults.StartTimeout = &d.StartTimeout.Duration
+		}
+		if d.RecoveryTimeout != nil {
+			out.Defaults.RecoveryTimeout = &d.RecoveryTimeout.Duration
+		}
+		if d.MaxRetries != nil {
+			n := int(*d.MaxRetries)
+			out.Defaults.MaxRetries = &n
+		}
+		if d.BackoffBase != nil {
+			out.Defaults.BackoffBase = &d.BackoffBase.Duration
+		}
+		if d.BackoffMax != nil {
+			out.Defaults.BackoffMax = &d.BackoffMax.Duration
+		}
+	}
+	return out
+}
+
+// forNamespace returns the Queues a group of namespace ns may fall into when it
 // names no queue: those, by name, whose spec.namespaceSelector selects the namespace,
 // leaving out the configured default queue, which takes only the groups no other queue
 // selects. None means the default queue; more than one is ambiguous (QueueAmbiguous).
-func (s *scheduler) queuesForNamespace(ctx context.Context, ns string) []string {
-	if !s.queuesServed {
+func (b *queueBook) forNamespace(ctx context.Context, ns string) []string {
+	if !b.served {
 		return nil
 	}
 	var queues musterv1alpha1.QueueList
-	if err := s.mgr.GetCache().List(ctx, &queues); err != nil {
-		s.log.Error(err, "listing Queues to match a namespace", "namespace", ns)
+	if err := b.cache.List(ctx, &queues); err != nil {
+		b.log.Error(err, "listing Queues to match a namespace", "namespace", ns)
 		return nil
 	}
 	var out []string
 	for i := range queues.Items {
 		q := &queues.Items[i]
-		if q.Name != s.cfg.DefaultQueue && s.admitted(q.Name)[ns] {
+		if q.Name != b.cfg.DefaultQueue && b.namespaces[q.Name][ns] {
 			out = append(out, q.Name)
 		}
 	}
@@ -44,14 +163,11 @@ func (s *scheduler) queuesForNamespace(ctx context.Context, ns string) []string 
 	return out
 }
 
-// admitted returns the namespaces Queue name admits, as last applied.
-func (s *scheduler) admitted(name string) map[string]bool { return s.queueNamespaces[name] }
-
 // namespacesOf evaluates a Queue's spec.namespaceSelector over the cached namespaces: the
 // set of namespaces it admits. A Queue with no selector admits none, as Kueue's
 // ClusterQueue; an empty selector admits every namespace. A selector that does not parse
 // admits none, and the error says why (it becomes the Queue's Active condition).
-func (s *scheduler) namespacesOf(ctx context.Context, q *musterv1alpha1.Queue) (map[string]bool, error) {
+func (b *queueBook) namespacesOf(ctx context.Context, q *musterv1alpha1.Queue) (map[string]bool, error) {
 	out := map[string]bool{}
 	if q.Spec.NamespaceSelector == nil {
 		return out, nil
@@ -61,7 +177,7 @@ func (s *scheduler) namespacesOf(ctx context.Context, q *musterv1alpha1.Queue) (
 		return out, fmt.Errorf("spec.namespaceSelector: %w", err)
 	}
 	var namespaces corev1.NamespaceList
-	if err := s.mgr.GetCache().List(ctx, &namespaces); err != nil {
+	if err := b.cache.List(ctx, &namespaces); err != nil {
 		return out, fmt.Errorf("listing namespaces: %w", err)
 	}
 	for i := range namespaces.Items {
@@ -70,24 +186,6 @@ func (s *scheduler) namespacesOf(ctx context.Context, q *musterv1alpha1.Queue) (
 		}
 	}
 	return out, nil
-}
-
-// retranslateNamespaces marks for translation every group in the changed namespaces,
-// or in every namespace when all is set (a Queue's selector changed).
-func (s *scheduler) retranslateNamespaces(namespaces map[string]bool, all bool) {
-	if !all && len(namespaces) == 0 {
-		return
-	}
-	for key := range s.members {
-		if all || namespaces[refOfKey(key).Namespace] {
-			s.specDirty[key] = true
-		}
-	}
-	for key := range s.objects {
-		if all || namespaces[refOfKey(key).Namespace] {
-			s.specDirty[key] = true
-		}
-	}
 }
 
 // queueStatus is what muster reports of one Queue.
@@ -104,10 +202,10 @@ type queueStatus struct {
 
 // queueStatuses sums the engine's groups per queue: a group holding resources counts
 // as admitted and adds what it holds to used; a Queued group counts as pending.
-func (s *scheduler) queueStatuses() map[string]*queueStatus {
+func (b *queueBook) statuses() map[string]*queueStatus {
 	out := map[string]*queueStatus{}
-	for _, key := range s.eng.Groups() {
-		st, _ := s.eng.Group(key)
+	for _, key := range b.eng.Groups() {
+		st, _ := b.eng.Group(key)
 		qs := out[st.Queue]
 		if qs == nil {
 			qs = &queueStatus{Used: cluster.Resources{}}
@@ -121,7 +219,7 @@ func (s *scheduler) queueStatuses() map[string]*queueStatus {
 			qs.Used.Add(held)
 		}
 	}
-	for name, share := range s.eng.QueueShares() {
+	for name, share := range b.eng.QueueShares() {
 		if qs := out[name]; qs != nil {
 			qs.WeightedShare = int64(math.Round(share * 1000))
 		}
@@ -132,16 +230,16 @@ func (s *scheduler) queueStatuses() map[string]*queueStatus {
 // writeQueueStatuses writes status.admittedGroups, status.pendingGroups, status.used
 // and status.weightedShare of every Queue object whose numbers changed, through the status
 // subresource.
-func (s *scheduler) writeQueueStatuses(ctx context.Context) {
-	if !s.queuesServed {
+func (b *queueBook) writeStatuses(ctx context.Context) {
+	if !b.served {
 		return
 	}
 	var queues musterv1alpha1.QueueList
-	if err := s.mgr.GetCache().List(ctx, &queues); err != nil {
-		s.log.Error(err, "listing Queues to write their status")
+	if err := b.cache.List(ctx, &queues); err != nil {
+		b.log.Error(err, "listing Queues to write their status")
 		return
 	}
-	sums := s.queueStatuses()
+	sums := b.statuses()
 	for i := range queues.Items {
 		q := &queues.Items[i]
 		qs := sums[q.Name]
@@ -151,25 +249,25 @@ func (s *scheduler) writeQueueStatuses(ctx context.Context) {
 		if q.Spec.Cohort != "" {
 			qs.Borrowed = queue.Borrowed(qs.Used, cluster.FromList(q.Spec.Quota))
 		}
-		qs.Active = activeCondition(q, s.queueNamespaces[q.Name], s.queueErrors[q.Name])
+		qs.Active = activeCondition(q, b.namespaces[q.Name], b.errors[q.Name])
 		fp, _ := json.Marshal(qs)
-		if s.queueWritten[q.Name] == string(fp) {
+		if b.written[q.Name] == string(fp) {
 			continue
 		}
-		if err := s.patchQueueStatus(ctx, q, qs); err != nil {
-			s.log.Error(err, "writing a Queue's status", "queue", q.Name)
+		if err := b.patchStatus(ctx, q, qs); err != nil {
+			b.log.Error(err, "writing a Queue's status", "queue", q.Name)
 			continue
 		}
-		s.queueWritten[q.Name] = string(fp)
+		b.written[q.Name] = string(fp)
 	}
 }
 
 // patchQueueStatus merge-patches a Queue's status subresource with qs. A resource of
 // status.used or status.borrowed that is no longer held is removed.
-func (s *scheduler) patchQueueStatus(ctx context.Context, q *musterv1alpha1.Queue, qs *queueStatus) error {
+func (b *queueBook) patchStatus(ctx context.Context, q *musterv1alpha1.Queue, qs *queueStatus) error {
 	conds := slices.Clone(q.Status.Conditions)
 	active := qs.Active
-	active.LastTransitionTime = metav1.NewTime(s.clock.Now())
+	active.LastTransitionTime = metav1.NewTime(b.clock.Now())
 	active.ObservedGeneration = q.Generation
 	meta.SetStatusCondition(&conds, active)
 	data, err := json.Marshal(map[string]any{"status": map[string]any{
@@ -181,7 +279,7 @@ func (s *scheduler) patchQueueStatus(ctx context.Context, q *musterv1alpha1.Queu
 		return fmt.Errorf("encoding the status of Queue %s: %w", q.Name, err)
 	}
 	obj := &musterv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: q.Name}}
-	if err := s.mgr.GetClient().Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, data)); err != nil {
+	if err := b.statusClient.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return fmt.Errorf("patching the status of Queue %s: %w", q.Name, err)
 	}
 	return nil

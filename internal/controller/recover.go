@@ -13,18 +13,29 @@ import (
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/placement"
 	"github.com/muster-sched/muster/internal/source"
 )
 
-// recoverInFlight carries out the recreation records and settles the plans a previous
+// recovery runs once, when muster starts leading, before the loop: it carries out the
+// recreation records and settles the plans a previous leader left in flight, with the
+// binder's own steps and placement's own fit check.
+type recovery struct {
+	*kit
+	signer  signer
+	binder  *binder
+	evictor *evictor
+}
+
+// run carries out the recreation records and settles the plans a previous
 // leader left in flight, before the loop schedules anything: a plan whose members are
 // only partly bound is completed when the rest still fit on their nodes, and undone
 // (its bound members evicted) otherwise. A pod already bound is never bound again.
-func (s *scheduler) recoverInFlight(ctx context.Context) error {
-	if err := s.loadRecords(ctx); err != nil {
+func (r *recovery) run(ctx context.Context) error {
+	if err := r.evictor.loadRecords(ctx); err != nil {
 		return err
 	}
-	plans, err := s.findPlans(ctx)
+	plans, err := r.findPlans(ctx)
 	if err != nil {
 		return err
 	}
@@ -33,30 +44,30 @@ func (s *scheduler) recoverInFlight(ctx context.Context) error {
 	}
 	var nodes corev1.NodeList
 	var pods corev1.PodList
-	if err := s.mgr.GetCache().List(ctx, &nodes); err != nil {
+	if err := r.cache.List(ctx, &nodes); err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
-	if err := s.mgr.GetCache().List(ctx, &pods); err != nil {
+	if err := r.cache.List(ctx, &pods); err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}
 	snap := cluster.FromLists(nodes.Items, pods.Items)
 	var bound []*corev1.Pod
 	for _, key := range sortedKeys(plans) {
-		bound = append(bound, s.settle(ctx, snap, plans[key], key)...)
+		bound = append(bound, r.settle(ctx, snap, plans[key])...)
 	}
-	return s.awaitBound(ctx, bound)
+	return r.awaitBound(ctx, bound)
 }
 
 // awaitBound waits until the cache shows every pod bound that recovery bound, so that
 // the loop never sees them unbound and places them again.
-func (s *scheduler) awaitBound(ctx context.Context, pods []*corev1.Pod) error {
+func (r *recovery) awaitBound(ctx context.Context, pods []*corev1.Pod) error {
 	if len(pods) == 0 {
 		return nil
 	}
 	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		for _, p := range pods {
 			got := &corev1.Pod{}
-			err := s.mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(p), got)
+			err := r.cache.Get(ctx, client.ObjectKeyFromObject(p), got)
 			if apierrors.IsNotFound(err) || (err == nil && (got.UID != p.UID || got.Spec.NodeName != "")) {
 				continue // gone, replaced, or seen bound
 			}
@@ -69,7 +80,7 @@ func (s *scheduler) awaitBound(ctx context.Context, pods []*corev1.Pod) error {
 	}
 	if err != nil {
 		// The loop's own bind would be refused by the API server; say so and go on.
-		s.log.Error(err, "the cache did not show every pod recovery bound", "pods", len(pods))
+		r.log.Error(err, "the cache did not show every pod recovery bound", "pods", len(pods))
 	}
 	return nil
 }
@@ -81,9 +92,9 @@ func (s *scheduler) awaitBound(ctx context.Context, pods []*corev1.Pod) error {
 // annotation on their own pods, even create them bound, and a plan is a list of pods
 // for muster to bind or evict. The others are ignored, with an UntrustedRecord Event
 // on the carrier.
-func (s *scheduler) findPlans(ctx context.Context) (map[string]*Plan, error) {
+func (r *recovery) findPlans(ctx context.Context) (map[string]*Plan, error) {
 	var pods corev1.PodList
-	if err := s.mgr.GetCache().List(ctx, &pods); err != nil {
+	if err := r.cache.List(ctx, &pods); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	plans := map[string]*Plan{}
@@ -93,14 +104,14 @@ func (s *scheduler) findPlans(ctx context.Context) (map[string]*Plan, error) {
 		if !ok || pod.Spec.NodeName == "" || plans[v] != nil {
 			continue
 		}
-		if !s.podIsOurs(pod) {
-			s.untrusted(pod, KindPlan, &untrusted{UntrustedNotOurs,
-				fmt.Sprintf("spec.schedulerName: %q: only muster's pods (%q) carry its plans", pod.Spec.SchedulerName, s.cfg.SchedulerName)})
+		if pod.Spec.SchedulerName != r.cfg.SchedulerName {
+			r.kit.untrusted(pod, KindPlan, &untrusted{UntrustedNotOurs,
+				fmt.Sprintf("spec.schedulerName: %q: only muster's pods (%q) carry its plans", pod.Spec.SchedulerName, r.cfg.SchedulerName)})
 			continue
 		}
-		p, bad := s.signer.verifyPlan(pod, v)
+		p, bad := r.signer.verifyPlan(pod, v)
 		if bad != nil {
-			s.untrusted(pod, KindPlan, bad)
+			r.kit.untrusted(pod, KindPlan, bad)
 			continue
 		}
 		plans[v] = p
@@ -113,13 +124,13 @@ func (s *scheduler) findPlans(ctx context.Context) (map[string]*Plan, error) {
 // record of a finished placement, and the second holds no node. Settling leaves no
 // plan partly bound (its members all bound, or its bound members evicted), unless a
 // bind or an eviction fails, and then the next leader settles it again.
-func (s *scheduler) settle(ctx context.Context, snap *cluster.Snapshot, plan *Plan, raw string) (completed []*corev1.Pod) {
+func (r *recovery) settle(ctx context.Context, snap *cluster.Snapshot, plan *Plan) (completed []*corev1.Pod) {
 	ns := refOfKey(plan.Group).Namespace
 	var bound, unbound []*corev1.Pod
 	for _, name := range plan.names() {
 		p := &corev1.Pod{}
-		err := s.mgr.GetCache().Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)
-		if err != nil || p.UID != plan.Pods[name].UID || !s.podIsOurs(p) || !claims(p, plan.Group) {
+		err := r.cache.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)
+		if err != nil || p.UID != plan.Pods[name].UID || p.Spec.SchedulerName != r.cfg.SchedulerName || !claims(p, plan.Group) {
 			continue // gone, replaced, another scheduler's, or no longer the group's
 		}
 		if p.Spec.NodeName != "" {
@@ -131,40 +142,44 @@ func (s *scheduler) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pl
 	if len(bound) == 0 || len(unbound) == 0 {
 		return nil
 	}
-	if s.fits(snap, plan, unbound) {
-		s.log.Info("completing a plan in flight", "group", plan.Group, "bound", len(bound), "binding", len(unbound))
-		for _, p := range unbound {
-			var annotations map[string]string
-			if hasRoom(p, musterv1alpha1.PlacementAnnotation, raw) {
-				annotations = map[string]string{musterv1alpha1.PlacementAnnotation: raw}
-			}
-			if err := s.bindPod(ctx, p, plan.Pods[p.Name].Node, annotations); err != nil {
-				s.log.Error(err, "completing a plan in flight", "group", plan.Group)
-				continue
-			}
-			completed = append(completed, p)
-		}
-	} else {
-		s.log.Info("undoing a plan in flight whose nodes no longer fit", "group", plan.Group, "evicting", len(bound))
+	if why, ok := fits(snap, plan, unbound); !ok {
+		r.log.Info("undoing a plan in flight whose nodes no longer fit", "group", plan.Group, "evicting", len(bound), "why", why)
 		for _, p := range bound {
-			s.evictPod(ctx, p, engine.Eviction{Group: plan.Group, Pod: podKey(p), Reason: "PlanUndone",
-				Message: fmt.Sprintf("%d of %d planned members were bound when muster stopped and the rest no longer fit", len(bound), len(bound)+len(unbound))})
+			r.evictor.evictPod(ctx, p, engine.Eviction{Group: plan.Group, Pod: podKey(p), Reason: "PlanUndone",
+				Message: fmt.Sprintf("%d of %d planned members were bound when muster stopped and the rest no longer fit: %s",
+					len(bound), len(bound)+len(unbound), why)})
+		}
+		return nil
+	}
+	r.log.Info("completing a plan in flight", "group", plan.Group, "bound", len(bound), "binding", len(unbound))
+	job := bindJob{plan: engine.Plan{Group: plan.Group, Attempt: plan.Attempt}, record: *plan, pods: unbound}
+	for _, p := range unbound {
+		job.plan.Steps = append(job.plan.Steps, engine.Step{Kind: engine.StepBind, Pod: podKey(p), Node: plan.Pods[p.Name].Node})
+	}
+	failed := map[string]bool{}
+	for _, key := range r.binder.execute(ctx, job) {
+		failed[key] = true
+	}
+	for _, p := range unbound {
+		if !failed[podKey(p)] {
+			completed = append(completed, p)
 		}
 	}
 	return completed
 }
 
-// fits reports whether every unbound pod still fits on its planned node, assuming
-// each on the snapshot.
-func (s *scheduler) fits(snap *cluster.Snapshot, plan *Plan, unbound []*corev1.Pod) bool {
+// fits reports whether every unbound pod still fits on its planned node, by
+// placement's own predicates, assuming each on the snapshot in turn; when one does not,
+// it says which and why.
+func fits(snap *cluster.Snapshot, plan *Plan, unbound []*corev1.Pod) (string, bool) {
 	for _, p := range unbound {
-		n := snap.Node(plan.Pods[p.Name].Node)
-		if n == nil || !n.Ready() || n.Fits(cluster.PodRequests(p)) < 1 {
-			return false
+		node := plan.Pods[p.Name].Node
+		if why, ok := placement.FitsOn(snap, node, placement.Member{Name: podKey(p), Pod: p}); !ok {
+			return fmt.Sprintf("%s on %s: %s", p.Name, node, why), false
 		}
-		snap.Bind(p, n.Name())
+		snap.Bind(p, node)
 	}
-	return true
+	return "", true
 }
 
 // claims reports whether pod p names group gk, or is gk itself, a group of one (a pod

@@ -44,20 +44,20 @@ func hasRoom(p *corev1.Pod, key, value string) bool {
 
 // markNoRoom sets ConditionPlanRecorded=False on p, naming the sizes: it has no room
 // for the plan of size planBytes. It runs on the binder's workers.
-func (s *scheduler) markNoRoom(ctx context.Context, p *corev1.Pod, key, value, rides string) {
+func (b *binder) markNoRoom(ctx context.Context, p *corev1.Pod, key, value, rides string) {
 	msg := fmt.Sprintf("the pod's annotations take %d bytes; with %s (%d bytes) they would take %d, more than the %d the API server accepts; the plan rides on %s",
 		annotationBytes(p, key, "")-len(key), key, len(key)+len(value), annotationBytes(p, key, value),
 		apivalidation.TotalAnnotationSizeLimitB, rides)
 	patch := map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{
 		Type: ConditionPlanRecorded, Status: corev1.ConditionFalse, Reason: ReasonAnnotationsTooLarge,
-		Message: msg, LastTransitionTime: metav1.NewTime(s.clock.Now()),
+		Message: msg, LastTransitionTime: metav1.NewTime(b.clock.Now()),
 	}}}}
 	data, err := json.Marshal(patch)
 	if err == nil {
-		_, err = s.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
+		_, err = b.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
-		s.log.Error(err, "marking a pod that has no room for its group's plan", "pod", podKey(p))
+		b.log.Error(err, "marking a pod that has no room for its group's plan", "pod", podKey(p))
 	}
-	s.event(p, corev1.EventTypeWarning, ReasonAnnotationsTooLarge, msg)
+	b.event(p, corev1.EventTypeWarning, ReasonAnnotationsTooLarge, msg)
 }

@@ -5,105 +5,43 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/lifecycle"
-	"github.com/muster-sched/muster/internal/metrics"
-	"github.com/muster-sched/muster/internal/source"
 )
 
-// scheduler is the leader-elected runnable that owns the engine. Every field below
-// changes is owned by the loop goroutine.
+// scheduler is the leader-elected runnable that owns the engine and runs the decision
+// loop: it applies what the mirror read, steps the engine, and hands the Output to the
+// owner of each part of it. Each owner keeps its own state: the mirror the pods and
+// group objects, the owners the workload controllers, the queue book the Queues, the
+// reporter what it wrote, the evictor and the suspender what they will create or resume
+// again, the binder nothing but its jobs. All but the binder, the status writer and
+// the owner readers run on the loop's goroutine.
 type scheduler struct {
-	cfg   *musterv1alpha1.Configuration
-	clock clock.WithTicker
-	log   logr.Logger
-	mgr   manager.Manager
-	kube  kubernetes.Interface
-	dyn   dynamic.Interface
-	// recorder records Events; broadcaster writes them while the scheduler runs.
-	recorder    events.EventRecorder
+	*kit
+	mgr manager.Manager
+	// broadcaster writes the recorder's Events while the scheduler runs.
 	broadcaster events.EventBroadcaster
-	// signer signs and verifies the records and plans muster reads back (trust.go).
-	signer signer
 
-	changes      *changes
-	apis         map[engine.Source]bool
-	queuesServed bool
+	changes *changes
+	eng     *engine.Engine
 
-	eng *engine.Engine
-	// pods holds every pod the engine knows, by key.
-	pods map[string]*corev1.Pod
-	// members holds each group's pods by key: muster's members, and pods of other
-	// schedulers that name the group (for the schedulerName diagnosis).
-	members map[string]map[string]*corev1.Pod
-	// memberOf holds the key of the group each pod in pods is scheduled in.
-	memberOf map[string]string
-	// declared indexes pod keys by the group they name, and declaredBy is its
-	// inverse: a basic native PodGroup's pods are scheduled as groups of their own.
-	declared   map[string]map[string]bool
-	declaredBy map[string]string
-	// owners caches the workload controllers read for diagnoses, by namespace and UID;
-	// ownerObjects holds each group's, as of its last translation.
-	owners       map[types.NamespacedName]ownerEntry
-	ownerObjects map[string]*unstructured.Unstructured
-	// rechecks holds the groups whose owner is read again after a member failed (see
-	// ownerfail.go).
-	rechecks map[string]*recheck
-	// said holds, per pod key, the reason and message muster last gave a pod it cannot
-	// schedule for a reason only the pod shows (see silent.go).
-	said map[string]string
-	// failed holds the keys of muster's pods seen Failed, for replaceFailed.
-	failed map[string]bool
-	// objects holds the group objects by group key.
-	objects map[string]client.Object
-	// specDirty holds the groups whose spec must be translated again.
-	specDirty map[string]bool
-	// recreate holds the recorded pods to create again once their old pod is gone.
-	recreate map[string]*recreation
-	// suspended holds the Jobs muster suspended to evict their groups and will resume;
-	// leaving holds, by UID, the pods of the Jobs it suspended, which are no members of
-	// any group while they go, and their eviction's cleanup.
-	suspended map[types.NamespacedName]*suspension
-	leaving   map[types.UID]*cleanup
-	// written holds the last status written per group, to write only changes.
-	written map[string]string
-	// conditions holds the conditions last written per group.
-	conditions map[string][]metav1.Condition
-	// queueWritten holds the last status written per Queue, to write only changes.
-	queueWritten map[string]string
-	// queueNamespaces holds the namespaces each Queue's selector admits, as last applied,
-	// and queueErrors why a Queue's selector admits none when it does not parse.
-	queueNamespaces map[string]map[string]bool
-	queueErrors     map[string]error
-	// recorded holds the lifecycle record last written per group.
-	recorded map[string]string
-	// phases holds the status.phase last written on each scheduler-plugins PodGroup.
-	phases map[string]spv1alpha1.PodGroupPhase
-	// significant and wroteAt hold, per group, the state last written and when.
-	significant map[string]string
-	wroteAt     map[string]time.Time
-	// abandoned holds, per group, the significance of the status write the API server
-	// refused for good: it is not tried again until the group's state changes.
-	abandoned map[string]string
-	metrics   *metrics.Metrics
+	mirror     *mirror
+	translator *translator
+	owners     *owners
+	queues     *queueBook
+	reporter   *reporter
+	evictor    *evictor
+	suspender  *suspender
+	binder     *binder
+
 	// observer, when set, is told of every Step (the dashboard's cost ledger).
 	observer StepObserver
-	writer   *statusWriter
-	binder   *binder
 	// nextSummary is when the loop next reads every group's status (see report).
 	nextSummary time.Time
 }
@@ -113,57 +51,62 @@ var _ manager.LeaderElectionRunnable = (*scheduler)(nil)
 // NeedLeaderElection reports that only the leader schedules.
 func (s *scheduler) NeedLeaderElection() bool { return true }
 
+// wire makes the engine and the owners, empty, and connects them.
+func (s *scheduler) wire(sig signer, mapper meta.RESTMapper, queueStatus client.SubResourceWriter) {
+	s.changes = newChanges()
+	s.eng = engine.New(s.engineConfig())
+	s.owners = newOwners(s.kit, mapper, s.changes.markSpecs)
+	s.queues = newQueueBook(s.kit, s.eng, queueStatus)
+	s.mirror = newMirror(s.kit, s.eng, s.owners, s.queues)
+	s.translator = &translator{kit: s.kit, eng: s.eng, mirror: s.mirror, owners: s.owners, queues: s.queues}
+	s.reporter = newReporter(s.kit, s.eng, s.mirror, s.owners)
+	s.evictor = newEvictor(s.kit, s.eng, s.mirror)
+	s.evictor.signer = sig
+	s.suspender = newSuspender(s.kit, s.eng, s.mirror, s.owners)
+	s.binder = newBinder(s.kit, sig, func() { s.changes.mark(func() {}) })
+	s.mirror.hooks = podHooks{
+		leaving:    s.suspender.isLeaving,
+		gone:       s.suspender.gone,
+		seen:       s.evictor.recreateIfRecorded,
+		objectGone: s.reporter.forget,
+	}
+}
+
 // Start runs the scheduler until ctx is done: it watches, completes or undoes the plans
 // a previous leader left in flight, then runs the loop.
 func (s *scheduler) Start(ctx context.Context) error {
-	s.changes = newChanges()
-	s.eng = engine.New(s.engineConfig())
-	s.initState()
 	if err := s.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return fmt.Errorf("starting the Event recorder: %w", err)
 	}
 	defer s.broadcaster.Shutdown()
-	var err error
-	if s.signer, err = loadSigningKey(ctx, s.kube, s.cfg.Namespace); err != nil {
+	sig, err := loadSigningKey(ctx, s.kube, s.cfg.Namespace)
+	if err != nil {
 		return err
 	}
+	s.wire(sig, s.mgr.GetRESTMapper(), s.mgr.GetClient().Status())
 	if err := s.watch(ctx); err != nil {
 		return err
 	}
-	if err := s.recoverInFlight(ctx); err != nil {
+	rec := &recovery{kit: s.kit, signer: sig, binder: s.binder, evictor: s.evictor}
+	if err := rec.run(ctx); err != nil {
 		return err
 	}
-	if err := s.findSuspended(ctx); err != nil {
+	if err := s.suspender.findSuspended(ctx); err != nil {
 		return err
 	}
-	s.writer = newStatusWriter(s.log)
-	go s.writer.run(ctx)
-	s.binder = newBinder(func() { s.changes.mark(func() {}) })
-	binding := make(chan struct{})
-	go func() {
-		defer close(binding)
-		s.binder.run(ctx, s.bindGroup)
-	}()
+	done := make(chan struct{}, 3)
+	for _, run := range []func(context.Context){s.reporter.writer.run, s.binder.run, s.owners.run} {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			run(ctx)
+		}()
+	}
 	s.log.Info("scheduling", "schedulerName", s.cfg.SchedulerName, "defaultQueue", s.cfg.DefaultQueue)
 	s.loop(ctx)
-	<-binding // binds in flight end with ctx; none outlives the scheduler
+	for range 3 {
+		<-done // binds and reads in flight end with ctx; none outlives the scheduler
+	}
 	return nil
-}
-
-// initState makes the maps the loop keeps, empty.
-func (s *scheduler) initState() {
-	s.pods, s.members = map[string]*corev1.Pod{}, map[string]map[string]*corev1.Pod{}
-	s.objects, s.specDirty = map[string]client.Object{}, map[string]bool{}
-	s.recreate, s.written = map[string]*recreation{}, map[string]string{}
-	s.conditions, s.recorded = map[string][]metav1.Condition{}, map[string]string{}
-	s.significant, s.wroteAt, s.abandoned = map[string]string{}, map[string]time.Time{}, map[string]string{}
-	s.phases = map[string]spv1alpha1.PodGroupPhase{}
-	s.queueWritten = map[string]string{}
-	s.queueNamespaces, s.queueErrors = map[string]map[string]bool{}, map[string]error{}
-	s.memberOf, s.declared, s.declaredBy = map[string]string{}, map[string]map[string]bool{}, map[string]string{}
-	s.failed, s.suspended, s.leaving = map[string]bool{}, map[types.NamespacedName]*suspension{}, map[types.UID]*cleanup{}
-	s.owners, s.ownerObjects = map[types.NamespacedName]ownerEntry{}, map[string]*unstructured.Unstructured{}
-	s.rechecks, s.said = map[string]*recheck{}, map[string]string{}
 }
 
 // engineConfig translates the configuration into the engine's defaults.
@@ -187,7 +130,7 @@ func (s *scheduler) engineConfig() engine.Config {
 func (s *scheduler) loop(ctx context.Context) {
 	timer := s.clock.NewTimer(0)
 	defer timer.Stop()
-	s.ensureDefaultQueue()
+	s.queues.ensureDefault()
 	for {
 		select {
 		case <-ctx.Done():
@@ -198,20 +141,23 @@ func (s *scheduler) loop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.recheckOwners()
-		s.apply(ctx, s.changes.take())
+		s.owners.recheck(s.mirror.known)
+		s.mirror.apply(ctx, s.changes.take())
+		for _, key := range s.mirror.takeDirty() {
+			s.translator.translate(key)
+		}
 		for _, pod := range s.binder.takeFailed() {
 			s.eng.BindFailed(pod)
 		}
 		began, now := time.Now(), s.clock.Now()
 		out := s.eng.Step(now)
-		s.observe(out, time.Since(began))
+		s.metrics.Record(out, time.Since(began))
 		if s.observer != nil {
 			s.observer.Stepped(now, out, s.eng.Group)
 		}
 		s.carryOut(ctx, out)
 		wakeAt := s.report(ctx, out)
-		for _, at := range []time.Time{s.resumeDue(ctx), s.nextRecheck()} {
+		for _, at := range []time.Time{s.suspender.resumeDue(ctx), s.owners.nextRecheck()} {
 			if !at.IsZero() && (wakeAt.IsZero() || at.Before(wakeAt)) {
 				wakeAt = at
 			}
@@ -233,7 +179,7 @@ const summaryPeriod = time.Second
 func (s *scheduler) report(ctx context.Context, out engine.Output) time.Time {
 	now := s.clock.Now()
 	all := !now.Before(s.nextSummary)
-	s.writeStatuses(out.Changed, all)
+	s.reporter.write(out.Changed, all)
 	if !all {
 		if out.WakeAt.IsZero() || s.nextSummary.Before(out.WakeAt) {
 			return s.nextSummary
@@ -242,7 +188,7 @@ func (s *scheduler) report(ctx context.Context, out engine.Output) time.Time {
 	}
 	s.metrics.SetQueues(s.eng)
 	s.metrics.TrackedGroups.Set(float64(s.trackedGroups()))
-	s.writeQueueStatuses(ctx)
+	s.queues.writeStatuses(ctx)
 	s.nextSummary = now.Add(summaryPeriod)
 	return out.WakeAt
 }
@@ -256,17 +202,47 @@ func (s *scheduler) sleep(wakeAt time.Time) time.Duration {
 	return d
 }
 
-// carryOut records the output's events, evicts, and hands the binds to the binder.
+// carryOut records the output's events, evicts, replaces failed members, and hands the
+// plans to the binder.
 func (s *scheduler) carryOut(ctx context.Context, out engine.Output) {
 	for _, ev := range out.Events {
 		if !unrecorded[ev.Reason] {
-			s.groupEvent(ev.Group, string(ev.Type), ev.Reason, ev.Message)
+			s.mirror.groupEvent(ev.Group, string(ev.Type), ev.Reason, ev.Message)
 		}
 	}
 	s.evictGroups(ctx, out.Evictions)
-	s.replaceFailed(ctx)
-	s.bindAll(ctx, out.Binds)
+	s.evictor.replaceFailed(ctx)
+	for _, plan := range out.Plans {
+		s.binder.submit(ctx, newBindJob(plan, s.mirror.pod))
+	}
 	s.forgetGroups(out.Dropped)
+}
+
+// evictGroups carries out the engine's evictions, group by group: a group that a batch
+// Job owns whole is evicted by suspending the Job, any other by deleting its pods. If
+// the suspension fails, the pods are deleted.
+func (s *scheduler) evictGroups(ctx context.Context, evictions []engine.Eviction) {
+	byGroup := map[string][]engine.Eviction{}
+	var order []string
+	for _, ev := range evictions {
+		if byGroup[ev.Group] == nil {
+			order = append(order, ev.Group)
+		}
+		byGroup[ev.Group] = append(byGroup[ev.Group], ev)
+	}
+	for _, gk := range order {
+		evs := byGroup[gk]
+		if job := s.suspender.suspendable(gk, evs[0]); job != nil {
+			err := s.suspender.suspend(ctx, gk, job, evs[0])
+			if err == nil {
+				continue
+			}
+			s.log.Error(err, "suspending a Job to evict its group; deleting its pods instead", "group", gk, "job", job)
+		}
+		for _, ev := range evs {
+			s.evictor.evict(ctx, ev)
+		}
+	}
 }
 
 // unrecorded are the transitions muster does not record as Kubernetes Events. In the
@@ -275,23 +251,3 @@ func (s *scheduler) carryOut(ctx context.Context, out engine.Output) {
 // its own FailedBinding event). They stay in the group's conditions and lifecycle
 // record; as Events they made half of a group's Event writes and told nothing new.
 var unrecorded = map[string]bool{lifecycle.ReasonMembersPresent: true, lifecycle.ReasonBound: true}
-
-// podKey returns namespace/name.
-func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
-
-// splitKey splits namespace/name.
-func splitKey(key string) types.NamespacedName {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '/' {
-			return types.NamespacedName{Namespace: key[:i], Name: key[i+1:]}
-		}
-	}
-	return types.NamespacedName{Name: key}
-}
-
-// refOfKey parses a group key SOURCE/namespace/name.
-func refOfKey(key string) source.Ref {
-	src := splitKey(key)
-	nn := splitKey(src.Name)
-	return source.Ref{Source: engine.Source(src.Namespace), Namespace: nn.Namespace, Name: nn.Name}
-}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/source"
 )
 
@@ -19,52 +20,65 @@ import (
 // A pod that names groups of two APIs joins the first (see source.GroupOf) and gets an
 // AmbiguousGroup Event. Each is said once per pod and reason.
 
+// podNotes says on a pod why muster cannot schedule it, once per pod and reason. It is
+// the mirror's, on the loop's goroutine.
+type podNotes struct {
+	*kit
+	// apis holds the group APIs the cluster serves.
+	apis map[engine.Source]bool
+	// said holds, per pod key, the reason and message last given.
+	said map[string]string
+}
+
+// forget drops what was said to a pod that is gone.
+func (n *podNotes) forget(key string) { delete(n.said, key) }
+
 // sayMissing tells each of pods, muster's members of group ref, that ref's object does
 // not exist or cannot.
-func (s *scheduler) sayMissing(ctx context.Context, ref source.Ref, pods []*corev1.Pod) {
+func (n *podNotes) sayMissing(ctx context.Context, ref source.Ref, pods []*corev1.Pod) {
 	reason, msg := source.ReasonInvalidGroupName, source.InvalidName(ref)
 	if msg == "" {
 		api := apiOf(ref.Source)
 		if api == nil {
 			return
 		}
-		reason, msg = source.ReasonGroupNotFound, source.NotFound(ref, api.gvr.GroupVersion().String(), s.apis[ref.Source])
+		reason, msg = source.ReasonGroupNotFound, source.NotFound(ref, api.gvr.GroupVersion().String(), n.apis[ref.Source])
 	}
 	for _, p := range pods {
 		if p.Spec.NodeName == "" {
-			s.say(ctx, p, reason, msg, true)
+			n.say(ctx, p, reason, msg, true)
 		}
 	}
 }
 
 // sayAmbiguous records an AmbiguousGroup Event on p if it names groups of two APIs.
-func (s *scheduler) sayAmbiguous(ctx context.Context, p *corev1.Pod) {
+func (n *podNotes) sayAmbiguous(ctx context.Context, p *corev1.Pod) {
 	if msg := source.Ambiguous(p); msg != "" {
-		s.say(ctx, p, source.ReasonAmbiguousGroup, msg, false)
+		n.say(ctx, p, source.ReasonAmbiguousGroup, msg, false)
 	}
 }
 
 // say records an Event of reason on p and, when unscheduled is set, gives it
 // PodScheduled=False with that reason, once per pod and message.
-func (s *scheduler) say(ctx context.Context, p *corev1.Pod, reason, msg string, unscheduled bool) {
+func (n *podNotes) say(ctx context.Context, p *corev1.Pod, reason, msg string, unscheduled bool) {
 	key := podKey(p)
-	if s.said[key] == reason+"\x00"+msg {
+	if n.said[key] == reason+"\x00"+msg {
 		return
 	}
-	s.said[key] = reason + "\x00" + msg
-	s.event(p, corev1.EventTypeWarning, reason, msg)
+	n.said[key] = reason + "\x00" + msg
+	n.event(p, corev1.EventTypeWarning, reason, msg)
 	if !unscheduled {
 		return
 	}
 	patch := map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{
 		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason,
-		Message: msg, LastTransitionTime: metav1.NewTime(s.clock.Now()),
+		Message: msg, LastTransitionTime: metav1.NewTime(n.clock.Now()),
 	}}}}
 	data, err := json.Marshal(patch)
 	if err == nil {
-		_, err = s.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
+		_, err = n.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
-		s.log.Error(err, "writing why a pod is not scheduled", "pod", key, "reason", reason)
+		n.log.Error(err, "writing why a pod is not scheduled", "pod", key, "reason", reason)
 	}
 }

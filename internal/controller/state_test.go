@@ -4,51 +4,86 @@ import (
 	"reflect"
 	"testing"
 	"unsafe"
+
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 )
 
-// notPerGroup are the scheduler's maps with string keys that are not keyed by group:
-// they are emptied with the pods or queues they hold.
+// notPerGroup are the owners' maps with string keys that are not keyed by group: they
+// are emptied with the pods or Queues they hold.
 var notPerGroup = map[string]string{
-	"pods": "pod keys", "memberOf": "pod keys", "failed": "pod keys", "recreate": "pod keys",
-	"declaredBy": "pod keys", "said": "pod keys", "declared": "emptied as its pods go (declare)", "queueWritten": "Queue names",
-	"queueNamespaces": "Queue names", "queueErrors": "Queue names",
+	"mirror.pods": "pod keys", "mirror.memberOf": "pod keys", "mirror.failed": "pod keys",
+	"mirror.declaredBy": "pod keys", "mirror.declared": "emptied as its pods go (declare)",
+	"evictor.recreate":  "pod keys",
+	"queueBook.written": "Queue names", "queueBook.namespaces": "Queue names", "queueBook.errors": "Queue names",
 }
 
-// TestForgetGroupsEmptiesEveryPerGroupMap: after the engine drops a group, every map the
-// scheduler keeps with string keys holds nothing for it, except those keyed by pod or
-// Queue. A map added to the scheduler later is checked too: the test fills every
-// string-keyed map by reflection, so one that forgetGroups misses fails it.
-func TestForgetGroupsEmptiesEveryPerGroupMap(t *testing.T) {
-	s := &scheduler{}
-	s.initState()
-	const key = "Labels/ns/churn"
-	v := reflect.ValueOf(s).Elem()
-	var maps []string
-	for i := range v.NumField() {
-		f := v.Field(i)
-		if f.Kind() != reflect.Map || f.Type().Key() != reflect.TypeFor[string]() {
+// wiredScheduler returns a scheduler with its owners made and empty, as Start makes them.
+func wiredScheduler() *scheduler {
+	s := &scheduler{kit: &kit{cfg: musterv1alpha1.DefaultConfiguration()}}
+	s.wire(signer{}, nil, nil)
+	return s
+}
+
+// ownerMap is one string-keyed map of an owner, found by reflection.
+type ownerMap struct {
+	name string // owner type.field
+	m    reflect.Value
+}
+
+// stringKeyedMaps returns every string-keyed map of every owner of s, so that a map an
+// owner gains later is checked too.
+func stringKeyedMaps(t *testing.T, s *scheduler) []ownerMap {
+	t.Helper()
+	var out []ownerMap
+	sv := reflect.ValueOf(s).Elem()
+	for i := range sv.NumField() {
+		f := sv.Field(i)
+		if f.Kind() != reflect.Pointer || f.Elem().Kind() != reflect.Struct || sv.Type().Field(i).Anonymous {
 			continue
 		}
-		name := v.Type().Field(i).Name
-		if f.IsNil() {
-			t.Fatalf("initState left map %s nil", name)
+		ov := f.Elem()
+		if ov.Type().PkgPath() != sv.Type().PkgPath() || ov.Type() == reflect.TypeFor[changes]() {
+			continue // the engine's own state (its tests check it), and the batch of changes
 		}
-		m := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
-		m.SetMapIndex(reflect.ValueOf(key), reflect.Zero(f.Type().Elem()))
-		maps = append(maps, name)
+		for j := range ov.NumField() {
+			mf := ov.Field(j)
+			if mf.Kind() != reflect.Map || mf.Type().Key() != reflect.TypeFor[string]() {
+				continue
+			}
+			name := ov.Type().Name() + "." + ov.Type().Field(j).Name
+			if mf.IsNil() {
+				t.Fatalf("the owner left map %s nil", name)
+			}
+			out = append(out, ownerMap{name, reflect.NewAt(mf.Type(), unsafe.Pointer(mf.UnsafeAddr())).Elem()})
+		}
 	}
-	if len(maps) < 10 {
-		t.Fatalf("expected the scheduler's per-group maps, found only %v", maps)
+	if len(out) < 15 {
+		t.Fatalf("expected the owners' string-keyed maps, found only %d", len(out))
 	}
+	return out
+}
+
+// TestForgetGroupsEmptiesEveryPerGroupMap: after the engine drops a group, every map an
+// owner keeps with string keys holds nothing for it, except those keyed by pod or Queue.
+// The test fills every string-keyed map of every owner by reflection, so a map that
+// its owner's forget misses fails it.
+func TestForgetGroupsEmptiesEveryPerGroupMap(t *testing.T) {
+	s := wiredScheduler()
+	const key = "Labels/ns/churn"
+	maps := stringKeyedMaps(t, s)
+	for _, m := range maps {
+		m.m.SetMapIndex(reflect.ValueOf(key), reflect.Zero(m.m.Type().Elem()))
+	}
+	delete(s.mirror.objects, key) // the group is gone: no object, no member
+	delete(s.mirror.members, key)
 	s.forgetGroups([]string{key})
-	for _, name := range maps {
-		m := v.FieldByName(name)
-		left := m.MapIndex(reflect.ValueOf(key)).IsValid()
-		switch _, exempt := notPerGroup[name]; {
+	for _, m := range maps {
+		left := m.m.MapIndex(reflect.ValueOf(key)).IsValid()
+		switch _, exempt := notPerGroup[m.name]; {
 		case left && !exempt:
-			t.Errorf("after the group was dropped, map %s still holds it", name)
-		case !left && exempt:
-			t.Errorf("map %s (%s) lost an entry of that key: forgetGroups deletes by group key only", name, notPerGroup[name])
+			t.Errorf("after the group was dropped, map %s still holds it", m.name)
+		case !left && exempt && m.name != "mirror.objects" && m.name != "mirror.members":
+			t.Errorf("map %s (%s) lost an entry of that key: forgetGroups deletes by group key only", m.name, notPerGroup[m.name])
 		}
 	}
 }
@@ -56,38 +91,29 @@ func TestForgetGroupsEmptiesEveryPerGroupMap(t *testing.T) {
 // TestTrackedGroupsCountsEveryPerGroupMap: a group held by any one per-group map counts
 // as one tracked group (muster_tracked_groups), one held only by a map keyed by pod or
 // Queue counts as none, and a dropped group leaves the count. Each string-keyed map of
-// the scheduler is filled alone, by reflection, so a per-group map added later that
-// trackedGroups does not read fails it.
+// every owner is filled alone, by reflection.
 func TestTrackedGroupsCountsEveryPerGroupMap(t *testing.T) {
 	const key = "PodGroup/ns/churn"
-	probe := &scheduler{}
-	probe.initState()
-	typ := reflect.TypeOf(probe).Elem()
-	checked := 0
-	for i := range typ.NumField() {
-		ft := typ.Field(i)
-		if ft.Type.Kind() != reflect.Map || ft.Type.Key() != reflect.TypeFor[string]() {
-			continue
-		}
-		s := &scheduler{}
-		s.initState()
-		f := reflect.ValueOf(s).Elem().Field(i)
-		m := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
-		m.SetMapIndex(reflect.ValueOf(key), reflect.Zero(f.Type().Elem()))
+	n := len(stringKeyedMaps(t, wiredScheduler()))
+	for i := range n {
+		s := wiredScheduler()
+		m := stringKeyedMaps(t, s)[i]
+		m.m.SetMapIndex(reflect.ValueOf(key), reflect.Zero(m.m.Type().Elem()))
 		want := 1
-		if _, exempt := notPerGroup[ft.Name]; exempt {
+		if _, exempt := notPerGroup[m.name]; exempt {
 			want = 0
 		}
 		if got := s.trackedGroups(); got != want {
-			t.Errorf("with only map %s holding the group: expected %d tracked groups, found %d", ft.Name, want, got)
+			t.Errorf("with only map %s holding the group: expected %d tracked groups, found %d", m.name, want, got)
+		}
+		if m.name == "mirror.objects" || m.name == "mirror.members" {
+			m.m.SetMapIndex(reflect.ValueOf(key), reflect.Value{}) // gone, for forgetGroups
 		}
 		s.forgetGroups([]string{key})
-		if got := s.trackedGroups(); got != 0 {
-			t.Errorf("after the group held by map %s was dropped: expected 0 tracked groups, found %d", ft.Name, got)
+		if _, exempt := notPerGroup[m.name]; !exempt {
+			if got := s.trackedGroups(); got != 0 {
+				t.Errorf("after the group held by map %s was dropped: expected 0 tracked groups, found %d", m.name, got)
+			}
 		}
-		checked++
-	}
-	if checked < 10 {
-		t.Fatalf("expected the scheduler's string-keyed maps, found only %d", checked)
 	}
 }

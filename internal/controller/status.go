@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +50,53 @@ func podGroupPhase(st engine.Status) spv1alpha1.PodGroupPhase {
 	return spv1alpha1.PodGroupPending
 }
 
+// reporter writes each group's status from the engine's: its conditions, in its API's
+// form, and its lifecycle record, on the group object, or the record alone on a member
+// pod for a group without one. It prepares the writes on the loop's goroutine and the
+// status writer sends them. It owns what it last wrote per group.
+type reporter struct {
+	*kit
+	eng    *engine.Engine
+	mirror *mirror
+	owners *owners
+	writer *statusWriter
+	// written holds the last status written per group, to write only changes.
+	written map[string]string
+	// conditions holds the conditions last written per group.
+	conditions map[string][]metav1.Condition
+	// recorded holds the lifecycle record last written per group.
+	recorded map[string]string
+	// phases holds the status.phase last written on each scheduler-plugins PodGroup.
+	phases map[string]spv1alpha1.PodGroupPhase
+	// significant and wroteAt hold, per group, the state last written and when.
+	significant map[string]string
+	wroteAt     map[string]time.Time
+	// abandoned holds, per group, the significance of the status write the API server
+	// refused for good: it is not tried again until the group's state changes.
+	abandoned map[string]string
+}
+
+func newReporter(k *kit, eng *engine.Engine, m *mirror, o *owners) *reporter {
+	return &reporter{
+		kit: k, eng: eng, mirror: m, owners: o, writer: newStatusWriter(k.log),
+		written: map[string]string{}, conditions: map[string][]metav1.Condition{}, recorded: map[string]string{},
+		phases: map[string]spv1alpha1.PodGroupPhase{}, significant: map[string]string{},
+		wroteAt: map[string]time.Time{}, abandoned: map[string]string{},
+	}
+}
+
+// forget drops what the reporter keeps of a group: the engine forgot it, or its object
+// is gone (a new object of that name gets its status written anew).
+func (r *reporter) forget(key string) {
+	delete(r.written, key)
+	delete(r.conditions, key)
+	delete(r.recorded, key)
+	delete(r.phases, key)
+	delete(r.significant, key)
+	delete(r.wroteAt, key)
+	delete(r.abandoned, key)
+}
+
 // groupWrite is one group's pending status write: what to send, and what the loop
 // remembers it sent.
 type groupWrite struct {
@@ -65,18 +110,18 @@ type groupWrite struct {
 // a group that has no object. It looks at the groups the pass changed, or at every
 // group when all is set. The writes are prepared here, in the loop, and sent by the
 // status writer; a write that fails is prepared again on the next pass.
-func (s *scheduler) writeStatuses(changed map[string]bool, all bool) {
-	s.giveUp(s.writer.takeRefused())
-	failed := s.writer.takeFailed()
+func (r *reporter) write(changed map[string]bool, all bool) {
+	r.giveUp(r.writer.takeRefused())
+	failed := r.writer.takeFailed()
 	for _, key := range failed {
-		delete(s.significant, key)
-		delete(s.written, key)
-		delete(s.recorded, key)
-		delete(s.phases, key)
+		delete(r.significant, key)
+		delete(r.written, key)
+		delete(r.recorded, key)
+		delete(r.phases, key)
 	}
 	var order []string
 	if all {
-		order = s.eng.Groups()
+		order = r.eng.Groups()
 	} else {
 		keys := maps.Clone(changed)
 		if keys == nil {
@@ -88,13 +133,13 @@ func (s *scheduler) writeStatuses(changed map[string]bool, all bool) {
 		order = sortedKeys(keys)
 	}
 	for _, key := range order {
-		w, ok := s.prepareWrite(key)
+		w, ok := r.prepareWrite(key)
 		if !ok {
 			continue
 		}
-		s.writer.queue(w)
-		s.written[w.key], s.recorded[w.key] = w.fingerprint, w.record
-		s.significant[w.key], s.wroteAt[w.key] = w.significant, s.clock.Now()
+		r.writer.queue(w)
+		r.written[w.key], r.recorded[w.key] = w.fingerprint, w.record
+		r.significant[w.key], r.wroteAt[w.key] = w.significant, r.clock.Now()
 	}
 }
 
@@ -107,58 +152,58 @@ const ReasonStatusNotWritten = "StatusNotWritten"
 // significance), with a StatusNotWritten Event and a count in
 // muster_status_not_written_total. Before, muster retried such a write on every pass,
 // about 31 times a minute, for ever.
-func (s *scheduler) giveUp(refused []refusal) {
-	for _, r := range refused {
-		s.abandoned[r.key] = r.significant
-		s.metrics.StatusNotWritten.WithLabelValues(string(r.reason)).Inc()
-		s.groupEvent(r.key, corev1.EventTypeWarning, ReasonStatusNotWritten,
-			fmt.Sprintf("the API server refused the group's status (%s); muster writes it again when the group's state changes: %v", r.reason, r.err))
+func (r *reporter) giveUp(refused []refusal) {
+	for _, f := range refused {
+		r.abandoned[f.key] = f.significant
+		r.metrics.StatusNotWritten.WithLabelValues(string(f.reason)).Inc()
+		r.mirror.groupEvent(f.key, corev1.EventTypeWarning, ReasonStatusNotWritten,
+			fmt.Sprintf("the API server refused the group's status (%s); muster writes it again when the group's state changes: %v", f.reason, f.err))
 	}
 }
 
 // prepareWrite builds the write of one group's status, or reports that nothing changed.
-func (s *scheduler) prepareWrite(key string) (groupWrite, bool) {
-	st, ok := s.eng.Group(key)
-	if !ok || !s.due(key, st) {
+func (r *reporter) prepareWrite(key string) (groupWrite, bool) {
+	st, ok := r.eng.Group(key)
+	if !ok || !r.due(key, st) {
 		return groupWrite{}, false
 	}
-	if sig, refused := s.abandoned[key]; refused {
+	if sig, refused := r.abandoned[key]; refused {
 		if sig == significance(st) {
 			return groupWrite{}, false // refused for good; tried again once the state moves
 		}
-		delete(s.abandoned, key)
+		delete(r.abandoned, key)
 	}
 	record, err := explain.EncodeRecord(st)
 	if err != nil {
-		s.log.Error(err, "encoding a lifecycle record", "group", key)
+		r.log.Error(err, "encoding a lifecycle record", "group", key)
 		return groupWrite{}, false
 	}
 	w := groupWrite{key: key, record: record, significant: significance(st)}
-	if s.objects[key] == nil {
+	if r.mirror.object(key) == nil {
 		// The record goes on a member pod; pods created again after an eviction (the
 		// group kept its state for them) get it again.
-		holder := s.recordHolder(key, w.record)
+		holder := r.recordHolder(key, w.record)
 		if holder == nil {
 			return w, false
 		}
 		w.fingerprint = string(holder.UID)
-		if s.recorded[key] == w.record && s.written[key] == w.fingerprint {
+		if r.recorded[key] == w.record && r.written[key] == w.fingerprint {
 			return w, false
 		}
-		w.send = s.podRecordWrite(holder, w.record)
+		w.send = r.podRecordWrite(holder, w.record)
 		return w, true
 	}
-	conds := s.conditionsOf(key, st)
+	conds := r.conditionsOf(key, st)
 	fp, _ := json.Marshal(struct {
 		C []metav1.Condition
 		P spv1alpha1.PodGroupPhase
 	}{conds, podGroupPhase(st)})
 	w.fingerprint = string(fp)
-	statusChanged := s.written[key] != w.fingerprint
-	if !statusChanged && s.recorded[key] == w.record {
+	statusChanged := r.written[key] != w.fingerprint
+	if !statusChanged && r.recorded[key] == w.record {
 		return w, false
 	}
-	w.send = s.objectWrite(key, st, conds, statusChanged, w.record)
+	w.send = r.objectWrite(key, st, conds, statusChanged, w.record)
 	return w, true
 }
 
@@ -171,8 +216,8 @@ const messageRefresh = 10 * time.Second
 // reasons, attempts, the kind of wait), or only its messages did and the last write is
 // older than messageRefresh. The loop passes at least every reconcilePeriod, so a
 // held-back message is written at most that late.
-func (s *scheduler) due(key string, st engine.Status) bool {
-	return s.significant[key] != significance(st) || !s.wroteAt[key].Add(messageRefresh).After(s.clock.Now())
+func (r *reporter) due(key string, st engine.Status) bool {
+	return r.significant[key] != significance(st) || !r.wroteAt[key].Add(messageRefresh).After(r.clock.Now())
 }
 
 // significance renders what of a group's status must reach its object at once.
@@ -186,14 +231,14 @@ func significance(st engine.Status) string {
 // no controller owns its members, that nothing will create the missing ones. Only
 // Admitted says why the group is not admitted yet; the other conditions keep their own
 // meaning.
-func (s *scheduler) conditionsOf(key string, st engine.Status) []metav1.Condition {
+func (r *reporter) conditionsOf(key string, st engine.Status) []metav1.Condition {
 	conds := Conditions(st)
 	if st.Phase != lifecycle.Gathering {
 		return conds
 	}
-	if owner := s.ownerObjects[key]; owner != nil {
+	if owner := r.owners.objectOf(key); owner != nil {
 		conds[0].Message = source.Gathering(st.Spec, st.Observed.Members, owner)
-	} else if note := source.Unowned(st.Spec, st.Observed.Members, s.memberList(key)); note != "" {
+	} else if note := source.Unowned(st.Spec, st.Observed.Members, r.mirror.memberList(key)); note != "" {
 		conds[0].Message += "; " + note
 	}
 	return conds
@@ -203,27 +248,27 @@ func (s *scheduler) conditionsOf(key string, st engine.Status) []metav1.Conditio
 // record, and the conditions of scheduler-plugins PodGroups, whose API has no field for
 // them) and, when the status changed, its status, keeping the transition times of
 // conditions whose status did not change.
-func (s *scheduler) objectWrite(key string, st engine.Status, conds []metav1.Condition, statusChanged bool, record string) func(context.Context) error {
+func (r *reporter) objectWrite(key string, st engine.Status, conds []metav1.Condition, statusChanged bool, record string) func(context.Context) error {
 	ref := refOfKey(key)
 	api := apiOf(ref.Source)
 	annotations := map[string]any{musterv1alpha1.LifecycleAnnotation: record}
 	var status map[string]any
 	var subresources []string
 	if statusChanged {
-		prev := s.previousConditions(key)
-		now := metav1.NewTime(s.clock.Now())
+		prev := r.previousConditions(key)
+		now := metav1.NewTime(r.clock.Now())
 		for _, c := range conds {
 			c.LastTransitionTime = now
 			meta.SetStatusCondition(&prev, c)
 		}
-		s.conditions[key] = prev
+		r.conditions[key] = prev
 		switch ref.Source {
 		case engine.Coscheduling:
 			data, _ := json.Marshal(prev) // conditions always encode
 			annotations[StatusAnnotation] = string(data)
 			// The conditions travel in the annotation; status.phase only when it moves.
-			if phase := podGroupPhase(st); s.phases[key] != phase {
-				s.phases[key] = phase
+			if phase := podGroupPhase(st); r.phases[key] != phase {
+				r.phases[key] = phase
 				status, subresources = map[string]any{"phase": phase}, []string{"status"}
 			}
 		case engine.Volcano: // no status subresource: one patch of the main resource
@@ -236,21 +281,21 @@ func (s *scheduler) objectWrite(key string, st engine.Status, conds []metav1.Con
 	return func(ctx context.Context) error {
 		if status != nil && len(subresources) == 0 {
 			metadata["status"] = status
-			return s.patch(ctx, api, ref.Namespace, ref.Name, metadata)
+			return r.patch(ctx, api, ref.Namespace, ref.Name, metadata)
 		}
-		if err := s.patch(ctx, api, ref.Namespace, ref.Name, metadata); err != nil {
+		if err := r.patch(ctx, api, ref.Namespace, ref.Name, metadata); err != nil {
 			return err
 		}
 		if status == nil {
 			return nil
 		}
-		return s.patch(ctx, api, ref.Namespace, ref.Name, map[string]any{"status": status}, subresources...)
+		return r.patch(ctx, api, ref.Namespace, ref.Name, map[string]any{"status": status}, subresources...)
 	}
 }
 
 // previousConditions returns the conditions last written for a group.
-func (s *scheduler) previousConditions(key string) []metav1.Condition {
-	return append([]metav1.Condition(nil), s.conditions[key]...)
+func (r *reporter) previousConditions(key string) []metav1.Condition {
+	return append([]metav1.Condition(nil), r.conditions[key]...)
 }
 
 // volcanoConditions converts conditions to Volcano's PodGroupCondition.
@@ -269,12 +314,12 @@ func volcanoConditions(conds []metav1.Condition) []volcanov1beta1.PodGroupCondit
 }
 
 // patch applies a JSON merge patch to a group object.
-func (s *scheduler) patch(ctx context.Context, api *groupAPI, ns, name string, patch map[string]any, subresources ...string) error {
+func (r *reporter) patch(ctx context.Context, api *groupAPI, ns, name string, patch map[string]any, subresources ...string) error {
 	data, err := json.Marshal(patch)
 	if err != nil {
 		return fmt.Errorf("encoding a patch of %s %s/%s: %w", api.gvr.Resource, ns, name, err)
 	}
-	_, err = s.dyn.Resource(api.gvr).Namespace(ns).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{}, subresources...)
+	_, err = r.dyn.Resource(api.gvr).Namespace(ns).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{}, subresources...)
 	if err != nil {
 		return fmt.Errorf("patching %s %s/%s: %w", api.gvr.GroupResource(), ns, name, err)
 	}
@@ -284,8 +329,8 @@ func (s *scheduler) patch(ctx context.Context, api *groupAPI, ns, name string, p
 // recordHolder returns the member pod that is to carry a plain group's lifecycle
 // record: its lowest-named with room for it in its annotations (see hasRoom), or nil
 // when the group has no member left, or none with room.
-func (s *scheduler) recordHolder(key, record string) *corev1.Pod {
-	for _, p := range s.byName(key) {
+func (r *reporter) recordHolder(key, record string) *corev1.Pod {
+	for _, p := range r.mirror.byName(key) {
 		if hasRoom(p, musterv1alpha1.LifecycleAnnotation, record) {
 			return p
 		}
@@ -293,26 +338,8 @@ func (s *scheduler) recordHolder(key, record string) *corev1.Pod {
 	return nil
 }
 
-// recordCarrier returns the member pod that carries a plain group's lifecycle record,
-// the lowest-named that has one, or nil.
-func (s *scheduler) recordCarrier(key string) *corev1.Pod {
-	for _, p := range s.byName(key) {
-		if _, ok := p.Annotations[musterv1alpha1.LifecycleAnnotation]; ok {
-			return p
-		}
-	}
-	return nil
-}
-
-// byName returns a group's member pods sorted by name.
-func (s *scheduler) byName(key string) []*corev1.Pod {
-	pods := s.memberList(key)
-	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-	return pods
-}
-
 // podRecordWrite prepares the write of a plain group's lifecycle record on holder.
-func (s *scheduler) podRecordWrite(holder *corev1.Pod, record string) func(context.Context) error {
+func (r *reporter) podRecordWrite(holder *corev1.Pod, record string) func(context.Context) error {
 	ns, name := holder.Namespace, holder.Name
 	return func(ctx context.Context) error {
 		patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{musterv1alpha1.LifecycleAnnotation: record}}}
@@ -320,7 +347,7 @@ func (s *scheduler) podRecordWrite(holder *corev1.Pod, record string) func(conte
 		if err != nil {
 			return fmt.Errorf("encoding a patch: %w", err)
 		}
-		_, err = s.kube.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{})
+		_, err = r.kube.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{})
 		if err != nil {
 			return fmt.Errorf("patching pod %s/%s: %w", ns, name, err)
 		}

@@ -30,6 +30,30 @@ import (
 // muster.dev/suspended annotation while muster holds it suspended, and the group's
 // lifecycle record, from which a restarted muster resumes both the Job and the group.
 
+// suspender evicts a group that one batch Job owns whole by suspending the Job, and
+// resumes the Job when the group's backoff ends. It runs on the loop's goroutine and
+// owns the Jobs it suspended and the pods of those Jobs on their way out.
+type suspender struct {
+	*kit
+	eng    *engine.Engine
+	mirror *mirror
+	owners *owners
+	// suspended holds the Jobs muster suspended and will resume; leaving holds, by UID,
+	// the pods of the Jobs it suspended, which are no members of any group while they
+	// go, and their eviction's cleanup.
+	suspended map[types.NamespacedName]*suspension
+	leaving   map[types.UID]*cleanup
+}
+
+func newSuspender(k *kit, eng *engine.Engine, m *mirror, o *owners) *suspender {
+	return &suspender{kit: k, eng: eng, mirror: m, owners: o,
+		suspended: map[types.NamespacedName]*suspension{}, leaving: map[types.UID]*cleanup{}}
+}
+
+// isLeaving reports whether the pod of uid is one of a Job muster suspended, on its way
+// out.
+func (u *suspender) isLeaving(uid types.UID) bool { return u.leaving[uid] != nil }
+
 // suspension is a Job muster suspended and will resume, and when.
 type suspension struct {
 	group    string
@@ -45,41 +69,14 @@ type cleanup struct {
 }
 
 // gone notes that a pod is gone, closing its Job's cleanup if it was the last.
-func (s *scheduler) gone(uid types.UID) {
-	c := s.leaving[uid]
+func (u *suspender) gone(uid types.UID) {
+	c := u.leaving[uid]
 	if c == nil {
 		return
 	}
-	delete(s.leaving, uid)
+	delete(u.leaving, uid)
 	if c.left--; c.left == 0 {
-		s.metrics.Cleanup.Observe(s.clock.Since(c.since).Seconds())
-	}
-}
-
-// evictGroups carries out the engine's evictions, group by group: a group that a batch
-// Job owns whole is evicted by suspending the Job, any other by deleting its pods. If
-// the suspension fails, the pods are deleted.
-func (s *scheduler) evictGroups(ctx context.Context, evictions []engine.Eviction) {
-	byGroup := map[string][]engine.Eviction{}
-	var order []string
-	for _, ev := range evictions {
-		if byGroup[ev.Group] == nil {
-			order = append(order, ev.Group)
-		}
-		byGroup[ev.Group] = append(byGroup[ev.Group], ev)
-	}
-	for _, gk := range order {
-		evs := byGroup[gk]
-		if job := s.suspendable(ctx, gk, evs[0]); job != nil {
-			err := s.suspend(ctx, gk, job, evs[0])
-			if err == nil {
-				continue
-			}
-			s.log.Error(err, "suspending a Job to evict its group; deleting its pods instead", "group", gk, "job", job)
-		}
-		for _, ev := range evs {
-			s.evict(ctx, ev)
-		}
+		u.metrics.Cleanup.Observe(u.clock.Since(c.since).Seconds())
 	}
 }
 
@@ -87,13 +84,13 @@ func (s *scheduler) evictGroups(ctx context.Context, evictions []engine.Eviction
 // members must all be controlled by one batch/v1 Job, and the eviction must not be a
 // cancellation (the owner removed the pods already). A Job that something else controls
 // (a JobSet) is not suspended: its controller would resume it.
-func (s *scheduler) suspendable(ctx context.Context, gk string, ev engine.Eviction) *types.NamespacedName {
+func (u *suspender) suspendable(gk string, ev engine.Eviction) *types.NamespacedName {
 	if ev.Reason == lifecycle.ReasonCancelled {
 		return nil
 	}
 	var job *metav1.OwnerReference
 	ns := ""
-	for _, p := range s.memberList(gk) {
+	for _, p := range u.mirror.memberList(gk) {
 		ref := metav1.GetControllerOf(p)
 		if ref == nil || ref.APIVersion != "batch/v1" || ref.Kind != "Job" || (job != nil && ref.UID != job.UID) {
 			return nil
@@ -103,8 +100,10 @@ func (s *scheduler) suspendable(ctx context.Context, gk string, ev engine.Evicti
 	if job == nil {
 		return nil
 	}
-	owner := s.getOwner(ctx, ns, *job)
-	if owner == nil || metav1.GetControllerOf(owner) != nil {
+	// The group's owner as last read (never read here: the loop does not wait on the
+	// API server); a Job not read yet is not suspended, its pods are deleted.
+	owner := u.owners.objectOf(gk)
+	if owner == nil || owner.GetUID() != job.UID || metav1.GetControllerOf(owner) != nil {
 		return nil
 	}
 	return &types.NamespacedName{Namespace: ns, Name: job.Name}
@@ -112,8 +111,8 @@ func (s *scheduler) suspendable(ctx context.Context, gk string, ev engine.Evicti
 
 // suspend suspends job to evict group gk, recording on it why and the group's lifecycle
 // after the eviction, and remembers when to resume it.
-func (s *scheduler) suspend(ctx context.Context, gk string, job *types.NamespacedName, ev engine.Eviction) error {
-	st, ok := s.eng.Group(gk)
+func (u *suspender) suspend(ctx context.Context, gk string, job *types.NamespacedName, ev engine.Eviction) error {
+	st, ok := u.eng.Group(gk)
 	if !ok {
 		return fmt.Errorf("group %s: expected it known to the engine", gk)
 	}
@@ -127,55 +126,43 @@ func (s *scheduler) suspend(ctx context.Context, gk string, job *types.Namespace
 		}},
 		"spec": map[string]any{"suspend": true},
 	}
-	obj, err := s.patchJob(ctx, *job, patch)
+	obj, err := u.patchJob(ctx, *job, patch)
 	if err != nil {
 		return err
 	}
-	if at := resumeAt(st, s.clock.Now()); !at.IsZero() {
-		s.suspended[*job] = &suspension{group: gk, resumeAt: at}
+	if at := st.ResumeAt(u.clock.Now()); !at.IsZero() {
+		u.suspended[*job] = &suspension{group: gk, resumeAt: at}
 	}
 	// The Job keeps the group's state now: its pods leave the group at once, pods it
 	// creates on resumption start the group from the record, and those of a new Job of
 	// the same group name (created before the old pods are gone) start it anew.
-	members := s.memberList(gk)
-	c := &cleanup{since: s.clock.Now(), left: len(members)}
+	members := u.mirror.memberList(gk)
+	c := &cleanup{since: u.clock.Now(), left: len(members)}
 	for _, p := range members {
-		s.leaving[p.UID] = c
-		s.applyPod(ctx, podKey(p))
+		u.leaving[p.UID] = c
+		u.mirror.applyPod(ctx, podKey(p))
 	}
-	s.eng.HandOff(gk)
-	s.forgetOwner(obj)
+	u.eng.HandOff(gk)
+	u.owners.changed(obj)
 	msg := fmt.Sprintf("muster suspended the Job to evict its group %s: %s", groupName(gk), ev.Message)
 	if st.Phase == lifecycle.Failed {
 		msg += "; the group has Failed, and the Job stays suspended"
 	}
-	s.event(obj, corev1.EventTypeWarning, ev.Reason, msg)
+	u.event(obj, corev1.EventTypeWarning, ev.Reason, msg)
 	return nil
-}
-
-// resumeAt is when a Job suspended for a group in state st is resumed: at the end of
-// the group's backoff, never once it has Failed, else at once.
-func resumeAt(st engine.Status, now time.Time) time.Time {
-	switch {
-	case st.Phase == lifecycle.Failed:
-		return time.Time{}
-	case st.Phase == lifecycle.Backoff && st.WakeAt.After(now):
-		return st.WakeAt
-	}
-	return now
 }
 
 // resumeDue resumes the Jobs whose time has come, and returns when the next one is due
 // (zero: none).
-func (s *scheduler) resumeDue(ctx context.Context) time.Time {
-	if len(s.suspended) == 0 {
+func (u *suspender) resumeDue(ctx context.Context) time.Time {
+	if len(u.suspended) == 0 {
 		return time.Time{} // the loop's every pass: nothing to sort
 	}
-	now := s.clock.Now()
+	now := u.clock.Now()
 	var next time.Time
 	byName := func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }
-	for _, job := range slices.SortedFunc(maps.Keys(s.suspended), byName) {
-		sp := s.suspended[job]
+	for _, job := range slices.SortedFunc(maps.Keys(u.suspended), byName) {
+		sp := u.suspended[job]
 		if sp.resumeAt.After(now) {
 			if next.IsZero() || sp.resumeAt.Before(next) {
 				next = sp.resumeAt
@@ -186,23 +173,23 @@ func (s *scheduler) resumeDue(ctx context.Context) time.Time {
 			"metadata": map[string]any{"annotations": map[string]any{musterv1alpha1.SuspendedAnnotation: nil}},
 			"spec":     map[string]any{"suspend": false},
 		}
-		obj, err := s.patchJob(ctx, job, patch)
+		obj, err := u.patchJob(ctx, job, patch)
 		switch {
 		case apierrors.IsNotFound(err):
-			delete(s.suspended, job)
+			delete(u.suspended, job)
 		case err != nil:
-			s.log.Error(err, "resuming a Job muster suspended; trying again", "job", job)
+			u.log.Error(err, "resuming a Job muster suspended; trying again", "job", job)
 			if retry := now.Add(time.Second); next.IsZero() || retry.Before(next) {
 				next = retry
 			}
 		default:
-			delete(s.suspended, job)
-			s.forgetOwner(obj)
+			delete(u.suspended, job)
+			u.owners.changed(obj)
 			msg := "muster resumed the Job: its group's backoff ended" // found at start: the group is not known yet
 			if sp.group != "" {
 				msg = fmt.Sprintf("muster resumed the Job: the backoff of its group %s ended", groupName(sp.group))
 			}
-			s.event(obj, corev1.EventTypeNormal, "Resumed", msg)
+			u.event(obj, corev1.EventTypeNormal, "Resumed", msg)
 		}
 	}
 	return next
@@ -211,12 +198,12 @@ func (s *scheduler) resumeDue(ctx context.Context) time.Time {
 // findSuspended reads back, when muster starts, the Jobs an earlier muster suspended:
 // each is resumed at the end of the backoff its lifecycle record names, or left
 // suspended if its group Failed.
-func (s *scheduler) findSuspended(ctx context.Context) error {
-	jobs, err := s.kube.BatchV1().Jobs("").List(ctx, metav1.ListOptions{})
+func (u *suspender) findSuspended(ctx context.Context) error {
+	jobs, err := u.kube.BatchV1().Jobs("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("listing Jobs to find those muster suspended: %w", err)
 	}
-	now := s.clock.Now()
+	now := u.clock.Now()
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		if _, ours := j.Annotations[musterv1alpha1.SuspendedAnnotation]; !ours || j.Spec.Suspend == nil || !*j.Spec.Suspend {
@@ -231,33 +218,21 @@ func (s *scheduler) findSuspended(ctx context.Context) error {
 				sp.resumeAt = rec.WakeAt.Time
 			}
 		}
-		s.suspended[types.NamespacedName{Namespace: j.Namespace, Name: j.Name}] = sp
+		u.suspended[types.NamespacedName{Namespace: j.Namespace, Name: j.Name}] = sp
 	}
 	return nil
 }
 
-// groupName renders a group key for people: namespace/name.
-func groupName(key string) string {
-	ref := refOfKey(key)
-	return ref.Namespace + "/" + ref.Name
-}
-
 // patchJob applies a JSON merge patch to a Job.
-func (s *scheduler) patchJob(ctx context.Context, job types.NamespacedName, patch map[string]any) (*batchv1.Job, error) {
+func (u *suspender) patchJob(ctx context.Context, job types.NamespacedName, patch map[string]any) (*batchv1.Job, error) {
 	data, err := json.Marshal(patch)
 	if err != nil {
 		return nil, fmt.Errorf("encoding a patch of Job %s: %w", job, err)
 	}
-	obj, err := s.kube.BatchV1().Jobs(job.Namespace).Patch(ctx, job.Name, types.MergePatchType, data, metav1.PatchOptions{})
+	obj, err := u.kube.BatchV1().Jobs(job.Namespace).Patch(ctx, job.Name, types.MergePatchType, data, metav1.PatchOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("patching Job %s: %w", job, err)
 	}
 	obj.SetGroupVersionKind(batchv1.SchemeGroupVersion.WithKind("Job"))
 	return obj, nil
-}
-
-// forgetOwner drops job from the cache of owners, so that the next read sees its
-// annotations as they are now.
-func (s *scheduler) forgetOwner(job *batchv1.Job) {
-	delete(s.owners, types.NamespacedName{Namespace: job.Namespace, Name: string(job.UID)})
 }

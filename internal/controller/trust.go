@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/muster-sched/muster/internal/engine"
 )
@@ -232,4 +233,15 @@ func (g signer) verifyPlan(carrier *corev1.Pod, raw string) (*Plan, *untrusted) 
 		return nil, &untrusted{UntrustedWrongCarrier, fmt.Sprintf("pods.%s.node: %q: the carrier is bound to %q", carrier.Name, a.Node, carrier.Spec.NodeName)}
 	}
 	return plan, nil
+}
+
+// untrusted ignores a record or a plan that failed verification: an UntrustedRecord
+// Event on the object that holds it, a log line and a count in
+// muster_untrusted_records_total.
+func (k *kit) untrusted(holder client.Object, kind string, why *untrusted) {
+	k.log.Info("ignoring a "+kind+" that failed verification", "object", holder.GetNamespace()+"/"+holder.GetName(),
+		"reason", why.reason, "detail", why.message)
+	k.metrics.Untrusted.WithLabelValues(kind, why.reason).Inc()
+	k.event(holder, corev1.EventTypeWarning, ReasonUntrustedRecord,
+		fmt.Sprintf("muster ignored the %s on this object (%s): %s", kind, why.reason, why.message))
 }

@@ -177,7 +177,7 @@ func TestVerifyPlan(t *testing.T) {
 // muster_untrusted_records_total by kind and reason, and gets an UntrustedRecord Event.
 func TestUntrustedIsCounted(t *testing.T) {
 	rec := events.NewFakeRecorder(4)
-	s := &scheduler{metrics: metrics.New(prometheus.NewRegistry()), recorder: rec}
+	s := &kit{metrics: metrics.New(prometheus.NewRegistry()), recorder: rec}
 	carrier := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x"}}
 	_, bad := testSigner(1).verifyPlan(carrier, `{"group":"Labels/b/g","attempt":1,"pods":{"x":{"node":"n1","uid":"u1"}}}`)
 	if bad == nil {

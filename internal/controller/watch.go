@@ -47,8 +47,9 @@ func apiOf(src engine.Source) *groupAPI {
 }
 
 // changes is what the informers saw change since the loop last looked: the keys of
-// the objects to read again from the cache. It is the only state the informer
-// handlers and the loop share.
+// the objects to read again from the cache, and the groups to translate again because
+// their owner was read. It is the only state the informer handlers, the owner readers
+// and the loop share.
 type changes struct {
 	mu         sync.Mutex
 	nodes      map[string]bool
@@ -56,6 +57,7 @@ type changes struct {
 	groups     map[source.Ref]bool
 	queues     map[string]bool
 	namespaces map[string]bool
+	specs      map[string]bool
 	wake       chan struct{}
 }
 
@@ -67,7 +69,16 @@ func newChanges() *changes {
 
 func (c *changes) reset() {
 	c.nodes, c.pods, c.groups, c.queues = map[string]bool{}, map[string]bool{}, map[source.Ref]bool{}, map[string]bool{}
-	c.namespaces = map[string]bool{}
+	c.namespaces, c.specs = map[string]bool{}, map[string]bool{}
+}
+
+// markSpecs marks groups to translate again and wakes the loop.
+func (c *changes) markSpecs(keys []string) {
+	c.mark(func() {
+		for _, k := range keys {
+			c.specs[k] = true
+		}
+	})
 }
 
 // mark records a change with f and wakes the loop.
@@ -85,13 +96,13 @@ func (c *changes) mark(f func()) {
 func (c *changes) take() *changes {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := &changes{nodes: c.nodes, pods: c.pods, groups: c.groups, queues: c.queues, namespaces: c.namespaces}
+	out := &changes{nodes: c.nodes, pods: c.pods, groups: c.groups, queues: c.queues, namespaces: c.namespaces, specs: c.specs}
 	c.reset()
 	return out
 }
 
 func (c *changes) empty() bool {
-	return len(c.nodes)+len(c.pods)+len(c.groups)+len(c.queues)+len(c.namespaces) == 0
+	return len(c.nodes)+len(c.pods)+len(c.groups)+len(c.queues)+len(c.namespaces)+len(c.specs) == 0
 }
 
 // handler returns informer handlers that mark the key of every changed object.
@@ -144,7 +155,6 @@ func (s *scheduler) servedAPIs() (apis []groupAPI, queues bool) {
 // watch registers the informer handlers and waits for the caches to sync.
 func (s *scheduler) watch(ctx context.Context) error {
 	apis, queues := s.servedAPIs()
-	s.apis = map[engine.Source]bool{}
 	type watched struct {
 		obj  client.Object
 		mark func(*changes, client.Object)
@@ -155,7 +165,7 @@ func (s *scheduler) watch(ctx context.Context) error {
 		{&schedulingv1.PriorityClass{}, func(*changes, client.Object) {}},
 	}
 	for _, api := range apis {
-		s.apis[api.source] = true
+		s.mirror.notes.apis[api.source] = true
 		src := api.source
 		list = append(list, watched{api.newObject(), func(c *changes, o client.Object) {
 			c.groups[source.Ref{Source: src, Namespace: o.GetNamespace(), Name: o.GetName()}] = true
@@ -167,9 +177,9 @@ func (s *scheduler) watch(ctx context.Context) error {
 			watched{&musterv1alpha1.Queue{}, func(c *changes, o client.Object) { c.queues[o.GetName()] = true }},
 			watched{&corev1.Namespace{}, func(c *changes, o client.Object) { c.namespaces[o.GetName()] = true }})
 	}
-	s.queuesServed = queues
+	s.queues.served = queues
 	for _, w := range list {
-		inf, err := s.mgr.GetCache().GetInformer(ctx, w.obj)
+		inf, err := s.cache.GetInformer(ctx, w.obj)
 		if err != nil {
 			return fmt.Errorf("watching %T: %w", w.obj, err)
 		}
@@ -177,7 +187,7 @@ func (s *scheduler) watch(ctx context.Context) error {
 			return fmt.Errorf("watching %T: %w", w.obj, err)
 		}
 	}
-	if !s.mgr.GetCache().WaitForCacheSync(ctx) {
+	if !s.cache.WaitForCacheSync(ctx) {
 		return fmt.Errorf("waiting for the caches to sync: %w", ctx.Err())
 	}
 	return nil

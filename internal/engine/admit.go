@@ -19,11 +19,12 @@ func (e *Engine) admit(now time.Time, out *Output) {
 			continue
 		}
 		g.placed = map[string]bool{} // a new attempt
-		e.bindPlan(g, a.Plan, out)
+		plan := e.bindPlan(g, a.Plan, out)
 		out.Admitted = append(out.Admitted, Admission{Group: g.key, Queue: a.Entry.Queue, Waited: now.Sub(g.queuedAt)})
 		out.decision("admitted")
 		g.queued, g.waiting, g.waitingKind = false, nil, ""
 		e.step(g, lifecycle.Admitted{Planned: len(a.Plan.Assignments)}, now, out)
+		out.Plans[plan].Attempt = g.attempt()
 		e.arm(g)
 		e.dirty[g.key] = true // observe the binds on the next Step
 	}
@@ -62,10 +63,13 @@ func (e *Engine) admit(now time.Time, out *Output) {
 	e.noteReservation(out)
 }
 
-// bindPlan turns an assumed plan into recorded binds: the snapshot counts each member on its
-// node from now on, as it will once the bind is observed.
-func (e *Engine) bindPlan(g *group, plan *placement.Plan, out *Output) {
+// bindPlan turns an assumed plan into a Plan of out for the group's current attempt, and
+// returns its index: the snapshot counts each member on its node from now on, as it will
+// once the bind is observed.
+func (e *Engine) bindPlan(g *group, plan *placement.Plan, out *Output) int {
 	plan.Revert()
+	out.Plans = append(out.Plans, Plan{Group: g.key, Attempt: g.attempt()})
+	steps := &out.Plans[len(out.Plans)-1].Steps
 	out.touch(g.key)
 	if plan.Domain != "" {
 		g.domain = plan.Domain
@@ -81,8 +85,9 @@ func (e *Engine) bindPlan(g *group, plan *placement.Plan, out *Output) {
 			g.placed = map[string]bool{}
 		}
 		g.placed[a.Member] = true
-		out.Binds = append(out.Binds, Bind{Group: g.key, Pod: a.Member, Node: a.Node})
+		*steps = append(*steps, Step{Kind: StepBind, Pod: a.Member, Node: a.Node})
 	}
+	return len(out.Plans) - 1
 }
 
 // placeReplacements places unbound members of groups that already hold their placement

@@ -39,7 +39,7 @@ func TestBackfillWithExpectedRuntimes(t *testing.T) {
 	for i := range 2 {
 		key := declaring(e, fmt.Sprintf("run%d", i), 1, time.Hour)
 		out := e.Step(now)
-		p := runningPod(fmt.Sprintf("run%d-0", i), out.Binds[0].Node)
+		p := runningPod(fmt.Sprintf("run%d-0", i), out.Binds()[0].Node)
 		p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "1h"}
 		e.SetPod(p, key)
 		e.Step(now)
@@ -56,8 +56,8 @@ func TestBackfillWithExpectedRuntimes(t *testing.T) {
 	short := declaring(e, "short", 1, 30*time.Minute)
 	now = now.Add(time.Second)
 	out := e.Step(now)
-	if len(out.Binds) != 1 || out.Binds[0].Group != short {
-		t.Fatalf("binds %+v, want short's alone", out.Binds)
+	if len(out.Binds()) != 1 || out.Binds()[0].Group != short {
+		t.Fatalf("binds %+v, want short's alone", out.Binds())
 	}
 	for _, key := range []string{long, unknown} {
 		st, _ := e.Group(key)

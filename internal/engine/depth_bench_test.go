@@ -37,8 +37,8 @@ func benchDecision(b *testing.B, queued int) {
 		waitingGroup(e, fmt.Sprintf("w%05d", i), 0, false)
 	}
 	now = now.Add(time.Second)
-	if out := e.Step(now); len(out.Binds) != 0 {
-		b.Fatalf("a full cluster bound %d pods", len(out.Binds))
+	if out := e.Step(now); len(out.Binds()) != 0 {
+		b.Fatalf("a full cluster bound %d pods", len(out.Binds()))
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -48,11 +48,11 @@ func benchDecision(b *testing.B, queued int) {
 		e.RemovePod(running[i])
 		now = now.Add(time.Second)
 		out := e.Step(now)
-		if len(out.Binds) != 1 {
-			b.Fatalf("decision %d: %d binds, want 1", i, len(out.Binds))
+		if len(out.Binds()) != 1 {
+			b.Fatalf("decision %d: %d binds, want 1", i, len(out.Binds()))
 		}
 		b.StopTimer()
-		bound := out.Binds[0]
+		bound := out.Binds()[0]
 		e.SetPod(runningPod(bound.Pod[len("default/"):], bound.Node), bound.Group)
 		e.Step(now)
 		b.StartTimer()

@@ -11,6 +11,6 @@
 //
 //	e.SetNode(n) / e.SetPod(p, groupKey) / e.SetGroup(spec) / ... as things change
 //	out := e.Step(now)
-//	carry out out.Binds and out.Evictions, record out.Events
+//	carry out out.Binds() and out.Evictions, record out.Events
 //	call Step again on the next change, or at out.WakeAt
 package engine

@@ -34,8 +34,8 @@ func TestInvalidGroups(t *testing.T) {
 			e.SetGroup(tc.spec)
 			e.SetPod(gt.Pod("g-0").GPU(1).Obj(), tc.spec.Key)
 			out := e.Step(sim.Epoch)
-			if len(out.Binds) != 0 {
-				t.Fatalf("invalid group was bound: %+v", out.Binds)
+			if len(out.Binds()) != 0 {
+				t.Fatalf("invalid group was bound: %+v", out.Binds())
 			}
 			if len(out.Events) != 1 || out.Events[0].Reason != "InvalidGroup" || out.Events[0].Type != engine.Warning {
 				t.Fatalf("events = %+v, want one Warning InvalidGroup", out.Events)
@@ -65,7 +65,7 @@ func TestBindFailed(t *testing.T) {
 	e.SetPod(gt.Pod("p").GPU(1).Obj(), key)
 	out := e.Step(sim.Epoch)
 	want := []engine.Bind{{Group: key, Pod: "default/p", Node: "n-0"}}
-	if d := cmp.Diff(want, out.Binds); d != "" {
+	if d := cmp.Diff(want, out.Binds()); d != "" {
 		t.Fatalf("binds (-want +got):\n%s", d)
 	}
 	e.BindFailed("default/p")
@@ -73,7 +73,7 @@ func TestBindFailed(t *testing.T) {
 		t.Fatalf("after a failed bind n-0 has %d GPU free, want 1", free)
 	}
 	out = e.Step(sim.Epoch)
-	if d := cmp.Diff(want, out.Binds); d != "" {
+	if d := cmp.Diff(want, out.Binds()); d != "" {
 		t.Fatalf("after the failed bind, binds (-want +got):\n%s", d)
 	}
 	st, _ := e.Group(key)
@@ -95,8 +95,8 @@ func TestAdoptBoundGroup(t *testing.T) {
 		e.SetPod(p, key)
 	}
 	out := e.Step(sim.Epoch)
-	if len(out.Binds) != 0 || len(out.Evictions) != 0 {
-		t.Fatalf("adoption bound or evicted: %+v %+v", out.Binds, out.Evictions)
+	if len(out.Binds()) != 0 || len(out.Evictions) != 0 {
+		t.Fatalf("adoption bound or evicted: %+v %+v", out.Binds(), out.Evictions)
 	}
 	st, _ := e.Group(key)
 	if st.Phase != lifecycle.Running {
@@ -117,14 +117,14 @@ func TestStaleUnboundVersionKeepsTheBind(t *testing.T) {
 	e.SetGroup(engine.GroupSpec{Key: first, Source: engine.Single, MinMember: 1})
 	a := gt.Pod("a").GPU(1).Obj()
 	e.SetPod(a, first)
-	if out := e.Step(sim.Epoch); len(out.Binds) != 1 {
-		t.Fatalf("binds %+v, want a bound to n-0", out.Binds)
+	if out := e.Step(sim.Epoch); len(out.Binds()) != 1 {
+		t.Fatalf("binds %+v, want a bound to n-0", out.Binds())
 	}
 	e.SetPod(a, first) // the same, unbound, version again
 	e.SetGroup(engine.GroupSpec{Key: second, Source: engine.Single, MinMember: 1})
 	e.SetPod(gt.Pod("b").GPU(1).Obj(), second)
-	if out := e.Step(sim.Epoch); len(out.Binds) != 0 {
-		t.Fatalf("binds %+v: b was placed on the GPU a's bind holds", out.Binds)
+	if out := e.Step(sim.Epoch); len(out.Binds()) != 0 {
+		t.Fatalf("binds %+v: b was placed on the GPU a's bind holds", out.Binds())
 	}
 	if free := e.Snapshot().Node("n-0").Free(gt.GPU); free != 0 {
 		t.Fatalf("n-0 has %d GPU free, want 0 while a's bind is in flight", free)

@@ -33,11 +33,11 @@ func (j *labelsJob) failMember(i int, node string, mutate func(*corev1.Pod)) {
 func (j *labelsJob) bound() []string {
 	j.t.Helper()
 	out := j.step(0)
-	if len(out.Binds) != 2 {
-		j.t.Fatalf("expected 2 binds, found %+v", out.Binds)
+	if len(out.Binds()) != 2 {
+		j.t.Fatalf("expected 2 binds, found %+v", out.Binds())
 	}
 	nodes := make([]string, 2)
-	for _, b := range out.Binds {
+	for _, b := range out.Binds() {
 		nodes[strings.TrimPrefix(b.Pod, "default/job-")[0]-'0'] = b.Node
 	}
 	j.step(time.Second)
@@ -117,12 +117,12 @@ func TestFailedPodOfAnEarlierAttemptIsNotCounted(t *testing.T) {
 	old.Status.Phase = corev1.PodFailed
 	j.e.SetPod(old, labelsKey)
 	out := j.step(15 * time.Second)
-	if st := j.status("attempt 2"); st.Attempt != 2 || len(out.Binds) == 0 {
-		t.Fatalf("expected attempt 2 with binds, found attempt %d (%s), binds %+v", st.Attempt, st.Phase, out.Binds)
+	if st := j.status("attempt 2"); st.Attempt != 2 || len(out.Binds()) == 0 {
+		t.Fatalf("expected attempt 2 with binds, found attempt %d (%s), binds %+v", st.Attempt, st.Phase, out.Binds())
 	}
 	j.step(time.Second)
-	if st := j.status("attempt 2 bound"); st.Phase != lifecycle.Starting || st.Observed.PlacedFailed != 0 || st.Observed.Placed != len(out.Binds) {
-		t.Fatalf("attempt 2: expected Starting with %d placed and none failed, found %s with %+v", len(out.Binds), st.Phase, st.Observed)
+	if st := j.status("attempt 2 bound"); st.Phase != lifecycle.Starting || st.Observed.PlacedFailed != 0 || st.Observed.Placed != len(out.Binds()) {
+		t.Fatalf("attempt 2: expected Starting with %d placed and none failed, found %s with %+v", len(out.Binds()), st.Phase, st.Observed)
 	}
 }
 
@@ -152,7 +152,7 @@ func TestOwnerFailedFailsTheGroup(t *testing.T) {
 		t.Errorf("expected Failed with reason %s %q and no failed attempt, found %s %s %q with %d failures",
 			lifecycle.ReasonOwnerFailed, why, st.Phase, st.Reason, st.Message, st.Failures)
 	}
-	if out := j.step(time.Hour); len(out.Binds) != 0 {
-		t.Errorf("expected no retry, found binds %+v", out.Binds)
+	if out := j.step(time.Hour); len(out.Binds()) != 0 {
+		t.Errorf("expected no retry, found binds %+v", out.Binds())
 	}
 }

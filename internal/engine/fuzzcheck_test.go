@@ -23,9 +23,9 @@ import (
 func (w *fuzzWorld) step() {
 	out := w.e.Step(w.now)
 	w.log = append(w.log, fmt.Sprintf("binds %v evictions %v events %v admitted %v wake %v",
-		out.Binds, out.Evictions, out.Events, out.Admitted, out.WakeAt))
+		out.Binds(), out.Evictions, out.Events, out.Admitted, out.WakeAt))
 	failed := map[string]int{}
-	for _, b := range out.Binds {
+	for _, b := range out.Binds() {
 		w.checkBind(b)
 		if w.next()%8 == 7 {
 			failed[b.Group]++
@@ -161,8 +161,8 @@ func TestMembersBeingDeletedDoNotCount(t *testing.T) {
 		}
 		e.SetPod(gt.Pod("g-2").GPU(1).Obj(), key)
 		out := e.Step(sim.Epoch)
-		if len(out.Binds) != 0 || len(out.Admitted) != 0 {
-			t.Fatalf("bound deleting members %v: admitted %v with binds %v, want nothing admitted", boundDeleting, out.Admitted, out.Binds)
+		if len(out.Binds()) != 0 || len(out.Admitted) != 0 {
+			t.Fatalf("bound deleting members %v: admitted %v with binds %v, want nothing admitted", boundDeleting, out.Admitted, out.Binds())
 		}
 		if st, _ := e.Group(key); st.Phase != lifecycle.Gathering {
 			t.Fatalf("bound deleting members %v: phase %s, want Gathering", boundDeleting, st.Phase)
@@ -171,8 +171,8 @@ func TestMembersBeingDeletedDoNotCount(t *testing.T) {
 			e.RemovePod(fmt.Sprintf("default/g-%d", i))
 			e.SetPod(gt.Pod(fmt.Sprintf("g-%d", i)).GPU(1).Obj(), key)
 		}
-		if out := e.Step(sim.Epoch.Add(time.Second)); len(out.Binds) != 3 {
-			t.Fatalf("bound deleting members %v: once replaced, binds %v, want all 3", boundDeleting, out.Binds)
+		if out := e.Step(sim.Epoch.Add(time.Second)); len(out.Binds()) != 3 {
+			t.Fatalf("bound deleting members %v: once replaced, binds %v, want all 3", boundDeleting, out.Binds())
 		}
 	}
 }

@@ -237,3 +237,12 @@ func policyFor(base lifecycle.Policy, layers ...PolicyOverrides) lifecycle.Polic
 	}
 	return p
 }
+
+// attempt returns the group's current attempt, at least 1: the attempt a plan made now
+// belongs to.
+func (g *group) attempt() int {
+	if !g.started {
+		return 1
+	}
+	return max(g.state.Attempt(), 1)
+}

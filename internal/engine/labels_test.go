@@ -59,7 +59,7 @@ func (j *labelsJob) create() {
 func (j *labelsJob) step(d time.Duration) engine.Output {
 	j.now = j.now.Add(d)
 	out := j.e.Step(j.now)
-	for _, b := range out.Binds {
+	for _, b := range out.Binds() {
 		p := gt.Pod(b.Pod[len("default/"):]).GPU(1).Node(b.Node).Obj()
 		p.UID = types.UID(fmt.Sprintf("%s-gen-%d", p.Name, j.generation))
 		p.Status.Phase = corev1.PodRunning
@@ -89,8 +89,8 @@ func (j *labelsJob) status(when string) engine.Status {
 // pods created again started it at attempt 1: such a job never failed.)
 func TestLabelsGroupKeepsItsAttemptsWhileItsPodsAreRecreated(t *testing.T) {
 	j := newLabelsJob(t)
-	if out := j.step(0); len(out.Binds) != 2 {
-		t.Fatalf("attempt 1: expected 2 binds, found %+v", out.Binds)
+	if out := j.step(0); len(out.Binds()) != 2 {
+		t.Fatalf("attempt 1: expected 2 binds, found %+v", out.Binds())
 	}
 	j.step(time.Second)
 	if out := j.step(time.Minute); len(out.Evictions) != 2 {
@@ -103,8 +103,8 @@ func TestLabelsGroupKeepsItsAttemptsWhileItsPodsAreRecreated(t *testing.T) {
 
 	j.create() // the owner creates the pods again
 	out := j.step(15 * time.Second)
-	if st := j.status("after the backoff"); st.Attempt != 2 || len(out.Binds) != 2 {
-		t.Fatalf("after the backoff: expected attempt 2 with 2 binds, found attempt %d (%s), binds %+v", st.Attempt, st.Phase, out.Binds)
+	if st := j.status("after the backoff"); st.Attempt != 2 || len(out.Binds()) != 2 {
+		t.Fatalf("after the backoff: expected attempt 2 with 2 binds, found attempt %d (%s), binds %+v", st.Attempt, st.Phase, out.Binds())
 	}
 	j.step(time.Second)
 	if out := j.step(time.Minute); len(out.Evictions) != 2 {
@@ -116,8 +116,8 @@ func TestLabelsGroupKeepsItsAttemptsWhileItsPodsAreRecreated(t *testing.T) {
 	}
 
 	j.create() // the owner creates them once more: they join the failed group
-	if out := j.step(time.Minute); len(out.Binds) != 0 {
-		t.Fatalf("pods of a failed group were bound: %+v", out.Binds)
+	if out := j.step(time.Minute); len(out.Binds()) != 0 {
+		t.Fatalf("pods of a failed group were bound: %+v", out.Binds())
 	}
 	if st := j.status("pods created after the failure"); st.Phase != lifecycle.Failed || st.Observed.Members != 2 {
 		t.Fatalf("pods created after the failure: expected Failed with 2 members, found %s with %d", st.Phase, st.Observed.Members)
@@ -148,8 +148,8 @@ func TestLabelsGroupRetentionEnds(t *testing.T) {
 		t.Fatalf("12 minutes without pods: expected the group gone, found %s (attempt %d)", st.Phase, st.Attempt)
 	}
 	j.create()
-	if out := j.step(time.Second); len(out.Binds) != 2 {
-		t.Fatalf("a new group of the same name: expected 2 binds, found %+v", out.Binds)
+	if out := j.step(time.Second); len(out.Binds()) != 2 {
+		t.Fatalf("a new group of the same name: expected 2 binds, found %+v", out.Binds())
 	}
 	if st := j.status("the new group"); st.Attempt != 1 || st.Failures != 0 {
 		t.Fatalf("the new group: expected attempt 1 and no failure, found attempt %d, %d failures", st.Attempt, st.Failures)
@@ -236,8 +236,8 @@ func TestLabelsGroupHandedOffWithoutPodsLeavesAtOnce(t *testing.T) {
 		t.Fatalf("expected the group gone at once, found %s", got.Phase)
 	}
 	j.create() // a new Job's pods, before any Step
-	if out := j.step(time.Second); len(out.Binds) != 2 {
-		t.Fatalf("the new group: expected 2 binds, found %+v", out.Binds)
+	if out := j.step(time.Second); len(out.Binds()) != 2 {
+		t.Fatalf("the new group: expected 2 binds, found %+v", out.Binds())
 	}
 	if st := j.status("the new group"); st.Attempt != 1 || st.Failures != 0 {
 		t.Fatalf("the new group: expected attempt 1 and no failure, found attempt %d, %d failures", st.Attempt, st.Failures)

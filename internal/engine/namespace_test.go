@@ -30,8 +30,8 @@ func TestGroupOfAnotherNamespaceIsNotAdmitted(t *testing.T) {
 
 	out := e.Step(sim.Epoch)
 
-	if len(out.Binds) != 0 {
-		t.Fatalf("binds of groups that may not use their queue: %+v", out.Binds)
+	if len(out.Binds()) != 0 {
+		t.Fatalf("binds of groups that may not use their queue: %+v", out.Binds())
 	}
 	wantWait := map[string]struct{ kind, queue string }{
 		stranger:  {"QueueNotAllowed", "team-a"},
@@ -56,7 +56,7 @@ func TestGroupOfAnotherNamespaceIsNotAdmitted(t *testing.T) {
 	teamA.Namespaces = map[string]bool{"a": true, "b": true}
 	e.SetQueue(teamA)
 	out = e.Step(sim.Epoch)
-	if len(out.Binds) != 1 || out.Binds[0].Group != stranger {
-		t.Errorf("after team-a admits namespace b, binds %+v; want %s bound", out.Binds, stranger)
+	if len(out.Binds()) != 1 || out.Binds()[0].Group != stranger {
+		t.Errorf("after team-a admits namespace b, binds %+v; want %s bound", out.Binds(), stranger)
 	}
 }

@@ -8,9 +8,11 @@ import (
 
 // Output is what one Step asks the caller to do.
 type Output struct {
-	// Binds are pods to bind to nodes, in the order given. Each group's binds come after
-	// its plan was decided whole; the caller records the plan before the first bind.
-	Binds []Bind
+	// Plans are the placements decided in this Step, one per group: an admitted group's
+	// whole placement, or the members of an admitted group placed again alone (a failed
+	// bind, a replacement). The caller records each plan before its first step and
+	// carries its steps out in order; Binds lists their binds.
+	Plans []Plan
 	// Evictions are member pods to delete; their controllers recreate them.
 	Evictions []Eviction
 	// Events are Kubernetes-style events about groups, for the group object.
@@ -40,7 +42,54 @@ type Output struct {
 	WakeAt time.Time
 }
 
-// Bind asks the caller to bind a pod to a node.
+// Plan is one group's placement as the steps that carry it out, in order.
+type Plan struct {
+	Group string
+	// Attempt is the group's attempt the plan belongs to, counting from 1.
+	Attempt int
+	Steps   []Step
+}
+
+// StepKind names what a Step does.
+type StepKind string
+
+// StepBind binds Step.Pod to Step.Node, the one kind of step today; volume bindings and
+// device allocations are to be steps of their own.
+const StepBind StepKind = "Bind"
+
+// Step is one action of a Plan.
+type Step struct {
+	Kind StepKind
+	// Pod is the member the step is for (namespace/name), and Node its node.
+	Pod  string
+	Node string
+}
+
+// Binds returns the bind steps of every plan, in order, with their groups.
+func (o *Output) Binds() []Bind {
+	var out []Bind
+	for _, p := range o.Plans {
+		for _, s := range p.Steps {
+			if s.Kind == StepBind {
+				out = append(out, Bind{Group: p.Group, Pod: s.Pod, Node: s.Node})
+			}
+		}
+	}
+	return out
+}
+
+// AddBind appends a bind of pod to node to group's plan in o, starting the plan (of
+// attempt 1) if o has none for the group yet: for the simulator's baseline schedulers,
+// which have no attempts.
+func (o *Output) AddBind(group, pod, node string) {
+	if n := len(o.Plans); n == 0 || o.Plans[n-1].Group != group {
+		o.Plans = append(o.Plans, Plan{Group: group, Attempt: 1})
+	}
+	last := &o.Plans[len(o.Plans)-1]
+	last.Steps = append(last.Steps, Step{Kind: StepBind, Pod: pod, Node: node})
+}
+
+// Bind is one bind of a plan: a pod of Group to bind to Node.
 type Bind struct {
 	Group string
 	Pod   string // namespace/name

@@ -34,7 +34,7 @@ func podGone(e *engine.Engine, pod string, now time.Time) (engine.Output, time.T
 // wantBinds fails the test unless out bound exactly want.
 func wantBinds(t *testing.T, what string, out engine.Output, want ...engine.Bind) {
 	t.Helper()
-	if d := cmp.Diff(want, out.Binds); d != "" {
+	if d := cmp.Diff(want, out.Binds()); d != "" {
 		t.Fatalf("%s, binds (-want +got):\n%s", what, d)
 	}
 }
@@ -95,8 +95,8 @@ func TestPreemptionWaitsForItsVictims(t *testing.T) {
 	low := waitingGroup(e, "low", -1, false)
 	now = now.Add(time.Second)
 	out = e.Step(now)
-	if len(out.Evictions) != 0 || len(out.Binds) != 0 {
-		t.Fatalf("while the victim releases its node: evictions %+v, binds %+v; want none", out.Evictions, out.Binds)
+	if len(out.Evictions) != 0 || len(out.Binds()) != 0 {
+		t.Fatalf("while the victim releases its node: evictions %+v, binds %+v; want none", out.Evictions, out.Binds())
 	}
 	if st, _ := e.Group(vip); !slices.Equal(st.Preempting, []string{young}) {
 		t.Errorf("vip's status: expected Preempting [%s], found %v (waiting: %s)", young, st.Preempting, st.Waiting)
@@ -144,8 +144,8 @@ func TestPreemptionWaitsForHandedOffVictims(t *testing.T) {
 	}
 	waitingGroup(e, "low", -1, false) // an admission pass
 	now = now.Add(time.Second)
-	if out := e.Step(now); len(out.Evictions) != 0 || len(out.Binds) != 0 {
-		t.Fatalf("while the victim's pod still holds its node: evictions %+v, binds %+v; want none", out.Evictions, out.Binds)
+	if out := e.Step(now); len(out.Evictions) != 0 || len(out.Binds()) != 0 {
+		t.Fatalf("while the victim's pod still holds its node: evictions %+v, binds %+v; want none", out.Evictions, out.Binds())
 	}
 	if st, _ := e.Group(old); st.Phase != lifecycle.Running {
 		t.Errorf("old: expected it spared and Running, found %s", st.Phase)
@@ -153,8 +153,8 @@ func TestPreemptionWaitsForHandedOffVictims(t *testing.T) {
 
 	e.RemovePod("default/job-0")
 	now = now.Add(time.Second)
-	if out := e.Step(now); len(out.Binds) != 1 || out.Binds[0].Group != vip || out.Binds[0].Node != "n-1" {
-		t.Fatalf("once the victim's pod is gone: expected vip bound to n-1, found %+v", out.Binds)
+	if out := e.Step(now); len(out.Binds()) != 1 || out.Binds()[0].Group != vip || out.Binds()[0].Node != "n-1" {
+		t.Fatalf("once the victim's pod is gone: expected vip bound to n-1, found %+v", out.Binds())
 	}
 }
 
@@ -235,7 +235,7 @@ func TestPreemptorDoesNotCountOnNodesFreedForAnother(t *testing.T) {
 	if d := cmp.Diff(want, out.Evictions); d != "" {
 		t.Fatalf("vip2's evictions (-want +got):\n%s", d)
 	}
-	if len(out.Binds) != 0 {
-		t.Fatalf("expected no bind on n-1 while vip1 waits for it, found %+v", out.Binds)
+	if len(out.Binds()) != 0 {
+		t.Fatalf("expected no bind on n-1 while vip1 waits for it, found %+v", out.Binds())
 	}
 }

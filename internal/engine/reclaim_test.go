@@ -48,8 +48,8 @@ func TestReclaimWithinCohort(t *testing.T) {
 	for i, name := range []string{"a1", "a2", "a3", "a4"} {
 		a = append(a, queuedIn(e, name, "team-a", 5))
 		out := e.Step(now)
-		wantBinds(t, name+" borrows", out, engine.Bind{Group: a[i], Pod: "default/" + name + "-0", Node: out.Binds[0].Node})
-		e.SetPod(runningPod(name+"-0", out.Binds[0].Node), a[i])
+		wantBinds(t, name+" borrows", out, engine.Bind{Group: a[i], Pod: "default/" + name + "-0", Node: out.Binds()[0].Node})
+		e.SetPod(runningPod(name+"-0", out.Binds()[0].Node), a[i])
 		now = now.Add(time.Second)
 	}
 	e.Step(now)
@@ -70,8 +70,8 @@ func TestReclaimWithinCohort(t *testing.T) {
 	a5 := queuedIn(e, "a5", "team-a", 10)
 	now = now.Add(time.Second)
 	out = e.Step(now)
-	if len(out.Evictions) != 0 || len(out.Binds) != 0 {
-		t.Fatalf("while a4 stops: evictions %+v, binds %+v; want none", out.Evictions, out.Binds)
+	if len(out.Evictions) != 0 || len(out.Binds()) != 0 {
+		t.Fatalf("while a4 stops: evictions %+v, binds %+v; want none", out.Evictions, out.Binds())
 	}
 	if st, _ := e.Group(b1); !strings.Contains(st.Waiting, "preempting 1 group(s) that borrow its queue's quota, which are releasing their nodes: "+a[3]) {
 		t.Errorf("b1's status: expected it to say whom it reclaims from, found %q", st.Waiting)
@@ -85,8 +85,8 @@ func TestReclaimWithinCohort(t *testing.T) {
 	wantBinds(t, "once a4 is gone", out, engine.Bind{Group: b1, Pod: "default/b1-0", Node: node})
 	e.SetPod(runningPod("b1-0", node), b1)
 	out = e.Step(now.Add(time.Second))
-	if len(out.Evictions) != 0 || len(out.Binds) != 0 {
-		t.Fatalf("team-a is over its quota and reclaims nothing: evictions %+v, binds %+v; want none", out.Evictions, out.Binds)
+	if len(out.Evictions) != 0 || len(out.Binds()) != 0 {
+		t.Fatalf("team-a is over its quota and reclaims nothing: evictions %+v, binds %+v; want none", out.Evictions, out.Binds())
 	}
 	if st, _ := e.Group(a[3]); st.Phase == lifecycle.Backoff || st.Failures != 0 {
 		t.Errorf("a4: expected it requeued at once (no Backoff), without a failure, found %s with %d failures", st.Phase, st.Failures)
@@ -116,10 +116,10 @@ func TestReclaimSparesQueuesBorrowingOtherResources(t *testing.T) {
 		}
 		e.SetPod(pod.Obj(), key)
 		out := e.Step(now)
-		if len(out.Binds) != 1 {
-			t.Fatalf("%s: expected it bound, found %+v", name, out.Binds)
+		if len(out.Binds()) != 1 {
+			t.Fatalf("%s: expected it bound, found %+v", name, out.Binds())
 		}
-		p := pod.Node(out.Binds[0].Node).Obj()
+		p := pod.Node(out.Binds()[0].Node).Obj()
 		p.Status.Phase = corev1.PodRunning
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 		e.SetPod(p, key)
@@ -159,10 +159,10 @@ func TestNoReclaimWithPreemptionOff(t *testing.T) {
 	for _, name := range []string{"a1", "a2", "a3", "a4"} {
 		key := queuedIn(e, name, "team-a", 0)
 		out := e.Step(now)
-		if len(out.Binds) != 1 {
-			t.Fatalf("%s: expected it bound, found %+v", name, out.Binds)
+		if len(out.Binds()) != 1 {
+			t.Fatalf("%s: expected it bound, found %+v", name, out.Binds())
 		}
-		e.SetPod(runningPod(name+"-0", out.Binds[0].Node), key)
+		e.SetPod(runningPod(name+"-0", out.Binds()[0].Node), key)
 		now = now.Add(time.Second)
 	}
 	b1 := queuedIn(e, "b1", "team-b", 0)
@@ -190,10 +190,10 @@ func TestReclaimTakesFromTheQueueBorrowingMost(t *testing.T) {
 	} {
 		key := queuedIn(e, g.name, g.queue, 0)
 		out := e.Step(now)
-		if len(out.Binds) != 1 {
-			t.Fatalf("%s: expected it bound, found %+v", g.name, out.Binds)
+		if len(out.Binds()) != 1 {
+			t.Fatalf("%s: expected it bound, found %+v", g.name, out.Binds())
 		}
-		e.SetPod(runningPod(g.name+"-0", out.Binds[0].Node), key)
+		e.SetPod(runningPod(g.name+"-0", out.Binds()[0].Node), key)
 		admitted[g.name] = key
 		now = now.Add(time.Second)
 	}

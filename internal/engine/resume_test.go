@@ -41,18 +41,18 @@ func TestGroupResumesFromItsRecord(t *testing.T) {
 				reasons = append(reasons, ev.Reason)
 			}
 			if tc.wantEvent != "" {
-				if len(out.Binds) != 1 {
-					t.Fatalf("a group starting anew: expected it bound at once, found binds %+v", out.Binds)
+				if len(out.Binds()) != 1 {
+					t.Fatalf("a group starting anew: expected it bound at once, found binds %+v", out.Binds())
 				}
 				if !slices.Contains(reasons, tc.wantEvent) {
 					t.Fatalf("expected a %s event, found %v", tc.wantEvent, reasons)
 				}
 			} else {
-				if len(out.Binds) != 0 {
-					t.Fatalf("before the recorded end of its backoff: expected no bind, found %+v", out.Binds)
+				if len(out.Binds()) != 0 {
+					t.Fatalf("before the recorded end of its backoff: expected no bind, found %+v", out.Binds())
 				}
-				if out = e.Step(wake); len(out.Binds) != 1 {
-					t.Fatalf("at the end of its backoff: expected 1 bind, found %+v", out.Binds)
+				if out = e.Step(wake); len(out.Binds()) != 1 {
+					t.Fatalf("at the end of its backoff: expected 1 bind, found %+v", out.Binds())
 				}
 			}
 			st, _ := e.Group(key)

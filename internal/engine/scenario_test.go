@@ -3,192 +3,249 @@ package engine_test
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/cockroachdb/datadriven"
 
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
 	gt "github.com/muster-sched/muster/internal/gangtest"
 	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/queue"
+	"github.com/muster-sched/muster/internal/scenario"
 	"github.com/muster-sched/muster/internal/sim"
 )
 
 // TestScenarios runs the guide's validation list against the engine in a simulated
-// cluster. Each file in testdata/scenarios is one scenario; regenerate expectations with
+// cluster. Each file in testdata/scenarios is one scenario, on the commands of
+// scenarios (testdata/scenarios/help.txt lists them); regenerate expectations with
 // `go test ./internal/engine -run TestScenarios -rewrite` and review the diff.
-//
-// Commands:
-//
-//	config start-timeout=5m recovery-timeout=5m max-retries=3 backoff-base=30s backoff-max=10m starvation=10m
-//	nodes count=8 gpu=1 [prefix=n] [label=k=v]
-//	queue name=default [gpu=8] [weight=2] [priority=1]
-//	submit job=a workers=8 gpu=1 [min=8] [run=10m] [ready-after=30s] [fail-init=0,3] [fail-start=1] [queue=q] [priority=p]
-//	run 10m           advance simulated time; print what happened
-//	status            each job's group: phase, bound/ready, GPUs held, why it waits
-//	cancel job=a | kill job=a worker=3 | node-down name=n-3
-//	metrics           per job: time to ready, GPU-seconds held before ready, cleanup, held while incomplete
 func TestScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
-		s := &scenario{cfg: engine.Config{DefaultQueue: "default", Policy: lifecycle.DefaultPolicy(), StarvationThreshold: 10 * time.Minute}}
-		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			return s.run(t, d)
-		})
+	scenarios.Run(t, "testdata/scenarios", func(*testing.T) *world {
+		return &world{
+			cfg:    engine.Config{DefaultQueue: "default", Policy: lifecycle.DefaultPolicy(), StarvationThreshold: 10 * time.Minute},
+			clock:  scenario.NewClock(sim.Epoch),
+			queues: map[string]bool{},
+		}
 	})
 }
 
-type scenario struct {
-	cfg    engine.Config
-	eng    *engine.Engine
-	world  *sim.World
-	seen   int
-	nodeNo int
+// world is the state of one scenario file: the engine, the simulated cluster it drives
+// and the scenario clock, which the cluster's time follows.
+type world struct {
+	cfg   engine.Config
+	eng   *engine.Engine
+	sim   *sim.World
+	clock *scenario.Clock
+	seen  int
+	// queues are the queues the scenario declared (their Queue objects exist).
+	queues map[string]bool
 }
 
-func (s *scenario) env() *sim.World {
-	if s.world == nil {
+// env returns the simulated cluster, creating it and its engine on first use.
+func (s *world) env() *sim.World {
+	if s.sim == nil {
 		s.eng = engine.New(s.cfg)
 		s.eng.SetQueue(engine.Queue{Queue: queue.Queue{Name: "default"}})
-		s.world = sim.New(s.eng)
+		s.sim = sim.New(s.eng)
 	}
-	return s.world
+	return s.sim
 }
 
-func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
-	args := map[string]string{}
-	var positional []string
-	for _, a := range d.CmdArgs {
-		if len(a.Vals) == 0 {
-			positional = append(positional, a.Key)
-			continue
-		}
-		args[a.Key] = strings.Join(a.Vals, ",")
+var (
+	jobArg  = scenario.Arg{Name: "job", Kind: scenario.String, Required: true, Value: "NAME"}
+	nameArg = scenario.Arg{Name: "name", Kind: scenario.String, Required: true, Value: "NAME"}
+)
+
+func durationArgs(names ...string) []scenario.Arg {
+	var args []scenario.Arg
+	for _, n := range names {
+		args = append(args, scenario.Arg{Name: n, Kind: scenario.Duration})
 	}
-	switch d.Cmd {
-	case "config":
-		s.configure(t, args)
-		return ""
-	case "nodes":
-		return s.nodes(t, args)
-	case "queue":
-		q := engine.Queue{Queue: queue.Queue{Name: args["name"]}}
-		if v, ok := args["gpu"]; ok {
-			q.Quota = cluster.Resources{gt.GPU: int64(atoi(t, v))}
-		}
-		if v, ok := args["weight"]; ok {
-			q.Weight = int32(atoi(t, v))
-		}
-		if v, ok := args["priority"]; ok {
-			q.Priority = int32(atoi(t, v))
-		}
-		s.env()
-		s.eng.SetQueue(q)
-		return ""
-	case "submit":
-		s.env().Submit(job(t, args))
-		return s.news()
-	case "run":
-		s.env().RunFor(duration(t, positional[0]))
-		return s.news()
-	case "cancel":
-		s.env().Cancel(args["job"])
-		return s.news()
-	case "kill":
-		s.env().KillPod(args["job"], atoi(t, args["worker"]))
-		return s.news()
-	case "node-down":
-		s.env().NodeDown(args["name"])
-		return s.news()
-	case "status":
-		return s.status()
-	case "metrics":
-		return s.metrics()
-	}
-	t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
-	return ""
+	return args
 }
 
-func (s *scenario) configure(t *testing.T, args map[string]string) {
+var scenarios = scenario.New("engine",
+	scenario.Command[*world]{
+		Name: "config", Help: "set the lifecycle defaults and the starvation threshold, before the cluster exists",
+		Args: append(durationArgs("start-timeout", "recovery-timeout", "backoff-base", "backoff-max", "starvation"),
+			scenario.Arg{Name: "max-retries", Kind: scenario.Count}),
+		Run: (*world).configure,
+	},
+	scenario.Command[*world]{
+		Name: "nodes", Help: "add count nodes of gpu GPUs each, named prefix-0, prefix-1, ... (prefix n)",
+		Args: []scenario.Arg{{Name: "count", Kind: scenario.Count, Required: true}, {Name: "gpu", Kind: scenario.Count, Required: true},
+			{Name: "prefix", Kind: scenario.String}, {Name: "label", Kind: scenario.String, Value: "KEY=VALUE"}},
+		Run: (*world).nodes,
+	},
+	scenario.Command[*world]{
+		Name: "queue", Help: "declare a queue (its Queue object): GPU quota, weight and priority",
+		Args: []scenario.Arg{nameArg, {Name: "gpu", Kind: scenario.Count}, {Name: "weight", Kind: scenario.Count}, {Name: "priority", Kind: scenario.Int}},
+		Run:  (*world).queue,
+	},
+	scenario.Command[*world]{
+		Name: "submit", Help: "submit a job of workers pods (defaults: min=workers run=10m ready-after=30s); fail-init workers never become Ready, fail-start workers fail",
+		Args: []scenario.Arg{jobArg, {Name: "workers", Kind: scenario.Count, Required: true}, {Name: "gpu", Kind: scenario.Count, Required: true},
+			{Name: "min", Kind: scenario.Count}, {Name: "run", Kind: scenario.Duration}, {Name: "ready-after", Kind: scenario.Duration},
+			{Name: "fail-init", Kind: scenario.Counts}, {Name: "fail-start", Kind: scenario.Counts},
+			{Name: "queue", Kind: scenario.String, Value: "NAME"}, {Name: "priority", Kind: scenario.Int}},
+		Run: func(s *world, c *scenario.Call) (string, error) {
+			s.env().Submit(jobOf(c))
+			return s.news(), nil
+		},
+	},
+	scenario.Command[*world]{
+		Name: "run", Help: "advance simulated time; print what happened",
+		Args: []scenario.Arg{{Name: "duration", Kind: scenario.Duration, Positional: true, Required: true}},
+		Run: func(s *world, c *scenario.Call) (string, error) {
+			if c.Duration("duration") < 0 {
+				c.Fail("duration", fmt.Errorf("simulated time does not go back, found %s", c.Duration("duration")))
+				return "", nil
+			}
+			w := s.env()
+			w.RunUntil(s.clock.Advance(c.Duration("duration")))
+			if !w.Now().Equal(s.clock.Now()) {
+				return "", fmt.Errorf("the simulated cluster is at %s, the scenario clock at %s", s.clock.At(w.Now()), s.clock.At(s.clock.Now()))
+			}
+			return s.news(), nil
+		},
+	},
+	scenario.Command[*world]{
+		Name: "status", Help: "each job's group: phase, bound/ready, GPUs held, why it waits",
+		Run: func(s *world, _ *scenario.Call) (string, error) { return s.status(), nil },
+	},
+	scenario.Command[*world]{
+		Name: "cancel", Help: "delete a job: its pods and its group", Args: []scenario.Arg{jobArg},
+		Run: func(s *world, c *scenario.Call) (string, error) {
+			if err := s.hasJob(c.String("job")); err != nil {
+				return "", err
+			}
+			s.sim.Cancel(c.String("job"))
+			return s.news(), nil
+		},
+	},
+	scenario.Command[*world]{
+		Name: "kill", Help: "fail one worker's pod; its job controller replaces it",
+		Args: []scenario.Arg{jobArg, {Name: "worker", Kind: scenario.Count, Required: true}},
+		Run:  (*world).kill,
+	},
+	scenario.Command[*world]{
+		Name: "node-down", Help: "mark a node NotReady and fail the pods on it", Args: []scenario.Arg{nameArg},
+		Run: func(s *world, c *scenario.Call) (string, error) {
+			if !slices.Contains(s.env().Nodes(), c.String("name")) {
+				return "", fmt.Errorf("no node named %q", c.String("name"))
+			}
+			s.sim.NodeDown(c.String("name"))
+			return s.news(), nil
+		},
+	},
+	scenario.Command[*world]{
+		Name: "metrics", Help: "per job: time to ready, GPU-seconds held before ready, cleanup, held while incomplete",
+		Run: func(s *world, _ *scenario.Call) (string, error) { return s.metrics(), nil },
+	},
+	scenario.Command[*world]{
+		Name: "explain", Args: []scenario.Arg{jobArg},
+		Help: "what `muster explain podgroup/JOB` prints of the job's group, from the record the scheduler writes now",
+		Run:  (*world).explain,
+	},
+)
+
+func (s *world) configure(c *scenario.Call) (string, error) {
+	if s.sim != nil {
+		return "", fmt.Errorf("config after the cluster exists has no effect: put it first")
+	}
 	p := &s.cfg.Policy
-	for k, v := range args {
-		switch k {
-		case "start-timeout":
-			p.StartTimeout = duration(t, v)
-		case "recovery-timeout":
-			p.RecoveryTimeout = duration(t, v)
-		case "max-retries":
-			p.MaxRetries = atoi(t, v)
-		case "backoff-base":
-			p.BackoffBase = duration(t, v)
-		case "backoff-max":
-			p.BackoffMax = duration(t, v)
-		case "starvation":
-			s.cfg.StarvationThreshold = duration(t, v)
-		default:
-			t.Fatalf("config: unknown key %q", k)
+	for name, dst := range map[string]*time.Duration{
+		"start-timeout": &p.StartTimeout, "recovery-timeout": &p.RecoveryTimeout,
+		"backoff-base": &p.BackoffBase, "backoff-max": &p.BackoffMax, "starvation": &s.cfg.StarvationThreshold,
+	} {
+		if c.Has(name) {
+			*dst = c.Duration(name)
 		}
 	}
+	if c.Has("max-retries") {
+		p.MaxRetries = c.Int("max-retries")
+	}
+	return "", nil
 }
 
-func (s *scenario) nodes(t *testing.T, args map[string]string) string {
+func (s *world) nodes(c *scenario.Call) (string, error) {
 	w := s.env()
-	prefix := args["prefix"]
+	prefix := c.String("prefix")
 	if prefix == "" {
 		prefix = "n"
 	}
-	count, gpus := atoi(t, args["count"]), int64(atoi(t, args["gpu"]))
-	for i := 0; i < count; i++ {
-		b := gt.Node(fmt.Sprintf("%s-%d", prefix, i)).GPU(gpus)
-		if l, ok := args["label"]; ok {
-			k, v, _ := strings.Cut(l, "=")
-			b.Label(k, v)
+	key, value, labelled := strings.Cut(c.String("label"), "=")
+	if c.Has("label") && (!labelled || key == "") {
+		c.Fail("label", fmt.Errorf("want KEY=VALUE, found %q", c.String("label")))
+		return "", nil
+	}
+	for i := 0; i < c.Int("count"); i++ {
+		b := gt.Node(fmt.Sprintf("%s-%d", prefix, i)).GPU(int64(c.Int("gpu")))
+		if labelled {
+			b.Label(key, value)
 		}
 		w.AddNode(b.Obj())
 	}
-	return fmt.Sprintf("%d nodes", len(w.Nodes()))
+	return fmt.Sprintf("%d nodes", len(w.Nodes())), nil
 }
 
-func job(t *testing.T, args map[string]string) *sim.Job {
+func (s *world) queue(c *scenario.Call) (string, error) {
+	q := engine.Queue{Queue: queue.Queue{Name: c.String("name"), Priority: int32(c.Int("priority")), Weight: int32(c.Int("weight"))}}
+	if c.Has("gpu") {
+		q.Quota = cluster.Resources{gt.GPU: int64(c.Int("gpu"))}
+	}
+	s.env()
+	s.eng.SetQueue(q)
+	s.queues[q.Name] = true
+	return "", nil
+}
+
+func jobOf(c *scenario.Call) *sim.Job {
 	j := &sim.Job{
-		Name: args["job"], Workers: atoi(t, args["workers"]), GPU: int64(atoi(t, args["gpu"])),
-		RunFor: 10 * time.Minute, ReadyAfter: 30 * time.Second, Queue: args["queue"],
+		Name: c.String("job"), Workers: c.Int("workers"), GPU: int64(c.Int("gpu")), MinMember: c.Int("min"),
+		RunFor: 10 * time.Minute, ReadyAfter: 30 * time.Second, Queue: c.String("queue"),
+		Priority: int32(c.Int("priority")), FailInit: c.Counts("fail-init"), FailStart: c.Counts("fail-start"),
 	}
-	if v, ok := args["min"]; ok {
-		j.MinMember = atoi(t, v)
+	if c.Has("run") {
+		j.RunFor = c.Duration("run")
 	}
-	if v, ok := args["run"]; ok {
-		j.RunFor = duration(t, v)
-	}
-	if v, ok := args["ready-after"]; ok {
-		j.ReadyAfter = duration(t, v)
-	}
-	if v, ok := args["priority"]; ok {
-		j.Priority = int32(atoi(t, v))
-	}
-	for arg, dst := range map[string]*[]int{"fail-init": &j.FailInit, "fail-start": &j.FailStart} {
-		if v, ok := args[arg]; ok {
-			for _, f := range strings.Split(v, ",") {
-				*dst = append(*dst, atoi(t, f))
-			}
-		}
+	if c.Has("ready-after") {
+		j.ReadyAfter = c.Duration("ready-after")
 	}
 	return j
 }
 
+func (s *world) kill(c *scenario.Call) (string, error) {
+	name, worker := c.String("job"), c.Int("worker")
+	if err := s.hasJob(name); err != nil {
+		return "", err
+	}
+	if j := s.sim.Job(name); worker >= j.Workers {
+		return "", fmt.Errorf("job %s has workers 0 to %d, found worker=%d", name, j.Workers-1, worker)
+	}
+	s.sim.KillPod(name, worker)
+	return s.news(), nil
+}
+
+// hasJob returns an error unless the scenario submitted a job of that name.
+func (s *world) hasJob(name string) error {
+	if s.env().Job(name) == nil {
+		return fmt.Errorf("no job named %q", name)
+	}
+	return nil
+}
+
 // news returns the timeline lines added since the last command.
-func (s *scenario) news() string {
-	lines := s.world.Timeline[s.seen:]
-	s.seen = len(s.world.Timeline)
+func (s *world) news() string {
+	lines := s.sim.Timeline[s.seen:]
+	s.seen = len(s.sim.Timeline)
 	return strings.Join(lines, "\n")
 }
 
-func (s *scenario) status() string {
+func (s *world) status() string {
 	var b strings.Builder
-	for _, j := range s.world.Jobs() {
+	for _, j := range s.env().Jobs() {
 		st, ok := s.eng.Group(j.GroupKey())
 		if !ok {
 			fmt.Fprintf(&b, "%s: no group\n", j.Name)
@@ -213,9 +270,9 @@ func (s *scenario) status() string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-func (s *scenario) metrics() string {
+func (s *world) metrics() string {
 	var b strings.Builder
-	for _, j := range s.world.Jobs() {
+	for _, j := range s.env().Jobs() {
 		st, _ := s.eng.Group(j.GroupKey())
 		ttr := "never"
 		if st.EverReady {
@@ -245,20 +302,4 @@ func heldText[K ~string](m map[K]float64) string {
 		parts[i] = fmt.Sprintf("%s:%g", k, m[k])
 	}
 	return strings.Join(parts, ",")
-}
-
-func atoi(t *testing.T, s string) int {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		t.Fatalf("%q: want an integer: %v", s, err)
-	}
-	return n
-}
-
-func duration(t *testing.T, s string) time.Duration {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		t.Fatalf("%q: want a duration: %v", s, err)
-	}
-	return d
 }

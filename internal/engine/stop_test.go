@@ -18,8 +18,8 @@ func TestStoppedGroupIsEvictedAndStaysOutOfTheQueue(t *testing.T) {
 	spec := engine.GroupSpec{Key: "Coscheduling/default/a", Source: engine.Coscheduling, Namespace: "default", Name: "a", MinMember: 1}
 	e.SetGroup(spec)
 	e.SetPod(gt.Pod("a-0").GPU(1).Obj(), spec.Key)
-	if out := e.Step(sim.Epoch); len(out.Binds) != 1 {
-		t.Fatalf("binds %+v, want a-0 bound", out.Binds)
+	if out := e.Step(sim.Epoch); len(out.Binds()) != 1 {
+		t.Fatalf("binds %+v, want a-0 bound", out.Binds())
 	}
 	e.SetPod(gt.Pod("a-0").GPU(1).Node("n-0").Obj(), spec.Key)
 	e.Step(sim.Epoch)
@@ -38,8 +38,8 @@ func TestStoppedGroupIsEvictedAndStaysOutOfTheQueue(t *testing.T) {
 	e.RemovePod("default/a-0")
 	e.SetPod(gt.Pod("a-0").GPU(1).Obj(), spec.Key) // its controller creates it again
 	out = e.Step(sim.Epoch)
-	if len(out.Binds) != 1 || out.Binds[0].Group != b.Key {
-		t.Fatalf("binds %+v, want only b's member bound", out.Binds)
+	if len(out.Binds()) != 1 || out.Binds()[0].Group != b.Key {
+		t.Fatalf("binds %+v, want only b's member bound", out.Binds())
 	}
 	if st, _ := e.Group(spec.Key); st.Phase != lifecycle.Stopped {
 		t.Errorf("stopped group in phase %s, want Stopped", st.Phase)

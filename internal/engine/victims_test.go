@@ -73,7 +73,7 @@ func TestPreemptionTakesTheFewestGroups(t *testing.T) {
 	now = now.Add(time.Second)
 	out = e.Step(now)
 	var nodes []string
-	for _, b := range out.Binds {
+	for _, b := range out.Binds() {
 		nodes = append(nodes, b.Node)
 	}
 	slices.Sort(nodes)

@@ -8,170 +8,179 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/datadriven"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/muster-sched/muster/internal/scenario"
 )
 
-// epoch is the scenario clock's origin; scenario output prints times as offsets from it.
-var epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+// epoch is the scenario clock's origin, and the start of the other tests' clocks.
+var epoch = scenario.Epoch
 
-// scenario is the state of one datadriven file: a group, its policy and a clock.
-type scenario struct {
+// scenarioSuite is the state of one scenario file: a group, its policy and a clock.
+type scenarioSuite struct {
 	s      State
 	p      Policy
-	now    time.Time
+	clock  *scenario.Clock
 	hasNew bool
 }
 
-// TestScenarios runs the scenario files in testdata/scenarios/. Regenerate the expected output with
+// TestScenarios runs the scenario files in testdata/scenarios/ on the commands of
+// scenarios (testdata/scenarios/help lists them). Regenerate the expected output with
 // `go test ./internal/lifecycle -run TestScenarios -rewrite` and review the diff.
 func TestScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
-		sc := &scenario{p: DefaultPolicy(), now: epoch}
-		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			out, err := sc.run(t, d)
-			if err != nil {
-				return "error: " + err.Error() + "\n"
-			}
-			return out
-		})
+	scenarios.Run(t, "testdata/scenarios", func(*testing.T) *scenarioSuite {
+		return &scenarioSuite{p: DefaultPolicy(), clock: scenario.NewClock(epoch)}
 	})
 }
 
-func (sc *scenario) run(t *testing.T, d *datadriven.TestData) (string, error) {
-	switch d.Cmd {
-	case "new":
-		var minMember int
-		d.ScanArgs(t, "min", &minMember)
-		s, err := New(minMember, sc.now)
-		if err != nil {
-			return "", err
-		}
-		sc.s, sc.hasNew = s, true
-		return sc.summary(nil), nil
-	case "policy":
-		p, err := parsePolicy(t, d)
-		if err != nil {
-			return "", err
-		}
-		sc.p = p
-		return fmt.Sprintf("%+v\n", p), nil
-	case "advance":
-		d, err := parseDuration(d)
-		if err != nil {
-			return "", err
-		}
-		sc.now = sc.now.Add(d)
-		return "now " + sc.at(sc.now) + "\n", nil
-	case "state":
-		return sc.dump(), nil
-	}
-	if !sc.hasNew {
-		return "", fmt.Errorf("command %q before new", d.Cmd)
-	}
-	ev, err := sc.event(t, d)
-	if err != nil {
-		return "", err
-	}
-	var actions []Action
-	sc.s, actions = Step(sc.s, sc.p, ev, sc.now)
-	return sc.summary(actions), nil
-}
+// counts are the observe command's count arguments and the fields they set.
+var counts = []string{"members", "bound", "ready", "succeeded", "failed", "placed", "placed-failed"}
 
-// event parses an event command; tick also moves the clock.
-func (sc *scenario) event(t *testing.T, d *datadriven.TestData) (Event, error) {
-	switch d.Cmd {
-	case "observe":
-		return parseObserve(t, d)
-	case "admit":
-		var planned int
-		d.ScanArgs(t, "planned", &planned)
-		return Admitted{Planned: planned}, nil
-	case "reject":
-		return Rejected{Impossible: d.HasArg("impossible"), Reason: strings.TrimSpace(d.Input)}, nil
-	case "nodes-changed":
-		return NodesChanged{}, nil
-	case "cancel":
-		return Cancel{}, nil
-	case "preempt":
-		return Preempt{Message: strings.TrimSpace(d.Input)}, nil
-	case "owner-failed":
-		return OwnerFailed{Message: strings.TrimSpace(d.Input)}, nil
-	case "tick":
-		if len(d.CmdArgs) == 0 {
+var scenarios = scenario.New("lifecycle",
+	scenario.Command[*scenarioSuite]{
+		Name: "new", Args: []scenario.Arg{{Name: "min", Kind: scenario.Int, Required: true}},
+		Help: "start a group of minMember min at the current time",
+		Run: func(sc *scenarioSuite, c *scenario.Call) (string, error) {
+			s, err := New(c.Int("min"), sc.clock.Now())
+			if err != nil {
+				return "", err
+			}
+			sc.s, sc.hasNew = s, true
+			return sc.summary(nil), nil
+		},
+	},
+	scenario.Command[*scenarioSuite]{
+		Name: "policy", Args: policyArgs(),
+		Help: "set the policy: the defaults with the given settings",
+		Run: func(sc *scenarioSuite, c *scenario.Call) (string, error) {
+			p, err := policyOf(c)
+			if err != nil {
+				return "", err
+			}
+			sc.p = p
+			return fmt.Sprintf("%+v\n", p), nil
+		},
+	},
+	scenario.Command[*scenarioSuite]{
+		Name: "advance", Args: []scenario.Arg{{Name: "duration", Kind: scenario.Duration, Positional: true, Required: true}},
+		Help: "move the clock (backwards for a negative duration) without an event",
+		Run: func(sc *scenarioSuite, c *scenario.Call) (string, error) {
+			return "now " + sc.clock.At(sc.clock.Advance(c.Duration("duration"))) + "\n", nil
+		},
+	},
+	scenario.Command[*scenarioSuite]{
+		Name: "state", Help: "print everything the State exposes",
+		Run: func(sc *scenarioSuite, _ *scenario.Call) (string, error) { return sc.dump(), nil },
+	},
+	stepCommand("observe", observeArgs(), "", "step with an observation of the members", observeOf),
+	stepCommand("admit", []scenario.Arg{{Name: "planned", Kind: scenario.Count, Required: true}}, "",
+		"step with an admission whose plan places planned members",
+		func(_ *scenarioSuite, c *scenario.Call) (Event, error) {
+			return Admitted{Planned: c.Int("planned")}, nil
+		}),
+	stepCommand("reject", []scenario.Arg{{Name: "impossible", Kind: scenario.Flag}}, "the reason",
+		"step with a failed admission pass (impossible: not even on an empty cluster)",
+		func(_ *scenarioSuite, c *scenario.Call) (Event, error) {
+			return Rejected{Impossible: c.Has("impossible"), Reason: c.Input}, nil
+		}),
+	stepCommand("nodes-changed", nil, "", "step with a change of the cluster's nodes",
+		func(*scenarioSuite, *scenario.Call) (Event, error) { return NodesChanged{}, nil }),
+	stepCommand("cancel", nil, "", "step with the group's cancellation",
+		func(*scenarioSuite, *scenario.Call) (Event, error) { return Cancel{}, nil }),
+	stepCommand("preempt", nil, "the message", "step with a preemption of the group",
+		func(_ *scenarioSuite, c *scenario.Call) (Event, error) { return Preempt{Message: c.Input}, nil }),
+	stepCommand("owner-failed", nil, "the message", "step with the failure of the members' owner",
+		func(_ *scenarioSuite, c *scenario.Call) (Event, error) { return OwnerFailed{Message: c.Input}, nil }),
+	stepCommand("tick", []scenario.Arg{{Name: "duration", Kind: scenario.Duration, Positional: true}}, "",
+		"move the clock by duration, or to the pending timer without one, and step with a tick",
+		func(sc *scenarioSuite, c *scenario.Call) (Event, error) {
+			if c.Has("duration") {
+				sc.clock.Advance(c.Duration("duration"))
+				return Tick{}, nil
+			}
 			wake := sc.s.WakeAt()
 			if wake.IsZero() {
 				return nil, fmt.Errorf("tick without a duration needs a pending timer, found none")
 			}
-			sc.now = wake
+			sc.clock.Set(wake)
 			return Tick{}, nil
-		}
-		dur, err := parseDuration(d)
-		if err != nil {
-			return nil, err
-		}
-		sc.now = sc.now.Add(dur)
-		return Tick{}, nil
+		}),
+)
+
+// stepCommand is a command that steps the group with the event parse returns (parse
+// may move the clock first).
+func stepCommand(name string, args []scenario.Arg, input, help string, parse func(*scenarioSuite, *scenario.Call) (Event, error)) scenario.Command[*scenarioSuite] {
+	return scenario.Command[*scenarioSuite]{
+		Name: name, Args: args, Input: input, Help: help,
+		Run: func(sc *scenarioSuite, c *scenario.Call) (string, error) {
+			if !sc.hasNew {
+				return "", fmt.Errorf("command %q before new", name)
+			}
+			ev, err := parse(sc, c)
+			if err != nil {
+				return "", err
+			}
+			return sc.step(ev), nil
+		},
 	}
-	return nil, fmt.Errorf("unknown command %q", d.Cmd)
 }
 
-// parseDuration reads the command's single positional argument as a duration.
-func parseDuration(d *datadriven.TestData) (time.Duration, error) {
-	if len(d.CmdArgs) != 1 || len(d.CmdArgs[0].Vals) != 0 {
-		return 0, fmt.Errorf("%s wants one duration argument, found %q", d.Cmd, d.CmdArgs)
-	}
-	return time.ParseDuration(d.CmdArgs[0].Key)
+func (sc *scenarioSuite) step(ev Event) string {
+	var actions []Action
+	sc.s, actions = Step(sc.s, sc.p, ev, sc.clock.Now())
+	return sc.summary(actions)
 }
 
-func parsePolicy(t *testing.T, d *datadriven.TestData) (Policy, error) {
+func policyArgs() []scenario.Arg {
+	args := []scenario.Arg{}
+	for _, name := range []string{"start-timeout", "recovery-timeout", "backoff-base", "backoff-max"} {
+		args = append(args, scenario.Arg{Name: name, Kind: scenario.Duration})
+	}
+	return append(args, scenario.Arg{Name: "max-retries", Kind: scenario.Count}, scenario.Arg{Name: "seed", Kind: scenario.Count})
+}
+
+// policyOf returns the default policy with the call's settings, validated.
+func policyOf(c *scenario.Call) (Policy, error) {
 	p := DefaultPolicy()
 	durations := map[string]*time.Duration{
 		"start-timeout": &p.StartTimeout, "recovery-timeout": &p.RecoveryTimeout,
 		"backoff-base": &p.BackoffBase, "backoff-max": &p.BackoffMax,
 	}
-	for _, arg := range d.CmdArgs {
-		var err error
-		switch key := arg.Key; {
-		case durations[key] != nil:
-			*durations[key], err = time.ParseDuration(arg.SingleVal(t))
-		case key == "max-retries":
-			p.MaxRetries, err = strconv.Atoi(arg.SingleVal(t))
-		case key == "seed":
-			p.JitterSeed, err = strconv.ParseUint(arg.SingleVal(t), 10, 64)
-		default:
-			err = fmt.Errorf("unknown policy argument %q", key)
+	for name, dst := range durations {
+		if c.Has(name) {
+			*dst = c.Duration(name)
 		}
-		if err != nil {
-			return Policy{}, err
-		}
+	}
+	if c.Has("max-retries") {
+		p.MaxRetries = c.Int("max-retries")
+	}
+	if c.Has("seed") {
+		p.JitterSeed = uint64(c.Int("seed"))
 	}
 	return p, p.Validate()
 }
 
-func parseObserve(t *testing.T, d *datadriven.TestData) (Observe, error) {
+func observeArgs() []scenario.Arg {
+	var args []scenario.Arg
+	for _, name := range counts {
+		args = append(args, scenario.Arg{Name: name, Kind: scenario.Count})
+	}
+	return append(args, scenario.Arg{Name: "held", Kind: scenario.Strings, Value: "NAME:QTY,..."})
+}
+
+func observeOf(_ *scenarioSuite, c *scenario.Call) (Event, error) {
 	var o Observe
-	counts := map[string]*int{"members": &o.Members, "bound": &o.Bound, "ready": &o.Ready,
-		"succeeded": &o.Succeeded, "failed": &o.Failed, "placed": &o.Placed, "placed-failed": &o.PlacedFailed}
-	for _, arg := range d.CmdArgs {
-		if arg.Key == "held" {
-			held, err := parseHeld(arg.Vals)
-			if err != nil {
-				return Observe{}, err
-			}
-			o.Held = held
-			continue
-		}
-		dst, ok := counts[arg.Key]
-		if !ok {
-			return Observe{}, fmt.Errorf("unknown observe argument %q", arg.Key)
-		}
-		n, err := strconv.Atoi(arg.SingleVal(t))
+	dst := []*int{&o.Members, &o.Bound, &o.Ready, &o.Succeeded, &o.Failed, &o.Placed, &o.PlacedFailed}
+	for i, name := range counts {
+		*dst[i] = c.Int(name)
+	}
+	if c.Has("held") {
+		held, err := parseHeld(c.Strings("held"))
 		if err != nil {
-			return Observe{}, err
+			c.Fail("held", err)
 		}
-		*dst = n
+		o.Held = held
 	}
 	return o, nil
 }
@@ -182,14 +191,14 @@ func parseHeld(vals []string) (corev1.ResourceList, error) {
 	for _, v := range vals {
 		name, qty, ok := strings.Cut(v, ":")
 		if !ok {
-			return nil, fmt.Errorf("held wants name:quantity, found %q", v)
+			return nil, fmt.Errorf("want name:quantity, found %q", v)
 		}
 		if name == "gpu" {
 			name = "nvidia.com/gpu"
 		}
 		q, err := resource.ParseQuantity(qty)
 		if err != nil {
-			return nil, fmt.Errorf("held %s: %w", name, err)
+			return nil, fmt.Errorf("%s: quantity %q: %w", name, qty, err)
 		}
 		held[corev1.ResourceName(name)] = q
 	}
@@ -197,15 +206,10 @@ func parseHeld(vals []string) (corev1.ResourceList, error) {
 }
 
 // at renders a time as an offset from the epoch.
-func (sc *scenario) at(t time.Time) string {
-	if t.IsZero() {
-		return "none"
-	}
-	return "+" + t.Sub(epoch).String()
-}
+func (sc *scenarioSuite) at(t time.Time) string { return sc.clock.At(t) }
 
 // summary prints the actions of one step and the phase it left the group in.
-func (sc *scenario) summary(actions []Action) string {
+func (sc *scenarioSuite) summary(actions []Action) string {
 	var b strings.Builder
 	for _, a := range actions {
 		fmt.Fprintf(&b, "%s\n", a)
@@ -215,10 +219,10 @@ func (sc *scenario) summary(actions []Action) string {
 }
 
 // dump prints everything a State exposes.
-func (sc *scenario) dump() string {
+func (sc *scenarioSuite) dump() string {
 	s := sc.s
 	var b strings.Builder
-	fmt.Fprintf(&b, "now %s\n", sc.at(sc.now))
+	fmt.Fprintf(&b, "now %s\n", sc.at(sc.clock.Now()))
 	fmt.Fprintf(&b, "phase %s since %s, wake %s\n", s.Phase(), sc.at(s.Since()), sc.at(s.WakeAt()))
 	fmt.Fprintf(&b, "reason %s: %s\n", s.Reason(), s.Message())
 	fmt.Fprintf(&b, "min %d, attempt %d admitted %s planned %d, failures %d\n",

@@ -37,6 +37,7 @@ const (
 	MissingTopologyLabel ReasonKind = "MissingTopologyLabel"
 	OutsideDomain        ReasonKind = "OutsideDomain"
 	Reserved             ReasonKind = "Reserved"
+	NodeNotFound         ReasonKind = "NodeNotFound"
 )
 
 // NodeReason is one reason a node cannot take a member. Detail carries the taint, resource
@@ -67,6 +68,8 @@ func (r NodeReason) String() string {
 		return "node(s) were outside the group's domain " + r.Detail
 	case Reserved:
 		return "node(s) were reserved for a waiting group"
+	case NodeNotFound:
+		return "node " + r.Detail + " does not exist"
 	}
 	return string(r.Kind) + " " + r.Detail
 }

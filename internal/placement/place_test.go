@@ -343,3 +343,23 @@ func TestExcludeReserved(t *testing.T) {
 		t.Fatalf("diagnosis %q does not contain %q", diag, want)
 	}
 }
+
+// TestFitsOn: one member on a named node passes or fails by Place's own predicates.
+func TestFitsOn(t *testing.T) {
+	snap := cluster.FromLists([]corev1.Node{*gt.Node("n-0").GPU(2).Obj(), *gt.Node("n-1").GPU(2).Taint("dedicated", "x", corev1.TaintEffectNoSchedule).Obj()}, nil)
+	pod := gt.Pod("p").GPU(1).Obj()
+	m := placement.Member{Name: "default/p", Pod: pod}
+	if r, ok := placement.FitsOn(snap, "n-0", m); !ok {
+		t.Errorf("n-0: expected a fit, found %s", r)
+	}
+	if r, ok := placement.FitsOn(snap, "n-1", m); ok || r.Kind != placement.UntoleratedTaint {
+		t.Errorf("n-1: expected an untolerated taint, found fit %t, %s", ok, r)
+	}
+	if r, ok := placement.FitsOn(snap, "gone", m); ok || r.Kind != placement.NodeNotFound {
+		t.Errorf("a node that does not exist: expected NodeNotFound, found fit %t, %s", ok, r)
+	}
+	big := placement.Member{Name: "default/big", Pod: gt.Pod("big").GPU(3).Obj()}
+	if r, ok := placement.FitsOn(snap, "n-0", big); ok || r.String() != "Insufficient nvidia.com/gpu" {
+		t.Errorf("3 GPUs on a node of 2: expected Insufficient nvidia.com/gpu, found fit %t, %s", ok, r)
+	}
+}

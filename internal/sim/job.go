@@ -156,7 +156,7 @@ func (w *World) createPod(j *Job, i int) {
 // delete pods and let the job controller recreate them.
 func (w *World) apply(out engine.Output) {
 	bound := map[string]int{}
-	for _, b := range out.Binds {
+	for _, b := range out.Binds() {
 		p := w.pods[b.Pod]
 		if p == nil || p.Spec.NodeName != "" {
 			continue

@@ -250,7 +250,7 @@ func (s *PermitWait) reserve(g *pwGroup, it *queued, node string, now time.Time,
 	}
 	for _, r := range g.reserved {
 		s.queue.remove(r.it.key)
-		out.Binds = append(out.Binds, engine.Bind{Group: g.key, Pod: r.it.key, Node: r.node})
+		out.AddBind(g.key, r.it.key, r.node)
 	}
 	if !g.deadline.IsZero() {
 		s.changes[g.key] = 0

@@ -76,7 +76,7 @@ func (s *PodByPod) Step(time.Time) engine.Output {
 		s.snap.Bind(it.pod, node)
 		pass.update()
 		s.queue.remove(it.key)
-		out.Binds = append(out.Binds, engine.Bind{Group: it.group, Pod: it.key, Node: node})
+		out.AddBind(it.group, it.key, node)
 	}
 	return out
 }

@@ -171,7 +171,7 @@ func (w *World) settle() {
 		for _, ev := range out.Events {
 			w.logf("%s %s: %s", shortKey(ev.Group), ev.Reason, ev.Message)
 		}
-		if len(out.Binds) == 0 && len(out.Evictions) == 0 {
+		if len(out.Binds()) == 0 && len(out.Evictions) == 0 {
 			if len(w.done) == 0 {
 				return
 			}

@@ -10,8 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -24,48 +22,13 @@ import (
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
-// installPyTorchJobCRD serves kubeflow.org/v1 PyTorchJob (schemaless), as the
-// training-operator's CRD does, unless it is served already.
-func installPyTorchJobCRD(t *testing.T, env *sandboxtest.Env) {
-	t.Helper()
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "pytorchjobs.kubeflow.org"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "kubeflow.org", Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "pytorchjobs", Singular: "pytorchjob", Kind: "PyTorchJob", ListKind: "PyTorchJobList"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptr.To(true),
-				}},
-			}},
-		},
-	}
-	ctx := context.Background()
-	if err := env.Client.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating the PyTorchJob CRD: %v", err)
-	}
-	env.WaitFor(t, "the PyTorchJob CRD to be established", func(ctx context.Context) (bool, error) {
-		got := &apiextensionsv1.CustomResourceDefinition{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, got); err != nil {
-			return false, err
-		}
-		for _, c := range got.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-}
-
 // TestGatheringNamesTheOwnersReplicas: a PyTorchJob declares a master and 8 workers
 // and its PodGroup requires 9, but only the workers carry the group label. The group
 // gathers, and its condition says what the PyTorchJob declares.
 func TestGatheringNamesTheOwnersReplicas(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	ns := env.Namespace(t)
-	installPyTorchJobCRD(t, env)
+	env.InstallPyTorchJobCRD(t)
 	c := newClient(t, env.Config)
 	job := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",

@@ -32,7 +32,9 @@ func TestRestartWhilePlainPodsAreRecreated(t *testing.T) {
 		p := plainMember(ns, "held", i, map[string]string{
 			musterv1alpha1.StartTimeoutAnnotation: "2s",
 			musterv1alpha1.MaxRetriesAnnotation:   "1",
-			musterv1alpha1.BackoffBaseAnnotation:  "1s",
+			// Long enough that the reporter writes Backoff on a loaded machine before the
+			// backoff ends (with 1s the phase moved on first, now and then).
+			musterv1alpha1.BackoffBaseAnnotation: "5s",
 		})
 		p.Finalizers = []string{hold}
 		env.CreatePod(t, p)

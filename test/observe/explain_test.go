@@ -7,13 +7,12 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/explain"
@@ -201,22 +200,27 @@ func TestExplainWorkerFailedToStart(t *testing.T) {
 func TestExplainLauncherOutsideGroup(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "mpi", Count: 3, CPU: "16", Memory: "64Gi", GPUs: 1})
+	env.InstallPyTorchJobCRD(t)
 	startMuster(t, env)
 	ns := namespace(t, env, "explain-launcher")
-	// A batch Job stands in for the MPIJob. It is suspended, so that the sandbox's Job
-	// controller creates none of its pods: the test creates the pods the operator
-	// would, with the launcher left out of the group.
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "allreduce", Namespace: ns},
-		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](3), Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "main", Image: "registry.example/mpi:v1"}},
-		}}},
-	}
-	job, err := env.Kube.BatchV1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{})
+	// A PyTorchJob that declares a master and two workers; no operator runs in the
+	// sandbox, so the test creates the pods the operator would, with the master left
+	// out of the group. (A batch Job stood in before, but the sandbox's Job controller
+	// releases pods that do not match its selector, taking their owner reference away.)
+	job := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+		"metadata": map[string]any{"namespace": ns, "name": "allreduce"},
+		"spec": map[string]any{"pytorchReplicaSpecs": map[string]any{
+			"Master": map[string]any{"replicas": int64(1)},
+			"Worker": map[string]any{"replicas": int64(2)},
+		}},
+	}}
+	gvr := schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}
+	job, err := env.Dynamic.Resource(gvr).Namespace(ns).Create(context.Background(), job, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner := metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))
+	owner := metav1.NewControllerRef(job, schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "PyTorchJob"})
 	podGroup(t, env, ns, "allreduce", 3, nil, owner)
 	for i := 0; i < 2; i++ {
 		p := member(ns, "allreduce", i, 1).Obj()
@@ -224,10 +228,12 @@ func TestExplainLauncherOutsideGroup(t *testing.T) {
 		p.OwnerReferences = []metav1.OwnerReference{*owner}
 		env.CreatePod(t, p)
 	}
-	launcher := sandboxtest.Pod(ns, "allreduce-launcher").SchedulerName("muster").Obj()
-	launcher.OwnerReferences = []metav1.OwnerReference{*owner}
-	env.CreatePod(t, launcher)
-	r := waitExplain(t, env, "job/allreduce", ns, phase("Gathering"))
+	master := sandboxtest.Pod(ns, "allreduce-master-0").SchedulerName("muster").Obj()
+	master.OwnerReferences = []metav1.OwnerReference{*owner}
+	env.CreatePod(t, master)
+	r := waitExplain(t, env, "pytorchjob/allreduce", ns, func(f explain.Facts) bool {
+		return phase("Gathering")(f) && len(f.Outside) == 1
+	})
 	golden(t, "launcher-outside-group", r, 3)
 }
 

@@ -21,7 +21,7 @@ import (
 // Timeouts of the helpers.
 const (
 	// WaitTimeout bounds every Wait helper.
-	WaitTimeout = 30 * time.Second
+	WaitTimeout = 60 * time.Second
 	// pollInterval is how often Wait helpers check (and step a fake clock).
 	pollInterval = 20 * time.Millisecond
 )

@@ -1,0 +1,82 @@
+package controller
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/metrics"
+	"github.com/muster-sched/muster/internal/source"
+)
+
+// kit is what every owner of the shell uses and none owns: the configuration, the
+// clock, the clients, the cache the informers fill, the Event recorder and the
+// metrics. It holds no state of its own.
+type kit struct {
+	cfg      *musterv1alpha1.Configuration
+	clock    clock.WithTicker
+	log      logr.Logger
+	kube     kubernetes.Interface
+	dyn      dynamic.Interface
+	cache    cache.Cache
+	recorder events.EventRecorder
+	metrics  *metrics.Metrics
+}
+
+// maxNote is the longest Event note the events API accepts.
+const maxNote = 1024
+
+// event records an Event on obj, its note cut to what the events API accepts.
+func (k *kit) event(obj runtime.Object, typ, reason, message string) {
+	if len(message) > maxNote {
+		message = message[:maxNote-3] + "..."
+	}
+	k.recorder.Eventf(obj, nil, typ, reason, "Scheduling", "%s", message)
+}
+
+// podKey returns namespace/name.
+func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// splitKey splits namespace/name.
+func splitKey(key string) types.NamespacedName {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '/' {
+			return types.NamespacedName{Namespace: key[:i], Name: key[i+1:]}
+		}
+	}
+	return types.NamespacedName{Name: key}
+}
+
+// refOfKey parses a group key SOURCE/namespace/name.
+func refOfKey(key string) source.Ref {
+	src := splitKey(key)
+	nn := splitKey(src.Name)
+	return source.Ref{Source: engine.Source(src.Namespace), Namespace: nn.Namespace, Name: nn.Name}
+}
+
+// groupName renders a group key for people: namespace/name.
+func groupName(key string) string {
+	ref := refOfKey(key)
+	return ref.Namespace + "/" + ref.Name
+}
+
+// sortedKeys returns a map's keys, sorted.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// addKeys adds the keys of m to set.
+func addKeys[V any](set map[string]struct{}, m map[string]V) {
+	for k := range m {
+		set[k] = struct{}{}
+	}
+}

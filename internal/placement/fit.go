@@ -1,0 +1,22 @@
+package placement
+
+import "github.com/muster-sched/muster/internal/cluster"
+
+// FitsOn checks whether member m fits node name of the snapshot now, by the same
+// predicates Place uses (readiness, cordon, node affinity and selector, taints, then
+// resources), and returns the first reason it does not; ok is true when it fits. A
+// restarted muster checks a plan in flight with it before it completes the plan.
+func FitsOn(s *cluster.Snapshot, name string, m Member) (reason NodeReason, ok bool) {
+	n := s.Node(name)
+	if n == nil {
+		return NodeReason{Kind: NodeNotFound, Detail: name}, false
+	}
+	sh := shapesOf([]Member{m})[0]
+	if r, failed := staticReason(n, sh, checkHealth); failed {
+		return r, false
+	}
+	if rs := resourceReasons(n, sh); len(rs) > 0 {
+		return rs[0], false
+	}
+	return NodeReason{}, true
+}
