@@ -14,9 +14,11 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/muster-sched/muster/internal/controller"
 	"github.com/muster-sched/muster/internal/dashboard"
@@ -67,7 +69,17 @@ func runDashboard(cmd *cobra.Command, f *dashboardFlags) error {
 	if err != nil {
 		return err
 	}
-	c, err := cache.New(rc, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields(),
+	httpClient, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		return fmt.Errorf("creating an HTTP client: %w", err)
+	}
+	// The cache and the explain walk resolve kinds with one RESTMapper.
+	mapper, err := apiutil.NewDynamicRESTMapper(rc, httpClient)
+	if err != nil {
+		return fmt.Errorf("creating a RESTMapper: %w", err)
+	}
+	c, err := cache.New(rc, cache.Options{Scheme: scheme, HTTPClient: httpClient, Mapper: mapper,
+		DefaultTransform: cache.TransformStripManagedFields(),
 		// Of the ConfigMaps, only the ledger is watched.
 		ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {
 			Namespaces: map[string]cache.Config{f.namespace: {}},
@@ -76,7 +88,7 @@ func runDashboard(cmd *cobra.Command, f *dashboardFlags) error {
 	if err != nil {
 		return fmt.Errorf("creating the cache: %w", err)
 	}
-	d, err := dashboard.New(dashboard.Options{Reader: c, SchedulerName: f.schedulerName,
+	d, err := dashboard.New(dashboard.Options{Reader: c, Mapper: mapper, SchedulerName: f.schedulerName,
 		Costs: dashboard.StoredCosts{Reader: c, Namespace: f.namespace}})
 	if err != nil {
 		return err

@@ -4,11 +4,13 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/muster-sched/muster/internal/explain"
+	"github.com/muster-sched/muster/internal/source"
 )
 
 // SandboxKubeconfig is where `muster sandbox` writes its kubeconfig by default; explain
@@ -39,7 +41,7 @@ the evidence it found, and ends with a verdict naming the first failing step and
   5. after placement: image pulls, volume mounts, init containers, readiness
   6. the timeout: when it fires and what happens then
 
-KIND is pytorchjob, tfjob, mpijob, job, jobset or podgroup; a bare NAME is a plain group
+KIND is ` + strings.Join(source.OwnerKindNames(), ", ") + ` or podgroup; a bare NAME is a plain group
 (pods labelled muster.dev/group=NAME). The namespace is --namespace, else the
 kubeconfig context's.`,
 		Example: `  muster explain pytorchjob/bert -n team-a

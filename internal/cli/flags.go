@@ -107,7 +107,7 @@ func clients(cfg *rest.Config) (explain.Clients, error) {
 	if err != nil {
 		return explain.Clients{}, fmt.Errorf("creating a dynamic client: %w", err)
 	}
-	return explain.Clients{Kube: kube, Dynamic: dyn}, nil
+	return explain.NewClients(kube, dyn), nil
 }
 
 // errOutput is returned for an -o value a command does not know.

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -11,12 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/printers"
 
@@ -53,15 +49,6 @@ type GroupRow struct {
 	ExpectedStartUnknown string       `json:"expectedStartUnknown,omitempty"`
 	// GPUSeconds is what the bound members hold now, in GPU-seconds since each was bound.
 	GPUSeconds int64 `json:"gpuSeconds"`
-}
-
-var groupAPIs = []struct {
-	source engine.Source
-	gvr    schema.GroupVersionResource
-}{
-	{engine.Coscheduling, schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}},
-	{engine.Volcano, schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}},
-	{engine.Native, schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups")},
 }
 
 func newGetGroupsCmd(f *Flags) *cobra.Command {
@@ -106,18 +93,18 @@ func GroupRows(ctx context.Context, c explain.Clients, ns string, now time.Time)
 		members[source.GroupOf(p).Key()] = append(members[source.GroupOf(p).Key()], p)
 	}
 	var rows []GroupRow
-	for _, api := range groupAPIs {
-		list, err := c.Dynamic.Resource(api.gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+	for _, api := range source.GroupAPIs() {
+		list, err := c.Dynamic.Resource(api.Resource).Namespace(ns).List(ctx, metav1.ListOptions{})
 		switch {
 		case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 			continue // the API is not served
 		case err != nil:
-			return nil, fmt.Errorf("listing %s: %w", api.gvr.GroupResource(), err)
+			return nil, fmt.Errorf("listing %s: %w", api.Resource.GroupResource(), err)
 		}
 		for i := range list.Items {
 			u := &list.Items[i]
-			ref := source.Ref{Source: api.source, Namespace: u.GetNamespace(), Name: u.GetName()}
-			rows = append(rows, groupRow(ref, u.GetAnnotations(), conditionsOf(u), members[ref.Key()], now))
+			ref := source.Ref{Source: api.Source, Namespace: u.GetNamespace(), Name: u.GetName()}
+			rows = append(rows, groupRow(ref, u.GetAnnotations(), api.Conditions(u), members[ref.Key()], now))
 		}
 	}
 	for _, pods := range members {
@@ -175,27 +162,6 @@ func heldSeconds(p *corev1.Pod, now time.Time) int64 {
 		}
 	}
 	return 0
-}
-
-// conditionsOf reads a group object's conditions: status.conditions, or the
-// muster.dev/status annotation of a scheduler-plugins PodGroup, whose API has none.
-func conditionsOf(u *unstructured.Unstructured) []metav1.Condition {
-	var conds []metav1.Condition
-	if s := u.GetAnnotations()["muster.dev/status"]; s != "" {
-		if json.Unmarshal([]byte(s), &conds) == nil {
-			return conds
-		}
-		return nil
-	}
-	raw, found, err := unstructured.NestedSlice(u.Object, "status", "conditions")
-	if err != nil || !found {
-		return nil
-	}
-	data, err := json.Marshal(raw)
-	if err != nil || json.Unmarshal(data, &conds) != nil {
-		return nil
-	}
-	return conds
 }
 
 // WriteGroups writes the rows as a table; all adds the namespace, wide the API, the

@@ -14,6 +14,7 @@ import (
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/explain"
+	"github.com/muster-sched/muster/internal/source"
 )
 
 func newStopCmd(f *Flags) *cobra.Command {
@@ -69,15 +70,15 @@ func setStopped(cmd *cobra.Command, f *Flags, name string, stop bool) error {
 // patchGroup patches the group object of that name in the first group API that has one,
 // or else the pods of the plain group of that name. It returns what it patched.
 func patchGroup(ctx context.Context, c explain.Clients, ns, name string, patch []byte) (string, error) {
-	for _, api := range groupAPIs {
-		_, err := c.Dynamic.Resource(api.gvr).Namespace(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	for _, api := range source.GroupAPIs() {
+		_, err := c.Dynamic.Resource(api.Resource).Namespace(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 		switch {
 		case err == nil:
-			return api.gvr.GroupResource().String(), nil
+			return api.Resource.GroupResource().String(), nil
 		case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 			continue
 		default:
-			return "", fmt.Errorf("patching %s %s/%s: %w", api.gvr.GroupResource(), ns, name, err)
+			return "", fmt.Errorf("patching %s %s/%s: %w", api.Resource.GroupResource(), ns, name, err)
 		}
 	}
 	pods, err := c.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: musterv1alpha1.GroupLabel + "=" + name})

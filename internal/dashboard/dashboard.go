@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/muster-sched/muster/internal/explain"
@@ -23,6 +24,9 @@ var assets embed.FS
 type Options struct {
 	// Reader reads the cluster: muster's informer cache, or one of the dashboard's own.
 	Reader client.Reader
+	// Mapper resolves kinds to resources for the explain walk (the controller-runtime
+	// manager's RESTMapper); nil leaves workload kinds unresolved.
+	Mapper meta.RESTMapper
 	// SchedulerName is muster's schedulerName: pods with another are other schedulers'.
 	SchedulerName string
 	// Costs is where the cost page reads: the ledger the scheduler feeds in this
@@ -176,7 +180,7 @@ func (d *Dashboard) group(ctx context.Context, r *http.Request, m *model) (strin
 		p.Phase, p.Queue, p.Reason, p.Message, p.Waiting = rec.Phase, rec.Queue, rec.Reason, rec.Message, rec.Waiting
 	}
 	if target := explainTarget(ref); target != "" {
-		f, err := explain.Gather(ctx, explain.NewCacheReader(d.opts.Reader), target, ref.Namespace, d.opts.SchedulerName, now)
+		f, err := explain.Gather(ctx, explain.NewCacheReader(d.opts.Reader, d.opts.Mapper), target, ref.Namespace, d.opts.SchedulerName, now)
 		if err != nil {
 			p.ExplainProblem = err.Error()
 		} else {

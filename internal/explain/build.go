@@ -99,6 +99,9 @@ func healthy(f Facts) string {
 // stepObjects: the parent object and its group exist in the namespace.
 func stepObjects(f Facts) (check, bool) {
 	var ev []string
+	if f.ParentProblem != "" && f.ParentUnserved {
+		return failed(f.ParentProblem, "install the operator that serves "+f.Kind+" (its CRD), or check the kind", f.ParentProblem), false
+	}
 	if f.ParentProblem != "" {
 		return failed(f.ParentProblem, "check the name and namespace (kubectl get "+f.Kind+" -n "+f.Namespace+")", f.ParentProblem), false
 	}

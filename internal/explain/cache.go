@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,9 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
-	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
-	volcanov1beta1 "github.com/muster-sched/muster/api/volcano/v1beta1"
+	"github.com/muster-sched/muster/internal/source"
 )
 
 // CacheReader is explain's Reader over muster's informer cache, so that the dashboard's
@@ -26,28 +24,49 @@ import (
 // request to the API server. It
 // reads the group objects and Queues muster watches; any other resource (a workload
 // such as a PyTorchJob) is not found, and Events are not read (muster does not watch
-// them, so the walk's "after placement" step sees pod status only).
-type CacheReader struct{ r client.Reader }
+// them, so the walk's "after placement" step sees pod status only). Kinds are resolved
+// with the RESTMapper it is given, the controller-runtime manager's.
+type CacheReader struct {
+	r      client.Reader
+	mapper meta.RESTMapper
+}
 
-// NewCacheReader returns a Reader over r, a cache of muster's informers.
-func NewCacheReader(r client.Reader) CacheReader { return CacheReader{r: r} }
+// NewCacheReader returns a Reader over r, a cache of muster's informers, resolving
+// kinds with mapper (nil: every kind is unresolved, with an error saying so).
+func NewCacheReader(r client.Reader, mapper meta.RESTMapper) CacheReader {
+	return CacheReader{r: r, mapper: mapper}
+}
 
 var _ Reader = CacheReader{}
 
-// cached are the resources the cache holds, with their typed objects.
-var cached = map[schema.GroupVersionResource]func() client.Object{
-	spv1alpha1.GroupVersion.WithResource("podgroups"):              func() client.Object { return &spv1alpha1.PodGroup{} },
-	volcanov1beta1.GroupVersion.WithResource("podgroups"):          func() client.Object { return &volcanov1beta1.PodGroup{} },
-	schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups"): func() client.Object { return &schedulingv1beta1.PodGroup{} },
-	musterv1alpha1.GroupVersion.WithResource("queues"):             func() client.Object { return &musterv1alpha1.Queue{} },
+// cachedObject returns an empty object of gvr and its kind, for a resource the cache
+// holds: the registry's group APIs and Queues.
+func cachedObject(gvr schema.GroupVersionResource) (obj client.Object, kind string, ok bool) {
+	if gvr == queueGVR {
+		return &musterv1alpha1.Queue{}, "Queue", true
+	}
+	if api := apiServedAs(gvr); api != nil {
+		return api.New(), api.Kind, true
+	}
+	return nil, "", false
 }
 
-// kinds are the kinds of the cached resources.
-var kinds = map[schema.GroupVersionResource]string{
-	spv1alpha1.GroupVersion.WithResource("podgroups"):              "PodGroup",
-	volcanov1beta1.GroupVersion.WithResource("podgroups"):          "PodGroup",
-	schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups"): "PodGroup",
-	musterv1alpha1.GroupVersion.WithResource("queues"):             "Queue",
+// apiServedAs returns the group API served as gvr, or nil.
+func apiServedAs(gvr schema.GroupVersionResource) *source.GroupAPI {
+	for _, api := range source.GroupAPIs() {
+		if api.Resource == gvr {
+			return &api
+		}
+	}
+	return nil
+}
+
+// Resource resolves gk with the RESTMapper the reader was given.
+func (c CacheReader) Resource(gk schema.GroupKind, versions ...string) (schema.GroupVersionResource, error) {
+	if c.mapper == nil {
+		return schema.GroupVersionResource{}, fmt.Errorf("resolving the resource of kind %s: the cache reader was given no RESTMapper", gk)
+	}
+	return resourceOf(c.mapper, gk, versions...)
 }
 
 // Pods lists the cached pods of namespace ("" for all).
@@ -73,11 +92,10 @@ func (c CacheReader) Events(context.Context, string) ([]corev1.Event, error) { r
 
 // Object reads one cached object as unstructured.
 func (c CacheReader) Object(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
-	newObject, ok := cached[gvr]
+	obj, kind, ok := cachedObject(gvr)
 	if !ok {
 		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
 	}
-	obj := newObject()
 	if err := c.r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, obj); err != nil {
 		if Unserved(err) {
 			return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
@@ -90,7 +108,7 @@ func (c CacheReader) Object(ctx context.Context, gvr schema.GroupVersionResource
 	}
 	u := &unstructured.Unstructured{Object: raw}
 	u.SetAPIVersion(gvr.GroupVersion().String())
-	u.SetKind(kinds[gvr])
+	u.SetKind(kind)
 	return u, nil
 }
 

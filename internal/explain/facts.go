@@ -33,6 +33,9 @@ type Facts struct {
 	Parent *unstructured.Unstructured
 	// ParentProblem says why Parent is missing (not found, API not served).
 	ParentProblem string
+	// ParentUnserved is set when ParentProblem is that the cluster does not serve the
+	// parent's kind.
+	ParentUnserved bool
 	// TemplateGroup is set when Parent has no pod in a group, and the group was read
 	// from its pod template instead (a batch Job between its pods' deletion and their
 	// creation).

@@ -9,18 +9,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
-	volcanov1beta1 "github.com/muster-sched/muster/api/volcano/v1beta1"
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/placement"
@@ -31,28 +28,9 @@ import (
 type Clients struct {
 	Kube    kubernetes.Interface
 	Dynamic dynamic.Interface
-}
-
-// parentKinds maps the kinds explain accepts to their API resources.
-var parentKinds = map[string]schema.GroupVersionResource{
-	"pytorchjob": {Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"},
-	"tfjob":      {Group: "kubeflow.org", Version: "v1", Resource: "tfjobs"},
-	"mpijob":     {Group: "kubeflow.org", Version: "v2beta1", Resource: "mpijobs"},
-	"job":        {Group: "batch", Version: "v1", Resource: "jobs"},
-	"jobset":     {Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"},
-}
-
-// groupAPI is one of the group object APIs, in the order explain looks for a group.
-type groupAPI struct {
-	source engine.Source
-	name   string
-	gvr    schema.GroupVersionResource
-}
-
-var groupAPIs = []groupAPI{
-	{engine.Coscheduling, "scheduling.x-k8s.io/v1alpha1 PodGroup", schema.GroupVersionResource{Group: spv1alpha1.GroupVersion.Group, Version: "v1alpha1", Resource: "podgroups"}},
-	{engine.Volcano, "scheduling.volcano.sh/v1beta1 PodGroup", schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}},
-	{engine.Native, "scheduling.k8s.io/v1beta1 PodGroup", schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups")},
+	// Mapper resolves the resources of kinds (see Reader.Resource); nil means one over
+	// Kube's discovery, made for each call (NewClients makes one for all).
+	Mapper meta.RESTMapper
 }
 
 var queueGVR = musterv1alpha1.GroupVersion.WithResource("queues")
@@ -80,11 +58,12 @@ func Gather(ctx context.Context, c Reader, target, namespace, schedulerName stri
 	case kind == "group":
 		f.setPlain(name)
 	default:
-		gvr, ok := parentKinds[kind]
-		if !ok {
-			return f, fmt.Errorf("%w: kind %q: expected one of pytorchjob, tfjob, mpijob, job, jobset, podgroup, or a plain group name", ErrUsage, kind)
+		k := source.OwnerKindNamed(kind)
+		if k == nil {
+			return f, fmt.Errorf("%w: kind %q: expected one of %s, podgroup, or a plain group name",
+				ErrUsage, kind, strings.Join(source.OwnerKindNames(), ", "))
 		}
-		f.Parent, f.ParentProblem = getParent(ctx, c, gvr, namespace, name)
+		f.Parent, f.ParentProblem, f.ParentUnserved = getParent(ctx, c, k, namespace, name)
 		if f.Parent == nil {
 			break
 		}
@@ -135,17 +114,28 @@ func Gather(ctx context.Context, c Reader, target, namespace, schedulerName stri
 	return f, nil
 }
 
-func getParent(ctx context.Context, c Reader, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, string) {
+// getParent reads the parent object of kind k, at the version of it the cluster serves
+// (resolved through discovery), or says why it cannot: unserved is set when the cluster
+// does not serve the kind.
+func getParent(ctx context.Context, c Reader, k *source.OwnerKind, ns, name string) (parent *unstructured.Unstructured, problem string, unserved bool) {
+	gvr, err := c.Resource(k.GroupKind, k.Versions...)
+	switch {
+	case meta.IsNoMatchError(err):
+		return nil, fmt.Sprintf("the cluster does not serve kind %s (%s, versions %s)",
+			k.GroupKind.Kind, k.GroupKind.Group, strings.Join(k.Versions, ", ")), true
+	case err != nil:
+		return nil, err.Error(), false
+	}
 	u, err := c.Object(ctx, gvr, ns, name)
 	switch {
 	case err == nil:
-		return u, ""
+		return u, "", false
 	case apierrors.IsNotFound(err) && isResourceMissing(err):
-		return nil, fmt.Sprintf("the cluster does not serve %s", gvr.GroupResource())
+		return nil, fmt.Sprintf("the cluster does not serve %s", gvr.GroupResource()), true
 	case apierrors.IsNotFound(err):
-		return nil, fmt.Sprintf("%s %s/%s not found", gvr.Resource, ns, name)
+		return nil, fmt.Sprintf("%s %s/%s not found", gvr.Resource, ns, name), false
 	}
-	return nil, fmt.Sprintf("reading %s %s/%s: %v", gvr.Resource, ns, name, err)
+	return nil, fmt.Sprintf("reading %s %s/%s: %v", gvr.Resource, ns, name, err), false
 }
 
 // isResourceMissing tells "no such resource type" from "no such object".
@@ -216,21 +206,22 @@ const jobSetNameLabel = "jobset.sigs.k8s.io/jobset-name"
 // findGroupObject looks for a group object named name in each group API (or in those of
 // the given sources only), first found wins.
 func (f *Facts) findGroupObject(ctx context.Context, c Reader, name string, sources ...engine.Source) *unstructured.Unstructured {
-	apis := slices.DeleteFunc(slices.Clone(groupAPIs), func(api groupAPI) bool {
-		return len(sources) > 0 && !slices.Contains(sources, api.source)
+	all := source.GroupAPIs()
+	apis := slices.DeleteFunc(slices.Clone(all), func(api source.GroupAPI) bool {
+		return len(sources) > 0 && !slices.Contains(sources, api.Source)
 	})
 	if len(apis) == 0 {
-		apis = groupAPIs[:1]
+		apis = all[:1]
 	}
 	// Not found, the group is reported as missing from the first API looked in.
-	f.GroupAPI, f.Spec = apis[0].name, engine.GroupSpec{Source: apis[0].source, Namespace: f.Namespace, Name: name}
+	f.GroupAPI, f.Spec = apis[0].Name(), engine.GroupSpec{Source: apis[0].Source, Namespace: f.Namespace, Name: name}
 	for _, api := range apis {
-		u, err := c.Object(ctx, api.gvr, f.Namespace, name)
+		u, err := c.Object(ctx, api.Resource, f.Namespace, name)
 		if err != nil {
 			continue
 		}
-		f.GroupAPI, f.GroupFound = api.name, true
-		f.Spec = engine.GroupSpec{Source: api.source, Namespace: f.Namespace, Name: name}
+		f.GroupAPI, f.GroupFound = api.Name(), true
+		f.Spec = engine.GroupSpec{Source: api.Source, Namespace: f.Namespace, Name: name}
 		return u
 	}
 	return nil
@@ -277,20 +268,12 @@ func (f *Facts) translate(obj *unstructured.Unstructured) {
 	case obj == nil:
 		f.Spec.Key = source.Ref{Source: f.Spec.Source, Namespace: f.Namespace, Name: f.Spec.Name}.Key()
 		return
-	case f.Spec.Source == engine.Coscheduling:
-		var pg spv1alpha1.PodGroup
-		if fromUnstructured(obj, &pg) == nil {
-			spec = source.FromCoscheduling(&pg, f.Members, nil)
-		}
-	case f.Spec.Source == engine.Volcano:
-		var pg volcanov1beta1.PodGroup
-		if fromUnstructured(obj, &pg) == nil {
-			spec = source.FromVolcano(&pg, nil)
-		}
-	case f.Spec.Source == engine.Native:
-		var pg schedulingv1beta1.PodGroup
-		if fromUnstructured(obj, &pg) == nil {
-			spec = source.FromNative(&pg, nil)
+	default:
+		// A basic Native PodGroup translates too (MinMember 1, each member alone).
+		if api := source.APIOf(f.Spec.Source); api != nil {
+			if typed, err := api.Decode(obj); err == nil {
+				spec, _ = api.Translate(typed, f.Members, nil)
+			}
 		}
 	}
 	if spec.Key != "" {

@@ -2,11 +2,17 @@ package explain
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
 )
 
 // Reader is what Gather reads the cluster through: the API server (Clients), or a
@@ -22,9 +28,43 @@ type Reader interface {
 	// Object reads one object of the resource gvr; namespace is "" for a cluster-scoped
 	// one. A missing object is an error for which apierrors.IsNotFound holds.
 	Object(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error)
+	// Resource resolves the resource of kind gk through discovery, at the first of
+	// versions the cluster serves (at its preferred version when none is given). A kind
+	// the cluster does not serve is an error for which meta.IsNoMatchError holds.
+	Resource(gk schema.GroupKind, versions ...string) (schema.GroupVersionResource, error)
 }
 
 var _ Reader = Clients{}
+
+// NewClients returns the Clients of kube and dyn, with a RESTMapper over kube's
+// discovery that reads it once, when first asked, and again when asked for a kind it
+// did not list.
+func NewClients(kube kubernetes.Interface, dyn dynamic.Interface) Clients {
+	return Clients{Kube: kube, Dynamic: dyn, Mapper: discoveryMapper(kube)}
+}
+
+func discoveryMapper(kube kubernetes.Interface) meta.RESTMapper {
+	return restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
+}
+
+// Resource resolves gk through c.Mapper, or, when it is nil, through a RESTMapper
+// over the API server's discovery made for the call.
+func (c Clients) Resource(gk schema.GroupKind, versions ...string) (schema.GroupVersionResource, error) {
+	m := c.Mapper
+	if m == nil {
+		m = discoveryMapper(c.Kube)
+	}
+	return resourceOf(m, gk, versions...)
+}
+
+// resourceOf resolves gk with m.
+func resourceOf(m meta.RESTMapper, gk schema.GroupKind, versions ...string) (schema.GroupVersionResource, error) {
+	mapping, err := m.RESTMapping(gk, versions...)
+	if err != nil {
+		return schema.GroupVersionResource{}, fmt.Errorf("resolving the resource of kind %s: %w", gk, err)
+	}
+	return mapping.Resource, nil
+}
 
 // Pods lists the pods of namespace from the API server.
 func (c Clients) Pods(ctx context.Context, namespace string) ([]corev1.Pod, error) {

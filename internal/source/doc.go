@@ -4,6 +4,18 @@
 // "FIELD: VALUE: what was expected". It makes no client calls and reads no clock; the
 // controller lists the objects and calls it.
 //
+// # Registry
+//
+// GroupAPIs is the one list of the group object APIs: per API its resource, its object,
+// its translation in (GroupAPI.Translate) and where a group's status goes out
+// (GroupAPI.StatusOut: an annotation, status in the main resource, or the status
+// subresource) and is read back (GroupAPI.Conditions). OwnerKinds is the one list of the
+// workload kinds whose declared replicas and failure muster reads (OwnerRoles,
+// OwnerFailure), with the name `muster explain` accepts for each and the API versions
+// understood; the version a cluster serves is resolved through discovery by the caller.
+// The controller's watches, explain, the CLI and deploy/rbac (checked by a test) follow
+// these lists.
+//
 // # Membership
 //
 // GroupOf says which group a pod belongs to. When a pod names several, the first of these

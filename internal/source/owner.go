@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // ErrUnknownOwnerKind is returned (wrapped) for an owner whose kind declares replicas in a
@@ -27,16 +28,87 @@ type Role struct {
 	Jobs int
 }
 
-// replicaSpecs are the Kubeflow kinds whose spec maps replica types to {replicas}: the
-// field holding the map, per apiVersion and kind.
-var replicaSpecs = map[string]string{
-	"kubeflow.org/v1/PyTorchJob":  "pytorchReplicaSpecs",
-	"kubeflow.org/v1/TFJob":       "tfReplicaSpecs",
-	"kubeflow.org/v1/MPIJob":      "mpiReplicaSpecs",
-	"kubeflow.org/v2beta1/MPIJob": "mpiReplicaSpecs",
-	"kubeflow.org/v1/XGBoostJob":  "xgbReplicaSpecs",
-	"kubeflow.org/v1/PaddleJob":   "paddleReplicaSpecs",
-	"kubeflow.org/v1/JAXJob":      "jaxReplicaSpecs",
+// OwnerKind is a kind of workload controller whose declared replicas muster reads, for
+// the diagnosis of a group that gathers (see OwnerRoles) and to tell when it has failed
+// for good (see OwnerFailure). OwnerKinds is the one list of them: the controller reads
+// only owners of these kinds, explain accepts their Names, and deploy/rbac grants get on
+// exactly these (a test checks it).
+type OwnerKind struct {
+	// GroupKind is the kind. Its version is resolved through discovery (a RESTMapper),
+	// among Versions.
+	GroupKind schema.GroupKind
+	// Name is what `muster explain` accepts for the kind: "pytorchjob".
+	Name string
+	// Versions are the API versions whose spec OwnerRoles reads, preferred first.
+	Versions []string
+
+	// roles reads the replicas declared in obj, an object of the kind at version.
+	roles func(obj map[string]any, version string) ([]Role, error)
+	// failure says why obj has failed for good, or "" if it has not.
+	failure func(obj *unstructured.Unstructured) string
+}
+
+// kubeflow is a training-operator kind whose spec.field maps replica types to
+// {replicas}, at versions.
+func kubeflow(kind, field string, versions ...string) OwnerKind {
+	return OwnerKind{
+		GroupKind: schema.GroupKind{Group: "kubeflow.org", Kind: kind},
+		Name:      strings.ToLower(kind),
+		Versions:  versions,
+		failure:   failedCondition,
+		roles: func(obj map[string]any, version string) ([]Role, error) {
+			// mpi-operator's v2beta1 MPIJob defaults Worker replicas to 0.
+			return kubeflowRoles(obj, field, kind == "MPIJob" && version == "v2beta1")
+		},
+	}
+}
+
+// ownerKinds are the owner kinds, in the order explain lists them.
+var ownerKinds = []OwnerKind{
+	kubeflow("PyTorchJob", "pytorchReplicaSpecs", "v1"),
+	kubeflow("TFJob", "tfReplicaSpecs", "v1"),
+	kubeflow("MPIJob", "mpiReplicaSpecs", "v2beta1", "v1"),
+	kubeflow("XGBoostJob", "xgbReplicaSpecs", "v1"),
+	kubeflow("PaddleJob", "paddleReplicaSpecs", "v1"),
+	kubeflow("JAXJob", "jaxReplicaSpecs", "v1"),
+	{GroupKind: schema.GroupKind{Group: "batch", Kind: "Job"}, Name: "job", Versions: []string{"v1"}, failure: failedCondition,
+		roles: func(obj map[string]any, _ string) ([]Role, error) { return jobRoles(obj) }},
+	{GroupKind: schema.GroupKind{Group: "jobset.x-k8s.io", Kind: "JobSet"}, Name: "jobset", Versions: []string{"v1alpha2"}, failure: failedCondition,
+		roles: func(obj map[string]any, _ string) ([]Role, error) { return jobSetRoles(obj) }},
+}
+
+// OwnerKinds returns the owner kinds muster reads.
+func OwnerKinds() []OwnerKind { return append([]OwnerKind(nil), ownerKinds...) }
+
+// OwnerKindOf returns the owner kind gk, or nil when muster does not read owners of
+// that kind (a ReplicaSet, an unknown operator's kind).
+func OwnerKindOf(gk schema.GroupKind) *OwnerKind {
+	for i := range ownerKinds {
+		if ownerKinds[i].GroupKind == gk {
+			return &ownerKinds[i]
+		}
+	}
+	return nil
+}
+
+// OwnerKindNamed returns the owner kind that `muster explain` calls name
+// ("pytorchjob"), or nil.
+func OwnerKindNamed(name string) *OwnerKind {
+	for i := range ownerKinds {
+		if ownerKinds[i].Name == name {
+			return &ownerKinds[i]
+		}
+	}
+	return nil
+}
+
+// OwnerKindNames returns the names `muster explain` accepts for owner kinds, in order.
+func OwnerKindNames() []string {
+	names := make([]string, len(ownerKinds))
+	for i, k := range ownerKinds {
+		names[i] = k.Name
+	}
+	return names
 }
 
 // OwnerRoles returns the replicas owner declares, per role, applying the defaults its
@@ -45,22 +117,16 @@ var replicaSpecs = map[string]string{
 // default 1); mpi-operator's kubeflow.org/v2beta1 MPIJob (Launcher default 1, Worker
 // default 0); JobSet jobset.x-k8s.io/v1alpha2 (spec.replicatedJobs[].replicas, default 1,
 // times template.spec.parallelism, default 1). Kubeflow roles are in name order, JobSet
-// roles in spec order. Any other kind is an error wrapping ErrUnknownOwnerKind.
+// roles in spec order. A kind or version not in OwnerKinds is an error wrapping
+// ErrUnknownOwnerKind.
 func OwnerRoles(owner *unstructured.Unstructured) ([]Role, error) {
 	gvk := owner.GroupVersionKind()
-	var roles []Role
-	var err error
-	switch key := owner.GetAPIVersion() + "/" + gvk.Kind; {
-	case key == "batch/v1/Job":
-		roles, err = jobRoles(owner.Object)
-	case key == "jobset.x-k8s.io/v1alpha2/JobSet":
-		roles, err = jobSetRoles(owner.Object)
-	case replicaSpecs[key] != "":
-		roles, err = kubeflowRoles(owner.Object, replicaSpecs[key], key == "kubeflow.org/v2beta1/MPIJob")
-	default:
+	k := OwnerKindOf(gvk.GroupKind())
+	if k == nil || !slices.Contains(k.Versions, gvk.Version) {
 		return nil, fmt.Errorf("%s %s: %w %s of %s: expected a batch/v1 Job, a kubeflow.org training job or a jobset.x-k8s.io/v1alpha2 JobSet",
 			gvk.Kind, owner.GetName(), ErrUnknownOwnerKind, gvk.Kind, owner.GetAPIVersion())
 	}
+	roles, err := k.roles(owner.Object, gvk.Version)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", gvk.Kind, owner.GetName(), err)
 	}
@@ -207,14 +273,24 @@ func count(obj map[string]any, def int, path ...string) (int, error) {
 	return int(n), nil
 }
 
-// OwnerFailure returns why owner has failed for good, or "" if it has not: a batch Job,
-// JobSet or Kubeflow training job whose status.conditions has type Failed with status
-// True creates no more pods. E.g. "Job default/train failed: BackoffLimitExceeded: Job
-// has reached the specified backoff limit".
+// OwnerFailure returns why owner has failed for good, or "" if it has not (or is nil, or
+// of a kind not in OwnerKinds): a batch Job, JobSet or Kubeflow training job whose
+// status.conditions has type Failed with status True creates no more pods. E.g. "Job
+// default/train failed: BackoffLimitExceeded: Job has reached the specified backoff limit".
 func OwnerFailure(owner *unstructured.Unstructured) string {
 	if owner == nil {
 		return ""
 	}
+	k := OwnerKindOf(owner.GroupVersionKind().GroupKind())
+	if k == nil {
+		return ""
+	}
+	return k.failure(owner)
+}
+
+// failedCondition reads a Failed condition with status True from owner's
+// status.conditions, as batch Jobs, JobSets and the Kubeflow jobs write it.
+func failedCondition(owner *unstructured.Unstructured) string {
 	conditions, _, _ := unstructured.NestedSlice(owner.Object, "status", "conditions")
 	for _, c := range conditions {
 		cond, ok := c.(map[string]any)

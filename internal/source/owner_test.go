@@ -160,7 +160,8 @@ func TestOwnerRolesMissingSpecs(t *testing.T) {
 
 func TestOwnerFailure(t *testing.T) {
 	job := func(kind string, conditions ...map[string]any) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": kind,
+		apiVersion := map[string]string{"Job": "batch/v1", "PyTorchJob": "kubeflow.org/v1", "Deployment": "apps/v1"}[kind]
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
 			"metadata": map[string]any{"namespace": "default", "name": "train"}}}
 		if conditions != nil {
 			list := make([]any, len(conditions))
@@ -185,6 +186,7 @@ func TestOwnerFailure(t *testing.T) {
 			map[string]any{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit"}),
 			"Job default/train failed: BackoffLimitExceeded: Job has reached the specified backoff limit"},
 		{"failed without a reason", job("PyTorchJob", map[string]any{"type": "Failed", "status": "True"}), "PyTorchJob default/train failed"},
+		{"a kind muster does not read", job("Deployment", map[string]any{"type": "Failed", "status": "True"}), ""},
 		{"malformed conditions", &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": "yes"}}}, ""},
 	} {
 		if got := OwnerFailure(tc.owner); got != tc.want {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -49,6 +50,9 @@ type Options struct {
 	Kubeconfig string
 	// Reader is muster's cache.
 	Reader client.Reader
+	// Mapper resolves kinds to resources for the explain walk: the controller-runtime
+	// manager's RESTMapper.
+	Mapper meta.RESTMapper
 	// SchedulerName is muster's schedulerName.
 	SchedulerName string
 	// Clock stamps the answers; nil means the real clock.
