@@ -108,7 +108,7 @@ func (m *mirror) takeDirty() []string {
 // applyGroupObject records a group object, or cancels its group when it is gone.
 func (m *mirror) applyGroupObject(ctx context.Context, ref source.Ref) {
 	key := ref.Key()
-	obj := apiOf(ref.Source).newObject()
+	obj := source.APIOf(ref.Source).New()
 	_, wasBasic := m.basicObject(ref)
 	err := m.cache.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj)
 	switch {

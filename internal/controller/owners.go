@@ -27,20 +27,6 @@ const ownerTTL = 30 * time.Second
 // ownerReaders is how many owner reads are in flight at once.
 const ownerReaders = 2
 
-// ownerKinds are the controllers whose declared replicas muster reads (see
-// source.OwnerRoles); deploy/rbac grants get on exactly these. Other owners (a
-// ReplicaSet, an unknown operator's kind) are not read.
-var ownerKinds = map[schema.GroupKind]bool{
-	{Group: "batch", Kind: "Job"}:               true,
-	{Group: "jobset.x-k8s.io", Kind: "JobSet"}:  true,
-	{Group: "kubeflow.org", Kind: "PyTorchJob"}: true,
-	{Group: "kubeflow.org", Kind: "TFJob"}:      true,
-	{Group: "kubeflow.org", Kind: "MPIJob"}:     true,
-	{Group: "kubeflow.org", Kind: "XGBoostJob"}: true,
-	{Group: "kubeflow.org", Kind: "PaddleJob"}:  true,
-	{Group: "kubeflow.org", Kind: "JAXJob"}:     true,
-}
-
 // When a member with a controller owner fails, the owner decides what happens next: a
 // batch Job with backoffLimit left creates a replacement, one past its backoffLimit fails
 // for good and creates nothing more. muster learns the owner's verdict by reading it
@@ -229,11 +215,12 @@ func refOf(ns string, ref metav1.OwnerReference) ownerRef {
 }
 
 // lookup returns the owner r names as last read, asking for a read when there is none or
-// it is older than ownerTTL (a stale owner is returned meanwhile). Owners of kinds muster
-// does not read are nil and never pending.
+// it is older than ownerTTL (a stale owner is returned meanwhile). Only owners of
+// source.OwnerKinds are read (deploy/rbac grants get on exactly these); others (a
+// ReplicaSet, an unknown operator's kind) are nil and never pending.
 func (o *owners) lookup(gk string, r ownerRef) (*unstructured.Unstructured, bool) {
 	gv, err := schema.ParseGroupVersion(r.APIVersion)
-	if err != nil || !ownerKinds[gv.WithKind(r.Kind).GroupKind()] {
+	if err != nil || source.OwnerKindOf(gv.WithKind(r.Kind).GroupKind()) == nil {
 		return nil, false
 	}
 	key := r.key()

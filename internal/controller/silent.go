@@ -38,11 +38,11 @@ func (n *podNotes) forget(key string) { delete(n.said, key) }
 func (n *podNotes) sayMissing(ctx context.Context, ref source.Ref, pods []*corev1.Pod) {
 	reason, msg := source.ReasonInvalidGroupName, source.InvalidName(ref)
 	if msg == "" {
-		api := apiOf(ref.Source)
+		api := source.APIOf(ref.Source)
 		if api == nil {
 			return
 		}
-		reason, msg = source.ReasonGroupNotFound, source.NotFound(ref, api.gvr.GroupVersion().String(), n.apis[ref.Source])
+		reason, msg = source.ReasonGroupNotFound, source.NotFound(ref, api.Resource.GroupVersion().String(), n.apis[ref.Source])
 	}
 	for _, p := range pods {
 		if p.Spec.NodeName == "" {

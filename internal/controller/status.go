@@ -14,7 +14,6 @@ import (
 
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
-	volcanov1beta1 "github.com/muster-sched/muster/api/volcano/v1beta1"
 	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/lifecycle"
@@ -23,7 +22,7 @@ import (
 
 // StatusAnnotation holds, as a JSON list of metav1.Condition, the conditions of a
 // scheduler-plugins PodGroup, whose API has no conditions field.
-const StatusAnnotation = "muster.dev/status"
+const StatusAnnotation = source.StatusAnnotation
 
 // The condition types muster writes on group objects.
 const (
@@ -37,17 +36,7 @@ const (
 
 // podGroupPhase maps a lifecycle phase to a scheduler-plugins PodGroup phase.
 func podGroupPhase(st engine.Status) spv1alpha1.PodGroupPhase {
-	switch st.Phase {
-	case lifecycle.Binding, lifecycle.Starting:
-		return spv1alpha1.PodGroupScheduling
-	case lifecycle.Running, lifecycle.Recovering:
-		return spv1alpha1.PodGroupRunning
-	case lifecycle.Finished:
-		return spv1alpha1.PodGroupFinished
-	case lifecycle.Failed:
-		return spv1alpha1.PodGroupFailed
-	}
-	return spv1alpha1.PodGroupPending
+	return source.CoschedulingPhase(st.Phase)
 }
 
 // reporter writes each group's status from the engine's: its conditions, in its API's
@@ -245,12 +234,13 @@ func (r *reporter) conditionsOf(key string, st engine.Status) []metav1.Condition
 }
 
 // objectWrite prepares the patches of a group object: its annotations (the lifecycle
-// record, and the conditions of scheduler-plugins PodGroups, whose API has no field for
-// them) and, when the status changed, its status, keeping the transition times of
+// record, and what the group's API writes there: the conditions of scheduler-plugins
+// PodGroups, whose API has no field for them) and, when the status changed, its status
+// as the API's source.GroupAPI.StatusOut places it, keeping the transition times of
 // conditions whose status did not change.
 func (r *reporter) objectWrite(key string, st engine.Status, conds []metav1.Condition, statusChanged bool, record string) func(context.Context) error {
 	ref := refOfKey(key)
-	api := apiOf(ref.Source)
+	api := source.APIOf(ref.Source)
 	annotations := map[string]any{musterv1alpha1.LifecycleAnnotation: record}
 	var status map[string]any
 	var subresources []string
@@ -262,19 +252,15 @@ func (r *reporter) objectWrite(key string, st engine.Status, conds []metav1.Cond
 			meta.SetStatusCondition(&prev, c)
 		}
 		r.conditions[key] = prev
-		switch ref.Source {
-		case engine.Coscheduling:
-			data, _ := json.Marshal(prev) // conditions always encode
-			annotations[StatusAnnotation] = string(data)
-			// The conditions travel in the annotation; status.phase only when it moves.
-			if phase := podGroupPhase(st); r.phases[key] != phase {
-				r.phases[key] = phase
-				status, subresources = map[string]any{"phase": phase}, []string{"status"}
-			}
-		case engine.Volcano: // no status subresource: one patch of the main resource
-			status = map[string]any{"conditions": volcanoConditions(prev)}
-		case engine.Native:
-			status, subresources = map[string]any{"conditions": prev}, []string{"status"}
+		out := api.StatusOut(prev, st.Phase, string(r.phases[key]))
+		if out.Phase != "" {
+			r.phases[key] = spv1alpha1.PodGroupPhase(out.Phase)
+		}
+		for k, v := range out.Annotations {
+			annotations[k] = v
+		}
+		if status = out.Status; out.Subresource {
+			subresources = []string{"status"}
 		}
 	}
 	metadata := map[string]any{"metadata": map[string]any{"annotations": annotations}}
@@ -298,30 +284,15 @@ func (r *reporter) previousConditions(key string) []metav1.Condition {
 	return append([]metav1.Condition(nil), r.conditions[key]...)
 }
 
-// volcanoConditions converts conditions to Volcano's PodGroupCondition.
-func volcanoConditions(conds []metav1.Condition) []volcanov1beta1.PodGroupCondition {
-	out := make([]volcanov1beta1.PodGroupCondition, 0, len(conds))
-	for _, c := range conds {
-		out = append(out, volcanov1beta1.PodGroupCondition{
-			Type:               volcanov1beta1.PodGroupConditionType(c.Type),
-			Status:             corev1.ConditionStatus(c.Status),
-			LastTransitionTime: c.LastTransitionTime,
-			Reason:             c.Reason,
-			Message:            c.Message,
-		})
-	}
-	return out
-}
-
 // patch applies a JSON merge patch to a group object.
-func (r *reporter) patch(ctx context.Context, api *groupAPI, ns, name string, patch map[string]any, subresources ...string) error {
+func (r *reporter) patch(ctx context.Context, api *source.GroupAPI, ns, name string, patch map[string]any, subresources ...string) error {
 	data, err := json.Marshal(patch)
 	if err != nil {
-		return fmt.Errorf("encoding a patch of %s %s/%s: %w", api.gvr.Resource, ns, name, err)
+		return fmt.Errorf("encoding a patch of %s %s/%s: %w", api.Resource.Resource, ns, name, err)
 	}
-	_, err = r.dyn.Resource(api.gvr).Namespace(ns).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{}, subresources...)
+	_, err = r.dyn.Resource(api.Resource).Namespace(ns).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{}, subresources...)
 	if err != nil {
-		return fmt.Errorf("patching %s %s/%s: %w", api.gvr.GroupResource(), ns, name, err)
+		return fmt.Errorf("patching %s %s/%s: %w", api.Resource.GroupResource(), ns, name, err)
 	}
 	return nil
 }

@@ -6,13 +6,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
-	volcanov1beta1 "github.com/muster-sched/muster/api/volcano/v1beta1"
 	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/lifecycle"
@@ -65,16 +62,9 @@ func (t *translator) translate(key string) {
 // specOf translates a group's object, or its pods for a group without one; ok is false
 // when there is nothing to translate yet.
 func (t *translator) specOf(key string, ref source.Ref, pods []*corev1.Pod) (engine.GroupSpec, bool) {
-	switch obj := t.mirror.object(key).(type) {
-	case *spv1alpha1.PodGroup:
-		return source.FromCoscheduling(obj, t.mirror.ours(pods), t.priority), true
-	case *volcanov1beta1.PodGroup:
-		return source.FromVolcano(obj, t.priority), true
-	case *schedulingv1beta1.PodGroup:
-		if source.IsBasic(obj) {
-			return engine.GroupSpec{}, false // no gang: its pods are groups of their own (see basic.go)
-		}
-		return source.FromNative(obj, t.priority), true
+	if api, obj := source.APIOf(ref.Source), t.mirror.object(key); api != nil && obj != nil {
+		// A basic native PodGroup is no gang: its pods are groups of their own (basic.go).
+		return api.Translate(obj, t.mirror.ours(pods), t.priority)
 	}
 	ours := t.mirror.ours(pods)
 	switch {

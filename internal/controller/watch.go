@@ -7,44 +7,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
-	volcanov1beta1 "github.com/muster-sched/muster/api/volcano/v1beta1"
-	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/source"
 )
-
-// groupAPI is one PodGroup API muster reads, with the resource it is served as.
-type groupAPI struct {
-	source engine.Source
-	gvr    schema.GroupVersionResource
-	// statusSubresource is whether status is written through the status subresource;
-	// Volcano's CRD has none, so its status is part of the main resource.
-	statusSubresource bool
-	newObject         func() client.Object
-}
-
-// groupAPIs are the PodGroup APIs in the order they are discovered.
-var groupAPIs = []groupAPI{
-	{engine.Coscheduling, spv1alpha1.GroupVersion.WithResource("podgroups"), true, func() client.Object { return &spv1alpha1.PodGroup{} }},
-	{engine.Volcano, volcanov1beta1.GroupVersion.WithResource("podgroups"), false, func() client.Object { return &volcanov1beta1.PodGroup{} }},
-	{engine.Native, schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups"), true, func() client.Object { return &schedulingv1beta1.PodGroup{} }},
-}
-
-// apiOf returns the group API of source, or nil for Labels and Single groups.
-func apiOf(src engine.Source) *groupAPI {
-	for i := range groupAPIs {
-		if groupAPIs[i].source == src {
-			return &groupAPIs[i]
-		}
-	}
-	return nil
-}
 
 // changes is what the informers saw change since the loop last looked: the keys of
 // the objects to read again from the cache, and the groups to translate again because
@@ -124,7 +93,7 @@ func (c *changes) handler(mark func(set *changes, obj client.Object)) toolscache
 
 // servedAPIs returns the group APIs the cluster serves, logging one line for each it
 // skips, and whether it serves Queues.
-func (s *scheduler) servedAPIs() (apis []groupAPI, queues bool) {
+func (s *scheduler) servedAPIs() (apis []source.GroupAPI, queues bool) {
 	served := func(gvr schema.GroupVersionResource) bool {
 		list, err := s.kube.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
 		if err != nil {
@@ -137,12 +106,12 @@ func (s *scheduler) servedAPIs() (apis []groupAPI, queues bool) {
 		}
 		return false
 	}
-	for _, api := range groupAPIs {
-		if served(api.gvr) {
+	for _, api := range source.GroupAPIs() {
+		if served(api.Resource) {
 			apis = append(apis, api)
 			continue
 		}
-		s.log.Info("skipping a PodGroup API the cluster does not serve", "api", api.gvr.GroupVersion().String(), "source", api.source)
+		s.log.Info("skipping a PodGroup API the cluster does not serve", "api", api.Resource.GroupVersion().String(), "source", api.Source)
 	}
 	queues = served(musterv1alpha1.GroupVersion.WithResource("queues"))
 	if !queues {
@@ -165,9 +134,9 @@ func (s *scheduler) watch(ctx context.Context) error {
 		{&schedulingv1.PriorityClass{}, func(*changes, client.Object) {}},
 	}
 	for _, api := range apis {
-		s.mirror.notes.apis[api.source] = true
-		src := api.source
-		list = append(list, watched{api.newObject(), func(c *changes, o client.Object) {
+		s.mirror.notes.apis[api.Source] = true
+		src := api.Source
+		list = append(list, watched{api.New(), func(c *changes, o client.Object) {
 			c.groups[source.Ref{Source: src, Namespace: o.GetNamespace(), Name: o.GetName()}] = true
 		}})
 	}
