@@ -28,8 +28,11 @@ type controllers struct {
 }
 
 // Worker counts (kube-controller-manager runs 5 of each; the sandbox's objects are few).
+// The PodGroup protection controller has one, so that it decides about PodGroups in
+// the order their deletions reach it: a test can tell that the controller has decided
+// about one (and kept it) when one deleted after it, with no pod, is gone.
 const (
-	podGroupProtectionWorkers = 2
+	podGroupProtectionWorkers = 1
 	jobWorkers                = 2
 )
 

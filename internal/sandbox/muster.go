@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -28,6 +30,7 @@ import (
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/deploy"
+	"github.com/muster-sched/muster/internal/timeshift"
 )
 
 // MusterOptions configures a `muster serve` process started by StartMuster.
@@ -51,11 +54,17 @@ type MusterOptions struct {
 	Log io.Writer
 	// Verbosity is muster's --verbosity.
 	Verbosity int
+	// ClockAddr, if set, is a free loopback address where muster serves its test
+	// clock (the hidden --test-clock-addr, package timeshift): its scheduling timers
+	// run on real time plus an offset that Muster.Advance moves forward. Empty means
+	// the real clock, as deployed.
+	ClockAddr string
 }
 
 // Muster is a running `muster serve` process.
 type Muster struct {
 	*child
+	clockAddr string
 }
 
 // tokenLifetime is how long the ServiceAccount token given to a muster process is
@@ -89,14 +98,66 @@ func StartMuster(ctx context.Context, opts MusterOptions) (*Muster, error) {
 	if log == nil {
 		log = io.Discard
 	}
-	cmd := exec.Command(opts.Binary, "serve", "--kubeconfig="+kubeconfig, "--config="+config, "--verbosity="+strconv.Itoa(opts.Verbosity))
+	args := []string{"serve", "--kubeconfig=" + kubeconfig, "--config=" + config, "--verbosity=" + strconv.Itoa(opts.Verbosity)}
+	if opts.ClockAddr != "" {
+		args = append(args, "--test-clock-addr="+opts.ClockAddr)
+	}
+	cmd := exec.Command(opts.Binary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Env = append(os.Environ(), "KUBECONFIG=") // only --kubeconfig
 	c, err := startChild("muster", cmd)
 	if err != nil {
 		return nil, err
 	}
-	return &Muster{child: c}, nil
+	return &Muster{child: c, clockAddr: opts.ClockAddr}, nil
+}
+
+// ClockNow returns the time on the process's test clock (real time if it has none),
+// waiting for the clock's endpoint while the process starts.
+func (m *Muster) ClockNow(ctx context.Context) (time.Time, error) {
+	if m.clockAddr == "" {
+		return time.Now(), nil
+	}
+	r, err := m.callClock(ctx, "reading muster's clock", func() (timeshift.Reading, error) {
+		return timeshift.Read(ctx, m.clockAddr)
+	})
+	return r.Now, err
+}
+
+// Advance moves the process's test clock forward by d: its timers due by the new
+// time fire at once. It returns the clock's new time once every timer it fired
+// has been taken and armed again (muster's loop has passed at the new time; see
+// timeshift.Clock.Advance), waiting for the endpoint while the process starts, or an
+// error if ctx ends first, the process exits, or it was started without ClockAddr.
+func (m *Muster) Advance(ctx context.Context, d time.Duration) (time.Time, error) {
+	if m.clockAddr == "" {
+		return time.Time{}, fmt.Errorf("advancing muster's clock (pid %d): expected a muster started with MusterOptions.ClockAddr, found the real clock", m.PID())
+	}
+	r, err := m.callClock(ctx, "advancing muster's clock by "+d.String(), func() (timeshift.Reading, error) {
+		return timeshift.Advance(ctx, m.clockAddr, d)
+	})
+	return r.Now, err
+}
+
+// callClock calls the test clock's endpoint until it answers: while the process
+// starts, nothing listens there yet.
+func (m *Muster) callClock(ctx context.Context, what string, call func() (timeshift.Reading, error)) (timeshift.Reading, error) {
+	for {
+		r, err := call()
+		if err == nil {
+			return r, nil
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return r, fmt.Errorf("%s (pid %d): %w", what, m.PID(), err)
+		}
+		select {
+		case <-m.Done():
+			return r, fmt.Errorf("%s: muster (pid %d) exited: %v", what, m.PID(), m.Err())
+		case <-ctx.Done():
+			return r, fmt.Errorf("%s (pid %d): %w (last: %w)", what, m.PID(), ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // writeMusterKubeconfig applies deploy/'s RBAC, gets a token of muster's

@@ -436,28 +436,41 @@ func TestDeletedPodGroupGoesWithItsLastPod(t *testing.T) {
 	nodes := env.CreateNodes(t, gpuPool("protect", 1, 1))
 	ctx := context.Background()
 	pgs := env.Kube.SchedulingV1beta1().PodGroups(ns)
-	pg, err := pgs.Create(ctx, &schedulingv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: "job"},
-		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
-			Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 1},
-		}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
+	newPodGroup := func(name string) *schedulingv1beta1.PodGroup {
+		pg, err := pgs.Create(ctx, &schedulingv1beta1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+				Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 1},
+			}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pg.Finalizers) == 0 {
+			t.Fatalf("expected the API server to add the podgroup-protection finalizer to %s, found none", name)
+		}
+		return pg
 	}
-	if len(pg.Finalizers) == 0 {
-		t.Fatalf("expected the API server to add the podgroup-protection finalizer, found none")
-	}
+	pg := newPodGroup("job")
+	// A PodGroup with no pod, deleted after job: the controller's one worker takes its
+	// keys in the order of the deletions, so once the marker is gone the controller
+	// has decided about job.
+	marker := newPodGroup("marker")
 	pod := sandboxtest.Pod(ns, "job-0").GPUs(1).Obj()
 	pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &pg.Name}
 	pod = env.CreatePod(t, pod)
 	env.Bind(t, pod, nodes[0])
 	env.WaitForPod(t, pod, "Running", sandboxtest.PodPhase(v1.PodRunning))
 
-	if err := pgs.Delete(ctx, pg.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{pg.Name, marker.Name} {
+		if err := pgs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	time.Sleep(time.Second) // the controller had time to act, and must not have
+	env.WaitFor(t, "the marker PodGroup, deleted after job, to be gone", func(ctx context.Context) (bool, error) {
+		_, err := pgs.Get(ctx, marker.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
 	if got, err := pgs.Get(ctx, pg.Name, metav1.GetOptions{}); err != nil || got.DeletionTimestamp == nil {
 		t.Fatalf("expected the PodGroup kept, terminating, while its pod runs; found %v, %v", got, err)
 	}

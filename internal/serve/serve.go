@@ -4,12 +4,14 @@
 package serve
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -18,6 +20,7 @@ import (
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/controller"
+	"github.com/muster-sched/muster/internal/timeshift"
 )
 
 // flags are the flags of `muster serve`.
@@ -25,6 +28,9 @@ type flags struct {
 	kubeconfig string
 	config     string
 	verbosity  int
+	// testClock, if set, is the loopback address of the test clock's endpoint (see
+	// package timeshift): a hidden flag for muster's own e2e and observe suites.
+	testClock string
 }
 
 // NewCommand returns `muster serve`.
@@ -43,11 +49,20 @@ muster.dev/v1alpha1 Configuration file; without it every default applies.`,
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; defaults to $KUBECONFIG, then the in-cluster configuration")
 	fs.StringVar(&f.config, "config", "", "Configuration file (muster.dev/v1alpha1, kind Configuration)")
 	fs.IntVarP(&f.verbosity, "verbosity", "v", 0, "log verbosity")
+	fs.StringVar(&f.testClock, testClockFlag, "", "FOR MUSTER'S OWN TESTS ONLY: run the scheduling timers on a clock that a client on this host moves forward at this loopback address")
+	if err := fs.MarkHidden(testClockFlag); err != nil {
+		panic(err) // the flag was just defined
+	}
 	return cmd
 }
 
 // run runs the scheduler until SIGINT or SIGTERM.
 func run(cmd *cobra.Command, f *flags) error {
+	if f.testClock != "" {
+		if err := timeshift.CheckLoopback(f.testClock); err != nil {
+			return fmt.Errorf("--%s: %w", testClockFlag, err)
+		}
+	}
 	cfg := musterv1alpha1.DefaultConfiguration()
 	if f.config != "" {
 		var err error
@@ -64,7 +79,37 @@ func run(cmd *cobra.Command, f *flags) error {
 	defer stop()
 	log := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(f.verbosity), textlogger.Output(cmd.ErrOrStderr())))
 	ctrl.SetLogger(log)
-	return controller.Run(ctx, controller.Options{Config: rc, Configuration: cfg, Log: log, Kubeconfig: kubeconfigFile(f.kubeconfig)})
+	opts := controller.Options{Config: rc, Configuration: cfg, Log: log, Kubeconfig: kubeconfigFile(f.kubeconfig)}
+	if f.testClock != "" {
+		c, err := startTestClock(ctx, f.testClock, log)
+		if err != nil {
+			return err
+		}
+		opts.Clock = c
+	}
+	return controller.Run(ctx, opts)
+}
+
+// testClockFlag is the hidden flag that turns the test clock on.
+const testClockFlag = "test-clock-addr"
+
+// startTestClock serves a test clock (package timeshift) on addr, which must be a
+// loopback address, until ctx ends, and says so loudly in the log.
+func startTestClock(ctx context.Context, addr string, log logr.Logger) (*timeshift.Clock, error) {
+	ln, err := timeshift.Listen(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", testClockFlag, err)
+	}
+	c := timeshift.New()
+	log.Info("WARNING: TEST CLOCK ON. muster's scheduling timers (start-timeout, backoff, recovery) run on a clock "+
+		"that any process on this host can move forward; this is for muster's own tests and never for a real cluster",
+		"flag", "--"+testClockFlag, "address", ln.Addr().String())
+	go func() {
+		if err := timeshift.Serve(ctx, ln, c); err != nil {
+			log.Error(err, "the test clock's endpoint stopped")
+		}
+	}()
+	return c, nil
 }
 
 // kubeconfigFile is the kubeconfig file restConfig(path) reads: path, or $KUBECONFIG

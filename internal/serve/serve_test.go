@@ -37,3 +37,25 @@ func TestServeRejectsBadConfiguration(t *testing.T) {
 		t.Errorf("serve with qps -3: error %v, want one naming clientConnection.qps", err)
 	}
 }
+
+// TestTestClockIsHiddenAndLoopbackOnly: --test-clock-addr is not in the help, and an
+// address other than a loopback IP is refused, naming the flag, before muster reaches
+// for a cluster.
+func TestTestClockIsHiddenAndLoopbackOnly(t *testing.T) {
+	cmd := NewCommand()
+	if f := cmd.Flags().Lookup(testClockFlag); f == nil || !f.Hidden {
+		t.Fatalf("expected a hidden flag --%s, found %+v", testClockFlag, f)
+	}
+	if usage := cmd.UsageString(); strings.Contains(usage, testClockFlag) {
+		t.Errorf("expected --%s out of the help, found it:\n%s", testClockFlag, usage)
+	}
+	dir := t.TempDir()
+	for _, addr := range []string{"0.0.0.0:9999", ":9999", "localhost:9999", "192.0.2.1:9999"} {
+		cmd := NewCommand()
+		cmd.SetArgs([]string{"--" + testClockFlag, addr, "--kubeconfig", filepath.Join(dir, "missing")})
+		err := cmd.Execute()
+		if err == nil || !strings.Contains(err.Error(), "--"+testClockFlag) || !strings.Contains(err.Error(), "loopback") {
+			t.Errorf("serve --%s %s: error %v; expected one naming the flag and a loopback address", testClockFlag, addr, err)
+		}
+	}
+}

@@ -11,7 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/kubelet"
@@ -25,21 +27,25 @@ func TestImpossibleShape(t *testing.T) {
 	ns := env.Namespace(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "four", Count: 2, CPU: "32", Memory: "128Gi", GPUs: 4})
 	c := newClient(t, env.Config)
-	startMuster(t, env, musterOptions{})
+	m := startMuster(t, env, musterOptions{clock: true})
 	job := pytorchJob{ns: ns, name: "huge", workers: 0, gpus: map[string]int64{"huge-master-0": 8}}
 	ctx := context.Background()
-	began := time.Now()
 	job.create(t, env, c)
+	// "At once": on the pass that sees the group, with no timer involved; muster's
+	// clock is not advanced until it is Impossible.
 	cond := waitCondition(t, env, c, ns, "huge", "Impossible", metav1.ConditionTrue)
-	if d := time.Since(began); d > 5*time.Second {
-		t.Errorf("Impossible after %s, expected within 5s", d)
-	}
 	for _, want := range []string{"needs 8 nvidia.com/gpu", "has 4"} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("Impossible message %q: expected it to contain %q", cond.Message, want)
 		}
 	}
-	time.Sleep(2 * time.Second) // a retry on a timer would show within this
+	// A retry on a timer would come by the time every timer a group can have fired:
+	// move muster's clock past them all; it returns once muster's loop has passed at
+	// the new time.
+	m.AdvanceClock(t, m.pastEveryTimer())
+	if rec := lifecycleOf(t, c, ns, "huge"); rec.Phase != "Impossible" || rec.Attempt != 0 {
+		t.Errorf("after every timer: expected the group Impossible with no attempt, found %s, attempt %d: %s", rec.Phase, rec.Attempt, rec.Message)
+	}
 	events, err := env.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -66,20 +72,24 @@ func TestWorkerFailsToInitialise(t *testing.T) {
 	ns := env.Namespace(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "init", Count: 4, CPU: "16", Memory: "64Gi", GPUs: 1})
 	c := newClient(t, env.Config)
-	startMuster(t, env, musterOptions{})
-	flaky := flakyJob(ns, "1s")
+	m := startMuster(t, env, musterOptions{clock: true})
+	flaky := flakyJob(ns, flakyBackoff)
 	flaky.create(t, env, c)
 	ctx := context.Background()
 	steady := pytorchJob{ns: ns, name: "steady", workers: 1}
 	steady.create(t, env, c)
 	firstUID := uidOf(t, env, ns, "flaky-master-0")
 	waitCondition(t, env, c, ns, "steady", "PodsReady", metav1.ConditionTrue)
+	record := groupRecord(c, ns, "flaky")
+	m.advancePast(t, env, "Starting", record) // the start-timeout
 	evicted := waitCondition(t, env, c, ns, "flaky", "Evicted", metav1.ConditionTrue)
 	t.Logf("evicted: %s: %s", evicted.Reason, evicted.Message)
 	env.WaitFor(t, "flaky-master-0 recreated by muster", func(context.Context) (bool, error) {
 		p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, "flaky-master-0", metav1.GetOptions{})
 		return err == nil && string(p.UID) != firstUID, nil
 	})
+	m.advancePast(t, env, "Backoff", record)
+	m.advancePast(t, env, "Starting", record) // the retry's start-timeout
 	failed := waitCondition(t, env, c, ns, "flaky", "Failed", metav1.ConditionTrue)
 	t.Logf("failed: %s: %s", failed.Reason, failed.Message)
 	if s := stateOf(t, env, ns, "steady"); s.holding != 2 {
@@ -88,6 +98,32 @@ func TestWorkerFailsToInitialise(t *testing.T) {
 	env.WaitFor(t, "the failed group to hold nothing", func(context.Context) (bool, error) {
 		return stateOf(t, env, ns, "flaky").holding == 0, nil
 	})
+}
+
+// groupRecord reads the lifecycle record of a scheduler-plugins PodGroup, for
+// advancePast.
+func groupRecord(c client.Client, ns, name string) func(context.Context) (musterv1alpha1.GroupLifecycle, bool) {
+	return func(ctx context.Context) (musterv1alpha1.GroupLifecycle, bool) {
+		pg := &spv1alpha1.PodGroup{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pg); err != nil {
+			return musterv1alpha1.GroupLifecycle{}, false
+		}
+		rec, err := recordOn(pg.Annotations, "PodGroup "+ns+"/"+name)
+		return rec, err == nil
+	}
+}
+
+// podRecord reads the lifecycle record of a group that has no object from one of its
+// pods, for advancePast.
+func podRecord(env *sandboxtest.Env, ns, pod string) func(context.Context) (musterv1alpha1.GroupLifecycle, bool) {
+	return func(ctx context.Context) (musterv1alpha1.GroupLifecycle, bool) {
+		p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return musterv1alpha1.GroupLifecycle{}, false // between an eviction and the pod's creation
+		}
+		rec, err := recordOn(p.Annotations, "pod "+pod)
+		return rec, err == nil
+	}
 }
 
 // uidOf returns a pod's UID.
@@ -110,18 +146,22 @@ func TestPlainGroupFailsAfterItsRetries(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	ns := env.Namespace(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "plain", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
-	startMuster(t, env, musterOptions{})
+	m := startMuster(t, env, musterOptions{clock: true})
 	pod := func(i int) *corev1.Pod {
 		return plainMember(ns, "flaky", i, map[string]string{
-			musterv1alpha1.StartTimeoutAnnotation: "3s",
+			musterv1alpha1.StartTimeoutAnnotation: flakyStartTimeout,
 			musterv1alpha1.MaxRetriesAnnotation:   "1",
-			musterv1alpha1.BackoffBaseAnnotation:  "1s",
+			musterv1alpha1.BackoffBaseAnnotation:  flakyBackoff,
 		})
 	}
 	for i := range 2 {
 		env.CreatePod(t, pod(i))
 	}
 	firstUID := uidOf(t, env, ns, "flaky-0")
+	record := podRecord(env, ns, "flaky-0")
+	m.advancePast(t, env, "Starting", record)
+	m.advancePast(t, env, "Backoff", record)
+	m.advancePast(t, env, "Starting", record)
 	rec := waitPodRecord(t, env, ns, "flaky-0", "Failed")
 	if rec.Failures != 2 || len(rec.Attempts) != 2 || rec.Reason != "RetryLimitExceeded" {
 		t.Errorf("expected 2 failed attempts and reason RetryLimitExceeded, found %d failures, %d attempts, reason %s: %s",
@@ -151,15 +191,18 @@ func TestPlainGroupFailsAfterItsRetries(t *testing.T) {
 		return err != nil || string(p.UID) != secondUID, nil
 	})
 	env.CreatePod(t, pod(0))
-	waitPodRecord(t, env, ns, "flaky-0", "Failed") // on the flaky-0 created by hand
-	// The pods created after the failure wait: nothing is bound again.
-	for range 20 {
-		for _, name := range []string{"flaky-0", "flaky-1"} {
-			if p, err := env.Kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{}); err == nil && p.Spec.NodeName != "" {
-				t.Fatalf("pod %s of the failed group was bound to %s", name, p.Spec.NodeName)
-			}
+	// The pods created after the failure wait: nothing is bound again, not even once
+	// every timer the group could have has fired. The move of the clock past them all
+	// also passes the group's next message refresh, at which muster writes the record
+	// on the flaky-0 created by hand: a sign that it has passed since.
+	m.AdvanceClock(t, m.pastEveryTimer())
+	if rec := waitPodRecord(t, env, ns, "flaky-0", "Failed"); rec.Failures != 2 {
+		t.Errorf("after every timer: expected the group still Failed after 2 failures, found %d failures: %s", rec.Failures, rec.Message)
+	}
+	for _, name := range []string{"flaky-0", "flaky-1"} {
+		if p, err := env.Kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{}); err == nil && p.Spec.NodeName != "" {
+			t.Errorf("pod %s of the failed group was bound to %s", name, p.Spec.NodeName)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -173,16 +216,22 @@ func TestRestartResumesRetries(t *testing.T) {
 	ns := env.Namespace(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "restart", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
 	c := newClient(t, env.Config)
-	first := startMuster(t, env, musterOptions{})
-	flaky := flakyJob(ns, "8s")
+	first := startMuster(t, env, musterOptions{clock: true})
+	flaky := flakyJob(ns, flakyBackoff)
 	flaky.create(t, env, c)
+	record := groupRecord(c, ns, "flaky")
+	first.advancePast(t, env, "Starting", record)
 	var before musterv1alpha1.GroupLifecycle
 	env.WaitFor(t, "flaky backing off after its first failure", func(context.Context) (bool, error) {
 		before = lifecycleOf(t, c, ns, "flaky")
 		return before.Phase == "Backoff" && before.Failures == 1 && len(before.Attempts) == 1 && before.WakeAt != nil, nil
 	})
 	first.stop(t)
-	startMuster(t, env, musterOptions{})
+	// The muster started after it has its own clock, at real time: the recorded
+	// backoff ends later than that by the first one's advance and the backoff itself.
+	second := startMuster(t, env, musterOptions{clock: true})
+	second.advancePast(t, env, "Backoff", record)
+	second.advancePast(t, env, "Starting", record)
 
 	failed := waitCondition(t, env, c, ns, "flaky", "Failed", metav1.ConditionTrue)
 	t.Logf("failed: %s: %s", failed.Reason, failed.Message)
@@ -208,16 +257,18 @@ func TestMemberFailedToStartEndsTheAttempt(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	ns := env.Namespace(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "failstart", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
-	startMuster(t, env, musterOptions{})
+	m := startMuster(t, env, musterOptions{clock: true})
 	for i := range 2 {
 		p := plainMember(ns, "broken", i, map[string]string{
 			musterv1alpha1.StartTimeoutAnnotation: "10m",
 			musterv1alpha1.MaxRetriesAnnotation:   "1",
-			musterv1alpha1.BackoffBaseAnnotation:  "1s",
+			musterv1alpha1.BackoffBaseAnnotation:  flakyBackoff,
 		})
 		p.Spec.RestartPolicy = corev1.RestartPolicyNever // member 1 fails instead of crash-looping
 		env.CreatePod(t, p)
 	}
+	// The clock moves only through the backoff, never while an attempt runs.
+	m.advancePast(t, env, "Backoff", podRecord(env, ns, "broken-0"))
 	rec := waitPodRecord(t, env, ns, "broken-0", "Failed")
 	if rec.Failures != 2 || len(rec.Attempts) != 2 {
 		t.Fatalf("expected 2 failed attempts, found %d failures and attempts %+v", rec.Failures, rec.Attempts)
@@ -241,11 +292,11 @@ func TestEvictedPodsAreMarkedDisrupted(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	ns := env.Namespace(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "disrupt", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
-	startMuster(t, env, musterOptions{})
+	m := startMuster(t, env, musterOptions{clock: true})
 	const hold = "e2e.muster.dev/hold"
 	names := []string{"late-0", "late-1"}
 	for i := range names {
-		p := plainMember(ns, "late", i, map[string]string{musterv1alpha1.StartTimeoutAnnotation: "2s"})
+		p := plainMember(ns, "late", i, map[string]string{musterv1alpha1.StartTimeoutAnnotation: flakyStartTimeout})
 		p.Finalizers = []string{hold}
 		// A controller owns them (a Job that does not exist, so no controller acts on them),
 		// so muster does not create them again.
@@ -259,6 +310,7 @@ func TestEvictedPodsAreMarkedDisrupted(t *testing.T) {
 			_, _ = env.Kube.CoreV1().Pods(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{})
 		}
 	})
+	m.advancePast(t, env, "Starting", podRecord(env, ns, "late-0"))
 	for _, name := range names {
 		var cond corev1.PodCondition
 		env.WaitFor(t, name+" evicted and marked DisruptionTarget", func(ctx context.Context) (bool, error) {
@@ -273,7 +325,7 @@ func TestEvictedPodsAreMarkedDisrupted(t *testing.T) {
 			}
 			return p.DeletionTimestamp != nil && cond.Status == corev1.ConditionTrue, nil
 		})
-		if cond.Reason != "StartTimeout" || !strings.Contains(cond.Message, "start-timeout 2s expired") {
+		if cond.Reason != "StartTimeout" || !strings.Contains(cond.Message, "start-timeout "+flakyStartTimeout+" expired") {
 			t.Errorf("%s: expected DisruptionTarget with reason StartTimeout and the timeout in the message, found %s: %s", name, cond.Reason, cond.Message)
 		}
 	}
@@ -295,13 +347,20 @@ func plainMember(ns, group string, i int, annotations map[string]string) *corev1
 	return p
 }
 
+// The timers of the failing groups here: longer than any test's wait, so that only
+// an advance of muster's clock (advancePast) fires them.
+const (
+	flakyStartTimeout = "10m0s"
+	flakyBackoff      = "5m0s"
+)
+
 // flakyJob is a job "flaky" of a master and one worker, with no owner, whose worker
-// never initialises (it crash-loops); its group has a 3s start timeout, one retry and
-// the given backoff.
+// never initialises (it crash-loops); its group has a start timeout of
+// flakyStartTimeout, one retry and the given backoff.
 func flakyJob(ns, backoff string) pytorchJob {
 	return pytorchJob{ns: ns, name: "flaky", workers: 1, plain: true, restartPolicy: corev1.RestartPolicyOnFailure,
 		groupAnnotations: map[string]string{
-			musterv1alpha1.StartTimeoutAnnotation: "3s",
+			musterv1alpha1.StartTimeoutAnnotation: flakyStartTimeout,
 			musterv1alpha1.MaxRetriesAnnotation:   "1",
 			musterv1alpha1.BackoffBaseAnnotation:  backoff,
 		},

@@ -27,6 +27,9 @@ type musterOptions struct {
 	// configure, if set, edits the Configuration muster is given (deploy/'s, with
 	// the test lease timings and no metrics or health servers).
 	configure func(*musterv1alpha1.Configuration)
+	// clock runs muster's timers on its test clock, which m.advancePast and
+	// m.AdvanceClock move forward (sandboxtest.MusterOptions.Clock).
+	clock bool
 }
 
 // startMuster runs `muster serve` from the freshly built binary against the
@@ -35,7 +38,7 @@ type musterOptions struct {
 // in the test log if the test fails.
 func startMuster(t *testing.T, env *sandboxtest.Env, o musterOptions) *muster {
 	t.Helper()
-	m := env.StartMuster(t, sandboxtest.MusterOptions{Proxy: o.proxy, Configure: o.configure})
+	m := env.StartMuster(t, sandboxtest.MusterOptions{Proxy: o.proxy, Configure: o.configure, Clock: o.clock})
 	return &muster{Muster: m, t: t}
 }
 
@@ -59,6 +62,31 @@ func (m *muster) kill(t *testing.T) {
 	if err := m.Kill(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// advancePast waits until the group's lifecycle record (read by record; false while
+// there is none to read) is in phase with a timer set, and moves muster's clock past
+// that timer, which fires at once; it returns the record it waited for, once muster's
+// loop has passed at the new time.
+func (m *muster) advancePast(t *testing.T, env *sandboxtest.Env, phase string, record func(context.Context) (musterv1alpha1.GroupLifecycle, bool)) musterv1alpha1.GroupLifecycle {
+	t.Helper()
+	var rec musterv1alpha1.GroupLifecycle
+	env.WaitFor(t, "the group "+phase+", with a timer", func(ctx context.Context) (bool, error) {
+		r, ok := record(ctx)
+		rec = r
+		return ok && r.Phase == phase && r.WakeAt != nil, nil
+	})
+	// The record's times are to the second.
+	m.AdvanceClock(t, max(rec.WakeAt.Sub(m.Now(t))+time.Second, time.Second))
+	return rec
+}
+
+// pastEveryTimer is how far the clock must move for every timer of a group with
+// muster's default settings to have fired: its start- and recovery-timeout and its
+// longest backoff, one after the other.
+func (m *muster) pastEveryTimer() time.Duration {
+	d := m.Configuration.GroupDefaults
+	return d.StartTimeout.Duration + d.RecoveryTimeout.Duration + d.BackoffMax.Duration + time.Minute
 }
 
 // newClient returns a controller-runtime client that knows muster's types.

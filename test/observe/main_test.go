@@ -30,10 +30,26 @@ func TestMain(m *testing.M) {
 // returns that address once muster is leading. It stops when the test ends.
 func startMuster(t *testing.T, env *sandboxtest.Env) string {
 	t.Helper()
-	addr := sandboxtest.FreeAddr(t)
-	m := env.StartMuster(t, sandboxtest.MusterOptions{Configure: func(c *musterv1alpha1.Configuration) { c.MetricsAddr = addr }})
-	waitLeading(t, m, addr)
+	addr, _ := startMusterWith(t, env, sandboxtest.MusterOptions{})
 	return addr
+}
+
+// startClockedMuster is startMuster with muster's timers on its test clock
+// (sandboxtest.MusterOptions.Clock), which the test moves forward with the Muster it
+// returns.
+func startClockedMuster(t *testing.T, env *sandboxtest.Env) (string, *sandboxtest.Muster) {
+	t.Helper()
+	return startMusterWith(t, env, sandboxtest.MusterOptions{Clock: true})
+}
+
+// startMusterWith is startMuster with o (whose Configure it sets).
+func startMusterWith(t *testing.T, env *sandboxtest.Env, o sandboxtest.MusterOptions) (string, *sandboxtest.Muster) {
+	t.Helper()
+	addr := sandboxtest.FreeAddr(t)
+	o.Configure = func(c *musterv1alpha1.Configuration) { c.MetricsAddr = addr }
+	m := env.StartMuster(t, o)
+	waitLeading(t, m, addr)
+	return addr, m
 }
 
 // waitLeading waits until the muster serving metrics on addr reports that it leads.

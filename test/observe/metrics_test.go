@@ -19,7 +19,28 @@ import (
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
-const heldGPU = `muster_group_held_resource_seconds_total{resource="nvidia.com/gpu"}`
+const (
+	heldGPU      = `muster_group_held_resource_seconds_total{resource="nvidia.com/gpu"}`
+	cleanupCount = "muster_group_cleanup_seconds_count"
+)
+
+// advancePast waits until explain shows the group in phase with a timer set, and
+// moves muster's clock past that timer, which fires at once; it returns once muster's
+// loop has passed at the new time.
+func advancePast(t *testing.T, env *sandboxtest.Env, m *sandboxtest.Muster, target, ns, phase string) {
+	t.Helper()
+	var wake time.Time
+	env.WaitFor(t, target+" "+phase+", with a timer", func(context.Context) (bool, error) {
+		lc := gather(t, env, target, ns).Lifecycle
+		if lc == nil || lc.Phase != phase || lc.WakeAt == nil {
+			return false, nil
+		}
+		wake = lc.WakeAt.Time
+		return true, nil
+	})
+	// The record's times are to the second.
+	m.AdvanceClock(t, max(wake.Sub(m.Now(t))+time.Second, time.Second))
+}
 
 // scrape reads one sample from muster's metrics endpoint; a series not yet exported is 0.
 func scrape(t *testing.T, env *sandboxtest.Env, addr, series string) float64 {
@@ -51,15 +72,17 @@ func scrape(t *testing.T, env *sandboxtest.Env, addr, series string) float64 {
 
 // TestHeldResourceSecondsOfAnEvictedGroup: a group whose worker never becomes Ready holds
 // its GPUs from admission until its eviction at the start-timeout; the counter grows by
-// the bound GPUs times those seconds, within one reconcile period.
+// the bound GPUs times those seconds, within one reconcile period. The start-timeout,
+// 10 minutes, comes by an advance of muster's clock.
 func TestHeldResourceSecondsOfAnEvictedGroup(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "held", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
-	addr := startMuster(t, env)
+	addr, m := startClockedMuster(t, env)
 	ns := namespace(t, env, "metrics-never-ready")
 	before := scrape(t, env, addr, heldGPU)
+	cleanups := scrape(t, env, addr, cleanupCount)
 	podGroup(t, env, ns, "probe", 2, map[string]string{
-		musterv1alpha1.StartTimeoutAnnotation: "4s",
+		musterv1alpha1.StartTimeoutAnnotation: "10m",
 		musterv1alpha1.MaxRetriesAnnotation:   "0",
 	}, nil)
 	createMembers(t, env, ns, "probe", 2, 1, func(i int, b *sandboxtest.PodBuilder) {
@@ -67,6 +90,7 @@ func TestHeldResourceSecondsOfAnEvictedGroup(t *testing.T) {
 			b.InitContainer("init").Annotate(kubelet.AnnotationFailInit, "true").RestartPolicy(corev1.RestartPolicyOnFailure)
 		}
 	})
+	advancePast(t, env, m, "podgroup/probe", ns, "Starting")
 	var attempt musterv1alpha1.AttemptRecord
 	env.WaitFor(t, "the group to fail at its start-timeout", func(context.Context) (bool, error) {
 		f := gather(t, env, "podgroup/probe", ns)
@@ -76,8 +100,11 @@ func TestHeldResourceSecondsOfAnEvictedGroup(t *testing.T) {
 		attempt = f.Lifecycle.Attempts[0]
 		return true, nil
 	})
-	// The cleanup (until no member is bound) counts too; wait for it to be observed.
-	time.Sleep(2 * time.Second)
+	// The cleanup (until no member is bound) counts too: wait until it is observed,
+	// in the same pass as the last of the held seconds.
+	env.WaitFor(t, "the group's cleanup observed", func(context.Context) (bool, error) {
+		return scrape(t, env, addr, cleanupCount) > cleanups, nil
+	})
 	got := scrape(t, env, addr, heldGPU) - before
 	bound := attempt.EndedAt.Sub(attempt.AdmittedAt.Time).Seconds()
 	want := 2 * bound
@@ -93,7 +120,7 @@ func TestHeldResourceSecondsOfAnEvictedGroup(t *testing.T) {
 func TestWaitingGroupHoldsNothing(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "two", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
-	addr := startMuster(t, env)
+	addr, m := startClockedMuster(t, env)
 	ns := namespace(t, env, "metrics-two-jobs")
 	runFor := func(_ int, b *sandboxtest.PodBuilder) { b.Annotate(kubelet.AnnotationRunFor, "20s") }
 	podGroup(t, env, ns, "first", 2, nil, nil)
@@ -103,7 +130,10 @@ func TestWaitingGroupHoldsNothing(t *testing.T) {
 	createMembers(t, env, ns, "second", 2, 1, runFor)
 	waitExplain(t, env, "podgroup/second", ns, phase("Queued"))
 	start := scrape(t, env, addr, heldGPU)
-	time.Sleep(5 * time.Second)
+	// Muster's clock moves 10 s (the first group runs on the kubelet's real clock, and
+	// neither group has a timer); the advance returns once muster's loop has passed
+	// at the new time and recorded that pass's metrics.
+	m.AdvanceClock(t, 10*time.Second)
 	f := gather(t, env, "podgroup/second", ns)
 	if f.Lifecycle == nil || f.Lifecycle.Phase != "Queued" {
 		t.Fatalf("expected the second group still Queued, found %+v", f.Lifecycle)
@@ -121,21 +151,23 @@ func TestWaitingGroupHoldsNothing(t *testing.T) {
 // TestCleanupSecondsIncludeTheMembersStopping: the cleanup time after a failure runs
 // until the evicted members are gone from their nodes, so it includes the time their
 // containers take to stop (here 5 s, a SIGTERM handler that checkpoints), and it ends
-// within their grace period (the default 30 s).
+// within their grace period (the default 30 s). The start-timeout comes by an advance
+// of muster's clock; the clock does not move during the cleanup.
 func TestCleanupSecondsIncludeTheMembersStopping(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "stopping", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
-	addr := startMuster(t, env)
+	addr, m := startClockedMuster(t, env)
 	ns := namespace(t, env, "metrics-cleanup")
-	const count, sum = "muster_group_cleanup_seconds_count", "muster_group_cleanup_seconds_sum"
+	const count, sum = cleanupCount, "muster_group_cleanup_seconds_sum"
 	countBefore, sumBefore := scrape(t, env, addr, count), scrape(t, env, addr, sum)
 	podGroup(t, env, ns, "slow", 2, map[string]string{
-		musterv1alpha1.StartTimeoutAnnotation: "3s",
+		musterv1alpha1.StartTimeoutAnnotation: "10m",
 		musterv1alpha1.MaxRetriesAnnotation:   "0",
 	}, nil)
 	createMembers(t, env, ns, "slow", 2, 1, func(_ int, b *sandboxtest.PodBuilder) {
 		b.Annotate(kubelet.AnnotationReadyAfter, "1h").Annotate(kubelet.AnnotationStopAfter, "5s")
 	})
+	advancePast(t, env, m, "podgroup/slow", ns, "Starting")
 	env.WaitFor(t, "a cleanup observed", func(context.Context) (bool, error) {
 		return scrape(t, env, addr, count) > countBefore, nil
 	})

@@ -67,6 +67,10 @@ type MusterOptions struct {
 	// metrics, health and visibility servers off and the test lease timings
 	// (TestLease).
 	Configure func(*musterv1alpha1.Configuration)
+	// Clock runs muster's scheduling timers on its test clock (see
+	// sandbox.MusterOptions.ClockAddr), which Muster.AdvanceClock moves forward; false
+	// means the real clock, as deployed.
+	Clock bool
 }
 
 // TestLease are the lease timings of the tests' musters: a replica killed while
@@ -120,6 +124,9 @@ func StartMusterOn(t testing.TB, admin *rest.Config, o MusterOptions) *Muster {
 	if o.Proxy != nil {
 		opts.Server, opts.CAData = o.Proxy.URL, o.Proxy.CAData
 	}
+	if o.Clock {
+		opts.ClockAddr = FreeAddr(t)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), WaitTimeout)
 	defer cancel()
 	p, err := sandbox.StartMuster(ctx, opts)
@@ -140,6 +147,36 @@ func StartMusterOn(t testing.TB, admin *rest.Config, o MusterOptions) *Muster {
 		m.reportLog(t)
 	})
 	return m
+}
+
+// AdvanceClock moves muster's test clock forward by d (the muster must have been
+// started with MusterOptions.Clock): its timers due by the new time fire at once, and
+// it returns muster's new time once muster's loop has passed at that time. It fails
+// the test if that takes more than WaitTimeout.
+func (m *Muster) AdvanceClock(t testing.TB, d time.Duration) time.Time {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), WaitTimeout)
+	defer cancel()
+	began := time.Now()
+	now, err := m.Advance(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("advanced muster's clock by %s to %s; its loop had passed at the new time %s later",
+		d, now.UTC().Format(time.RFC3339), time.Since(began).Round(time.Millisecond))
+	return now
+}
+
+// Now returns the time on muster's clock: its test clock's, or real time.
+func (m *Muster) Now(t testing.TB) time.Time {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), WaitTimeout)
+	defer cancel()
+	now, err := m.Muster.ClockNow(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return now
 }
 
 // reportLog names muster's log file and prints its last lines if the test failed,
