@@ -200,11 +200,13 @@ func (b *binder) execute(ctx context.Context, job bindJob) []string {
 	return failed
 }
 
-// stepPods returns the pods of steps.
+// stepPods returns the pods of steps, each once.
 func stepPods(steps []engine.Step) []string {
-	out := make([]string, 0, len(steps))
+	var out []string
 	for _, st := range steps {
-		out = append(out, st.Pod)
+		if !slices.Contains(out, st.Pod) {
+			out = append(out, st.Pod)
+		}
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -192,5 +193,48 @@ func TestQueueActiveCondition(t *testing.T) {
 		if c.Type != QueueConditionActive || c.Status != tc.want || c.Reason != tc.reason || c.Message == "" {
 			t.Errorf("%s: got %+v, want Active=%s reason %s with a message", tc.name, c, tc.want, tc.reason)
 		}
+	}
+}
+
+// TestBindJobRecordsThePlansBindSteps: the plan a job records (the muster.dev/placement
+// annotation) names every member of a bind step with its node and UID, and a step whose
+// pod the loop has not seen is carried without a pod, for the binder to report failed.
+func TestBindJobRecordsThePlansBindSteps(t *testing.T) {
+	pods := map[string]*corev1.Pod{
+		"ns/w-0": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w-0", UID: "u0"}},
+		"ns/w-1": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w-1", UID: "u1"}},
+	}
+	plan := engine.Plan{Group: "Labels/ns/w", Attempt: 2, Steps: []engine.Step{
+		{Kind: engine.StepBind, Pod: "ns/w-0", Node: "n-0"},
+		{Kind: engine.StepBind, Pod: "ns/w-1", Node: "n-1"},
+		{Kind: engine.StepBind, Pod: "ns/gone", Node: "n-2"},
+	}}
+	job := newBindJob(plan, func(key string) *corev1.Pod { return pods[key] })
+	want := Plan{Group: "Labels/ns/w", Attempt: 2, Pods: map[string]Assignment{
+		"w-0": {Node: "n-0", UID: "u0"}, "w-1": {Node: "n-1", UID: "u1"},
+	}}
+	if d := cmp.Diff(want, job.record); d != "" {
+		t.Errorf("the recorded plan (-want +got):\n%s", d)
+	}
+	if len(job.pods) != 3 || job.pods[2] != nil {
+		t.Errorf("expected a pod per step, the last nil, found %v", job.pods)
+	}
+}
+
+// TestPlanWithAnUnknownStepIsNotStarted: a plan with a step of a kind the binder does
+// not carry out binds no member (the binder has no client here: a bind would panic) and
+// reports every member failed, once, for the engine to place anew.
+func TestPlanWithAnUnknownStepIsNotStarted(t *testing.T) {
+	b := &binder{kit: &kit{}, signer: signer{key: make([]byte, signingKeyBytes)}}
+	plan := engine.Plan{Group: "Labels/ns/w", Attempt: 1, Steps: []engine.Step{
+		{Kind: "WriteClaim", Pod: "ns/w-0"},
+		{Kind: engine.StepBind, Pod: "ns/w-0", Node: "n-0"},
+	}}
+	job := newBindJob(plan, func(string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w-0"}}
+	})
+	failed := b.execute(context.Background(), job)
+	if d := cmp.Diff([]string{"ns/w-0"}, failed); d != "" {
+		t.Errorf("failed steps (-want +got):\n%s", d)
 	}
 }
