@@ -24,16 +24,14 @@ func TestRestartWhilePlainPodsAreRecreated(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	ns := env.Namespace(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "recreate", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
-	first := startMuster(t, env, musterOptions{})
+	first := startMuster(t, env, musterOptions{clock: true})
 	const hold = "e2e.muster.dev/hold"
 	names := []string{"held-0", "held-1"}
 	for i := range names {
 		p := plainMember(ns, "held", i, map[string]string{
-			musterv1alpha1.StartTimeoutAnnotation: "2s",
+			musterv1alpha1.StartTimeoutAnnotation: flakyStartTimeout,
 			musterv1alpha1.MaxRetriesAnnotation:   "1",
-			// Long enough that the reporter writes Backoff on a loaded machine before the
-			// backoff ends (with 1s the phase moved on first, now and then).
-			musterv1alpha1.BackoffBaseAnnotation: "5s",
+			musterv1alpha1.BackoffBaseAnnotation:  flakyBackoff,
 		})
 		p.Finalizers = []string{hold}
 		env.CreatePod(t, p)
@@ -45,6 +43,9 @@ func TestRestartWhilePlainPodsAreRecreated(t *testing.T) {
 		}
 	}
 	t.Cleanup(release)
+	// The timers fire only when the test moves muster's clock: the group stays in
+	// Backoff until then, however slow the machine.
+	first.advancePast(t, env, "Starting", podRecord(env, ns, "held-0"))
 	env.WaitFor(t, "both pods evicted at the start timeout", func(ctx context.Context) (bool, error) {
 		for _, name := range names {
 			p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
@@ -61,7 +62,9 @@ func TestRestartWhilePlainPodsAreRecreated(t *testing.T) {
 		pods, err := env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(pods.Items) == 0, err
 	})
-	startMuster(t, env, musterOptions{})
+	second := startMuster(t, env, musterOptions{clock: true})
+	second.advancePast(t, env, "Backoff", podRecord(env, ns, "held-0"))
+	second.advancePast(t, env, "Starting", podRecord(env, ns, "held-0"))
 
 	rec := waitPodRecord(t, env, ns, "held-0", "Failed")
 	if rec.Failures != 2 || len(rec.Attempts) != 2 {
