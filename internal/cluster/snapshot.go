@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // NodeInfo is one node of a Snapshot: the node object, its allocatable resources in
@@ -104,6 +105,10 @@ type Snapshot struct {
 	// ext is a view a placement package keeps over the snapshot (the hosted filters'
 	// node infos); the snapshot only carries it, and drops it in copies.
 	ext any
+	// filters is what evaluates placement's filters on the snapshot and its copies (the
+	// hosted kube-scheduler plugins with the configured arguments); the snapshot only
+	// carries it.
+	filters any
 }
 
 type boundPod struct {
@@ -246,6 +251,10 @@ func (s *Snapshot) Assume(n *NodeInfo, req Resources) (revert func()) {
 func (s *Snapshot) AssumePod(n *NodeInfo, key string, pod *corev1.Pod, req Resources) (revert func()) {
 	cp := pod.DeepCopy()
 	cp.Spec.NodeName = n.Name()
+	if cp.UID == "" {
+		// kube-scheduler's node infos key pods by UID; a pod not created yet has none.
+		cp.UID = types.UID("assumed/" + key)
+	}
 	anti := RequiresAntiAffinity(cp)
 	s.change(n, func() {
 		n.Requested.Add(req)
@@ -299,6 +308,7 @@ func (s *Snapshot) Clone() *Snapshot {
 		bound:        make(map[string]boundPod, len(s.bound)),
 		antiAffinity: s.antiAffinity,
 		storage:      s.storage,
+		filters:      s.filters,
 	}
 	for i, n := range s.nodes {
 		cp := &NodeInfo{Node: n.Node, Allocatable: n.Allocatable, Requested: n.Requested.Clone(), ready: n.ready,
@@ -320,6 +330,7 @@ func (s *Snapshot) Empty() *Snapshot {
 		byName:  make(map[string]*NodeInfo, len(s.nodes)),
 		bound:   map[string]boundPod{},
 		storage: s.storage,
+		filters: s.filters,
 	}
 	for i, n := range s.nodes {
 		cp := &NodeInfo{Node: n.Node, Allocatable: n.Allocatable, Requested: Resources{}, ready: n.ready,
@@ -356,3 +367,9 @@ func (s *Snapshot) Ext() any { return s.ext }
 
 // SetExt sets the view a placement package keeps over the snapshot. Copies do not have it.
 func (s *Snapshot) SetExt(v any) { s.ext = v }
+
+// Filters returns what evaluates placement's filters on the snapshot, or nil.
+func (s *Snapshot) Filters() any { return s.filters }
+
+// SetFilters sets what evaluates placement's filters on the snapshot and its copies.
+func (s *Snapshot) SetFilters(f any) { s.filters = f }

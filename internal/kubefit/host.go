@@ -191,3 +191,26 @@ func values[T runtime.Object](m map[string]T) []runtime.Object {
 	}
 	return out
 }
+
+var (
+	defaultOnce sync.Once
+	defaultHost *Host
+	defaultErr  error
+)
+
+// Default returns a Host with the default profile's plugin arguments, shared.
+func Default() (*Host, error) {
+	defaultOnce.Do(func() { defaultHost, defaultErr = New(Options{}) })
+	return defaultHost, defaultErr
+}
+
+// Use makes h evaluate the filters for placements on snap and its copies.
+func Use(snap *cluster.Snapshot, h *Host) { snap.SetFilters(h) }
+
+// HostOf returns the Host for placements on snap: the one Use set, or Default.
+func HostOf(snap *cluster.Snapshot) (*Host, error) {
+	if h, ok := snap.Filters().(*Host); ok && h != nil {
+		return h, nil
+	}
+	return Default()
+}
