@@ -69,7 +69,7 @@ func (h *Host) Begin(snap *cluster.Snapshot, pod *corev1.Pod) (*Cycle, error) {
 	if err := h.load(snap); err != nil {
 		return nil, err
 	}
-	h.lister.view.syncAll()
+	h.current.syncAll()
 	c := &Cycle{h: h, snap: snap, pod: pod, state: framework.NewCycleState()}
 	res, st, plugins := h.fw.RunPreFilterPlugins(background, c.state, pod)
 	switch {
@@ -100,7 +100,7 @@ func (c *Cycle) Filter(n *cluster.NodeInfo) Verdict {
 	if err := c.h.load(c.snap); err != nil {
 		return Verdict{Plugin: "muster", Reasons: []string{err.Error()}}
 	}
-	return verdictOf(c.h.fw.RunFilterPlugins(background, c.state, c.pod, c.h.lister.view.info(n)))
+	return verdictOf(c.h.fw.RunFilterPlugins(background, c.state, c.pod, c.h.current.info(n)))
 }
 
 // Added tells the cycle that pod was assumed on node n of its snapshot (after the
@@ -129,7 +129,7 @@ func (c *Cycle) extend(pod *corev1.Pod, n *cluster.NodeInfo, add bool) error {
 	if err != nil {
 		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	info := c.h.lister.view.info(n)
+	info := c.h.current.info(n)
 	var st *fwk.Status
 	if add {
 		st = c.h.fw.RunPreFilterExtensionAddPod(background, c.state, c.pod, pi, info)

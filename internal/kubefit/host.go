@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	schedv1 "k8s.io/kube-scheduler/config/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -66,6 +67,7 @@ type Host struct {
 	mu        sync.Mutex
 	fw        framework.Framework
 	lister    *switchLister
+	current   *view
 	informers map[reflect.Type]*memInformer
 	// objects and generation are the Objects last loaded into the informers.
 	objects    *cluster.Objects
@@ -73,8 +75,8 @@ type Host struct {
 }
 
 // switchLister is the SharedLister the framework is built with; it points at the view of
-// the snapshot being placed on.
-type switchLister struct{ *view }
+// the snapshot being placed on (or, for Upstream, kube-scheduler's own snapshot).
+type switchLister struct{ fwk.SharedLister }
 
 // watched are the object kinds the plugins' informers are filled with.
 var watched = []runtime.Object{
@@ -162,7 +164,8 @@ func profileWith(pluginConfig []schedv1.PluginConfig) (*config.KubeSchedulerProf
 // load points the plugins at snap: its view for the node lister, its Objects in the
 // informers when they changed since the last load.
 func (h *Host) load(snap *cluster.Snapshot) error {
-	h.lister.view = viewOf(snap)
+	h.current = viewOf(snap)
+	h.lister.SharedLister = h.current
 	objs := snap.Objects()
 	if objs == h.objects && objs.Generation() == h.generation {
 		return nil
