@@ -4,10 +4,12 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
@@ -68,6 +70,14 @@ func TestOnePerNodeGangOnTheSandbox(t *testing.T) {
 	}
 	if got := stateOf(t, env, ns, "wide").holding; got != 0 {
 		t.Fatalf("the Impossible gang holds %d pods", got)
+	}
+	f, err := explain.Gather(context.Background(), explain.NewClients(env.Kube, env.Dynamic), "podgroup/wide", ns, "muster", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := explain.Build(f).Verdict
+	if v.Step != 4 || !strings.Contains(v.Summary, "didn't match pod anti-affinity rules") || !strings.Contains(v.Fix, "pod affinity or anti-affinity") {
+		t.Fatalf("explain podgroup/wide: verdict %+v, want step 4 naming the anti-affinity rule and its fix", v)
 	}
 }
 
