@@ -90,7 +90,7 @@ func (s *scheduler) Start(ctx context.Context) error {
 	if err := s.watch(ctx); err != nil {
 		return err
 	}
-	rec := &recovery{kit: s.kit, signer: sig, binder: s.binder, evictor: s.evictor}
+	rec := &recovery{kit: s.kit, signer: sig, binder: s.binder, evictor: s.evictor, filters: s.filters}
 	if err := rec.run(ctx); err != nil {
 		return err
 	}
