@@ -127,7 +127,9 @@ func TestPodCondPatch(t *testing.T) {
 // reason and message.
 func TestCarries(t *testing.T) {
 	cond := podCond{corev1.PodReasonUnschedulable, "m"}
-	pod := func(c ...corev1.PodCondition) *corev1.Pod { return &corev1.Pod{Status: corev1.PodStatus{Conditions: c}} }
+	pod := func(c ...corev1.PodCondition) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{Conditions: c}}
+	}
 	tests := []struct {
 		name          string
 		p             *corev1.Pod
