@@ -123,7 +123,7 @@ type podScheduled struct {
 	*kit
 	eng    *engine.Engine
 	mirror *mirror
-	writes workqueue.TypedInterface[podWrite]
+	writes workqueue.TypedDelayingInterface[podWrite]
 	budget flowcontrol.RateLimiter
 
 	mu sync.Mutex
@@ -156,7 +156,7 @@ type decidedCond struct {
 func newPodScheduled(k *kit, eng *engine.Engine, m *mirror) *podScheduled {
 	return &podScheduled{
 		kit: k, eng: eng, mirror: m,
-		writes: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[podWrite]{Name: "podscheduled"}),
+		writes: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[podWrite]{Name: "podscheduled"}),
 		budget: flowcontrol.NewTokenBucketRateLimiter(podScheduledQPS, podScheduledBurst),
 		wanted: map[string]map[string]*wantedCond{}, decided: map[string]decidedCond{},
 	}
@@ -301,7 +301,11 @@ func (w *podScheduled) writeNext(ctx context.Context) bool {
 		}
 	}
 	result := w.write(ctx, item, wc)
-	if result != "written" {
+	switch result {
+	case "written":
+	case "conflict":
+		w.again(item, wc)
+	default:
 		w.done(item, wc)
 	}
 	if result != dropped {
@@ -329,6 +333,26 @@ func (w *podScheduled) done(item podWrite, wc *wantedCond) {
 	defer w.mu.Unlock()
 	if w.wanted[item.group][item.pod] == wc {
 		delete(w.wanted[item.group], item.pod)
+	}
+}
+
+// podWriteTimeout bounds one PodScheduled write: the writer is one goroutine, and a
+// request the API server never answers must not hold up every other pod's condition.
+const podWriteTimeout = time.Minute
+
+// conflictRetry is how long the writer waits before it writes again a condition whose
+// write met a pod that had changed since the informer saw it: by then the informer
+// shows the change (a bind, and the write is dropped) or the write goes against it.
+const conflictRetry = time.Second
+
+// again queues the write of wc for item once more after conflictRetry, unless a newer
+// one replaced it.
+func (w *podScheduled) again(item podWrite, wc *wantedCond) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.wanted[item.group][item.pod] == wc {
+		wc.sent, wc.from = false, ""
+		w.writes.AddAfter(item, conflictRetry)
 	}
 }
 
@@ -370,12 +394,14 @@ func (w *podScheduled) write(ctx context.Context, item podWrite, wc *wantedCond)
 		w.log.Error(err, "encoding a PodScheduled patch", "pod", item.pod)
 		return "failed"
 	}
+	ctx, cancel := context.WithTimeout(ctx, podWriteTimeout)
+	defer cancel()
 	_, err = w.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
 	switch {
 	case err == nil:
 		return "written"
 	case apierrors.IsConflict(err):
-		return "conflict" // the pod changed since the informer saw it: the next pass decides again
+		return "conflict" // the pod changed since the informer saw it: tried again after conflictRetry
 	case apierrors.IsNotFound(err):
 		return w.drop("gone")
 	}

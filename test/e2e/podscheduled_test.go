@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"sync"
@@ -8,9 +9,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
@@ -123,6 +127,25 @@ func TestPendingMembersCarryPodScheduled(t *testing.T) {
 		}
 	}
 
+	// A member deleted: the group gathers again, and the member left no longer says
+	// Unschedulable. The member back, the group waits again and says so.
+	worker := getPod(t, env, ns, "big-worker-0")
+	if err := env.Kube.CoreV1().Pods(ns).Delete(context.Background(), worker.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatalf("deleting pod %s: %v", worker.Name, err)
+	}
+	env.WaitForPod(t, getPod(t, env, ns, "big-master-0"), "PodScheduled=False, "+lifecycle.ReasonMembersMissing, func(p *corev1.Pod) bool {
+		ps := podScheduled(p)
+		return ps.Status == corev1.ConditionFalse && ps.Reason == lifecycle.ReasonMembersMissing
+	})
+	env.WaitFor(t, "pod "+worker.Name+" gone", func(ctx context.Context) (bool, error) {
+		_, err := env.Kube.CoreV1().Pods(ns).Get(ctx, worker.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	env.CreatePod(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: worker.Name, Labels: worker.Labels, Annotations: worker.Annotations, OwnerReferences: worker.OwnerReferences,
+	}, Spec: worker.Spec})
+	waitPodScheduledFalse(t, env, big, corev1.PodReasonUnschedulable)
+
 	deleteJob(t, env, c, ns, holder.name)
 	for _, name := range append(big.podNames(), small.podNames()...) {
 		env.WaitForPod(t, getPod(t, env, ns, name), "PodScheduled=True", func(p *corev1.Pod) bool {
@@ -142,4 +165,91 @@ func TestPendingMembersCarryPodScheduled(t *testing.T) {
 				name, ps.Status, ps.Reason, ps.Message, patches.of(name)-before[name])
 		}
 	}
+}
+
+// heldPatch holds the first PATCH of one pod's status until release is closed, and
+// records the API server's answer to it.
+type heldPatch struct {
+	path    string
+	held    chan struct{}
+	release chan struct{}
+	once    sync.Once
+	answer  chan int
+}
+
+func (h *heldPatch) hook(w http.ResponseWriter, r *http.Request, forward http.Handler) {
+	first := false
+	if r.Method == http.MethodPatch && r.URL.Path == h.path {
+		h.once.Do(func() { first = true })
+	}
+	if !first {
+		forward.ServeHTTP(w, r)
+		return
+	}
+	close(h.held)
+	select {
+	case <-h.release:
+	case <-r.Context().Done():
+		h.answer <- 0
+		return
+	}
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	forward.ServeHTTP(rec, r)
+	h.answer <- rec.code
+}
+
+// statusRecorder records the status code of a response it passes on.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.code = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// TestPodScheduledNeverUndoesABind: muster's PodScheduled=False write of a pending
+// member, held in flight while the member's group is admitted and bound, reaches the
+// API server after the binding set PodScheduled=True: it is refused with a conflict
+// (it names the resourceVersion muster saw the pod unbound at), and the pod stays
+// PodScheduled=True.
+func TestPodScheduledNeverUndoesABind(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "bindrace", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 2})
+	c := newClient(t, env.Config)
+	proxy := env.StartProxy(t)
+	h := &heldPatch{
+		path: "/api/v1/namespaces/" + ns + "/pods/late-master-0/status",
+		held: make(chan struct{}), release: make(chan struct{}), answer: make(chan int, 1),
+	}
+	proxy.SetHook(h.hook)
+	startMuster(t, env, musterOptions{proxy: proxy, clock: true})
+	twoGPUs := func(name string) map[string]int64 {
+		return map[string]int64{name + "-master-0": 2, name + "-worker-0": 2}
+	}
+	holder := pytorchJob{ns: ns, name: "holder", workers: 1, gpus: twoGPUs("holder")}
+	holder.create(t, env, c)
+	waitCondition(t, env, c, ns, "holder", "PodsReady", metav1.ConditionTrue)
+	late := pytorchJob{ns: ns, name: "late", workers: 1, gpus: twoGPUs("late")}
+	late.create(t, env, c)
+	select {
+	case <-h.held:
+	case <-time.After(sandboxtest.WaitTimeout):
+		t.Fatal("muster wrote no PodScheduled condition on late-master-0")
+	}
+	deleteJob(t, env, c, ns, holder.name)
+	bound := env.WaitForPod(t, getPod(t, env, ns, "late-master-0"), "bound, PodScheduled=True", func(p *corev1.Pod) bool {
+		return p.Spec.NodeName != "" && podScheduled(p).Status == corev1.ConditionTrue
+	})
+	close(h.release)
+	if code := <-h.answer; code != http.StatusConflict {
+		t.Errorf("the PodScheduled write held across the bind: expected 409 Conflict, found %d", code)
+	}
+	after := getPod(t, env, ns, "late-master-0")
+	if ps := podScheduled(after); ps.Status != corev1.ConditionTrue {
+		t.Errorf("late-master-0 after the held write: expected PodScheduled=True, found %s %s %q", ps.Status, ps.Reason, ps.Message)
+	}
+	t.Logf("late-master-0 bound to %s (resourceVersion %s); the held write was refused", bound.Spec.NodeName, bound.ResourceVersion)
 }
