@@ -177,18 +177,24 @@ func (w *podScheduled) groups(set map[string]struct{}) {
 	addKeys(set, w.wanted)
 }
 
-// sync decides the condition of the unbound members of the groups the pass changed,
-// or of every group when all is set, and queues a write for each member that does not
-// carry it.
-func (w *podScheduled) sync(changed map[string]bool, all bool) {
+// sync decides the condition of the unbound members of the groups an Event of the
+// pass names (a lifecycle transition, a new kind of wait: what changes the condition's
+// reason), or of every group when all is set (once per summaryPeriod, which also
+// carries a waiting group's newer message), and queues a write for each member that
+// does not carry it. Groups whose pods merely changed cost nothing here.
+func (w *podScheduled) sync(events []engine.Event, all bool) {
 	if all {
 		for _, key := range w.eng.Groups() {
 			w.syncGroup(key)
 		}
 		return
 	}
-	for key := range changed {
-		w.syncGroup(key)
+	seen := map[string]bool{}
+	for _, ev := range events {
+		if !seen[ev.Group] {
+			seen[ev.Group] = true
+			w.syncGroup(ev.Group)
+		}
 	}
 }
 

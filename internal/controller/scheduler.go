@@ -184,7 +184,7 @@ func (s *scheduler) report(ctx context.Context, out engine.Output) time.Time {
 	now := s.clock.Now()
 	all := !now.Before(s.nextSummary)
 	s.reporter.write(out.Changed, all)
-	s.podsched.sync(out.Changed, all)
+	s.podsched.sync(out.Events, all)
 	if !all {
 		if out.WakeAt.IsZero() || s.nextSummary.Before(out.WakeAt) {
 			return s.nextSummary
