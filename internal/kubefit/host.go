@@ -72,7 +72,14 @@ type Host struct {
 	// objects and generation are the Objects last loaded into the informers.
 	objects    *cluster.Objects
 	generation uint64
+	// always is set when the configured arguments add rules to every pod (NodeAffinity's
+	// addedAffinity, hard default spread constraints): every member is then judged here.
+	always bool
 }
+
+// Always reports whether every pod must be judged by the hosted plugins, because their
+// arguments add rules to pods that ask for nothing themselves.
+func (h *Host) Always() bool { return h.always }
 
 // switchLister is the SharedLister the framework is built with; it points at the view of
 // the snapshot being placed on (or, for Upstream, kube-scheduler's own snapshot).
@@ -98,7 +105,11 @@ func New(opts Options) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Host{lister: &switchLister{}, informers: map[reflect.Type]*memInformer{}}
+	always, err := checkArgs(profile.PluginConfig)
+	if err != nil {
+		return nil, err
+	}
+	h := &Host{lister: &switchLister{}, informers: map[reflect.Type]*memInformer{}, always: always}
 	factory := informers.NewSharedInformerFactory(nil, 0)
 	for _, obj := range watched {
 		m := newMemInformer()
@@ -125,6 +136,29 @@ func New(opts Options) (*Host, error) {
 }
 
 var initMetrics sync.Once
+
+// checkArgs refuses the plugin arguments muster cannot honour, and reports whether the
+// arguments add rules to every pod. NodeResourcesFit's ignored resources are refused:
+// muster counts resources itself (it packs nodes by them), and would count what the
+// plugin ignores.
+func checkArgs(pcs []config.PluginConfig) (always bool, err error) {
+	for _, pc := range pcs {
+		switch args := pc.Args.(type) {
+		case *config.NodeResourcesFitArgs:
+			if len(args.IgnoredResources)+len(args.IgnoredResourceGroups) > 0 {
+				return false, fmt.Errorf("%s: ignoredResources %v, ignoredResourceGroups %v: not supported by muster, which counts every requested resource",
+					pc.Name, args.IgnoredResources, args.IgnoredResourceGroups)
+			}
+		case *config.NodeAffinityArgs:
+			always = always || args.AddedAffinity != nil
+		case *config.PodTopologySpreadArgs:
+			for _, c := range args.DefaultConstraints {
+				always = always || (args.DefaultingType == config.ListDefaulting && c.WhenUnsatisfiable == corev1.DoNotSchedule)
+			}
+		}
+	}
+	return always, nil
+}
 
 // profileWith is the default profile with only the hosted plugins enabled, and the
 // default profile's plugin arguments with pluginConfig's on top. The arguments are

@@ -1,6 +1,10 @@
 package kubefit
 
 import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	schedv1 "k8s.io/kube-scheduler/config/v1"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,4 +69,42 @@ func TestAntiAffinitySeesAssumedMembers(t *testing.T) {
 		t.Fatalf("n2 rejected: %+v", v)
 	}
 	_ = w1
+}
+
+func pluginConfig(t *testing.T, name, args string) []schedv1.PluginConfig {
+	t.Helper()
+	return []schedv1.PluginConfig{{Name: name, Args: runtime.RawExtension{Raw: []byte(args)}}}
+}
+
+// TestPluginConfig: arguments kube-scheduler refuses are refused, naming the plugin and
+// field; arguments that add rules to every pod make the Host judge every pod.
+func TestPluginConfig(t *testing.T) {
+	_, err := New(Options{PluginConfig: pluginConfig(t, "PodTopologySpread",
+		`{"defaultingType":"List","defaultConstraints":[{"maxSkew":0,"topologyKey":"zone","whenUnsatisfiable":"DoNotSchedule"}]}`)})
+	if err == nil || !strings.Contains(err.Error(), "maxSkew") {
+		t.Fatalf("maxSkew 0: err %v, want it named", err)
+	}
+	_, err = New(Options{PluginConfig: pluginConfig(t, "NodeResourcesFit", `{"ignoredResources":["example.com/fpga"]}`)})
+	if err == nil || !strings.Contains(err.Error(), "ignoredResources") {
+		t.Fatalf("ignoredResources: err %v, want it refused", err)
+	}
+	h, err := New(Options{})
+	if err != nil || h.Always() {
+		t.Fatalf("defaults: err %v, always %v", err, h.Always())
+	}
+	h, err = New(Options{PluginConfig: pluginConfig(t, "NodeAffinity",
+		`{"addedAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"In","values":["ml"]}]}]}}}`)})
+	if err != nil || !h.Always() {
+		t.Fatalf("addedAffinity: err %v, always %v", err, h.Always())
+	}
+	plain := worker("plain")
+	plain.Spec.Affinity = nil
+	snap := cluster.New([]*corev1.Node{node("n1")}, nil)
+	c, err := h.Begin(snap, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := c.Filter(snap.Node("n1")); v.OK() || v.Plugin != "NodeAffinity" {
+		t.Fatalf("node without pool=ml under addedAffinity: %+v", v)
+	}
 }

@@ -102,15 +102,16 @@ func filterKey(p *corev1.Pod) string {
 
 // begin starts shape s's cycle of the hosted filters on the placer's snapshot as it is
 // now, when s needs them: its own constraints, or a pod counted on a node whose required
-// anti-affinity may reject it. It returns nil for a shape placement's own predicates judge.
+// anti-affinity may reject it, or plugin arguments that add rules to every pod. It
+// returns nil for a shape placement's own predicates judge.
 func (p *placer) begin(s *shape) *kubefit.Cycle {
-	if !s.filters && !p.snap.HasRequiredAntiAffinity() {
+	h, err := kubefit.HostOf(p.snap)
+	if err == nil && !s.filters && !p.snap.HasRequiredAntiAffinity() && !h.Always() {
 		return nil
 	}
 	if p.cycles == nil {
 		p.cycles = map[*shape]*kubefit.Cycle{}
 	}
-	h, err := kubefit.HostOf(p.snap)
 	var c *kubefit.Cycle
 	if err == nil {
 		c, err = h.Begin(p.snap, s.pod)
