@@ -222,7 +222,7 @@ func TestClaimBeingProvisioned(t *testing.T) {
 	snap := zonalSnapshot()
 	snap.SetObject(&corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "fresh"},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}},
+		Spec:       corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}},
 	})
 	_, diag := placement.Place(snap, single(gt.Pod("early").GPU(1).Claim("fresh").Obj()), placement.Options{})
 	if diag == nil || diag.Code != placement.Unschedulable || !strings.Contains(diag.String(), "pod has unbound immediate PersistentVolumeClaims") {
