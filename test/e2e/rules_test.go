@@ -75,7 +75,13 @@ func TestOnePerNodeGangOnTheSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := explain.Build(f).Verdict
+	report := explain.Build(f)
+	var text strings.Builder
+	if err := report.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("muster explain podgroup/wide:\n%s", text.String())
+	v := report.Verdict
 	if v.Step != 4 || !strings.Contains(v.Summary, "didn't match pod anti-affinity rules") || !strings.Contains(v.Fix, "pod affinity or anti-affinity") {
 		t.Fatalf("explain podgroup/wide: verdict %+v, want step 4 naming the anti-affinity rule and its fix", v)
 	}
