@@ -17,8 +17,11 @@ import (
 // node (see provisioner).
 const (
 	// StorageDriver names the simulated CSI driver: the provisioner of the sandbox's
-	// StorageClasses, the driver of the volumes it provisions and of every CSINode.
-	StorageDriver = "sandbox.muster.dev/local"
+	// StorageClasses, the driver of the volumes it provisions and of every CSINode. It
+	// is one name for all three, as a CSI driver's is (kube-scheduler's NodeVolumeLimits
+	// counts a claim still to be provisioned against the driver its class's provisioner
+	// names), so it is a DNS subdomain: CSI driver names have no "/".
+	StorageDriver = "local.sandbox.muster.dev"
 	// StorageClassLocal is a WaitForFirstConsumer class of node-local volumes: a claim
 	// is provisioned once a scheduler has chosen its node (annotation
 	// volume.kubernetes.io/selected-node), on that node, in that node's zone.
