@@ -93,7 +93,7 @@ type Sandbox struct {
 }
 
 // Start starts etcd and kube-apiserver, installs the CRDs, creates the cluster's
-// nodes, and starts the upstream controllers the sandbox needs (see controllers) and
+// nodes, installs the storage (StorageClasses, CSIDriver, a CSINode per node), and starts the upstream controllers the sandbox needs (see controllers) and
 // the simulated kubelet. ctx bounds the start only; the sandbox
 // runs until Stop. On error, everything started so far is stopped.
 func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
@@ -136,6 +136,9 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 		}
 	}
 	if err := installStorage(ctx, client); err != nil {
+		return nil, err
+	}
+	if err := createCSINodes(ctx, client, limit); err != nil {
 		return nil, err
 	}
 	if s.ctrls, err = startControllers(client, limit); err != nil {

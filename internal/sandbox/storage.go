@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -9,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 )
 
@@ -78,6 +80,28 @@ func installStorage(ctx context.Context, client kubernetes.Interface) error {
 		return fmt.Errorf("creating CSIDriver %s: %w", StorageDriver, err)
 	}
 	return nil
+}
+
+// createCSINodes creates the CSINode of every node there is (see csiNode), in
+// parallel, so that a sandbox starts with them all; the provisioner keeps them, and
+// makes those of nodes created later.
+func createCSINodes(ctx context.Context, client kubernetes.Interface, limit int32) error {
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing nodes for their CSINodes: %w", err)
+	}
+	errs := make([]error, len(nodes.Items))
+	workqueue.ParallelizeUntil(ctx, nodeCreateWorkers, len(nodes.Items), func(i int) {
+		c := csiNode(&nodes.Items[i], limit)
+		_, err := client.StorageV1().CSINodes().Create(ctx, c, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			errs[i] = fmt.Errorf("creating CSINode %s: %w", c.Name, err)
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 // topologyKeys are the node labels the driver reports as its topology on node, in

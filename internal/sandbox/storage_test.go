@@ -286,3 +286,20 @@ func describeAffinity(a *v1.VolumeNodeAffinity) string {
 	}
 	return strings.Join(terms, " | ")
 }
+
+// TestEphemeralVolumeClaimOfAnotherIsRefused: a claim named as a pod's ephemeral
+// volume's but not made for the pod (a tenant's) is not mounted.
+func TestEphemeralVolumeClaimOfAnotherIsRefused(t *testing.T) {
+	t.Parallel()
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	nodes := env.CreateNodes(t, sandbox.NodePool{Name: "squat", Count: 1, CPU: "8", Memory: "32Gi"})
+	env.CreateClaim(t, sandboxtest.Claim(ns, "worker-0-cache", sandbox.StorageClassStandard, "1Gi").Obj())
+	env.WaitForClaim(t, ns, "worker-0-cache", "Bound", sandboxtest.ClaimBound)
+	pod := env.CreatePod(t, sandboxtest.Pod(ns, "worker-0").EphemeralVolume("cache", sandbox.StorageClassStandard, "1Gi").Obj())
+	env.Bind(t, pod, nodes[0])
+	env.WaitForEvent(t, ns, pod.Name, kubelet.ReasonFailedMount, "PVC "+ns+"/worker-0-cache was not created for pod "+ns+"/worker-0 (pod is not owner)")
+	if got := env.WaitForPod(t, pod, "Pending", sandboxtest.PodPhase(v1.PodPending)); got.Status.ContainerStatuses[0].State.Running != nil {
+		t.Errorf("expected worker-0 not started with another's claim, found %+v", got.Status.ContainerStatuses[0].State)
+	}
+}

@@ -62,8 +62,8 @@ func (e *Env) Namespace(t testing.TB) string {
 	return name
 }
 
-// CreateNodes creates the nodes of pool and deletes them when the test ends. It
-// returns their names.
+// CreateNodes creates the nodes of pool, waits for their CSINodes, and deletes them
+// when the test ends. It returns their names.
 func (e *Env) CreateNodes(t testing.TB, pool sandbox.NodePool) []string {
 	t.Helper()
 	c := sandbox.Cluster{Pools: []sandbox.NodePool{pool}}
@@ -87,7 +87,28 @@ func (e *Env) CreateNodes(t testing.TB, pool sandbox.NodePool) []string {
 	if err := sandbox.CreateNodes(ctx, e.Kube, c); err != nil {
 		t.Fatalf("creating node pool %s: %v", pool.Name, err)
 	}
+	e.waitForCSINodes(t, names)
 	return names
+}
+
+// waitForCSINodes waits (without stepping a fake clock) until the sandbox has made the
+// CSINode of every node named, so that a test's nodes have their volume limits, as the
+// sandbox's own nodes have when it starts.
+func (e *Env) waitForCSINodes(t testing.TB, names []string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, WaitTimeout, true, func(ctx context.Context) (bool, error) {
+		for _, name := range names {
+			if _, err := e.Kube.StorageV1().CSINodes().Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				return false, nil
+			} else if err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for the CSINodes of nodes %v: %v", names, err)
+	}
 }
 
 // PodBuilder builds a pod for a test; start one with Pod.
