@@ -73,7 +73,7 @@ func (p *provisioner) syncClaim(ctx context.Context, key string) error {
 	} else if err != nil {
 		return fmt.Errorf("creating volume %s for claim %s: %w", pvName, key, err)
 	}
-	p.recorder.Eventf(claim, v1.EventTypeNormal, reasonProvisioningSucceded, "Successfully provisioned volume %s", pvName)
+	p.recorder.Eventf(claim, v1.EventTypeNormal, reasonProvisioningSucceeded, "Successfully provisioned volume %s", pvName)
 	return nil
 }
 
@@ -112,12 +112,16 @@ func (p *provisioner) volumeFor(ctx context.Context, claim *v1.PersistentVolumeC
 	if failure != "" || err != nil {
 		return nil, failure, err
 	}
+	var labels map[string]string
+	if zone := affinityZone(affinity); zone != "" {
+		labels = map[string]string{v1.LabelTopologyZone: zone}
+	}
 	reclaim := v1.PersistentVolumeReclaimDelete
 	if class.ReclaimPolicy != nil {
 		reclaim = *class.ReclaimPolicy
 	}
 	return &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{annDynamicallyProvisioned: StorageDriver}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{annDynamicallyProvisioned: StorageDriver}},
 		Spec: v1.PersistentVolumeSpec{
 			Capacity:    v1.ResourceList{v1.ResourceStorage: size},
 			AccessModes: append([]v1.PersistentVolumeAccessMode(nil), claim.Spec.AccessModes...),
@@ -167,6 +171,22 @@ func (p *provisioner) affinityFor(ctx context.Context, claim *v1.PersistentVolum
 		reqs = append(reqs, v1.NodeSelectorRequirement{Key: v1.LabelTopologyZone, Operator: v1.NodeSelectorOpIn, Values: []string{zone}})
 	}
 	return &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: reqs}}}}, "", nil
+}
+
+// affinityZone is the one zone a volume's node affinity requires, or "": the zone a
+// volume provisioned on a selected node is labelled with (as zonal cloud volumes
+// are), so that kube-scheduler's VolumeZone checks it as VolumeBinding checks its
+// node affinity.
+func affinityZone(a *v1.VolumeNodeAffinity) string {
+	if a == nil || a.Required == nil || len(a.Required.NodeSelectorTerms) != 1 {
+		return ""
+	}
+	for _, r := range a.Required.NodeSelectorTerms[0].MatchExpressions {
+		if r.Key == v1.LabelTopologyZone && r.Operator == v1.NodeSelectorOpIn && len(r.Values) == 1 {
+			return r.Values[0]
+		}
+	}
+	return ""
 }
 
 // allowedTopologies is the node affinity of a volume of class provisioned with no

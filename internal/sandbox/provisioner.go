@@ -29,7 +29,8 @@ import (
 //     (annotation volume.kubernetes.io/storage-provisioner): it creates a PV of the
 //     claim's size, access modes and volume mode, pre-bound to the claim, which the PV
 //     controller then binds. A WaitForFirstConsumer claim is provisioned on its
-//     selected node (node affinity to the node's hostname and zone labels); an
+//     selected node (node affinity to the node's hostname and zone labels, and the
+//     zone label on the volume, which kube-scheduler's VolumeZone reads); an
 //     Immediate one anywhere its class's allowedTopologies allow;
 //   - it deletes its Released volumes whose reclaim policy is Delete: the PV controller
 //     leaves volumes of external provisioners to them;
@@ -74,9 +75,9 @@ const (
 
 // Reasons of the provisioner's events on claims, csi-provisioner's.
 const (
-	reasonProvisioning         = "Provisioning"
-	reasonProvisioningFailed   = "ProvisioningFailed"
-	reasonProvisioningSucceded = "ProvisioningSucceeded"
+	reasonProvisioning          = "Provisioning"
+	reasonProvisioningFailed    = "ProvisioningFailed"
+	reasonProvisioningSucceeded = "ProvisioningSucceeded"
 )
 
 // provisionerWorkers is the number of items synced in parallel.
@@ -106,7 +107,6 @@ func newProvisioner(ctx context.Context, client kubernetes.Interface, factory in
 		{factory.Core().V1().PersistentVolumes().Informer(), p.handler(itemVolume)},
 		{factory.Core().V1().Nodes().Informer(), p.handler(itemNode)},
 		{factory.Storage().V1().CSINodes().Informer(), p.handler(itemNode)},
-		{factory.Storage().V1().StorageClasses().Informer(), cache.ResourceEventHandlerFuncs{}},
 		{factory.Core().V1().Pods().Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: p.podDeleted}},
 	}
 	for _, h := range handlers {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -181,9 +182,7 @@ func TestLocalClaimWaitsForSelectedNode(t *testing.T) {
 	pod := env.CreatePod(t, sandboxtest.Pod(ns, "worker-0").Volume("scratch", claim.Name).Obj())
 	env.Bind(t, pod, nodes[1])
 	env.WaitForEvent(t, ns, pod.Name, kubelet.ReasonFailedMount, "error processing PVC "+ns+"/scratch: PVC is not bound")
-	if got := env.WaitForPod(t, pod, "Pending", sandboxtest.PodPhase(v1.PodPending)); got.Status.ContainerStatuses[0].State.Waiting == nil {
-		t.Fatalf("expected the container waiting while the claim is unbound, found %+v", got.Status.ContainerStatuses[0].State)
-	}
+	env.WaitForPod(t, pod, "Pending in ContainerCreating", containerCreating)
 
 	patch := []byte(`{"metadata":{"annotations":{"` + volumehelpers.AnnSelectedNode + `":"` + nodes[1] + `"}}}`)
 	if _, err := env.Kube.CoreV1().PersistentVolumeClaims(ns).Patch(context.Background(), claim.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
@@ -195,14 +194,20 @@ func TestLocalClaimWaitsForSelectedNode(t *testing.T) {
 	if got := describeAffinity(pv.Spec.NodeAffinity); got != wantTerm {
 		t.Errorf("volume %s: expected node affinity %q, found %q", pv.Name, wantTerm, got)
 	}
+	if got := pv.Labels[v1.LabelTopologyZone]; got != "wffc-zone-1" {
+		t.Errorf("volume %s: expected label %s=wffc-zone-1, found %v", pv.Name, v1.LabelTopologyZone, pv.Labels)
+	}
 	env.WaitForPod(t, pod, "Running", sandboxtest.PodPhase(v1.PodRunning))
 
 	elsewhere := env.CreatePod(t, sandboxtest.Pod(ns, "worker-1").Volume("scratch", claim.Name).Obj())
 	env.Bind(t, elsewhere, nodes[0])
 	env.WaitForEvent(t, ns, elsewhere.Name, kubelet.ReasonFailedMount, "PV "+pv.Name+" has node affinity that excludes node "+nodes[0])
-	if got := env.WaitForPod(t, elsewhere, "Pending", sandboxtest.PodPhase(v1.PodPending)); got.Status.ContainerStatuses[0].State.Running != nil {
-		t.Errorf("expected worker-1 not started outside the volume's node affinity, found %+v", got.Status.ContainerStatuses[0].State)
+	env.WaitForPod(t, elsewhere, "Pending in ContainerCreating", containerCreating)
+	// Simulated minutes later it is still waiting (each poll steps the clock 5s).
+	for range 12 {
+		env.Clock.Step(5 * time.Second)
 	}
+	env.WaitForPod(t, elsewhere, "still Pending in ContainerCreating", containerCreating)
 }
 
 // TestSelectedNodeThatDoesNotExistIsGivenBack: the provisioner removes a selected node
@@ -242,6 +247,14 @@ func TestEphemeralVolumeGetsItsClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitVolumeGone(t, env, claim.Spec.VolumeName)
+}
+
+// containerCreating holds when the pod is Pending with its one container waiting in
+// ContainerCreating, as while the kubelet cannot mount its volumes.
+func containerCreating(p *v1.Pod) bool {
+	cs := p.Status.ContainerStatuses
+	return p.Status.Phase == v1.PodPending && len(cs) == 1 && cs[0].State.Waiting != nil &&
+		cs[0].State.Waiting.Reason == "ContainerCreating"
 }
 
 func getClaim(t *testing.T, env *sandboxtest.Env, ns, name string) *v1.PersistentVolumeClaim {
@@ -299,7 +312,5 @@ func TestEphemeralVolumeClaimOfAnotherIsRefused(t *testing.T) {
 	pod := env.CreatePod(t, sandboxtest.Pod(ns, "worker-0").EphemeralVolume("cache", sandbox.StorageClassStandard, "1Gi").Obj())
 	env.Bind(t, pod, nodes[0])
 	env.WaitForEvent(t, ns, pod.Name, kubelet.ReasonFailedMount, "PVC "+ns+"/worker-0-cache was not created for pod "+ns+"/worker-0 (pod is not owner)")
-	if got := env.WaitForPod(t, pod, "Pending", sandboxtest.PodPhase(v1.PodPending)); got.Status.ContainerStatuses[0].State.Running != nil {
-		t.Errorf("expected worker-0 not started with another's claim, found %+v", got.Status.ContainerStatuses[0].State)
-	}
+	env.WaitForPod(t, pod, "Pending in ContainerCreating", containerCreating)
 }
