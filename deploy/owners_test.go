@@ -36,6 +36,12 @@ func TestRBACGetsExactlyTheOwnerKinds(t *testing.T) {
 		{Resource: "nodes"}: true, {Resource: "pods"}: true, {Resource: "namespaces"}: true,
 		{Group: "scheduling.k8s.io", Resource: "priorityclasses"}: true,
 		{Group: "muster.dev", Resource: "queues"}:                 true,
+		// What kube-scheduler's filters, hosted in placement, read (controller's
+		// filterObjects).
+		{Resource: "persistentvolumeclaims"}: true, {Resource: "persistentvolumes"}: true,
+		{Group: "storage.k8s.io", Resource: "storageclasses"}: true,
+		{Group: "storage.k8s.io", Resource: "csinodes"}:       true,
+		{Group: "storage.k8s.io", Resource: "csidrivers"}:     true,
 	}
 	for _, api := range source.GroupAPIs() {
 		watched[api.Resource.GroupResource()] = true

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedv1 "k8s.io/kube-scheduler/config/v1"
 )
 
 // ConfigurationKind is the kind of muster's configuration file.
@@ -109,6 +110,22 @@ type Configuration struct {
 	// API server. Defaults: qps 1000, burst 2000, contentType
 	// application/vnd.kubernetes.protobuf.
 	ClientConnection ClientConnection `json:"clientConnection,omitempty"`
+
+	// placement configures how muster judges nodes for a group's members.
+	Placement Placement `json:"placement,omitempty"`
+}
+
+// Placement configures the kube-scheduler Filter plugins muster runs inside its
+// placement (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
+// NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
+// PodTopologySpread, InterPodAffinity).
+type Placement struct {
+	// pluginConfig sets those plugins' arguments, written as a kube-scheduler
+	// profile's pluginConfig (kubescheduler.config.k8s.io/v1), e.g. PodTopologySpread's
+	// defaultConstraints or NodeResourcesFit's ignoredResources. Plugins it does not
+	// name keep kube-scheduler v1.37's defaults. muster fails to start, naming the
+	// plugin, on arguments kube-scheduler would refuse.
+	PluginConfig []schedv1.PluginConfig `json:"pluginConfig,omitempty"`
 }
 
 // Visibility configures the HTTPS server of muster's visibility API. The API server

@@ -105,6 +105,17 @@ type PlacementDiagnosis struct {
 	Topology string `json:"topology,omitempty"`
 	// Shapes diagnoses each shape of members.
 	Shapes []ShapeDiagnosis `json:"shapes,omitempty"`
+	// Blocked, when one of kube-scheduler's filter plugins stopped the best attempt
+	// (on the empty cluster, for an Impossible group), says after how many members and
+	// why no node could take the next.
+	Blocked *BlockedPlacement `json:"blocked,omitempty"`
+}
+
+// BlockedPlacement is where a placement attempt stopped: Placed members had nodes, and
+// Shape counts why no node could take the next member of its shape.
+type BlockedPlacement struct {
+	Placed int            `json:"placed"`
+	Shape  ShapeDiagnosis `json:"shape"`
 }
 
 // ShapeDiagnosis explains one shape of a group's members.
@@ -131,10 +142,14 @@ type ShapeDiagnosis struct {
 type NodeReasonCount struct {
 	// Kind is the reason: NodeNotReady, NodeUnschedulable, NodeAffinityMismatch,
 	// UntoleratedTaint, InsufficientResource, TooManyPods, MissingTopologyLabel,
-	// OutsideDomain or Reserved.
+	// OutsideDomain, Reserved, NodeNotFound, or FilterRejected (one of
+	// kube-scheduler's filter plugins, named by Plugin, rejected the nodes).
 	Kind string `json:"kind"`
-	// Detail is the taint, resource name, label key or domain the reason is about.
+	// Detail is the taint, resource name, label key or domain the reason is about, or
+	// the plugin's message ("node(s) didn't match pod anti-affinity rules").
 	Detail string `json:"detail,omitempty"`
+	// Plugin names the kube-scheduler plugin, for FilterRejected.
+	Plugin string `json:"plugin,omitempty"`
 	// Nodes is how many nodes were rejected for it.
 	Nodes int `json:"nodes"`
 }

@@ -139,6 +139,9 @@ var metrics = []metric{
 	{ScenarioBigGang, "time to last bind (s)", timeToLastBind, "%.2f"},
 	{ScenarioBigGang, "pods/s (first create → last bind)", podsPerSecond, "%.1f"},
 	{ScenarioBigGang, "API writes per bound pod (all clients)", writesPerPod, "%.2f"},
+	{ScenarioAntiAffinity, "pods/s (first create → last bind)", podsPerSecond, "%.1f"},
+	{ScenarioAntiAffinity, "time to last bind (s)", timeToLastBind, "%.2f"},
+	{ScenarioAntiAffinity, "GPU-s held by incomplete groups", heldGPUSeconds, "%.2f"},
 }
 
 func heldGPUSeconds(r Result) (float64, bool) { return r.HeldGPUSeconds, true }

@@ -23,6 +23,10 @@ const (
 	ScenarioThroughput = "throughput"
 	// ScenarioBigGang is 5,000 one-GPU nodes and one gang of 1,000 one-GPU pods.
 	ScenarioBigGang = "big-gang"
+	// ScenarioAntiAffinity is the throughput workload with one-per-node anti-affinity:
+	// each gang's 8 pods require distinct nodes (kubernetes.io/hostname), as MPI and NCCL
+	// jobs ask.
+	ScenarioAntiAffinity = "anti-affinity"
 	// ScenarioCeiling is not a workload of its own: it adds the ceiling runner to the
 	// throughput and big-gang scenarios.
 	ScenarioCeiling = "ceiling"
@@ -30,7 +34,7 @@ const (
 
 // Scenarios lists the names Options.Scenarios accepts, in the order they run.
 func Scenarios() []string {
-	return []string{ScenarioSeed, ScenarioThroughput, ScenarioBigGang, ScenarioCeiling, ScenarioSoak}
+	return []string{ScenarioSeed, ScenarioThroughput, ScenarioBigGang, ScenarioAntiAffinity, ScenarioCeiling, ScenarioSoak}
 }
 
 // DefaultScenarios are the scenarios run when none is named: all but the soak.
@@ -59,6 +63,9 @@ type Scenario struct {
 	// does not wait for every pod to be bound (some never are). Otherwise the run ends
 	// when every pod is bound.
 	Window time.Duration
+	// OnePerNode gives each pod required anti-affinity to its job's other pods by
+	// hostname.
+	OnePerNode bool
 }
 
 // scenarioByName returns the scenario of a workload name.
@@ -75,6 +82,8 @@ func scenarioByName(name string) (Scenario, error) {
 		return Scenario{Name: name, Cluster: pool(1000, 8), Jobs: 500, JobSize: 8}, nil
 	case ScenarioBigGang:
 		return Scenario{Name: name, Cluster: pool(5000, 1), Jobs: 1, JobSize: 1000}, nil
+	case ScenarioAntiAffinity:
+		return Scenario{Name: name, Cluster: pool(1000, 8), Jobs: 500, JobSize: 8, OnePerNode: true}, nil
 	}
 	return Scenario{}, fmt.Errorf("scenario: expected one of %s, found %q", strings.Join(Scenarios(), ", "), name)
 }
@@ -154,6 +163,14 @@ func (s Scenario) pod(ns string, j, i int, spec podSpec) *corev1.Pod {
 	}
 	if spec.gang {
 		p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &job}
+	}
+	if s.OnePerNode {
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelJob: job}},
+				TopologyKey:   corev1.LabelHostname,
+			}},
+		}}
 	}
 	return p
 }

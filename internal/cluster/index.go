@@ -98,6 +98,7 @@ func (s *Snapshot) index(name corev1.ResourceName) *freeIndex {
 // longer in the snapshot (an assumption reverted after its node was removed) is changed
 // and stays out of the indexes.
 func (s *Snapshot) change(n *NodeInfo, apply func()) {
+	n.generation++
 	if len(s.indexes) == 0 || s.byName[n.Name()] != n {
 		apply()
 		return

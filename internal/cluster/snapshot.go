@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // NodeInfo is one node of a Snapshot: the node object, its allocatable resources in
@@ -17,7 +19,19 @@ type NodeInfo struct {
 	Requested Resources
 
 	ready bool
+	// pods are the pods counted in Requested that the snapshot has objects for, bound or
+	// assumed, by key; generation changes with every change of the node, so that views
+	// built over it (the hosted kube-scheduler filters) know when to rebuild theirs.
+	pods       map[string]*corev1.Pod
+	generation uint64
 }
+
+// Pods returns the pods counted on the node that the snapshot has objects for, bound or
+// assumed by a placement, by key. The map is owned by the snapshot.
+func (n *NodeInfo) Pods() map[string]*corev1.Pod { return n.pods }
+
+// Generation changes whenever the node's object, its pods or its requests change.
+func (n *NodeInfo) Generation() uint64 { return n.generation }
 
 // Name returns the node's name.
 func (n *NodeInfo) Name() string { return n.Node.Name }
@@ -82,19 +96,34 @@ type Snapshot struct {
 	// indexes order the nodes by free amount of a resource, built on first use by
 	// ByFree and kept current by every change of a node's resources.
 	indexes []*freeIndex
+	// affinity counts the pods with required pod anti-affinity counted on nodes: their
+	// terms can reject any pod, so placement checks every member against them.
+	antiAffinity int
+	// objects holds the namespaces and volume objects placement's filters read; copies
+	// share it.
+	storage *Objects
+	// ext is a view a placement package keeps over the snapshot (the hosted filters'
+	// node infos); the snapshot only carries it, and drops it in copies.
+	ext any
+	// filters is what evaluates placement's filters on the snapshot and its copies (the
+	// hosted kube-scheduler plugins with the configured arguments); the snapshot only
+	// carries it.
+	filters any
 }
 
 type boundPod struct {
 	node     string
 	requests Resources
+	pod      *corev1.Pod
 }
 
 // New builds a snapshot from nodes and pods. Pods that are bound (spec.nodeName set) and not
 // terminal (Succeeded or Failed) count against their node; pods on unknown nodes are ignored.
 func New(nodes []*corev1.Node, pods []*corev1.Pod) *Snapshot {
 	s := &Snapshot{
-		byName: make(map[string]*NodeInfo, len(nodes)),
-		bound:  make(map[string]boundPod, len(pods)),
+		byName:  make(map[string]*NodeInfo, len(nodes)),
+		bound:   make(map[string]boundPod, len(pods)),
+		storage: &Objects{},
 	}
 	for _, n := range nodes {
 		s.SetNode(n)
@@ -124,13 +153,17 @@ func (s *Snapshot) SetNode(n *corev1.Node) {
 		})
 		return
 	}
-	info := &NodeInfo{Node: n, Allocatable: FromList(n.Status.Allocatable), Requested: Resources{}, ready: nodeReady(n)}
+	info := &NodeInfo{Node: n, Allocatable: FromList(n.Status.Allocatable), Requested: Resources{}, ready: nodeReady(n),
+		pods: map[string]*corev1.Pod{}, generation: 1}
 	i, _ := slices.BinarySearchFunc(s.nodes, n.Name, byName)
 	s.nodes = slices.Insert(s.nodes, i, info)
 	s.byName[n.Name] = info
-	for _, b := range s.bound {
+	for key, b := range s.bound {
 		if b.node == n.Name {
 			info.Requested.Add(b.requests)
+			if b.pod != nil {
+				info.pods[key] = b.pod
+			}
 		}
 	}
 	for _, x := range s.indexes {
@@ -172,10 +205,16 @@ func (s *Snapshot) AddPodRequests(p *corev1.Pod, requests Resources) bool {
 	if requests == nil {
 		requests = PodRequests(p)
 	}
-	b := boundPod{node: p.Spec.NodeName, requests: requests}
+	b := boundPod{node: p.Spec.NodeName, requests: requests, pod: p}
 	s.bound[key] = b
+	if RequiresAntiAffinity(p) {
+		s.antiAffinity++
+	}
 	if info := s.byName[b.node]; info != nil {
-		s.change(info, func() { info.Requested.Add(b.requests) })
+		s.change(info, func() {
+			info.Requested.Add(b.requests)
+			info.pods[key] = p
+		})
 	}
 	return true
 }
@@ -187,8 +226,14 @@ func (s *Snapshot) RemovePod(key string) {
 		return
 	}
 	delete(s.bound, key)
+	if RequiresAntiAffinity(b.pod) {
+		s.antiAffinity--
+	}
 	if info := s.byName[b.node]; info != nil {
-		s.change(info, func() { info.Requested.Sub(b.requests) })
+		s.change(info, func() {
+			info.Requested.Sub(b.requests)
+			delete(info.pods, key)
+		})
 	}
 }
 
@@ -198,6 +243,47 @@ func (s *Snapshot) RemovePod(key string) {
 func (s *Snapshot) Assume(n *NodeInfo, req Resources) (revert func()) {
 	s.change(n, func() { n.Requested.Add(req) })
 	return func() { s.change(n, func() { n.Requested.Sub(req) }) }
+}
+
+// AssumePod is Assume for a pod the snapshot should see on the node until the revert, as
+// the hosted filters need (its ports, labels, affinity and volumes count for the members
+// placed after it). key names it among the node's pods; pod is not modified.
+func (s *Snapshot) AssumePod(n *NodeInfo, key string, pod *corev1.Pod, req Resources) (revert func()) {
+	cp := pod.DeepCopy()
+	cp.Spec.NodeName = n.Name()
+	if cp.UID == "" {
+		// kube-scheduler's node infos key pods by UID; a pod not created yet has none.
+		cp.UID = types.UID("assumed/" + key)
+	}
+	anti := RequiresAntiAffinity(cp)
+	s.change(n, func() {
+		n.Requested.Add(req)
+		n.pods[key] = cp
+	})
+	if anti {
+		s.antiAffinity++
+	}
+	return func() {
+		if anti {
+			s.antiAffinity--
+		}
+		s.change(n, func() {
+			n.Requested.Sub(req)
+			delete(n.pods, key)
+		})
+	}
+}
+
+// HasRequiredAntiAffinity reports whether any pod counted on a node has required pod
+// anti-affinity, which may keep any other pod off some nodes.
+func (s *Snapshot) HasRequiredAntiAffinity() bool { return s.antiAffinity > 0 }
+
+// RequiresAntiAffinity reports whether p has required pod anti-affinity terms.
+func RequiresAntiAffinity(p *corev1.Pod) bool {
+	if p == nil || p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
+		return false
+	}
+	return len(p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
 }
 
 // Bind records a pod as bound to node, as AddPod would once the binding is observed.
@@ -217,12 +303,16 @@ func (s *Snapshot) BindRequests(p *corev1.Pod, node string, requests Resources) 
 // the snapshot never mutates them.
 func (s *Snapshot) Clone() *Snapshot {
 	c := &Snapshot{
-		nodes:  make([]*NodeInfo, len(s.nodes)),
-		byName: make(map[string]*NodeInfo, len(s.nodes)),
-		bound:  make(map[string]boundPod, len(s.bound)),
+		nodes:        make([]*NodeInfo, len(s.nodes)),
+		byName:       make(map[string]*NodeInfo, len(s.nodes)),
+		bound:        make(map[string]boundPod, len(s.bound)),
+		antiAffinity: s.antiAffinity,
+		storage:      s.storage,
+		filters:      s.filters,
 	}
 	for i, n := range s.nodes {
-		cp := &NodeInfo{Node: n.Node, Allocatable: n.Allocatable, Requested: n.Requested.Clone(), ready: n.ready}
+		cp := &NodeInfo{Node: n.Node, Allocatable: n.Allocatable, Requested: n.Requested.Clone(), ready: n.ready,
+			pods: maps.Clone(n.pods), generation: 1}
 		c.nodes[i] = cp
 		c.byName[cp.Name()] = cp
 	}
@@ -236,12 +326,15 @@ func (s *Snapshot) Clone() *Snapshot {
 // be if every pod finished. Placement uses it to tell Impossible from Unschedulable.
 func (s *Snapshot) Empty() *Snapshot {
 	c := &Snapshot{
-		nodes:  make([]*NodeInfo, len(s.nodes)),
-		byName: make(map[string]*NodeInfo, len(s.nodes)),
-		bound:  map[string]boundPod{},
+		nodes:   make([]*NodeInfo, len(s.nodes)),
+		byName:  make(map[string]*NodeInfo, len(s.nodes)),
+		bound:   map[string]boundPod{},
+		storage: s.storage,
+		filters: s.filters,
 	}
 	for i, n := range s.nodes {
-		cp := &NodeInfo{Node: n.Node, Allocatable: n.Allocatable, Requested: Resources{}, ready: n.ready}
+		cp := &NodeInfo{Node: n.Node, Allocatable: n.Allocatable, Requested: Resources{}, ready: n.ready,
+			pods: map[string]*corev1.Pod{}, generation: 1}
 		c.nodes[i] = cp
 		c.byName[cp.Name()] = cp
 	}
@@ -268,3 +361,15 @@ func (s *Snapshot) Bound(key string) bool {
 	_, ok := s.bound[key]
 	return ok
 }
+
+// Ext returns the view a placement package keeps over the snapshot, or nil.
+func (s *Snapshot) Ext() any { return s.ext }
+
+// SetExt sets the view a placement package keeps over the snapshot. Copies do not have it.
+func (s *Snapshot) SetExt(v any) { s.ext = v }
+
+// Filters returns what evaluates placement's filters on the snapshot, or nil.
+func (s *Snapshot) Filters() any { return s.filters }
+
+// SetFilters sets what evaluates placement's filters on the snapshot and its copies.
+func (s *Snapshot) SetFilters(f any) { s.filters = f }

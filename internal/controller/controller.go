@@ -25,6 +25,7 @@ import (
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	volcanov1beta1 "github.com/muster-sched/muster/api/volcano/v1beta1"
+	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/metrics"
 )
 
@@ -166,7 +167,11 @@ func NewManager(opts Options) (manager.Manager, error) {
 		cfg: cfg, clock: opts.Clock, log: opts.Log, kube: kube, dyn: dyn, cache: mgr.GetCache(),
 		recorder: limitEvents(recorder, m.EventsDropped), metrics: m,
 	}
-	s := &scheduler{kit: k, mgr: mgr, broadcaster: broadcaster}
+	filters, err := kubefit.New(kubefit.Options{PluginConfig: cfg.Placement.PluginConfig})
+	if err != nil {
+		return nil, fmt.Errorf("placement.pluginConfig: %w", err)
+	}
+	s := &scheduler{kit: k, mgr: mgr, broadcaster: broadcaster, filters: filters}
 	if ledger != nil {
 		s.observer = ledger
 	}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -87,6 +88,9 @@ func (m *mirror) apply(ctx context.Context, c *changes) {
 			m.eng.RemoveNode(name)
 		}
 	}
+	for ref := range c.objects {
+		m.applyFilterObject(ctx, ref)
+	}
 	m.queues.apply(ctx, c.queues, c.namespaces)
 	m.retranslate(c.namespaces, len(c.queues) > 0)
 	for ref := range c.groups {
@@ -94,6 +98,29 @@ func (m *mirror) apply(ctx context.Context, c *changes) {
 	}
 	for key := range c.pods {
 		m.applyPod(ctx, key)
+	}
+}
+
+// applyFilterObject reads one namespace or volume object from the cache for the engine's
+// filters, or tells the engine it is gone.
+func (m *mirror) applyFilterObject(ctx context.Context, ref objectRef) {
+	for _, kind := range filterObjects {
+		if fmt.Sprintf("%T", kind) != ref.kind {
+			continue
+		}
+		obj := kind.DeepCopyObject().(client.Object)
+		err := m.cache.Get(ctx, types.NamespacedName{Namespace: ref.namespace, Name: ref.name}, obj)
+		switch {
+		case err == nil:
+			m.eng.SetObject(obj)
+		case apierrors.IsNotFound(err):
+			obj.SetNamespace(ref.namespace)
+			obj.SetName(ref.name)
+			m.eng.RemoveObject(obj)
+		default:
+			m.log.Error(err, "reading an object placement's filters use from the cache", "kind", ref.kind,
+				"namespace", ref.namespace, "name", ref.name)
+		}
 	}
 }
 

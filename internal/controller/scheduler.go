@@ -12,6 +12,7 @@ import (
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/lifecycle"
 )
 
@@ -40,6 +41,8 @@ type scheduler struct {
 	suspender  *suspender
 	binder     *binder
 
+	// filters are kube-scheduler's filter plugins with the configured arguments.
+	filters *kubefit.Host
 	// observer, when set, is told of every Step (the dashboard's cost ledger).
 	observer StepObserver
 	// nextSummary is when the loop next reads every group's status (see report).
@@ -123,6 +126,7 @@ func (s *scheduler) engineConfig() engine.Config {
 		},
 		StarvationThreshold: s.cfg.StarvationThreshold.Duration,
 		DisablePreemption:   s.cfg.Preemption == musterv1alpha1.PreemptNever,
+		Filters:             s.filters,
 	}
 }
 

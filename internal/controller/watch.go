@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,7 +28,15 @@ type changes struct {
 	queues     map[string]bool
 	namespaces map[string]bool
 	specs      map[string]bool
-	wake       chan struct{}
+	// objects are the namespaces and volume objects placement's filters read.
+	objects map[objectRef]bool
+	wake    chan struct{}
+}
+
+// objectRef names one object of a kind placement's filters read.
+type objectRef struct {
+	kind            string
+	namespace, name string
 }
 
 func newChanges() *changes {
@@ -38,7 +47,7 @@ func newChanges() *changes {
 
 func (c *changes) reset() {
 	c.nodes, c.pods, c.groups, c.queues = map[string]bool{}, map[string]bool{}, map[source.Ref]bool{}, map[string]bool{}
-	c.namespaces, c.specs = map[string]bool{}, map[string]bool{}
+	c.namespaces, c.specs, c.objects = map[string]bool{}, map[string]bool{}, map[objectRef]bool{}
 }
 
 // markSpecs marks groups to translate again and wakes the loop.
@@ -65,13 +74,14 @@ func (c *changes) mark(f func()) {
 func (c *changes) take() *changes {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := &changes{nodes: c.nodes, pods: c.pods, groups: c.groups, queues: c.queues, namespaces: c.namespaces, specs: c.specs}
+	out := &changes{nodes: c.nodes, pods: c.pods, groups: c.groups, queues: c.queues, namespaces: c.namespaces,
+		specs: c.specs, objects: c.objects}
 	c.reset()
 	return out
 }
 
 func (c *changes) empty() bool {
-	return len(c.nodes)+len(c.pods)+len(c.groups)+len(c.queues)+len(c.namespaces)+len(c.specs) == 0
+	return len(c.nodes)+len(c.pods)+len(c.groups)+len(c.queues)+len(c.namespaces)+len(c.specs)+len(c.objects) == 0
 }
 
 // handler returns informer handlers that mark the key of every changed object.
@@ -89,6 +99,14 @@ func (c *changes) handler(mark func(set *changes, obj client.Object)) toolscache
 		UpdateFunc: func(_, obj any) { on(obj) },
 		DeleteFunc: on,
 	}
+}
+
+// filterObjects are the kinds besides nodes and pods that kube-scheduler's filters read,
+// hosted in placement: namespaces (pod affinity's namespaceSelector) and the volume
+// objects. The mirror gives them to the engine (SetObject).
+var filterObjects = []client.Object{
+	&corev1.Namespace{}, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{},
+	&storagev1.StorageClass{}, &storagev1.CSINode{}, &storagev1.CSIDriver{},
 }
 
 // servedAPIs returns the group APIs the cluster serves, logging one line for each it
@@ -140,8 +158,15 @@ func (s *scheduler) watch(ctx context.Context) error {
 			c.groups[source.Ref{Source: src, Namespace: o.GetNamespace(), Name: o.GetName()}] = true
 		}})
 	}
+	for _, obj := range filterObjects {
+		kind := fmt.Sprintf("%T", obj)
+		list = append(list, watched{obj, func(c *changes, o client.Object) {
+			c.objects[objectRef{kind: kind, namespace: o.GetNamespace(), name: o.GetName()}] = true
+		}})
+	}
 	if queues {
-		// Namespaces are watched for their labels, which Queues' namespaceSelectors match.
+		// Namespaces are watched for their labels, which Queues' namespaceSelectors match
+		// (and pod affinity's namespaceSelectors, as filterObjects).
 		list = append(list,
 			watched{&musterv1alpha1.Queue{}, func(c *changes, o client.Object) { c.queues[o.GetName()] = true }},
 			watched{&corev1.Namespace{}, func(c *changes, o client.Object) { c.namespaces[o.GetName()] = true }})

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/queue"
 )
@@ -22,6 +23,9 @@ type Config struct {
 	// admitted groups, neither of lower priority nor of the queues that borrow its
 	// queue's quota (see preempt): a cohort's queues then lend without taking back.
 	DisablePreemption bool
+	// Filters runs kube-scheduler's filter plugins for placement, with the configured
+	// plugin arguments; nil uses the default profile's arguments.
+	Filters *kubefit.Host
 }
 
 // Queue is a queue as the engine sees it: the admission queue's view (name, quota,
@@ -83,6 +87,9 @@ func New(cfg Config) *Engine {
 		preempting: map[string]*preemption{},
 	}
 	e.queue.SetEstimator(e)
+	if cfg.Filters != nil {
+		kubefit.Use(e.snap, cfg.Filters)
+	}
 	return e
 }
 
@@ -121,6 +128,25 @@ func readyOf(n *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// SetObject adds or updates an object placement's filters read besides nodes and pods: a
+// Namespace, PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode or CSIDriver
+// (cluster.Snapshot.SetObject); it reports false for other kinds. A change may let a
+// waiting group in, or make an Impossible one possible (a claim created), so both are
+// tried again.
+func (e *Engine) SetObject(obj any) bool {
+	if !e.snap.SetObject(obj) {
+		return false
+	}
+	e.nodesChanged, e.schedule = true, true
+	return true
+}
+
+// RemoveObject forgets an object SetObject took.
+func (e *Engine) RemoveObject(obj any) {
+	e.snap.RemoveObject(obj)
+	e.nodesChanged, e.schedule = true, true
 }
 
 // RemoveNode removes a node.

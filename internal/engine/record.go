@@ -128,24 +128,32 @@ func diagnosisRecord(d *placement.Diagnosis) *musterv1alpha1.PlacementDiagnosis 
 		EmptyRoom: d.EmptyRoom, Topology: d.Topology,
 	}
 	for _, s := range d.Shapes {
-		rec := musterv1alpha1.ShapeDiagnosis{Shape: s.Shape, Members: s.Members, Nodes: s.Nodes,
-			Available: s.Available, Room: s.Room}
-		if len(s.Requests) > 0 {
-			rec.Requests = corev1.ResourceList{}
-			for name, v := range s.Requests {
-				rec.Requests[name] = cluster.Quantity(name, v)
-			}
-		}
-		for _, c := range s.Reasons {
-			rec.Reasons = append(rec.Reasons, musterv1alpha1.NodeReasonCount{Kind: string(c.Kind), Detail: c.Detail, Nodes: c.Nodes})
-		}
-		if sf := s.Shortfall; sf != nil {
-			rec.Shortfall = &musterv1alpha1.Shortfall{Resource: sf.Resource, Need: cluster.Quantity(sf.Resource, sf.Need),
-				Largest: cluster.Quantity(sf.Resource, sf.Largest), Eligible: sf.Eligible}
-		}
-		out.Shapes = append(out.Shapes, rec)
+		out.Shapes = append(out.Shapes, shapeRecord(s))
+	}
+	if b := d.Blocked; b != nil {
+		out.Blocked = &musterv1alpha1.BlockedPlacement{Placed: b.Placed, Shape: shapeRecord(b.Shape)}
 	}
 	return out
+}
+
+func shapeRecord(s placement.ShapeDiagnosis) musterv1alpha1.ShapeDiagnosis {
+	rec := musterv1alpha1.ShapeDiagnosis{Shape: s.Shape, Members: s.Members, Nodes: s.Nodes,
+		Available: s.Available, Room: s.Room}
+	if len(s.Requests) > 0 {
+		rec.Requests = corev1.ResourceList{}
+		for name, v := range s.Requests {
+			rec.Requests[name] = cluster.Quantity(name, v)
+		}
+	}
+	for _, c := range s.Reasons {
+		rec.Reasons = append(rec.Reasons, musterv1alpha1.NodeReasonCount{Kind: string(c.Kind), Detail: c.Detail,
+			Plugin: c.Plugin, Nodes: c.Nodes})
+	}
+	if sf := s.Shortfall; sf != nil {
+		rec.Shortfall = &musterv1alpha1.Shortfall{Resource: sf.Resource, Need: cluster.Quantity(sf.Resource, sf.Need),
+			Largest: cluster.Quantity(sf.Resource, sf.Largest), Eligible: sf.Eligible}
+	}
+	return rec
 }
 
 // diagnosisOf reads a recorded diagnosis back as placement's, so that it renders with
@@ -158,21 +166,29 @@ func diagnosisOf(r *musterv1alpha1.PlacementDiagnosis) *placement.Diagnosis {
 	d := &placement.Diagnosis{Code: placement.Code(r.Code), MinMember: r.MinMember, Members: r.Members,
 		Placed: r.Placed, EmptyRoom: r.EmptyRoom, Topology: r.Topology}
 	for _, s := range r.Shapes {
-		shape := placement.ShapeDiagnosis{Shape: s.Shape, Members: s.Members, Requests: cluster.FromList(s.Requests),
-			Nodes: s.Nodes, Available: s.Available, Room: s.Room}
-		for _, c := range s.Reasons {
-			shape.Reasons = append(shape.Reasons, placement.ReasonCount{
-				NodeReason: placement.NodeReason{Kind: placement.ReasonKind(c.Kind), Detail: c.Detail}, Nodes: c.Nodes})
-		}
-		if sf := s.Shortfall; sf != nil {
-			res := cluster.FromList(corev1.ResourceList{sf.Resource: sf.Need})
-			largest := cluster.FromList(corev1.ResourceList{sf.Resource: sf.Largest})
-			shape.Shortfall = &placement.Shortfall{Resource: sf.Resource, Need: res[sf.Resource],
-				Largest: largest[sf.Resource], Eligible: sf.Eligible}
-		}
-		d.Shapes = append(d.Shapes, shape)
+		d.Shapes = append(d.Shapes, shapeOf(s))
+	}
+	if b := r.Blocked; b != nil {
+		d.Blocked = &placement.Blocked{Placed: b.Placed, Shape: shapeOf(b.Shape)}
 	}
 	return d
+}
+
+func shapeOf(s musterv1alpha1.ShapeDiagnosis) placement.ShapeDiagnosis {
+	shape := placement.ShapeDiagnosis{Shape: s.Shape, Members: s.Members, Requests: cluster.FromList(s.Requests),
+		Nodes: s.Nodes, Available: s.Available, Room: s.Room}
+	for _, c := range s.Reasons {
+		shape.Reasons = append(shape.Reasons, placement.ReasonCount{
+			NodeReason: placement.NodeReason{Kind: placement.ReasonKind(c.Kind), Detail: c.Detail, Plugin: c.Plugin},
+			Nodes:      c.Nodes})
+	}
+	if sf := s.Shortfall; sf != nil {
+		res := cluster.FromList(corev1.ResourceList{sf.Resource: sf.Need})
+		largest := cluster.FromList(corev1.ResourceList{sf.Resource: sf.Largest})
+		shape.Shortfall = &placement.Shortfall{Resource: sf.Resource, Need: res[sf.Resource],
+			Largest: largest[sf.Resource], Eligible: sf.Eligible}
+	}
+	return shape
 }
 
 // ReasonOf reads a recorded wait reason back as the queue's, so that it renders with the

@@ -66,6 +66,9 @@ func impossibleFix(w recordedWait) string {
 	if !ok {
 		return generic
 	}
+	if placement.ReasonKind(top.Kind) == placement.FilterRejected {
+		return filterFix(top) + "; retries will not help"
+	}
 	switch placement.ReasonKind(top.Kind) {
 	case placement.UntoleratedTaint:
 		return "tolerate taint " + top.Detail + " in the pod template if the members may run there, or add nodes without it; retries will not help"
@@ -141,6 +144,8 @@ func placementFix(d *musterv1alpha1.PlacementDiagnosis) string {
 	}
 	n := fmt.Sprintf("%d node(s)", top.Nodes)
 	switch placement.ReasonKind(top.Kind) {
+	case placement.FilterRejected:
+		return filterFix(top) + ", or wait: the group holds nothing meanwhile"
 	case placement.InsufficientResource:
 		return "wait for " + top.Detail + " to free up (the group holds nothing meanwhile), or ask for less " + top.Detail
 	case placement.UntoleratedTaint:
@@ -157,12 +162,43 @@ func placementFix(d *musterv1alpha1.PlacementDiagnosis) string {
 	return wait
 }
 
-// topReason returns the node reason that rejected the most nodes over every shape.
+// filterFix is the fix for nodes one of kube-scheduler's filter plugins rejected, by
+// plugin.
+func filterFix(top musterv1alpha1.NodeReasonCount) string {
+	n := fmt.Sprintf("%d node(s)", top.Nodes)
+	switch top.Plugin {
+	case "InterPodAffinity":
+		return n + " are ruled out by pod affinity or anti-affinity (" + top.Detail + "): with one member per node or domain, " +
+			"the group needs as many free nodes or domains as members; add nodes, or relax the rule in the pod template"
+	case "PodTopologySpread":
+		return n + " would break the members' topologySpreadConstraints: add nodes in the domains that are short, " +
+			"or raise maxSkew or use whenUnsatisfiable: ScheduleAnyway"
+	case "NodePorts":
+		return n + " have the members' hostPort in use by another pod: free the port, or use another hostPort"
+	case "VolumeBinding", "VolumeZone", "VolumeRestrictions", "NodeVolumeLimits":
+		return n + " cannot reach or attach the members' volumes (" + top.Detail + "): check their PersistentVolumeClaims " +
+			"(kubectl describe pvc), the volumes' node affinity and the StorageClass"
+	}
+	return n + " are rejected by kube-scheduler's " + top.Plugin + " (" + top.Detail + ")"
+}
+
+// topReason returns the node reason that rejected the most nodes over every shape, or,
+// when a filter plugin stopped the best attempt, the one that stopped it.
 func topReason(d *musterv1alpha1.PlacementDiagnosis) (musterv1alpha1.NodeReasonCount, bool) {
 	var top musterv1alpha1.NodeReasonCount
 	found := false
 	if d == nil {
 		return top, false
+	}
+	if b := d.Blocked; b != nil {
+		for _, r := range b.Shape.Reasons {
+			if placement.ReasonKind(r.Kind) == placement.FilterRejected && (!found || r.Nodes > top.Nodes) {
+				top, found = r, true
+			}
+		}
+		if found {
+			return top, true
+		}
 	}
 	for _, s := range d.Shapes {
 		for _, r := range s.Reasons {

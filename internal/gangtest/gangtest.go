@@ -224,3 +224,74 @@ func (b *PodBuilder) Namespace(ns string) *PodBuilder {
 	b.p.Namespace = ns
 	return b
 }
+
+// Label sets a label on the pod.
+func (b *PodBuilder) Label(k, v string) *PodBuilder {
+	if b.p.Labels == nil {
+		b.p.Labels = map[string]string{}
+	}
+	b.p.Labels[k] = v
+	return b
+}
+
+func (b *PodBuilder) affinity() *corev1.Affinity {
+	if b.p.Spec.Affinity == nil {
+		b.p.Spec.Affinity = &corev1.Affinity{}
+	}
+	return b.p.Spec.Affinity
+}
+
+func term(k, v, topologyKey string) corev1.PodAffinityTerm {
+	return corev1.PodAffinityTerm{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{k: v}},
+		TopologyKey:   topologyKey,
+	}
+}
+
+// AntiAffinity adds required pod anti-affinity: no pod labelled k=v in the same value of
+// topologyKey (kubernetes.io/hostname: one per node).
+func (b *PodBuilder) AntiAffinity(k, v, topologyKey string) *PodBuilder {
+	a := b.affinity()
+	if a.PodAntiAffinity == nil {
+		a.PodAntiAffinity = &corev1.PodAntiAffinity{}
+	}
+	a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(
+		a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, term(k, v, topologyKey))
+	return b
+}
+
+// PodAffinity adds required pod affinity: in a value of topologyKey with a pod labelled k=v.
+func (b *PodBuilder) PodAffinity(k, v, topologyKey string) *PodBuilder {
+	a := b.affinity()
+	if a.PodAffinity == nil {
+		a.PodAffinity = &corev1.PodAffinity{}
+	}
+	a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(
+		a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, term(k, v, topologyKey))
+	return b
+}
+
+// Spread adds a hard topology spread constraint over topologyKey for pods labelled k=v.
+func (b *PodBuilder) Spread(maxSkew int32, topologyKey, k, v string) *PodBuilder {
+	b.p.Spec.TopologySpreadConstraints = append(b.p.Spec.TopologySpreadConstraints, corev1.TopologySpreadConstraint{
+		MaxSkew:           maxSkew,
+		TopologyKey:       topologyKey,
+		WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{k: v}},
+	})
+	return b
+}
+
+// HostPort makes the pod's first container listen on a host port (TCP).
+func (b *PodBuilder) HostPort(port int32) *PodBuilder {
+	c := &b.p.Spec.Containers[0]
+	c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: port, HostPort: port, Protocol: corev1.ProtocolTCP})
+	return b
+}
+
+// Claim mounts the PersistentVolumeClaim claim (in the pod's namespace) as a volume.
+func (b *PodBuilder) Claim(claim string) *PodBuilder {
+	b.p.Spec.Volumes = append(b.p.Spec.Volumes, corev1.Volume{Name: claim, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
+	return b
+}

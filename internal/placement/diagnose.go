@@ -15,11 +15,15 @@ func (p *placer) diagnose() *Diagnosis {
 		Topology:  p.topology,
 	}
 	for _, s := range p.shapes {
-		d.Shapes = append(d.Shapes, p.diagnoseShape(s))
+		p.begin(s)
+		d.Shapes = append(d.Shapes, p.survey(s, p.snap.Nodes()))
+		p.cycles = nil
 	}
-	if room, ok := p.fitsEmpty(); !ok {
+	d.Blocked = p.blocked.ifFiltered()
+	if room, empty, ok := p.fitsEmpty(); !ok {
 		d.Code = Impossible
 		d.EmptyRoom = room
+		d.Blocked = empty.ifFiltered()
 		for i, s := range p.shapes {
 			d.Shapes[i].Shortfall = p.shortfall(s)
 		}
@@ -27,12 +31,25 @@ func (p *placer) diagnose() *Diagnosis {
 	return d
 }
 
-// diagnoseShape counts, over every node, why it cannot take one member of s now.
-func (p *placer) diagnoseShape(s *shape) ShapeDiagnosis {
-	sd := ShapeDiagnosis{Shape: s.name(), Members: len(s.members), Requests: withoutPods(s.req), Nodes: p.snap.Len()}
+// noteBlocked records, for the attempt that placed the most members so far, why the next
+// member of s fits none of the tiers' nodes with the attempt's members assumed.
+func (p *placer) noteBlocked(a *attempt, s *shape, tiers [][]*cluster.NodeInfo) {
+	if p.blocked != nil && p.blocked.Placed >= len(a.assignments) {
+		return
+	}
+	var nodes []*cluster.NodeInfo
+	for _, t := range tiers {
+		nodes = append(nodes, t...)
+	}
+	p.blocked = &Blocked{Placed: len(a.assignments), Shape: p.survey(s, nodes)}
+}
+
+// survey counts, over nodes, why each cannot take one member of s now.
+func (p *placer) survey(s *shape, nodes []*cluster.NodeInfo) ShapeDiagnosis {
+	sd := ShapeDiagnosis{Shape: s.name(), Members: len(s.members), Requests: withoutPods(s.req), Nodes: len(nodes)}
 	hist := map[NodeReason]int{}
 	key, pinned := p.g.Topology.Required, p.g.Topology.Domain
-	for _, n := range p.snap.Nodes() {
+	for _, n := range nodes {
 		if key != "" {
 			v, ok := n.Node.Labels[key]
 			if !ok {
@@ -45,6 +62,12 @@ func (p *placer) diagnoseShape(s *shape) ShapeDiagnosis {
 			}
 		}
 		if r, bad := p.reject(n, s); bad {
+			if r.Kind == FilterRejected {
+				for _, r := range p.filterReasons(n, s) {
+					hist[r]++
+				}
+				continue
+			}
 			hist[r]++
 			continue
 		}
@@ -64,20 +87,22 @@ func (p *placer) diagnoseShape(s *shape) ShapeDiagnosis {
 }
 
 // fitsEmpty reports whether the group could be placed on the cluster with nothing bound,
-// every node healthy and nothing reserved, and, when not, how many members it could take.
-func (p *placer) fitsEmpty() (room int, ok bool) {
+// every node healthy and nothing reserved, and, when not, how many members it could take
+// and where the best attempt stopped.
+func (p *placer) fitsEmpty() (room int, blocked *Blocked, ok bool) {
 	empty := &placer{
-		snap:   p.snap.Empty(),
-		g:      p.g,
-		shapes: p.shapes,
-		health: ignoreHealth,
-		scarce: p.scarce,
+		snap:     p.snap.Empty(),
+		g:        p.g,
+		shapes:   p.shapes,
+		health:   ignoreHealth,
+		scarce:   p.scarce,
+		withPods: p.withPods,
 	}
 	empty.g.Topology.Domain = ""
 	if plan := empty.place(); plan != nil {
-		return len(plan.Assignments), true
+		return len(plan.Assignments), nil, true
 	}
-	return empty.best, false
+	return empty.best, empty.blocked, false
 }
 
 // shortfall finds, for a shape that fits no eligible node even when empty, the resource

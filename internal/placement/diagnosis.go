@@ -41,10 +41,12 @@ const (
 )
 
 // NodeReason is one reason a node cannot take a member. Detail carries the taint, resource
-// name, label key or domain the reason is about.
+// name, label key or domain the reason is about, or a hosted plugin's message; Plugin
+// names the kube-scheduler plugin that rejected the node (FilterRejected only).
 type NodeReason struct {
 	Kind   ReasonKind
 	Detail string
+	Plugin string
 }
 
 // String renders the reason as kube-scheduler's filters do.
@@ -70,6 +72,8 @@ func (r NodeReason) String() string {
 		return "node(s) were reserved for a waiting group"
 	case NodeNotFound:
 		return "node " + r.Detail + " does not exist"
+	case FilterRejected:
+		return r.Detail
 	}
 	return string(r.Kind) + " " + r.Detail
 }
@@ -123,6 +127,38 @@ type Diagnosis struct {
 	EmptyRoom int
 	// Topology explains a required-domain failure, when there was one.
 	Topology string
+	// Blocked, when a hosted kube-scheduler filter stopped the best attempt, says after
+	// how many members and why the next fit no node: the rule that keeps the group out
+	// (on the empty cluster, for an Impossible group).
+	Blocked *Blocked
+}
+
+// Blocked is where a placement attempt stopped: Placed members were assumed, and Shape
+// counts why no node could take the next member of its shape.
+type Blocked struct {
+	Placed int
+	Shape  ShapeDiagnosis
+}
+
+// ifFiltered returns b when one of its reasons is a hosted filter's, else nil: the other
+// reasons are in the shapes' own diagnoses already.
+func (b *Blocked) ifFiltered() *Blocked {
+	if b == nil {
+		return nil
+	}
+	for _, r := range b.Shape.Reasons {
+		if r.Kind == FilterRejected {
+			return b
+		}
+	}
+	return nil
+}
+
+// text renders b: "with 4 members placed, job-worker-0 ×5 fits no more: 0/4 nodes are
+// available: 4 node(s) didn't match pod anti-affinity rules".
+func (b *Blocked) text() string {
+	return fmt.Sprintf("with %d members placed, %s fits no more: %s", b.Placed, b.Shape.Shape,
+		nodesText(b.Shape.Available, b.Shape.Nodes, b.Shape.Reasons, "available"))
 }
 
 // Error makes a Diagnosis usable as an error.
@@ -138,6 +174,9 @@ func (d *Diagnosis) String() string {
 		for _, s := range d.Shapes {
 			parts = append(parts, fmt.Sprintf("%s %s: %s", s.Shape, s.Requests, nodesText(s.Available, s.Nodes, s.Reasons, "available")))
 		}
+	}
+	if d.Blocked != nil {
+		parts = append(parts, d.Blocked.text())
 	}
 	if d.Topology != "" {
 		parts = append(parts, d.Topology)

@@ -3,9 +3,10 @@ package placement
 import "github.com/muster-sched/muster/internal/cluster"
 
 // FitsOn checks whether member m fits node name of the snapshot now, by the same
-// predicates Place uses (readiness, cordon, node affinity and selector, taints, then
-// resources), and returns the first reason it does not; ok is true when it fits. A
-// restarted muster checks a plan in flight with it before it completes the plan.
+// predicates Place uses (readiness, cordon, node affinity and selector, taints, the
+// hosted kube-scheduler filters when m needs them, then resources), and returns the first
+// reason it does not; ok is true when it fits. A restarted muster checks a plan in flight
+// with it before it completes the plan.
 func FitsOn(s *cluster.Snapshot, name string, m Member) (reason NodeReason, ok bool) {
 	n := s.Node(name)
 	if n == nil {
@@ -13,6 +14,11 @@ func FitsOn(s *cluster.Snapshot, name string, m Member) (reason NodeReason, ok b
 	}
 	sh := shapesOf([]Member{m})[0]
 	if r, failed := staticReason(n, sh, checkHealth); failed {
+		return r, false
+	}
+	p := &placer{snap: s, health: checkHealth}
+	p.begin(sh)
+	if r, failed := p.filterReason(n, sh); failed {
 		return r, false
 	}
 	if rs := resourceReasons(n, sh); len(rs) > 0 {

@@ -111,6 +111,8 @@ type shape struct {
 	req      cluster.Resources
 	members  []Member
 	affinity nodeaffinity.RequiredNodeAffinity
+	// filters is set when kube-scheduler's hosted filters must judge the shape's pods.
+	filters bool
 	// names and needs are req's positive amounts as parallel slices, for fits.
 	names []corev1.ResourceName
 	needs []int64
@@ -151,6 +153,7 @@ func shapesOf(members []Member) []*shape {
 				pod:      m.Pod,
 				req:      req,
 				affinity: nodeaffinity.GetRequiredNodeAffinity(m.Pod),
+				filters:  needsFilters(m.Pod),
 			}
 			for _, name := range s.req.Names() {
 				if s.req[name] > 0 {
@@ -187,5 +190,6 @@ func shapeKey(p *corev1.Pod, req cluster.Resources) string {
 		b.WriteString("|tol:")
 		b.WriteString(t.String())
 	}
+	b.WriteString(filterKey(p))
 	return b.String()
 }

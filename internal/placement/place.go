@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/kubefit"
 )
 
 // Options adjust one placement.
@@ -27,6 +28,7 @@ func Place(s *cluster.Snapshot, g Group, opts Options) (*Plan, *Diagnosis) {
 	}
 	shapes := shapesOf(g.Members)
 	p := &placer{snap: s, g: g, shapes: shapes, opts: opts, health: checkHealth}
+	p.withPods = s.HasRequiredAntiAffinity() || slices.ContainsFunc(shapes, func(sh *shape) bool { return sh.filters })
 	p.scarce = scarceResource(shapes)
 	orderShapes(shapes, p.scarce)
 	for _, sh := range shapes {
@@ -49,6 +51,16 @@ type placer struct {
 
 	best     int    // most members any attempt placed, for the diagnosis
 	topology string // why no required domain worked
+
+	// withPods is set when the hosted filters judge some member: assumptions then carry
+	// the member's pod, which the filters see for the members after it.
+	withPods bool
+	// cycles are the hosted filters' cycles of the shapes being filled, and filterErr why
+	// the filters could not run, if so.
+	cycles    map[*shape]*kubefit.Cycle
+	filterErr string
+	// blocked describes where the attempt that placed the most members stopped.
+	blocked *Blocked
 
 	buf []candidate // candidates' storage, reused: each list is used up before the next
 }
@@ -211,22 +223,16 @@ type candidate struct {
 // tightest node first within a tier. It assumes every assignment on the snapshot.
 func (p *placer) fill(tiers [][]*cluster.NodeInfo) *attempt {
 	a := &attempt{}
+	defer func() { p.cycles = nil }()
 	for _, s := range p.shapes {
-		left := s.members
-		for _, tier := range tiers {
-			if len(left) == 0 {
-				break
-			}
-			for _, c := range p.candidates(tier, s, len(left)) {
-				take := min(c.count, len(left))
-				for _, m := range left[:take] {
-					a.assume(p.snap, c.node, m, s.req, p.scarce)
-				}
-				left = left[take:]
-				if len(left) == 0 {
-					break
-				}
-			}
+		var left []Member
+		if p.begin(s) != nil {
+			left = p.fillEach(a, s, tiers)
+		} else {
+			left = p.fillShape(a, s, tiers)
+		}
+		if len(left) > 0 {
+			p.noteBlocked(a, s, tiers)
 		}
 		for _, m := range left {
 			a.unplaced = append(a.unplaced, m.Name)
@@ -235,11 +241,60 @@ func (p *placer) fill(tiers [][]*cluster.NodeInfo) *attempt {
 	return a
 }
 
-func (a *attempt) assume(snap *cluster.Snapshot, n *cluster.NodeInfo, m Member, req cluster.Resources, scarce corev1.ResourceName) {
-	if n.Allocatable[scarce] > 0 && n.Requested[scarce] == 0 {
+// fillShape places s's members on the best candidates, as many on each as it takes.
+func (p *placer) fillShape(a *attempt, s *shape, tiers [][]*cluster.NodeInfo) []Member {
+	left := s.members
+	for _, tier := range tiers {
+		if len(left) == 0 {
+			break
+		}
+		for _, c := range p.candidates(tier, s, len(left)) {
+			take := min(c.count, len(left))
+			for _, m := range left[:take] {
+				p.assume(a, c.node, m, s)
+			}
+			left = left[take:]
+			if len(left) == 0 {
+				break
+			}
+		}
+	}
+	return left
+}
+
+// fillEach places s's members one at a time, each on the best candidate with the members
+// before it counted: the hosted filters judge s, and a member placed changes their
+// verdicts (anti-affinity, spread, ports, volume limits) for the next.
+func (p *placer) fillEach(a *attempt, s *shape, tiers [][]*cluster.NodeInfo) []Member {
+	left := s.members
+next:
+	for len(left) > 0 {
+		for _, tier := range tiers {
+			if cs := p.candidates(tier, s, 1); len(cs) > 0 {
+				p.assume(a, cs[0].node, left[0], s)
+				left = left[1:]
+				continue next
+			}
+		}
+		break
+	}
+	return left
+}
+
+func (p *placer) assume(a *attempt, n *cluster.NodeInfo, m Member, s *shape) {
+	if n.Allocatable[p.scarce] > 0 && n.Requested[p.scarce] == 0 {
 		a.broken++
 	}
-	a.undo = append(a.undo, snap.Assume(n, req))
+	if p.withPods && m.Pod != nil {
+		a.undo = append(a.undo, p.snap.AssumePod(n, m.Name, m.Pod, s.req))
+		if c := p.cycles[s]; c != nil {
+			if err := c.Added(m.Pod, n); err != nil {
+				p.cycles[s], p.filterErr = nil, err.Error()
+			}
+		}
+	} else {
+		a.undo = append(a.undo, p.snap.Assume(n, s.req))
+	}
 	a.assignments = append(a.assignments, Assignment{Member: m.Name, Node: n.Name()})
 }
 
@@ -330,12 +385,16 @@ func byAmounts(a, b candidate) int {
 	return cmp.Compare(a.second, b.second)
 }
 
-// reject applies the static predicates and the caller's exclusions.
+// reject applies the caller's exclusions, the static predicates, then the hosted
+// filters when s has a cycle of them.
 func (p *placer) reject(n *cluster.NodeInfo, s *shape) (NodeReason, bool) {
 	if p.opts.Exclude != nil && p.opts.Exclude(n.Name()) {
 		return NodeReason{Kind: Reserved}, true
 	}
-	return staticReason(n, s, p.health)
+	if r, bad := staticReason(n, s, p.health); bad {
+		return r, true
+	}
+	return p.filterReason(n, s)
 }
 
 // scarceResource is the resource placement packs on: the extended resource the group asks

@@ -45,6 +45,15 @@ func (d *Diagnosis) For(g Group) *Diagnosis {
 			out.Shapes[i].Shape = shapes[i].name()
 		}
 	}
+	if b := d.Blocked; b != nil {
+		cp := *b
+		for i := range d.Shapes {
+			if d.Shapes[i].Shape == b.Shape.Shape {
+				cp.Shape.Shape = out.Shapes[i].Shape
+			}
+		}
+		out.Blocked = &cp
+	}
 	return &out
 }
 

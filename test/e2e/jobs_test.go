@@ -39,6 +39,8 @@ type pytorchJob struct {
 	priorityClass string
 	// restartPolicy is the pods' spec.restartPolicy (Never if unset).
 	restartPolicy corev1.RestartPolicy
+	// mutate, when set, changes each pod before it is created.
+	mutate func(*corev1.Pod)
 }
 
 // podNames returns the names of the job's pods.
@@ -103,6 +105,9 @@ func (j pytorchJob) createPods(t *testing.T, env *sandboxtest.Env) {
 				APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Name: j.name,
 				UID: types.UID("uid-" + j.name), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 			}}
+		}
+		if j.mutate != nil {
+			j.mutate(p)
 		}
 		env.CreatePod(t, p)
 	}

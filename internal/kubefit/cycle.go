@@ -1,0 +1,143 @@
+package kubefit
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/muster-sched/muster/internal/cluster"
+)
+
+// Verdict is a plugin's answer for one pod on one node: the plugin and its reasons, in
+// kube-scheduler's words. The zero Verdict means the node passes every filter.
+type Verdict struct {
+	// Plugin is the plugin that rejected the node ("" when it passes).
+	Plugin string
+	// Reasons are the plugin's messages, e.g. "node(s) didn't match pod anti-affinity rules".
+	Reasons []string
+	// Unresolvable is kube-scheduler's UnschedulableAndUnresolvable: removing pods from the
+	// node would not help.
+	Unresolvable bool
+}
+
+// OK reports whether the node passes.
+func (v Verdict) OK() bool { return v.Plugin == "" && len(v.Reasons) == 0 }
+
+func verdictOf(st *fwk.Status) Verdict {
+	if st.IsSuccess() {
+		return Verdict{}
+	}
+	v := Verdict{Plugin: st.Plugin(), Reasons: st.Reasons(), Unresolvable: st.Code() == fwk.UnschedulableAndUnresolvable}
+	if len(v.Reasons) == 0 {
+		v.Reasons = []string{st.Message()}
+	}
+	if st.Code() == fwk.Error {
+		v.Reasons = []string{fmt.Sprintf("plugin %s failed: %v", st.Plugin(), st.AsError())}
+	}
+	if v.Plugin == "" {
+		v.Plugin = "PreFilter"
+	}
+	return v
+}
+
+// Cycle evaluates one pod, a member shape, on one snapshot: the PreFilter plugins run
+// once, when the Cycle begins, and Filter per node after; Added and Removed keep the
+// PreFilter state current as placement assumes and reverts members on the snapshot, as
+// kube-scheduler's preemption does with its PreFilter extensions.
+type Cycle struct {
+	h     *Host
+	snap  *cluster.Snapshot
+	pod   *corev1.Pod
+	state *framework.CycleState
+	// rejected, when set, is PreFilter's verdict for every node; allowed, when set, is the
+	// only nodes PreFilter left (a local volume, a node name field selector).
+	rejected *Verdict
+	allowed  sets.Set[string]
+	outside  Verdict
+}
+
+var background = context.Background()
+
+// Begin runs the PreFilter plugins for pod on snap.
+func (h *Host) Begin(snap *cluster.Snapshot, pod *corev1.Pod) (*Cycle, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.load(snap); err != nil {
+		return nil, err
+	}
+	h.current.syncAll()
+	c := &Cycle{h: h, snap: snap, pod: pod, state: framework.NewCycleState()}
+	res, st, plugins := h.fw.RunPreFilterPlugins(background, c.state, pod)
+	switch {
+	case st.IsRejected():
+		v := verdictOf(st)
+		c.rejected = &v
+	case !st.IsSuccess():
+		return nil, fmt.Errorf("kube-scheduler's PreFilter for %s/%s: %w", pod.Namespace, pod.Name, st.AsError())
+	case !res.AllNodes():
+		c.allowed = res.NodeNames
+		c.outside = Verdict{Plugin: "PreFilter", Unresolvable: true,
+			Reasons: []string{fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(plugins))}}
+	}
+	return c, nil
+}
+
+// Filter is the plugins' verdict for the cycle's pod on node n of the cycle's snapshot,
+// with everything the snapshot counts there now (assumed members included).
+func (c *Cycle) Filter(n *cluster.NodeInfo) Verdict {
+	if c.rejected != nil {
+		return *c.rejected
+	}
+	if c.allowed != nil && !c.allowed.Has(n.Name()) {
+		return c.outside
+	}
+	c.h.mu.Lock()
+	defer c.h.mu.Unlock()
+	if err := c.h.load(c.snap); err != nil {
+		return Verdict{Plugin: "muster", Reasons: []string{err.Error()}}
+	}
+	return verdictOf(c.h.fw.RunFilterPlugins(background, c.state, c.pod, c.h.current.info(n)))
+}
+
+// Added tells the cycle that pod was assumed on node n of its snapshot (after the
+// snapshot counts it), so that the pods placed after it see it.
+func (c *Cycle) Added(pod *corev1.Pod, n *cluster.NodeInfo) error {
+	return c.extend(pod, n, true)
+}
+
+// Removed tells the cycle that pod, added before, is no longer on node n.
+func (c *Cycle) Removed(pod *corev1.Pod, n *cluster.NodeInfo) error {
+	return c.extend(pod, n, false)
+}
+
+func (c *Cycle) extend(pod *corev1.Pod, n *cluster.NodeInfo, add bool) error {
+	if c.rejected != nil {
+		return nil
+	}
+	c.h.mu.Lock()
+	defer c.h.mu.Unlock()
+	if err := c.h.load(c.snap); err != nil {
+		return err
+	}
+	cp := pod.DeepCopy()
+	cp.Spec.NodeName = n.Name()
+	pi, err := framework.NewPodInfo(cp)
+	if err != nil {
+		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	info := c.h.current.info(n)
+	var st *fwk.Status
+	if add {
+		st = c.h.fw.RunPreFilterExtensionAddPod(background, c.state, c.pod, pi, info)
+	} else {
+		st = c.h.fw.RunPreFilterExtensionRemovePod(background, c.state, c.pod, pi, info)
+	}
+	if !st.IsSuccess() {
+		return fmt.Errorf("kube-scheduler's PreFilter extensions for %s/%s: %w", c.pod.Namespace, c.pod.Name, st.AsError())
+	}
+	return nil
+}

@@ -1,0 +1,165 @@
+package placement
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/kubefit"
+)
+
+// FilterRejected is a node rejected by one of kube-scheduler's own Filter plugins, hosted
+// in placement (internal/kubefit): Plugin names it, Detail is its message.
+const FilterRejected ReasonKind = "FilterRejected"
+
+// needsFilters reports whether a pod asks for something only kube-scheduler's hosted
+// plugins judge: pod (anti-)affinity, hard topology spread, host ports, or volumes
+// backed by claims or by cloud disks. Other pods are judged by placement's own
+// predicates, which give the same verdicts as the plugins for what such a pod asks
+// (readiness, cordon, node affinity and selector, taints, resources; kubefit's
+// differential test holds them to it) at no cost per node.
+func needsFilters(p *corev1.Pod) bool {
+	spec := &p.Spec
+	if a := spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+		return true
+	}
+	for _, c := range spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+			return true
+		}
+	}
+	for _, v := range spec.Volumes {
+		if !localVolume(v.VolumeSource) {
+			return true
+		}
+	}
+	for _, list := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range list {
+			for _, port := range c.Ports {
+				if port.HostPort > 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// localVolume reports whether a volume is node-local and unlimited: no claim, no disk
+// attached to the node, nothing a volume filter reads.
+func localVolume(v corev1.VolumeSource) bool {
+	return v.EmptyDir != nil || v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil ||
+		v.Projected != nil || v.HostPath != nil || v.Image != nil
+}
+
+// filterKey renders what the hosted filters read of a pod beyond shapeKey's fields, so
+// that members that differ in it are separate shapes: namespace, labels, pod
+// (anti-)affinity, topology spread, host ports and volumes. It is "" for a pod that
+// needs no filters.
+func filterKey(p *corev1.Pod) string {
+	if !needsFilters(p) {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "|ns=%s|labels=", p.Namespace)
+	keys := make([]string, 0, len(p.Labels))
+	for k := range p.Labels {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s,", k, p.Labels[k])
+	}
+	if a := p.Spec.Affinity; a != nil {
+		if a.PodAffinity != nil {
+			b.WriteString("|podaff:" + a.PodAffinity.String())
+		}
+		if a.PodAntiAffinity != nil {
+			b.WriteString("|podanti:" + a.PodAntiAffinity.String())
+		}
+	}
+	for _, c := range p.Spec.TopologySpreadConstraints {
+		b.WriteString("|spread:" + c.String())
+	}
+	for _, v := range p.Spec.Volumes {
+		b.WriteString("|vol:" + v.String())
+	}
+	for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range list {
+			for _, port := range c.Ports {
+				if port.HostPort > 0 {
+					fmt.Fprintf(&b, "|port:%s:%d/%s", port.HostIP, port.HostPort, port.Protocol)
+				}
+			}
+		}
+	}
+	return b.String()
+}
+
+// begin starts shape s's cycle of the hosted filters on the placer's snapshot as it is
+// now, when s needs them: its own constraints, or a pod counted on a node whose required
+// anti-affinity may reject it, or plugin arguments that add rules to every pod. It
+// returns nil for a shape placement's own predicates judge.
+func (p *placer) begin(s *shape) *kubefit.Cycle {
+	h, err := kubefit.HostOf(p.snap)
+	if err == nil && !s.filters && !p.snap.HasRequiredAntiAffinity() && !h.Always() {
+		return nil
+	}
+	if p.cycles == nil {
+		p.cycles = map[*shape]*kubefit.Cycle{}
+	}
+	var c *kubefit.Cycle
+	if err == nil {
+		c, err = h.Begin(p.snap, s.pod)
+	}
+	if err != nil {
+		// The plugins could not be run: no node is eligible, and the diagnosis says why.
+		p.filterErr = err.Error()
+		c = nil
+	}
+	p.cycles[s] = c
+	return c
+}
+
+// filterReason applies s's cycle, if it has one, to n.
+func (p *placer) filterReason(n *cluster.NodeInfo, s *shape) (NodeReason, bool) {
+	c, ok := p.cycles[s]
+	if !ok {
+		return NodeReason{}, false
+	}
+	if c == nil {
+		return NodeReason{Kind: FilterRejected, Plugin: "muster", Detail: "kube-scheduler's filters failed: " + p.filterErr}, true
+	}
+	v := c.Filter(n)
+	if v.OK() || v.Plugin == names.NodeResourcesFit {
+		// Resources are judged by placement's own count (fits), which says how many
+		// members a node takes and names each resource short, in the same words.
+		return NodeReason{}, false
+	}
+	return NodeReason{Kind: FilterRejected, Plugin: v.Plugin, Detail: v.Reasons[0]}, true
+}
+
+// filterReasons is filterReason with every reason the rejecting plugin gave.
+func (p *placer) filterReasons(n *cluster.NodeInfo, s *shape) []NodeReason {
+	c, ok := p.cycles[s]
+	if !ok {
+		return nil
+	}
+	if c == nil {
+		r, _ := p.filterReason(n, s)
+		return []NodeReason{r}
+	}
+	v := c.Filter(n)
+	if v.OK() || v.Plugin == names.NodeResourcesFit {
+		return nil
+	}
+	out := make([]NodeReason, 0, len(v.Reasons))
+	for _, r := range v.Reasons {
+		out = append(out, NodeReason{Kind: FilterRejected, Plugin: v.Plugin, Detail: r})
+	}
+	return out
+}

@@ -1,0 +1,174 @@
+package placement_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	gt "github.com/muster-sched/muster/internal/gangtest"
+	"github.com/muster-sched/muster/internal/placement"
+)
+
+// gang builds a group of n members made by pod, all required.
+func gang(name string, n int, pod func(i int) *corev1.Pod) placement.Group {
+	g := placement.Group{Name: name, MinMember: n}
+	for i := range n {
+		p := pod(i)
+		g.Members = append(g.Members, placement.Member{Name: p.Namespace + "/" + p.Name, Pod: p})
+	}
+	return g
+}
+
+func onePerNode(job string) func(i int) *corev1.Pod {
+	return func(i int) *corev1.Pod {
+		return gt.Pod(fmt.Sprintf("%s-%d", job, i)).GPU(1).Label("job", job).
+			AntiAffinity("job", job, corev1.LabelHostname).Obj()
+	}
+}
+
+func nodesOf(plan *placement.Plan) map[string]int {
+	out := map[string]int{}
+	for _, a := range plan.Assignments {
+		out[a.Node]++
+	}
+	return out
+}
+
+// TestOnePerNodeAntiAffinity: a 4-worker gang with one-per-node anti-affinity lands on 4
+// nodes although one node has room for all of them; 5 such workers on 4 nodes are
+// Impossible, naming the rule.
+func TestOnePerNodeAntiAffinity(t *testing.T) {
+	snap := cluster.New(gpuNodes("n", 4, 8), nil)
+	plan, diag := placement.Place(snap, gang("a", 4, onePerNode("a")), placement.Options{})
+	if plan == nil {
+		t.Fatalf("4 workers on 4 nodes: %v", diag)
+	}
+	if got := nodesOf(plan); len(got) != 4 {
+		t.Fatalf("4 workers went to %v, want 4 nodes", got)
+	}
+	plan.Revert()
+
+	plan, diag = placement.Place(snap, gang("b", 5, onePerNode("b")), placement.Options{})
+	if plan != nil {
+		t.Fatalf("5 one-per-node workers placed on 4 nodes: %v", plan.Assignments)
+	}
+	if diag.Code != placement.Impossible {
+		t.Fatalf("code %s, want Impossible: %v", diag.Code, diag)
+	}
+	want := "with 4 members placed, default/b-0 ×5 fits no more: 0/4 nodes are available: 4 node(s) didn't match pod anti-affinity rules"
+	if !strings.Contains(diag.String(), want) {
+		t.Fatalf("diagnosis %q\nwant it to contain %q", diag, want)
+	}
+}
+
+// TestAntiAffinityOfBoundPods: a bound pod's required anti-affinity keeps a plain member
+// (no affinity of its own) off its node.
+func TestAntiAffinityOfBoundPods(t *testing.T) {
+	guard := gt.Pod("guard").Label("app", "guard").AntiAffinity("role", "worker", corev1.LabelHostname).Node("n-0").Obj()
+	snap := cluster.New(gpuNodes("n", 2, 8), []*corev1.Pod{guard})
+	g := gang("w", 2, func(i int) *corev1.Pod { return gt.Pod(fmt.Sprintf("w-%d", i)).GPU(4).Label("role", "worker").Obj() })
+	plan, diag := placement.Place(snap, g, placement.Options{})
+	if plan == nil {
+		t.Fatalf("not placed: %v", diag)
+	}
+	if got := nodesOf(plan); got["n-1"] != 2 {
+		t.Fatalf("workers on %v, want both on n1 (n0's pod repels them)", got)
+	}
+}
+
+// TestMembersRequireEachOther: members with required pod affinity to their own group are
+// placeable (kube-scheduler lets the first pod of a self-affine set go anywhere), and the
+// rest follow it into its zone.
+func TestMembersRequireEachOther(t *testing.T) {
+	nodes := gt.Nodes("n", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(2) })
+	for i, n := range nodes {
+		n.Labels[corev1.LabelTopologyZone] = fmt.Sprintf("z%d", i/2)
+	}
+	snap := cluster.New(nodes, nil)
+	g := gang("c", 4, func(i int) *corev1.Pod {
+		return gt.Pod(fmt.Sprintf("c-%d", i)).GPU(1).Label("job", "c").PodAffinity("job", "c", corev1.LabelTopologyZone).Obj()
+	})
+	plan, diag := placement.Place(snap, g, placement.Options{})
+	if plan == nil {
+		t.Fatalf("self-affine gang not placed: %v", diag)
+	}
+	zones := map[string]bool{}
+	for _, a := range plan.Assignments {
+		zones[snap.Node(a.Node).Node.Labels[corev1.LabelTopologyZone]] = true
+	}
+	if len(zones) != 1 {
+		t.Fatalf("self-affine gang in zones %v, want one", zones)
+	}
+}
+
+// TestHostPorts: two members asking for one host port never share a node, and a node whose
+// bound pod holds the port is skipped.
+func TestHostPorts(t *testing.T) {
+	holder := gt.Pod("holder").HostPort(29500).Node("n-0").Obj()
+	snap := cluster.New(gpuNodes("n", 3, 8), []*corev1.Pod{holder})
+	g := gang("p", 2, func(i int) *corev1.Pod { return gt.Pod(fmt.Sprintf("p-%d", i)).GPU(1).HostPort(29500).Obj() })
+	plan, diag := placement.Place(snap, g, placement.Options{})
+	if plan == nil {
+		t.Fatalf("not placed: %v", diag)
+	}
+	got := nodesOf(plan)
+	if got["n-0"] != 0 || got["n-1"] != 1 || got["n-2"] != 1 {
+		t.Fatalf("members on %v, want one each on n1 and n2", got)
+	}
+	plan.Revert()
+	g3 := gang("q", 3, func(i int) *corev1.Pod { return gt.Pod(fmt.Sprintf("q-%d", i)).GPU(1).HostPort(29500).Obj() })
+	_, diag = placement.Place(snap, g3, placement.Options{})
+	if diag == nil || diag.Code != placement.Unschedulable ||
+		!strings.Contains(diag.String(), "1 node(s) didn't have free ports for the requested pod ports") {
+		t.Fatalf("3 members, 2 free ports: %v", diag)
+	}
+}
+
+// TestTopologySpread: a hard spread of maxSkew 1 over two zones splits a gang of 4 into
+// 2 and 2, although one zone could take all four.
+func TestTopologySpread(t *testing.T) {
+	nodes := gt.Nodes("n", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(8) })
+	for i, n := range nodes {
+		n.Labels[corev1.LabelTopologyZone] = fmt.Sprintf("z%d", i%2)
+	}
+	snap := cluster.New(nodes, nil)
+	g := gang("s", 4, func(i int) *corev1.Pod {
+		return gt.Pod(fmt.Sprintf("s-%d", i)).GPU(1).Label("job", "s").Spread(1, corev1.LabelTopologyZone, "job", "s").Obj()
+	})
+	plan, diag := placement.Place(snap, g, placement.Options{})
+	if plan == nil {
+		t.Fatalf("not placed: %v", diag)
+	}
+	zones := map[string]int{}
+	for _, a := range plan.Assignments {
+		zones[snap.Node(a.Node).Node.Labels[corev1.LabelTopologyZone]]++
+	}
+	if zones["z0"] != 2 || zones["z1"] != 2 {
+		t.Fatalf("spread %v, want 2 and 2", zones)
+	}
+}
+
+// TestFailedGangLeavesNothing: a gang the filters stop midway leaves the snapshot as it
+// was, so the next group sees all nodes free.
+func TestFailedGangLeavesNothing(t *testing.T) {
+	snap := cluster.New(gpuNodes("n", 3, 8), nil)
+	before := fmt.Sprint(snap.Usage())
+	if plan, _ := placement.Place(snap, gang("x", 4, onePerNode("x")), placement.Options{}); plan != nil {
+		t.Fatal("4 one-per-node workers placed on 3 nodes")
+	}
+	if after := fmt.Sprint(snap.Usage()); after != before {
+		t.Fatalf("usage after a failed gang %s, before %s", after, before)
+	}
+	for _, n := range snap.Nodes() {
+		if len(n.Pods()) != 0 {
+			t.Fatalf("node %s keeps %d assumed pods", n.Name(), len(n.Pods()))
+		}
+	}
+	plan, diag := placement.Place(snap, gang("y", 3, onePerNode("y")), placement.Options{})
+	if plan == nil {
+		t.Fatalf("3 workers after the failed gang: %v", diag)
+	}
+}
