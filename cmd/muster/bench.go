@@ -56,7 +56,8 @@ deciding. Prints a table with each figure and muster's ratios to the others.
 
 Scenarios: seed (8 one-GPU nodes, two interleaved jobs of 8, observed 60 s),
 throughput (1,000 nodes × 8 GPUs, 500 gangs of 8), big-gang (5,000 nodes, one gang of
-1,000); ceiling adds the ceiling runner to throughput and big-gang. soak, run only
+1,000), anti-affinity (throughput with one-per-node anti-affinity in each gang, run only
+when named); ceiling adds the ceiling runner to throughput and big-gang. soak, run only
 when named (--scenarios soak), is 1,000 nodes × 8 GPUs and muster-defaults alone:
 gangs of 8, 4 and 16 pods created, bound, deleted with their groups and replaced for
 --soak-duration, muster's RSS and heap sampled every --soak-sample, with the

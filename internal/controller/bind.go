@@ -290,11 +290,47 @@ func (b *binder) bindPods(ctx context.Context, job bindJob, errs []error, from, 
 		}
 		wg.Go(func() {
 			defer func() { <-b.slots }()
-			errs[i] = b.bindPod(ctx, p, st.Node, annotations)
+			if errs[i] = b.provision(ctx, p, st.Node, st.Provision); errs[i] == nil {
+				errs[i] = b.bindPod(ctx, p, st.Node, annotations)
+			}
 		})
 	}
 	wg.Wait()
 }
+
+// provision names node on p's claims that wait for a scheduler to choose their node
+// (annotation volume.kubernetes.io/selected-node, as kube-scheduler's VolumeBinding
+// writes it), so that their provisioner creates the volumes there. A claim bound
+// meanwhile, or naming node already, needs nothing; one naming another node is a
+// conflict, and p is not bound.
+func (b *binder) provision(ctx context.Context, p *corev1.Pod, node string, claims []string) error {
+	for _, name := range claims {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := b.cache.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: name}, pvc); err != nil {
+			return fmt.Errorf("provisioning claim %s/%s of %s on %s: %w", p.Namespace, name, p.Name, node, err)
+		}
+		if pvc.Spec.VolumeName != "" {
+			continue
+		}
+		switch at := pvc.Annotations[selectedNodeAnnotation]; at {
+		case node:
+			continue
+		case "":
+		default:
+			return fmt.Errorf("provisioning claim %s/%s of %s on %s: the claim names node %s already", p.Namespace, name, p.Name, node, at)
+		}
+		patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q,"annotations":{%q:%q}}}`, pvc.ResourceVersion, selectedNodeAnnotation, node)
+		if _, err := b.kube.CoreV1().PersistentVolumeClaims(p.Namespace).Patch(ctx, name, types.MergePatchType,
+			[]byte(patch), metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("provisioning claim %s/%s of %s on %s: %w", p.Namespace, name, p.Name, node, err)
+		}
+	}
+	return nil
+}
+
+// selectedNodeAnnotation names the node a WaitForFirstConsumer claim's volume is to be
+// provisioned on; a scheduler sets it.
+const selectedNodeAnnotation = "volume.kubernetes.io/selected-node"
 
 // bindPod binds p to node through the Binding subresource. The API server adds the
 // Binding's annotations to the pod's.

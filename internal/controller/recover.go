@@ -6,13 +6,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/placement"
 	"github.com/muster-sched/muster/internal/source"
 )
@@ -25,6 +29,7 @@ type recovery struct {
 	signer  signer
 	binder  *binder
 	evictor *evictor
+	filters *kubefit.Host
 }
 
 // run carries out the recreation records and settles the plans a previous
@@ -51,6 +56,9 @@ func (r *recovery) run(ctx context.Context) error {
 		return fmt.Errorf("listing pods: %w", err)
 	}
 	snap := cluster.FromLists(nodes.Items, pods.Items)
+	if err := r.loadObjects(ctx, snap); err != nil {
+		return err
+	}
 	var bound []*corev1.Pod
 	for _, key := range sortedKeys(plans) {
 		bound = append(bound, r.settle(ctx, snap, plans[key])...)
@@ -154,7 +162,12 @@ func (r *recovery) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pla
 	r.log.Info("completing a plan in flight", "group", plan.Group, "bound", len(bound), "binding", len(unbound))
 	job := bindJob{plan: engine.Plan{Group: plan.Group, Attempt: plan.Attempt}, record: *plan, pods: unbound}
 	for _, p := range unbound {
-		job.plan.Steps = append(job.plan.Steps, engine.Step{Kind: engine.StepBind, Pod: podKey(p), Node: plan.Pods[p.Name].Node})
+		node := plan.Pods[p.Name].Node
+		claims, err := placement.ProvisionsOn(snap, node, placement.Member{Name: podKey(p), Pod: p})
+		if err != nil {
+			r.log.Error(err, "completing a plan in flight: the member's claims cannot be provisioned on its node", "pod", podKey(p), "node", node)
+		}
+		job.plan.Steps = append(job.plan.Steps, engine.Step{Kind: engine.StepBind, Pod: podKey(p), Node: node, Provision: claims})
 	}
 	failed := map[string]bool{}
 	for _, key := range r.binder.execute(ctx, job) {
@@ -166,6 +179,28 @@ func (r *recovery) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pla
 		}
 	}
 	return completed
+}
+
+// loadObjects gives snap the objects placement's filters read besides nodes and pods,
+// from the cache, and the configured filters.
+func (r *recovery) loadObjects(ctx context.Context, snap *cluster.Snapshot) error {
+	if r.filters != nil {
+		kubefit.Use(snap, r.filters)
+	}
+	lists := []client.ObjectList{&corev1.NamespaceList{}, &corev1.PersistentVolumeClaimList{},
+		&corev1.PersistentVolumeList{}, &storagev1.StorageClassList{}, &storagev1.CSINodeList{}, &storagev1.CSIDriverList{}}
+	for _, list := range lists {
+		if err := r.cache.List(ctx, list); err != nil {
+			return fmt.Errorf("listing %T: %w", list, err)
+		}
+		if err := meta.EachListItem(list, func(o runtime.Object) error {
+			snap.SetObject(o)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("reading %T: %w", list, err)
+		}
+	}
+	return nil
 }
 
 // fits reports whether every unbound pod still fits on its planned node, by

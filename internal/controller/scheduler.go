@@ -21,8 +21,9 @@ import (
 // owner of each part of it. Each owner keeps its own state: the mirror the pods and
 // group objects, the owners the workload controllers, the queue book the Queues, the
 // reporter what it wrote, the evictor and the suspender what they will create or resume
-// again, the binder nothing but its jobs. All but the binder, the status writer and
-// the owner readers run on the loop's goroutine.
+// again, the binder nothing but its jobs, podsched the PodScheduled conditions it
+// will write. All but the binder, the status writer, the owner readers and
+// podsched's writer run on the loop's goroutine.
 type scheduler struct {
 	*kit
 	mgr manager.Manager
@@ -40,6 +41,7 @@ type scheduler struct {
 	evictor    *evictor
 	suspender  *suspender
 	binder     *binder
+	podsched   *podScheduled
 
 	// filters are kube-scheduler's filter plugins with the configured arguments.
 	filters *kubefit.Host
@@ -67,6 +69,7 @@ func (s *scheduler) wire(sig signer, mapper meta.RESTMapper, queueStatus client.
 	s.evictor.signer = sig
 	s.suspender = newSuspender(s.kit, s.eng, s.mirror, s.owners)
 	s.binder = newBinder(s.kit, sig, func() { s.changes.mark(func() {}) })
+	s.podsched = newPodScheduled(s.kit, s.eng, s.mirror)
 	s.mirror.hooks = podHooks{
 		leaving:    s.suspender.isLeaving,
 		gone:       s.suspender.gone,
@@ -90,15 +93,16 @@ func (s *scheduler) Start(ctx context.Context) error {
 	if err := s.watch(ctx); err != nil {
 		return err
 	}
-	rec := &recovery{kit: s.kit, signer: sig, binder: s.binder, evictor: s.evictor}
+	rec := &recovery{kit: s.kit, signer: sig, binder: s.binder, evictor: s.evictor, filters: s.filters}
 	if err := rec.run(ctx); err != nil {
 		return err
 	}
 	if err := s.suspender.findSuspended(ctx); err != nil {
 		return err
 	}
-	done := make(chan struct{}, 3)
-	for _, run := range []func(context.Context){s.reporter.writer.run, s.binder.run, s.owners.run} {
+	runs := []func(context.Context){s.reporter.writer.run, s.binder.run, s.owners.run, s.podsched.run}
+	done := make(chan struct{}, len(runs))
+	for _, run := range runs {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			run(ctx)
@@ -106,7 +110,7 @@ func (s *scheduler) Start(ctx context.Context) error {
 	}
 	s.log.Info("scheduling", "schedulerName", s.cfg.SchedulerName, "defaultQueue", s.cfg.DefaultQueue)
 	s.loop(ctx)
-	for range 3 {
+	for range runs {
 		<-done // binds and reads in flight end with ctx; none outlives the scheduler
 	}
 	return nil
@@ -184,6 +188,7 @@ func (s *scheduler) report(ctx context.Context, out engine.Output) time.Time {
 	now := s.clock.Now()
 	all := !now.Before(s.nextSummary)
 	s.reporter.write(out.Changed, all)
+	s.podsched.sync(out.Events, all)
 	if !all {
 		if out.WakeAt.IsZero() || s.nextSummary.Before(out.WakeAt) {
 			return s.nextSummary

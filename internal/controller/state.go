@@ -9,7 +9,7 @@ type perGroup interface {
 
 // perGroupOwners returns the owners that keep state per group.
 func (s *scheduler) perGroupOwners() []perGroup {
-	return []perGroup{s.mirror, s.owners, s.reporter}
+	return []perGroup{s.mirror, s.owners, s.reporter, s.podsched}
 }
 
 // forgetGroups has every owner drop what it keeps per group for the groups the engine

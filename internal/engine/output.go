@@ -53,8 +53,8 @@ type Plan struct {
 // StepKind names what a Step does.
 type StepKind string
 
-// StepBind binds Step.Pod to Step.Node, the one kind of step today; volume bindings and
-// device allocations are to be steps of their own.
+// StepBind binds Step.Pod to Step.Node, after naming Node on the claims in
+// Step.Provision; device allocations are to be steps of their own.
 const StepBind StepKind = "Bind"
 
 // Step is one action of a Plan.
@@ -63,6 +63,10 @@ type Step struct {
 	// Pod is the member the step is for (namespace/name), and Node its node.
 	Pod  string
 	Node string
+	// Provision names claims of Pod, in its namespace, to mark for provisioning on Node
+	// (annotation volume.kubernetes.io/selected-node) before Pod is bound: its unbound
+	// claims of WaitForFirstConsumer classes.
+	Provision []string
 }
 
 // Binds returns the bind steps of every plan, in order, with their groups.

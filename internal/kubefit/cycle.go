@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -140,4 +141,55 @@ func (c *Cycle) extend(pod *corev1.Pod, n *cluster.NodeInfo, add bool) error {
 		return fmt.Errorf("kube-scheduler's PreFilter extensions for %s/%s: %w", c.pod.Namespace, c.pod.Name, st.AsError())
 	}
 	return nil
+}
+
+// Provisions returns the claims of the cycle's pod that must be provisioned on node n
+// if the pod goes there: its unbound claims of WaitForFirstConsumer classes, which the
+// provisioner creates a volume for once the claim names its node (annotation
+// volume.kubernetes.io/selected-node), as kube-scheduler's VolumeBinding decides them. A
+// claim that kube-scheduler would bind to an existing volume instead is an error: muster
+// does not bind static PersistentVolumes of WaitForFirstConsumer claims.
+func (c *Cycle) Provisions(n *cluster.NodeInfo) ([]string, error) {
+	if !podHasClaims(c.pod) {
+		return nil, nil
+	}
+	c.h.mu.Lock()
+	defer c.h.mu.Unlock()
+	if err := c.h.load(c.snap); err != nil {
+		return nil, err
+	}
+	vb := c.h.volumes
+	if vb == nil {
+		return nil, fmt.Errorf("kube-scheduler's VolumeBinding plugin is not built")
+	}
+	logger := klog.Background()
+	claims, err := vb.Binder.GetPodVolumeClaims(logger, c.pod)
+	if err != nil {
+		return nil, err
+	}
+	vols, reasons, err := vb.Binder.FindPodVolumes(logger, c.pod, claims, n.Node)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(reasons) > 0:
+		return nil, fmt.Errorf("%s", reasons[0])
+	case vols == nil:
+		return nil, nil
+	case len(vols.StaticBindings) > 0:
+		return nil, fmt.Errorf("%d claim(s) would bind an existing WaitForFirstConsumer PersistentVolume, which muster does not do yet: pre-bind the claim (spec.volumeName) or use a provisioner", len(vols.StaticBindings))
+	}
+	var out []string
+	for _, d := range vols.DynamicProvisions {
+		out = append(out, d.PVC.Name)
+	}
+	return out, nil
+}
+
+func podHasClaims(p *corev1.Pod) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			return true
+		}
+	}
+	return false
 }

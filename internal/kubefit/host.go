@@ -23,6 +23,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/volumebinding"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	"sigs.k8s.io/yaml"
@@ -72,6 +73,8 @@ type Host struct {
 	// objects and generation are the Objects last loaded into the informers.
 	objects    *cluster.Objects
 	generation uint64
+	// volumes is the VolumeBinding plugin of fw.
+	volumes *volumebinding.VolumeBinding
 	// always is set when the configured arguments add rules to every pod (NodeAffinity's
 	// addedAffinity, hard default spread constraints): every member is then judged here.
 	always bool
@@ -121,6 +124,16 @@ func New(opts Options) (*Host, error) {
 		if slices.Contains(Plugins, name) || slices.Contains(required, name) {
 			registry[name] = factory
 		}
+	}
+	// Keep the VolumeBinding plugin built, whose binder tells which claims a pod needs
+	// provisioned on its node (Cycle.Provisions).
+	newVolumeBinding := registry[names.VolumeBinding]
+	registry[names.VolumeBinding] = func(ctx context.Context, args runtime.Object, fh fwk.Handle) (fwk.Plugin, error) {
+		p, err := newVolumeBinding(ctx, args, fh)
+		if vb, ok := p.(*volumebinding.VolumeBinding); ok {
+			h.volumes = vb
+		}
+		return p, err
 	}
 	ctx := klog.NewContext(context.Background(), klog.Background().V(10))
 	h.fw, err = frameworkruntime.NewFramework(ctx, registry, profile,

@@ -44,6 +44,15 @@ type Metrics struct {
 	// EventsDropped counts the Events muster made beyond its Event budget and did not
 	// write, by reason.
 	EventsDropped *prometheus.CounterVec
+	// PodScheduledWrites counts the PodScheduled=False writes on pending members sent
+	// to the API server, by result (written, conflict, failed).
+	PodScheduledWrites *prometheus.CounterVec
+	// PodScheduledDropped counts the queued PodScheduled writes not sent, by reason
+	// (superseded, bound, gone, unchanged).
+	PodScheduledDropped *prometheus.CounterVec
+	// PodScheduledThrottled counts the PodScheduled writes that waited for the write
+	// budget.
+	PodScheduledThrottled prometheus.Counter
 }
 
 // New creates the collectors and registers them with reg.
@@ -114,9 +123,21 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "Events not written because muster made them faster than its Event budget (10 a second, bursts of 50), by reason.",
 		}, []string{"reason"}),
 	}
+	m.PodScheduledWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "muster_pod_scheduled_writes_total",
+		Help: "PodScheduled=False writes on pending members of waiting groups sent to the API server, by result (written, conflict, failed).",
+	}, []string{"result"})
+	m.PodScheduledDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "muster_pod_scheduled_dropped_total",
+		Help: "Queued PodScheduled writes not sent, by reason: superseded by a newer condition, pod bound or gone meanwhile, or carrying the condition already.",
+	}, []string{"reason"})
+	m.PodScheduledThrottled = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "muster_pod_scheduled_throttled_total",
+		Help: "PodScheduled writes that waited for the write budget (20 per second, bursts of 100).",
+	})
 	reg.MustRegister(m.TimeToReady, m.HeldResource, m.Cleanup, m.QueueWait, m.QueueGroups, m.QueueUsed, m.QueueBorrowed,
 		m.Decisions, m.DecisionDuration, m.Evictions, m.Retries, m.Untrusted, m.StatusNotWritten,
-		m.TrackedGroups, m.EventsDropped)
+		m.TrackedGroups, m.EventsDropped, m.PodScheduledWrites, m.PodScheduledDropped, m.PodScheduledThrottled)
 	return m
 }
 

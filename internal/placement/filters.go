@@ -49,6 +49,16 @@ func needsFilters(p *corev1.Pod) bool {
 	return false
 }
 
+// hasClaims reports whether a pod mounts PersistentVolumeClaims (named or ephemeral).
+func hasClaims(p *corev1.Pod) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // localVolume reports whether a volume is node-local and unlimited: no claim, no disk
 // attached to the node, nothing a volume filter reads.
 func localVolume(v corev1.VolumeSource) bool {
@@ -138,6 +148,11 @@ func (p *placer) filterReason(n *cluster.NodeInfo, s *shape) (NodeReason, bool) 
 	if v.OK() || v.Plugin == names.NodeResourcesFit {
 		// Resources are judged by placement's own count (fits), which says how many
 		// members a node takes and names each resource short, in the same words.
+		if s.claims {
+			if _, err := c.Provisions(n); err != nil {
+				return NodeReason{Kind: FilterRejected, Plugin: names.VolumeBinding, Detail: err.Error()}, true
+			}
+		}
 		return NodeReason{}, false
 	}
 	return NodeReason{Kind: FilterRejected, Plugin: v.Plugin, Detail: v.Reasons[0]}, true

@@ -1,6 +1,9 @@
 package placement
 
-import "github.com/muster-sched/muster/internal/cluster"
+import (
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/kubefit"
+)
 
 // FitsOn checks whether member m fits node name of the snapshot now, by the same
 // predicates Place uses (readiness, cordon, node affinity and selector, taints, the
@@ -25,4 +28,23 @@ func FitsOn(s *cluster.Snapshot, name string, m Member) (reason NodeReason, ok b
 		return rs[0], false
 	}
 	return NodeReason{}, true
+}
+
+// ProvisionsOn returns the claims of member m to provision on node name before m is bound
+// there (Assignment.Provision), as Place decides them: a restarted muster completing a
+// plan in flight names them again.
+func ProvisionsOn(s *cluster.Snapshot, name string, m Member) ([]string, error) {
+	n := s.Node(name)
+	if n == nil || !hasClaims(m.Pod) {
+		return nil, nil
+	}
+	h, err := kubefit.HostOf(s)
+	if err != nil {
+		return nil, err
+	}
+	c, err := h.Begin(s, m.Pod)
+	if err != nil {
+		return nil, err
+	}
+	return c.Provisions(n)
 }

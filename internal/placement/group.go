@@ -70,6 +70,10 @@ type Group struct {
 type Assignment struct {
 	Member string
 	Node   string
+	// Provision names the member's claims (in its namespace) to provision on Node before
+	// the member is bound: unbound claims of WaitForFirstConsumer classes, which wait for
+	// a scheduler to name their node.
+	Provision []string
 }
 
 // Plan is a complete placement for a group: at least MinMember assignments, computed on one
@@ -111,8 +115,9 @@ type shape struct {
 	req      cluster.Resources
 	members  []Member
 	affinity nodeaffinity.RequiredNodeAffinity
-	// filters is set when kube-scheduler's hosted filters must judge the shape's pods.
-	filters bool
+	// filters is set when kube-scheduler's hosted filters must judge the shape's pods,
+	// and claims when the pods mount PersistentVolumeClaims.
+	filters, claims bool
 	// names and needs are req's positive amounts as parallel slices, for fits.
 	names []corev1.ResourceName
 	needs []int64
@@ -154,6 +159,7 @@ func shapesOf(members []Member) []*shape {
 				req:      req,
 				affinity: nodeaffinity.GetRequiredNodeAffinity(m.Pod),
 				filters:  needsFilters(m.Pod),
+				claims:   hasClaims(m.Pod),
 			}
 			for _, name := range s.req.Names() {
 				if s.req[name] > 0 {

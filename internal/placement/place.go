@@ -285,9 +285,15 @@ func (p *placer) assume(a *attempt, n *cluster.NodeInfo, m Member, s *shape) {
 	if n.Allocatable[p.scarce] > 0 && n.Requested[p.scarce] == 0 {
 		a.broken++
 	}
+	as := Assignment{Member: m.Name, Node: n.Name()}
 	if p.withPods && m.Pod != nil {
+		c := p.cycles[s]
+		if c != nil && s.claims {
+			// Checked by filterReason for this node: no error here.
+			as.Provision, _ = c.Provisions(n)
+		}
 		a.undo = append(a.undo, p.snap.AssumePod(n, m.Name, m.Pod, s.req))
-		if c := p.cycles[s]; c != nil {
+		if c != nil {
 			if err := c.Added(m.Pod, n); err != nil {
 				p.cycles[s], p.filterErr = nil, err.Error()
 			}
@@ -295,7 +301,7 @@ func (p *placer) assume(a *attempt, n *cluster.NodeInfo, m Member, s *shape) {
 	} else {
 		a.undo = append(a.undo, p.snap.Assume(n, s.req))
 	}
-	a.assignments = append(a.assignments, Assignment{Member: m.Name, Node: n.Name()})
+	a.assignments = append(a.assignments, as)
 }
 
 // candidates returns the nodes of tier that pass every predicate for s and have room for at
