@@ -24,6 +24,9 @@ type view struct {
 	// of the last syncAll.
 	all, affinity, antiAffinity, nonHostAnti []fwk.NodeInfo
 	pvcUsers                                 map[string]int
+	// podInfos are the framework's parsed pods (affinity terms, requests), by pod object:
+	// a node's NodeInfo is rebuilt from them when one of its pods changes.
+	podInfos map[*corev1.Pod]*framework.PodInfo
 }
 
 type cached struct {
@@ -37,7 +40,7 @@ func viewOf(snap *cluster.Snapshot) *view {
 	if v, ok := snap.Ext().(*view); ok {
 		return v
 	}
-	v := &view{snap: snap, infos: map[string]*cached{}}
+	v := &view{snap: snap, infos: map[string]*cached{}, podInfos: map[*corev1.Pod]*framework.PodInfo{}}
 	snap.SetExt(v)
 	return v
 }
@@ -56,7 +59,20 @@ func (v *view) info(n *cluster.NodeInfo) *framework.NodeInfo {
 	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
-	info := framework.NewNodeInfo(pods...)
+	info := framework.NewNodeInfo()
+	for _, p := range pods {
+		pi := v.podInfos[p]
+		if pi == nil {
+			var err error
+			if pi, err = framework.NewPodInfo(p); err != nil {
+				// Only a pod whose affinity terms do not parse fails; kube-scheduler's
+				// cache keeps such a pod without them, and so does the view.
+				pi = &framework.PodInfo{Pod: p}
+			}
+			v.podInfos[p] = pi
+		}
+		info.AddPodInfo(pi)
+	}
 	info.SetNode(n.Node)
 	v.infos[n.Name()] = &cached{node: n.Node, generation: n.Generation(), info: info}
 	return info
@@ -90,6 +106,26 @@ func (v *view) syncAll() {
 			}
 		}
 	}
+	v.prunePodInfos()
+}
+
+// prunePodInfos forgets the parsed pods no node has any more, once they are as many as
+// the live ones.
+func (v *view) prunePodInfos() {
+	live := 0
+	for _, info := range v.all {
+		live += len(info.GetPods())
+	}
+	if len(v.podInfos) <= 2*live+64 {
+		return
+	}
+	keep := make(map[*corev1.Pod]*framework.PodInfo, live)
+	for _, info := range v.all {
+		for _, pi := range info.GetPods() {
+			keep[pi.GetPod()] = v.podInfos[pi.GetPod()]
+		}
+	}
+	v.podInfos = keep
 }
 
 func (v *view) NodeInfos() fwk.NodeInfoLister           { return v }

@@ -53,3 +53,30 @@ func BenchmarkGangsBackToBack(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkOnePerNodeGangsBackToBack is BenchmarkGangsBackToBack with one-per-node
+// required anti-affinity in each gang: every member is judged by kube-scheduler's hosted
+// filters, one at a time. Run both in one invocation to read the cost of the rule as
+// their ratio.
+func BenchmarkOnePerNodeGangsBackToBack(b *testing.B) {
+	nodes := eightGPUNodes(1000)
+	groups := make([]placement.Group, 500)
+	for i := range groups {
+		job := fmt.Sprintf("g%d", i)
+		groups[i] = gang(job, 8, onePerNode(job))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		snap := cluster.New(nodes, nil)
+		for _, g := range groups {
+			plan, diag := placement.Place(snap, g, placement.Options{})
+			if diag != nil {
+				b.Fatal(diag)
+			}
+			if len(nodesOf(plan)) != 8 {
+				b.Fatalf("gang %s on %v", g.Name, nodesOf(plan))
+			}
+		}
+	}
+}

@@ -20,7 +20,7 @@ func (p *placer) diagnose() *Diagnosis {
 		p.cycles = nil
 	}
 	d.Blocked = p.blocked.ifFiltered()
-	if room, empty, ok := p.fitsEmpty(); !ok {
+	if room, empty, ok := p.fitsEmpty(); !ok && !empty.transient() {
 		d.Code = Impossible
 		d.EmptyRoom = room
 		d.Blocked = empty.ifFiltered()
@@ -141,3 +141,23 @@ func withoutPods(r cluster.Resources) cluster.Resources {
 	delete(out, "pods")
 	return out
 }
+
+// transient reports whether the empty cluster's attempt stopped only on claims still
+// being bound or provisioned (kube-scheduler's "unbound immediate PersistentVolumeClaims"):
+// the group waits for them, as kube-scheduler retries such a pod, instead of being
+// Impossible.
+func (b *Blocked) transient() bool {
+	if b == nil || len(b.Shape.Reasons) == 0 {
+		return false
+	}
+	for _, r := range b.Shape.Reasons {
+		if r.Kind != FilterRejected || r.Detail != unboundImmediateClaims {
+			return false
+		}
+	}
+	return true
+}
+
+// unboundImmediateClaims is VolumeBinding's PreFilter message for a pod whose claims of an
+// Immediate class are not bound yet.
+const unboundImmediateClaims = "pod has unbound immediate PersistentVolumeClaims"

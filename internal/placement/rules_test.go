@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-sched/muster/internal/cluster"
 	gt "github.com/muster-sched/muster/internal/gangtest"
@@ -170,5 +171,61 @@ func TestFailedGangLeavesNothing(t *testing.T) {
 	plan, diag := placement.Place(snap, gang("y", 3, onePerNode("y")), placement.Options{})
 	if plan == nil {
 		t.Fatalf("3 workers after the failed gang: %v", diag)
+	}
+}
+
+// zonalSnapshot is 4 GPU nodes in zones z0 and z1 with differential_test's volume
+// objects: claims data-z0 and data-z1 bound to zonal volumes, scratch of a
+// WaitForFirstConsumer class.
+func zonalSnapshot() *cluster.Snapshot {
+	nodes := gt.Nodes("n", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(8) })
+	for i, n := range nodes {
+		n.Labels[corev1.LabelTopologyZone] = fmt.Sprintf("z%d", i%2)
+	}
+	snap := cluster.New(nodes, nil)
+	*snap.Objects() = *volumeObjects()
+	return snap
+}
+
+// TestClaims: a member whose claim is bound to a zonal volume goes to that zone; a
+// member with an unbound WaitForFirstConsumer claim gets a node and the claim to
+// provision there; a claim that does not exist is Impossible, naming it.
+func TestClaims(t *testing.T) {
+	snap := zonalSnapshot()
+	plan, diag := placement.Place(snap, single(gt.Pod("reader").GPU(1).Claim("data-z1").Obj()), placement.Options{})
+	if plan == nil {
+		t.Fatalf("bound claim: %v", diag)
+	}
+	if z := snap.Node(plan.Assignments[0].Node).Node.Labels[corev1.LabelTopologyZone]; z != "z1" {
+		t.Fatalf("member of data-z1 on %s in zone %s, want z1", plan.Assignments[0].Node, z)
+	}
+	plan.Revert()
+
+	plan, diag = placement.Place(snap, single(gt.Pod("writer").GPU(1).Claim("scratch").Obj()), placement.Options{})
+	if plan == nil {
+		t.Fatalf("WaitForFirstConsumer claim: %v", diag)
+	}
+	if got := plan.Assignments[0].Provision; len(got) != 1 || got[0] != "scratch" {
+		t.Fatalf("provision %v, want [scratch]", got)
+	}
+	plan.Revert()
+
+	_, diag = placement.Place(snap, single(gt.Pod("lost").GPU(1).Claim("missing").Obj()), placement.Options{})
+	if diag == nil || diag.Code != placement.Impossible || !strings.Contains(diag.String(), `persistentvolumeclaim "missing" not found`) {
+		t.Fatalf("missing claim: %v", diag)
+	}
+}
+
+// TestClaimBeingProvisioned: a member whose Immediate claim is not bound yet waits
+// (Unschedulable) with kube-scheduler's reason, not Impossible.
+func TestClaimBeingProvisioned(t *testing.T) {
+	snap := zonalSnapshot()
+	snap.SetObject(&corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "fresh"},
+		Spec:       corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}},
+	})
+	_, diag := placement.Place(snap, single(gt.Pod("early").GPU(1).Claim("fresh").Obj()), placement.Options{})
+	if diag == nil || diag.Code != placement.Unschedulable || !strings.Contains(diag.String(), "pod has unbound immediate PersistentVolumeClaims") {
+		t.Fatalf("claim being provisioned: %v", diag)
 	}
 }
