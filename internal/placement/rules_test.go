@@ -229,3 +229,16 @@ func TestClaimBeingProvisioned(t *testing.T) {
 		t.Fatalf("claim being provisioned: %v", diag)
 	}
 }
+
+// TestClaimInAZoneWithoutNodes: a member whose claim is bound to a volume in a zone no
+// node is in is Impossible, with VolumeBinding's reason.
+func TestClaimInAZoneWithoutNodes(t *testing.T) {
+	snap := zonalSnapshot()
+	pv := snap.Objects().Volumes["pv-z1"].DeepCopy()
+	pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Values = []string{"z9"}
+	snap.SetObject(pv)
+	_, diag := placement.Place(snap, single(gt.Pod("far").GPU(1).Claim("data-z1").Obj()), placement.Options{})
+	if diag == nil || diag.Code != placement.Impossible || !strings.Contains(diag.String(), "node(s) didn't match PersistentVolume's node affinity") {
+		t.Fatalf("claim in zone z9: %v", diag)
+	}
+}
