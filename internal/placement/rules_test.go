@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-sched/muster/internal/cluster"
@@ -240,5 +241,28 @@ func TestClaimInAZoneWithoutNodes(t *testing.T) {
 	_, diag := placement.Place(snap, single(gt.Pod("far").GPU(1).Claim("data-z1").Obj()), placement.Options{})
 	if diag == nil || diag.Code != placement.Impossible || !strings.Contains(diag.String(), "node(s) didn't match PersistentVolume's node affinity") {
 		t.Fatalf("claim in zone z9: %v", diag)
+	}
+}
+
+// TestCSIVolumeLimit: a node whose CSINode allows one volume of the driver takes one
+// member with such a claim; the second member goes to another node.
+func TestCSIVolumeLimit(t *testing.T) {
+	snap := zonalSnapshot()
+	one := int32(1)
+	for _, n := range snap.Nodes() {
+		snap.SetObject(&storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: n.Name()},
+			Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{
+				Name: "sandbox.muster.dev/local", NodeID: n.Name(), Allocatable: &storagev1.VolumeNodeResources{Count: &one}}}}})
+	}
+	g := placement.Group{Name: "g", MinMember: 2, Members: []placement.Member{
+		{Name: "default/a", Pod: gt.Pod("a").GPU(1).Claim("data-z0").Obj()},
+		{Name: "default/b", Pod: gt.Pod("b").GPU(1).Claim("scratch").Obj()},
+	}}
+	plan, diag := placement.Place(snap, g, placement.Options{})
+	if plan == nil {
+		t.Fatalf("not placed: %v", diag)
+	}
+	if got := nodesOf(plan); len(got) != 2 {
+		t.Fatalf("members on %v, want two nodes (one CSI volume each)", got)
 	}
 }
