@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -127,4 +129,54 @@ func TestMissingClaimIsImpossibleUntilCreated(t *testing.T) {
 	env.CreateClaim(t, sandboxtest.Claim(ns, "dataset", sandbox.StorageClassStandard, "1Gi").Obj())
 	waitRunning(t, env, ns, "late", 2)
 	noBindWarnings(t, env, ns)
+}
+
+// TestCrashBetweenClaimAndBind kills muster after 2 of a 4-member gang's binds; the
+// other members' claims may already name their nodes (muster names a claim's node
+// before it binds the pod). The next muster completes the plan: each unbound member's
+// claim names its planned node and every member runs there.
+func TestCrashBetweenClaimAndBind(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "vcrash", Count: 4, CPU: "16", Memory: "64Gi", GPUs: 1})
+	c := newClient(t, env.Config)
+	ns := env.Namespace(t)
+	proxy := env.StartProxy(t)
+	var binds atomic.Int32
+	proxy.SetHook(func(w http.ResponseWriter, r *http.Request, forward http.Handler) {
+		if _, _, _, ok := sandboxtest.BindingOf(r); ok && binds.Add(1) > 2 {
+			proxy.Hold(w, r)
+			return
+		}
+		forward.ServeHTTP(w, r)
+	})
+	first := startMuster(t, env, musterOptions{proxy: proxy})
+	scratch := withVolumes(ns, func(b *sandboxtest.PodBuilder) *sandboxtest.PodBuilder {
+		return b.EphemeralVolume("scratch", sandbox.StorageClassLocal, "1Gi")
+	})
+	job := pytorchJob{ns: ns, name: "gang", workers: 3, plain: true, mutate: func(p *corev1.Pod) { onePerNode("gang")(p); scratch(p) }}
+	job.create(t, env, c)
+	env.WaitFor(t, "2 members bound", func(context.Context) (bool, error) {
+		return stateOf(t, env, ns, "gang").holding == 2, nil
+	})
+	first.kill(t)
+	planned := map[string]string{}
+	for _, p := range listPods(t, env, ns) {
+		if p.Spec.NodeName != "" {
+			for name, a := range planOn(t, p).Pods {
+				planned[name] = a.Node
+			}
+			break
+		}
+	}
+	startMuster(t, env, musterOptions{})
+	for _, p := range waitRunning(t, env, ns, "gang", 4) {
+		if want := planned[p.Name]; want != "" && p.Spec.NodeName != want {
+			t.Errorf("pod %s on %s, planned on %s", p.Name, p.Spec.NodeName, want)
+		}
+		claim := env.WaitForClaim(t, ns, p.Name+"-scratch", "bound", sandboxtest.ClaimBound)
+		if at := claim.Annotations["volume.kubernetes.io/selected-node"]; at != p.Spec.NodeName {
+			t.Errorf("claim %s names node %q, its pod runs on %s", claim.Name, at, p.Spec.NodeName)
+		}
+	}
+	assertNoFailedBinding(t, env, ns)
 }
