@@ -13,9 +13,11 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	volumehelpers "k8s.io/component-helpers/storage/volume"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/kubefit"
 )
 
 // Plan is a group's placement that muster records, as JSON in the muster.dev/placement
@@ -291,8 +293,10 @@ func (b *binder) bindPods(ctx context.Context, job bindJob, errs []error, from, 
 		}
 		wg.Go(func() {
 			defer func() { <-b.slots }()
-			if errs[i] = b.provision(ctx, p, st.Node, st.Provision); errs[i] == nil {
-				errs[i] = b.bindPod(ctx, p, st.Node, annotations)
+			if errs[i] = b.bindVolumes(ctx, p, st.BindVolumes); errs[i] == nil {
+				if errs[i] = b.provision(ctx, p, st.Node, st.Provision); errs[i] == nil {
+					errs[i] = b.bindPod(ctx, p, st.Node, annotations)
+				}
 			}
 		})
 	}
@@ -348,6 +352,41 @@ func (b *binder) selectNode(ctx context.Context, pvc *corev1.PersistentVolumeCla
 		return false, err
 	}
 	return true, nil
+}
+
+// bindVolumes binds p's claims to the volumes placement chose for them on p's node, as
+// kube-scheduler's VolumeBinding does: the volume's spec.claimRef names the claim, and
+// upstream's PersistentVolume controller completes the binding. A volume bound to the
+// claim already needs nothing; one taken by another claim meanwhile is a conflict, and p
+// is not bound.
+func (b *binder) bindVolumes(ctx context.Context, p *corev1.Pod, bindings []kubefit.StaticBinding) error {
+	for _, vb := range bindings {
+		fail := func(err error) error {
+			return fmt.Errorf("binding claim %s/%s of %s to volume %s: %w", p.Namespace, vb.Claim, p.Name, vb.Volume, err)
+		}
+		claim := &corev1.PersistentVolumeClaim{}
+		if err := b.cache.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: vb.Claim}, claim); err != nil {
+			return fail(err)
+		}
+		pv := &corev1.PersistentVolume{}
+		if err := b.cache.Get(ctx, types.NamespacedName{Name: vb.Volume}, pv); err != nil {
+			return fail(err)
+		}
+		if ref := pv.Spec.ClaimRef; ref != nil && !volumehelpers.IsVolumeBoundToClaim(pv, claim) {
+			return fail(fmt.Errorf("the volume is bound to claim %s/%s", ref.Namespace, ref.Name))
+		}
+		bound, dirty, err := volumehelpers.GetBindVolumeToClaim(pv, claim)
+		if err != nil {
+			return fail(err)
+		}
+		if !dirty {
+			continue
+		}
+		if _, err := b.kube.CoreV1().PersistentVolumes().Update(ctx, bound, metav1.UpdateOptions{}); err != nil {
+			return fail(err)
+		}
+	}
+	return nil
 }
 
 // selectedNodeAnnotation names the node a WaitForFirstConsumer claim's volume is to be

@@ -163,11 +163,12 @@ func (r *recovery) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pla
 	job := bindJob{plan: engine.Plan{Group: plan.Group, Attempt: plan.Attempt}, record: *plan, pods: unbound}
 	for _, p := range unbound {
 		node := plan.Pods[p.Name].Node
-		claims, err := placement.ProvisionsOn(snap, node, placement.Member{Name: podKey(p), Pod: p})
+		vols, err := placement.VolumesOn(snap, node, placement.Member{Name: podKey(p), Pod: p})
 		if err != nil {
-			r.log.Error(err, "completing a plan in flight: the member's claims cannot be provisioned on its node", "pod", podKey(p), "node", node)
+			r.log.Error(err, "completing a plan in flight: the member's claims cannot be satisfied on its node", "pod", podKey(p), "node", node)
 		}
-		job.plan.Steps = append(job.plan.Steps, engine.Step{Kind: engine.StepBind, Pod: podKey(p), Node: node, Provision: claims})
+		job.plan.Steps = append(job.plan.Steps, engine.Step{Kind: engine.StepBind, Pod: podKey(p), Node: node,
+			Provision: vols.Provision, BindVolumes: vols.Bind})
 	}
 	failed := map[string]bool{}
 	for _, key := range r.binder.execute(ctx, job) {

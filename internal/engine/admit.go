@@ -85,7 +85,7 @@ func (e *Engine) bindPlan(g *group, plan *placement.Plan, out *Output) int {
 			g.placed = map[string]bool{}
 		}
 		g.placed[a.Member] = true
-		*steps = append(*steps, Step{Kind: StepBind, Pod: a.Member, Node: a.Node, Provision: a.Provision})
+		*steps = append(*steps, Step{Kind: StepBind, Pod: a.Member, Node: a.Node, Provision: a.Provision, BindVolumes: a.BindVolumes})
 	}
 	return len(out.Plans) - 1
 }

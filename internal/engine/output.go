@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/muster-sched/muster/internal/kubefit"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,7 +55,8 @@ type Plan struct {
 type StepKind string
 
 // StepBind binds Step.Pod to Step.Node, after naming Node on the claims in
-// Step.Provision; device allocations are to be steps of their own.
+// Step.Provision and binding the claims in Step.BindVolumes; device allocations are to be
+// steps of their own.
 const StepBind StepKind = "Bind"
 
 // Step is one action of a Plan.
@@ -67,6 +69,9 @@ type Step struct {
 	// (annotation volume.kubernetes.io/selected-node) before Pod is bound: its unbound
 	// claims of WaitForFirstConsumer classes.
 	Provision []string
+	// BindVolumes binds claims of Pod to existing volumes Node can reach (the volume's
+	// spec.claimRef, as kube-scheduler writes it) before Pod is bound.
+	BindVolumes []kubefit.StaticBinding
 }
 
 // Binds returns the bind steps of every plan, in order, with their groups.

@@ -3,6 +3,7 @@ package kubefit
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -144,39 +145,77 @@ func (c *Cycle) extend(pod *corev1.Pod, n *cluster.NodeInfo, add bool) error {
 	return nil
 }
 
-// Provisions returns the claims of the cycle's pod that must be provisioned on node n
-// if the pod goes there: its unbound claims of WaitForFirstConsumer classes, which the
-// provisioner creates a volume for once the claim names its node (annotation
-// volume.kubernetes.io/selected-node), as kube-scheduler's VolumeBinding decides them. A
-// claim that kube-scheduler would bind to an existing volume instead is an error: muster
-// does not bind static PersistentVolumes of WaitForFirstConsumer claims.
+// Volumes are the volume decisions for one pod on one node, as kube-scheduler's
+// VolumeBinding makes them: Provision names its unbound claims of WaitForFirstConsumer
+// classes to provision there (annotation volume.kubernetes.io/selected-node), Bind its
+// unbound claims to bind to existing volumes that the node can reach.
+type Volumes struct {
+	Provision []string
+	Bind      []StaticBinding
+}
+
+// StaticBinding binds claim Claim (of the pod's namespace) to the PersistentVolume
+// Volume.
+type StaticBinding struct {
+	Claim, Volume string
+}
+
+// Volumes returns the volume decisions for pod on node n of the cycle's snapshot, or why
+// its claims cannot be satisfied there.
 //
 // pod is the member (the cycle's pod or one of its shape: a generic ephemeral volume's
 // claim is named after its pod). The claims are read as they are now, with the
-// provisions of members assumed before (Assume) counted: a claim another member will
-// provision on another node rules this node out.
-func (c *Cycle) Provisions(pod *corev1.Pod, n *cluster.NodeInfo) ([]string, error) {
+// decisions of members assumed before (Assume) counted: a claim another member will
+// provision on another node, or a volume another member takes, rules this node out.
+func (c *Cycle) Volumes(pod *corev1.Pod, n *cluster.NodeInfo) (Volumes, error) {
 	c.h.mu.Lock()
 	defer c.h.mu.Unlock()
 	vols, err := c.podVolumes(pod, n)
 	if err != nil || vols == nil {
-		return nil, err
+		return Volumes{}, err
 	}
-	var out []string
+	var out Volumes
 	for _, d := range vols.DynamicProvisions {
-		out = append(out, d.PVC.Name)
+		out.Provision = append(out.Provision, d.PVC.Name)
+	}
+	for _, b := range vols.StaticBindings {
+		claim, volume, err := bindingOf(b)
+		if err != nil {
+			return Volumes{}, err
+		}
+		out.Bind = append(out.Bind, StaticBinding{Claim: claim, Volume: volume})
 	}
 	return out, nil
 }
 
-// Assume counts pod's provisions on node n for the members placed after it, as
+// bindingOf reads the claim and volume of one of VolumeBinding's static bindings.
+// BindingInfo keeps both unexported and has no accessor for them; reading the names by
+// reflection takes the plugin's own choice of volume instead of making it again. A
+// field renamed upstream is an error here, and TestStaticBinding fails.
+func bindingOf(b *volumebinding.BindingInfo) (claim, volume string, err error) {
+	v := reflect.ValueOf(b).Elem()
+	name := func(field string) (string, error) {
+		f := v.FieldByName(field)
+		if !f.IsValid() || f.Kind() != reflect.Pointer || f.IsNil() {
+			return "", fmt.Errorf("kube-scheduler's VolumeBinding: BindingInfo has no %s", field)
+		}
+		return f.Elem().FieldByName("ObjectMeta").FieldByName("Name").String(), nil
+	}
+	if claim, err = name("pvc"); err != nil {
+		return "", "", err
+	}
+	volume, err = name("pv")
+	return claim, volume, err
+}
+
+// Assume counts pod's volume decisions on node n for the members placed after it, as
 // kube-scheduler's VolumeBinding Reserve does (the claims, in the plugin's assume cache,
 // name n); revert undoes it.
 func (c *Cycle) Assume(pod *corev1.Pod, n *cluster.NodeInfo) (revert func(), err error) {
 	c.h.mu.Lock()
 	defer c.h.mu.Unlock()
 	vols, err := c.podVolumes(pod, n)
-	if err != nil || vols == nil || len(vols.DynamicProvisions) == 0 {
+	if err != nil || vols == nil || len(vols.DynamicProvisions)+len(vols.StaticBindings) == 0 {
 		return func() {}, err
 	}
 	if _, err := c.h.volumes.Binder.AssumePodVolumes(klog.Background(), pod, n.Name(), vols); err != nil {
@@ -212,8 +251,6 @@ func (c *Cycle) podVolumes(pod *corev1.Pod, n *cluster.NodeInfo) (*volumebinding
 		return nil, err
 	case len(reasons) > 0:
 		return nil, fmt.Errorf("%s", reasons[0])
-	case vols != nil && len(vols.StaticBindings) > 0:
-		return nil, fmt.Errorf("%d claim(s) would bind an existing WaitForFirstConsumer PersistentVolume, which muster does not do yet: pre-bind the claim (spec.volumeName) or use a provisioner", len(vols.StaticBindings))
 	}
 	return vols, nil
 }

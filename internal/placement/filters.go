@@ -154,7 +154,7 @@ func (p *placer) filterReason(n *cluster.NodeInfo, s *shape) (NodeReason, bool) 
 		// Resources are judged by placement's own count (fits), which says how many
 		// members a node takes and names each resource short, in the same words.
 		if s.claims {
-			if _, err := c.Provisions(p.member(s), n); err != nil {
+			if _, err := c.Volumes(p.member(s), n); err != nil {
 				return NodeReason{Kind: FilterRejected, Plugin: names.VolumeBinding, Detail: err.Error()}, true
 			}
 		}

@@ -30,21 +30,21 @@ func FitsOn(s *cluster.Snapshot, name string, m Member) (reason NodeReason, ok b
 	return NodeReason{}, true
 }
 
-// ProvisionsOn returns the claims of member m to provision on node name before m is bound
-// there (Assignment.Provision), as Place decides them: a restarted muster completing a
-// plan in flight names them again.
-func ProvisionsOn(s *cluster.Snapshot, name string, m Member) ([]string, error) {
+// VolumesOn returns the volume decisions for member m on node name before m is bound there
+// (Assignment.Provision and BindVolumes), as Place makes them: a restarted muster
+// completing a plan in flight makes them again.
+func VolumesOn(s *cluster.Snapshot, name string, m Member) (kubefit.Volumes, error) {
 	n := s.Node(name)
 	if n == nil || !hasClaims(m.Pod) {
-		return nil, nil
+		return kubefit.Volumes{}, nil
 	}
 	h, err := kubefit.HostOf(s)
 	if err != nil {
-		return nil, err
+		return kubefit.Volumes{}, err
 	}
 	c, err := h.Begin(s, m.Pod)
 	if err != nil {
-		return nil, err
+		return kubefit.Volumes{}, err
 	}
-	return c.Provisions(m.Pod, n)
+	return c.Volumes(m.Pod, n)
 }

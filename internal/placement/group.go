@@ -20,6 +20,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/kubefit"
 )
 
 // Member is one pod of a group that needs a node.
@@ -74,6 +75,9 @@ type Assignment struct {
 	// the member is bound: unbound claims of WaitForFirstConsumer classes, which wait for
 	// a scheduler to name their node.
 	Provision []string
+	// BindVolumes binds the member's unbound WaitForFirstConsumer claims to existing
+	// volumes Node can reach, before the member is bound.
+	BindVolumes []kubefit.StaticBinding
 }
 
 // Plan is a complete placement for a group: at least MinMember assignments, computed on one

@@ -293,7 +293,8 @@ func (p *placer) assume(a *attempt, n *cluster.NodeInfo, m Member, s *shape) {
 		c := p.cycles[s]
 		if c != nil && s.claims {
 			// Checked by filterReason for this node: no error here.
-			as.Provision, _ = c.Provisions(m.Pod, n)
+			vols, _ := c.Volumes(m.Pod, n)
+			as.Provision, as.BindVolumes = vols.Provision, vols.Bind
 			if revert, err := c.Assume(m.Pod, n); err == nil {
 				a.undo = append(a.undo, revert)
 			}

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-sched/muster/internal/cluster"
@@ -264,5 +265,45 @@ func TestCSIVolumeLimit(t *testing.T) {
 	}
 	if got := nodesOf(plan); len(got) != 2 {
 		t.Fatalf("members on %v, want two nodes (one CSI volume each)", got)
+	}
+}
+
+// TestStaticBinding: a member's unbound WaitForFirstConsumer claim that an existing
+// volume matches goes to the volume's node, and the plan binds the claim to that volume
+// (kube-scheduler's own choice, read from its VolumeBinding).
+func TestStaticBinding(t *testing.T) {
+	snap := zonalSnapshot()
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	class := "local-static"
+	snap.SetObject(&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class},
+		Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: &wffc})
+	snap.SetObject(&corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pv-static"},
+		Spec: corev1.PersistentVolumeSpec{
+			StorageClassName: class,
+			Capacity:         corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{
+				Local: &corev1.LocalVolumeSource{Path: "/mnt/disks/ssd0"}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{"n-2"}}},
+			}}}},
+		},
+		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeAvailable},
+	})
+	snap.SetObject(&corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "wants-static"},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class,
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("5Gi")}}},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
+	})
+	plan, diag := placement.Place(snap, single(gt.Pod("ssd").GPU(1).Claim("wants-static").Obj()), placement.Options{})
+	if plan == nil {
+		t.Fatalf("not placed: %v", diag)
+	}
+	a := plan.Assignments[0]
+	if a.Node != "n-2" || len(a.BindVolumes) != 1 || a.BindVolumes[0].Claim != "wants-static" || a.BindVolumes[0].Volume != "pv-static" {
+		t.Fatalf("assignment %+v, want n-2 binding wants-static to pv-static", a)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-sched/muster/internal/sandbox"
@@ -179,4 +181,70 @@ func TestCrashBetweenClaimAndBind(t *testing.T) {
 		}
 	}
 	assertNoFailedBinding(t, env, ns)
+}
+
+// TestStaticVolumeOfAWaitForFirstConsumerClaim: a claim of a WaitForFirstConsumer class
+// without a provisioner, that an existing node-local volume matches, is bound to it by muster (the volume's
+// claimRef, as kube-scheduler writes it) and its pod runs on the volume's node.
+func TestStaticVolumeOfAWaitForFirstConsumerClaim(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "ssd", Count: 3, CPU: "16", Memory: "64Gi", GPUs: 1})
+	nodes, err := env.Kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var target string
+	for _, n := range nodes.Items {
+		if strings.HasPrefix(n.Name, "ssd") && n.Name > target {
+			target = n.Name
+		}
+	}
+	// A class without a provisioner, as local static volumes have: the claim can only
+	// bind to the existing volume.
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-static"},
+		Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: &wffc}
+	if _, err := env.Kube.StorageV1().StorageClasses().Create(context.Background(), class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Kube.StorageV1().StorageClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{})
+	})
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-ssd"},
+		Spec: corev1.PersistentVolumeSpec{
+			StorageClassName:              class.Name,
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{
+				CSI: &corev1.CSIPersistentVolumeSource{Driver: sandbox.StorageDriver, VolumeHandle: ns + "-ssd"}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{target}}},
+			}}}},
+		},
+	}
+	if _, err := env.Kube.CoreV1().PersistentVolumes().Create(context.Background(), pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Kube.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+	})
+	env.CreateClaim(t, sandboxtest.Claim(ns, "ssd", class.Name, "5Gi").Obj())
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	job := pytorchJob{ns: ns, name: "ssd", workers: 0, mutate: withVolumes(ns, func(b *sandboxtest.PodBuilder) *sandboxtest.PodBuilder {
+		return b.Volume("data", "ssd")
+	})}
+	job.create(t, env, c)
+	pods := waitRunning(t, env, ns, "ssd", 1)
+	if pods[0].Spec.NodeName != target {
+		t.Errorf("pod on %s, the volume is on %s", pods[0].Spec.NodeName, target)
+	}
+	claim := env.WaitForClaim(t, ns, "ssd", "bound", sandboxtest.ClaimBound)
+	if claim.Spec.VolumeName != pv.Name {
+		t.Errorf("claim bound to %q, want the existing volume %s", claim.Spec.VolumeName, pv.Name)
+	}
+	noBindWarnings(t, env, ns)
 }
