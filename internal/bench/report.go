@@ -49,6 +49,8 @@ type Result struct {
 	// what an earlier run left behind.
 	HeapBefore       uint64
 	GoroutinesBefore int
+	// Deep is the deep-queue scenario's figures, for its runs only.
+	Deep *DeepFigures
 	// Err says why the run did not complete, if it did not.
 	Err error
 }
@@ -96,6 +98,10 @@ func (r Result) summary() string {
 		r.Scenario, r.Runner, r.Round, r.Pods, r.Created.Seconds(), r.Bound, r.Span.Seconds(), r.PodsPerSecond(),
 		seconds(r.FirstWholeBound, r.WholeBound), seconds(r.FirstWholeReady, r.WholeReady), r.HeldGPUSeconds, r.StrandedGPUSeconds)
 	s += fmt.Sprintf(" [process at start: %d MiB heap, %d goroutines]", r.HeapBefore>>20, r.GoroutinesBefore)
+	if d := r.Deep; d != nil {
+		s += fmt.Sprintf("; deep queue: %d of %d groups admitted, %.2f admissions/s over %.2fs from the first release, release → next admission p50 %.3fs p99 %.3fs over %d of %d releases",
+			d.Admitted, d.Groups, d.AdmissionsPerSecond, d.Drain.Seconds(), d.ReleaseP50.Seconds(), d.ReleaseP99.Seconds(), d.Used, d.Releases)
+	}
 	if r.Err != nil {
 		s += "; incomplete: " + r.Err.Error()
 	}
@@ -142,6 +148,27 @@ var metrics = []metric{
 	{ScenarioAntiAffinity, "pods/s (first create → last bind)", podsPerSecond, "%.1f"},
 	{ScenarioAntiAffinity, "time to last bind (s)", timeToLastBind, "%.2f"},
 	{ScenarioAntiAffinity, "GPU-s held by incomplete groups", heldGPUSeconds, "%.2f"},
+	{ScenarioDeepQueue, "admissions/s (first release → last admission)", func(r Result) (float64, bool) {
+		return deepValue(r, func(d DeepFigures) float64 { return d.AdmissionsPerSecond })
+	}, "%.2f"},
+	{ScenarioDeepQueue, "groups admitted", func(r Result) (float64, bool) {
+		return deepValue(r, func(d DeepFigures) float64 { return float64(d.Admitted) })
+	}, "%.0f"},
+	{ScenarioDeepQueue, "release → next admission on the node, p50 (s)", func(r Result) (float64, bool) {
+		return deepValue(r, func(d DeepFigures) float64 { return d.ReleaseP50.Seconds() })
+	}, "%.3f"},
+	{ScenarioDeepQueue, "release → next admission on the node, p99 (s)", func(r Result) (float64, bool) {
+		return deepValue(r, func(d DeepFigures) float64 { return d.ReleaseP99.Seconds() })
+	}, "%.3f"},
+}
+
+// deepValue is a deep-queue figure of r, if r has one: a run that admitted nothing
+// has none.
+func deepValue(r Result, f func(DeepFigures) float64) (float64, bool) {
+	if r.Deep == nil || r.Deep.Used == 0 {
+		return 0, false
+	}
+	return f(*r.Deep), true
 }
 
 func heldGPUSeconds(r Result) (float64, bool) { return r.HeldGPUSeconds, true }
