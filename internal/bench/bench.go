@@ -375,11 +375,6 @@ func runOne(ctx context.Context, client kubernetes.Interface, sc Scenario, name 
 	}
 	stop()
 	res.measure(sc, from, obs.snapshot())
-	if sc.Deep != nil {
-		_, sizes := sc.Deep.groupOrder()
-		deep := obs.snapshot().deepFigures(sizes)
-		res.Deep = &deep
-	}
 	if !created.IsZero() {
 		res.Created = created.Sub(from)
 	}

@@ -175,6 +175,17 @@ type timeline struct {
 	bound, ready map[string]time.Time
 	// released is when each node's holder was seen deleted (deep-queue).
 	released map[string]time.Time
+	// sizes, if set, is each job's minMember, in place of the one a caller gives
+	// (deep-queue, whose groups are of two sizes).
+	sizes map[string]int
+}
+
+// minOf returns job's minMember: its size in t.sizes, else def.
+func (t timeline) minOf(job string, def int) int {
+	if n, ok := t.sizes[job]; ok {
+		return n
+	}
+	return def
 }
 
 // snapshot copies what the observer has seen so far.
@@ -206,7 +217,8 @@ func (t timeline) firstWhole(times map[string]time.Time, minMember int) (time.Ti
 		perJob[t.job[pod]] = append(perJob[t.job[pod]], at)
 	}
 	var first time.Time
-	for _, ts := range perJob {
+	for job, ts := range perJob {
+		minMember := t.minOf(job, minMember)
 		if len(ts) < minMember {
 			continue
 		}
@@ -231,7 +243,8 @@ func (t timeline) heldGPUSeconds(from, to time.Time, minMember, gpusPerPod int) 
 	for pod, at := range t.bound {
 		perJob[t.job[pod]] = append(perJob[t.job[pod]], at)
 	}
-	for _, ts := range perJob {
+	for job, ts := range perJob {
+		minMember := t.minOf(job, minMember)
 		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
 		whole := len(ts) >= minMember && ts[minMember-1].Before(to)
 		// Between the k-th and (k+1)-th bind, k pods are bound; once minMember are

@@ -75,6 +75,11 @@ func (r Result) PodsPerSecond() float64 {
 // measure fills the result's figures from the run's timeline; from is the first
 // create. Every bench pod has one GPU.
 func (r *Result) measure(sc Scenario, from time.Time, t timeline) {
+	if sc.Deep != nil {
+		_, t.sizes = sc.Deep.groupOrder()
+		deep := t.deepFigures(t.sizes)
+		r.Deep = &deep
+	}
 	r.Bound = len(t.bound)
 	if last, ok := t.lastBind(); ok {
 		r.Span = last.Sub(from)
