@@ -232,6 +232,11 @@ type DeepFigures struct {
 	// releases, of the time from a holder's deletion, as the bench's watch saw it,
 	// to the first admission of a group with a pod bound on its node after it.
 	ReleaseP50, ReleaseP99 time.Duration
+	// Filled is how many released nodes had all their GPUs bound again; FillP50 and
+	// FillP99 are percentiles, over them, of the time from the holder's deletion to
+	// the bind that took the node's last GPU: how long freed capacity stayed idle.
+	Filled           int
+	FillP50, FillP99 time.Duration
 }
 
 // deepFigures computes the figures from a timeline: sizes is each queued group's
@@ -266,6 +271,7 @@ func (t timeline) deepFigures(sizes map[string]int) DeepFigures {
 		f.Drain = last.Sub(first)
 		f.AdmissionsPerSecond = float64(f.Admitted) / f.Drain.Seconds()
 	}
+	f.Filled, f.FillP50, f.FillP99 = t.fillTimes()
 	next := map[string]time.Time{} // node → first admission using it after its release
 	for pod, node := range t.node {
 		rel, ok := t.released[node]
@@ -284,6 +290,27 @@ func (t timeline) deepFigures(sizes map[string]int) DeepFigures {
 	f.Used = len(lat)
 	f.ReleaseP50, f.ReleaseP99 = nearestRank(lat, 0.50), nearestRank(lat, 0.99)
 	return f
+}
+
+// fillTimes returns how many released nodes had deepGPUs one-GPU pods bound after
+// their release, and the p50 and p99 of the time from the release to the last of
+// those binds.
+func (t timeline) fillTimes() (int, time.Duration, time.Duration) {
+	after := map[string][]time.Time{} // node → binds after its release
+	for pod, node := range t.node {
+		if rel, ok := t.released[node]; ok && !t.bound[pod].Before(rel) {
+			after[node] = append(after[node], t.bound[pod])
+		}
+	}
+	var fill []time.Duration
+	for node, ts := range after {
+		if len(ts) < deepGPUs {
+			continue
+		}
+		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+		fill = append(fill, ts[deepGPUs-1].Sub(t.released[node]))
+	}
+	return len(fill), nearestRank(fill, 0.50), nearestRank(fill, 0.99)
 }
 
 // nearestRank returns the p-th percentile of ds by nearest rank, 0 if ds is empty.

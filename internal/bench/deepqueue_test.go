@@ -30,6 +30,23 @@ func TestDeepFigures(t *testing.T) {
 	if got != want {
 		t.Errorf("deepFigures: expected %+v, found %+v", want, got)
 	}
+	// Refill: n4, released at 10 s, gets 8 one-GPU pods at 10.5 … 14 s (full at 14 s);
+	// n5, released at 10 s, gets 7 (never full); n6 gets 8, one before its release.
+	tl = timeline{job: map[string]string{}, node: map[string]string{}, bound: map[string]time.Time{},
+		released: map[string]time.Time{"n4": at(10), "n5": at(10), "n6": at(10)}}
+	for i := range 8 {
+		for node, times := range map[string][]float64{
+			"n4": {10.5, 11, 11.5, 12, 12.5, 13, 13.5, 14}, "n5": {11, 11, 11, 11, 11, 11, 11}, "n6": {9, 11, 11, 11, 11, 11, 11, 11},
+		} {
+			if i < len(times) {
+				pod := node + "-" + string(rune('0'+i))
+				tl.job[pod], tl.node[pod], tl.bound[pod] = pod, node, at(times[i])
+			}
+		}
+	}
+	if n, p50, p99 := tl.fillTimes(); n != 1 || p50 != 4*time.Second || p99 != 4*time.Second {
+		t.Errorf("fillTimes: expected n4 alone, full 4 s after its release, found %d nodes, p50 %v, p99 %v", n, p50, p99)
+	}
 	if got := (timeline{}).deepFigures(map[string]int{"a": 1}); got != (DeepFigures{Groups: 1}) {
 		t.Errorf("deepFigures of an empty timeline: expected only the group count, found %+v", got)
 	}

@@ -104,8 +104,9 @@ func (r Result) summary() string {
 		seconds(r.FirstWholeBound, r.WholeBound), seconds(r.FirstWholeReady, r.WholeReady), r.HeldGPUSeconds, r.StrandedGPUSeconds)
 	s += fmt.Sprintf(" [process at start: %d MiB heap, %d goroutines]", r.HeapBefore>>20, r.GoroutinesBefore)
 	if d := r.Deep; d != nil {
-		s += fmt.Sprintf("; deep queue: %d of %d groups admitted, %.2f admissions/s over %.2fs from the first release, release → next admission p50 %.3fs p99 %.3fs over %d of %d releases",
-			d.Admitted, d.Groups, d.AdmissionsPerSecond, d.Drain.Seconds(), d.ReleaseP50.Seconds(), d.ReleaseP99.Seconds(), d.Used, d.Releases)
+		s += fmt.Sprintf("; deep queue: %d of %d groups admitted, %.2f admissions/s over %.2fs from the first release, release → next admission p50 %.3fs p99 %.3fs over %d of %d releases, release → node full again p50 %.3fs p99 %.3fs over %d nodes",
+			d.Admitted, d.Groups, d.AdmissionsPerSecond, d.Drain.Seconds(), d.ReleaseP50.Seconds(), d.ReleaseP99.Seconds(), d.Used, d.Releases,
+			d.FillP50.Seconds(), d.FillP99.Seconds(), d.Filled)
 	}
 	if r.Err != nil {
 		s += "; incomplete: " + r.Err.Error()
@@ -165,6 +166,20 @@ var metrics = []metric{
 	{ScenarioDeepQueue, "release → next admission on the node, p99 (s)", func(r Result) (float64, bool) {
 		return deepValue(r, func(d DeepFigures) float64 { return d.ReleaseP99.Seconds() })
 	}, "%.3f"},
+	{ScenarioDeepQueue, "release → node's 8 GPUs bound again, p50 (s)", func(r Result) (float64, bool) {
+		return fillValue(r, func(d DeepFigures) float64 { return d.FillP50.Seconds() })
+	}, "%.3f"},
+	{ScenarioDeepQueue, "release → node's 8 GPUs bound again, p99 (s)", func(r Result) (float64, bool) {
+		return fillValue(r, func(d DeepFigures) float64 { return d.FillP99.Seconds() })
+	}, "%.3f"},
+}
+
+// fillValue is a deep-queue refill figure of r, if any released node was filled.
+func fillValue(r Result, f func(DeepFigures) float64) (float64, bool) {
+	if r.Deep == nil || r.Deep.Filled == 0 {
+		return 0, false
+	}
+	return f(*r.Deep), true
 }
 
 // deepValue is a deep-queue figure of r, if r has one: a run that admitted nothing
