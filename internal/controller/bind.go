@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -309,23 +310,44 @@ func (b *binder) provision(ctx context.Context, p *corev1.Pod, node string, clai
 		if err := b.cache.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: name}, pvc); err != nil {
 			return fmt.Errorf("provisioning claim %s/%s of %s on %s: %w", p.Namespace, name, p.Name, node, err)
 		}
-		if pvc.Spec.VolumeName != "" {
-			continue
-		}
-		switch at := pvc.Annotations[selectedNodeAnnotation]; at {
-		case node:
-			continue
-		case "":
-		default:
-			return fmt.Errorf("provisioning claim %s/%s of %s on %s: the claim names node %s already", p.Namespace, name, p.Name, node, at)
-		}
-		patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q,"annotations":{%q:%q}}}`, pvc.ResourceVersion, selectedNodeAnnotation, node)
-		if _, err := b.kube.CoreV1().PersistentVolumeClaims(p.Namespace).Patch(ctx, name, types.MergePatchType,
-			[]byte(patch), metav1.PatchOptions{}); err != nil {
-			return fmt.Errorf("provisioning claim %s/%s of %s on %s: %w", p.Namespace, name, p.Name, node, err)
+		// Members sharing a claim name it in turn: a conflict is a write the cache has not
+		// shown yet, read again from the API server.
+		for try := 0; ; try++ {
+			done, err := b.selectNode(ctx, pvc, node)
+			if err == nil && done {
+				break
+			}
+			if !apierrors.IsConflict(err) || try == 2 {
+				return fmt.Errorf("provisioning claim %s/%s of %s on %s: %w", p.Namespace, name, p.Name, node, err)
+			}
+			if pvc, err = b.kube.CoreV1().PersistentVolumeClaims(p.Namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+				return fmt.Errorf("provisioning claim %s/%s of %s on %s: %w", p.Namespace, name, p.Name, node, err)
+			}
 		}
 	}
 	return nil
+}
+
+// selectNode names node on pvc, unless it is bound or names node already; it reports
+// whether the claim now names node (or needs nothing), and fails on a claim that names
+// another node.
+func (b *binder) selectNode(ctx context.Context, pvc *corev1.PersistentVolumeClaim, node string) (bool, error) {
+	if pvc.Spec.VolumeName != "" {
+		return true, nil
+	}
+	switch at := pvc.Annotations[selectedNodeAnnotation]; at {
+	case node:
+		return true, nil
+	case "":
+	default:
+		return false, fmt.Errorf("the claim names node %s already", at)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q,"annotations":{%q:%q}}}`, pvc.ResourceVersion, selectedNodeAnnotation, node)
+	if _, err := b.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Patch(ctx, pvc.Name, types.MergePatchType,
+		[]byte(patch), metav1.PatchOptions{}); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // selectedNodeAnnotation names the node a WaitForFirstConsumer claim's volume is to be

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,11 +22,20 @@ import (
 // maxCompressed is the most the image may weigh to pull, config and layers compressed.
 const maxCompressed = 60 << 20
 
-// forbidden are modules the server binary must not link: the sandbox's embedded
-// control plane (kube-apiserver is in k8s.io/kubernetes, etcd's server in its own
-// module). k8s.io/apiserver is allowed: it is the library the visibility API is served
-// with, as every aggregated API server is (metrics-server, Kueue's visibility API).
-var forbidden = []string{"k8s.io/kubernetes", "go.etcd.io/etcd/server/v3"}
+// forbidden are modules the server binary must not link: etcd's server, which the
+// sandbox's embedded control plane runs. k8s.io/apiserver is allowed: it is the library
+// the visibility API is served with, as every aggregated API server is (metrics-server,
+// Kueue's visibility API).
+var forbidden = []string{"go.etcd.io/etcd/server/v3"}
+
+// allowedKubernetes are the only packages of k8s.io/kubernetes the server may link:
+// kube-scheduler's framework and Filter plugins, which placement hosts, and the API
+// helpers and feature gates they import. kube-apiserver, the controllers and the rest of
+// k8s.io/kubernetes stay out.
+var allowedKubernetes = []string{
+	"k8s.io/kubernetes/pkg/scheduler/", "k8s.io/kubernetes/pkg/apis/", "k8s.io/kubernetes/pkg/api/",
+	"k8s.io/kubernetes/pkg/features",
+}
 
 // TestImage builds muster-scheduler as make image does (less -trimpath, which would
 // rebuild every dependency instead of using the build cache), then the image, and
@@ -39,6 +49,7 @@ func TestImage(t *testing.T) {
 	}
 	checkStatic(t, bin)
 	checkModules(t, bin)
+	checkKubernetesPackages(t)
 	if runtime.GOOS == "linux" {
 		out, err := exec.Command(bin, "version").CombinedOutput()
 		if err != nil || !strings.HasPrefix(string(out), "muster-scheduler version ") || !strings.Contains(string(out), "kubernetes v1.37.2") {
@@ -115,6 +126,27 @@ func checkModules(t *testing.T, bin string) {
 			t.Errorf("built with CGO_ENABLED=%s, want 0", s.Value)
 		}
 	}
+}
+
+// checkKubernetesPackages fails when muster-scheduler imports a package of
+// k8s.io/kubernetes outside allowedKubernetes.
+func checkKubernetesPackages(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "github.com/muster-sched/muster/cmd/muster-scheduler").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	linked := 0
+	for _, pkg := range strings.Fields(string(out)) {
+		if !strings.HasPrefix(pkg, "k8s.io/kubernetes/") {
+			continue
+		}
+		linked++
+		if !slices.ContainsFunc(allowedKubernetes, func(p string) bool { return strings.HasPrefix(pkg, p) }) {
+			t.Errorf("muster-scheduler imports %s: only kube-scheduler's framework and plugins may come from k8s.io/kubernetes", pkg)
+		}
+	}
+	t.Logf("muster-scheduler imports %d packages of k8s.io/kubernetes", linked)
 }
 
 // checkFiles fails unless the layer holds exactly the binary, passwd and group (and

@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/volumebinding"
 
 	"github.com/muster-sched/muster/internal/cluster"
 )
@@ -149,12 +150,50 @@ func (c *Cycle) extend(pod *corev1.Pod, n *cluster.NodeInfo, add bool) error {
 // volume.kubernetes.io/selected-node), as kube-scheduler's VolumeBinding decides them. A
 // claim that kube-scheduler would bind to an existing volume instead is an error: muster
 // does not bind static PersistentVolumes of WaitForFirstConsumer claims.
-func (c *Cycle) Provisions(n *cluster.NodeInfo) ([]string, error) {
-	if !podHasClaims(c.pod) {
-		return nil, nil
-	}
+//
+// pod is the member (the cycle's pod or one of its shape: a generic ephemeral volume's
+// claim is named after its pod). The claims are read as they are now, with the
+// provisions of members assumed before (Assume) counted: a claim another member will
+// provision on another node rules this node out.
+func (c *Cycle) Provisions(pod *corev1.Pod, n *cluster.NodeInfo) ([]string, error) {
 	c.h.mu.Lock()
 	defer c.h.mu.Unlock()
+	vols, err := c.podVolumes(pod, n)
+	if err != nil || vols == nil {
+		return nil, err
+	}
+	var out []string
+	for _, d := range vols.DynamicProvisions {
+		out = append(out, d.PVC.Name)
+	}
+	return out, nil
+}
+
+// Assume counts pod's provisions on node n for the members placed after it, as
+// kube-scheduler's VolumeBinding Reserve does (the claims, in the plugin's assume cache,
+// name n); revert undoes it.
+func (c *Cycle) Assume(pod *corev1.Pod, n *cluster.NodeInfo) (revert func(), err error) {
+	c.h.mu.Lock()
+	defer c.h.mu.Unlock()
+	vols, err := c.podVolumes(pod, n)
+	if err != nil || vols == nil || len(vols.DynamicProvisions) == 0 {
+		return func() {}, err
+	}
+	if _, err := c.h.volumes.Binder.AssumePodVolumes(klog.Background(), pod, n.Name(), vols); err != nil {
+		return func() {}, err
+	}
+	return func() {
+		c.h.mu.Lock()
+		defer c.h.mu.Unlock()
+		c.h.volumes.Binder.RevertAssumedPodVolumes(vols)
+	}, nil
+}
+
+// podVolumes is VolumeBinding's decision for pod's claims on n; the Host is locked.
+func (c *Cycle) podVolumes(pod *corev1.Pod, n *cluster.NodeInfo) (*volumebinding.PodVolumes, error) {
+	if !podHasClaims(pod) {
+		return nil, nil
+	}
 	if err := c.h.load(c.snap); err != nil {
 		return nil, err
 	}
@@ -163,26 +202,20 @@ func (c *Cycle) Provisions(n *cluster.NodeInfo) ([]string, error) {
 		return nil, fmt.Errorf("kube-scheduler's VolumeBinding plugin is not built")
 	}
 	logger := klog.Background()
-	claims, err := vb.Binder.GetPodVolumeClaims(logger, c.pod)
+	claims, err := vb.Binder.GetPodVolumeClaims(logger, pod)
 	if err != nil {
 		return nil, err
 	}
-	vols, reasons, err := vb.Binder.FindPodVolumes(logger, c.pod, claims, n.Node)
+	vols, reasons, err := vb.Binder.FindPodVolumes(logger, pod, claims, n.Node)
 	switch {
 	case err != nil:
 		return nil, err
 	case len(reasons) > 0:
 		return nil, fmt.Errorf("%s", reasons[0])
-	case vols == nil:
-		return nil, nil
-	case len(vols.StaticBindings) > 0:
+	case vols != nil && len(vols.StaticBindings) > 0:
 		return nil, fmt.Errorf("%d claim(s) would bind an existing WaitForFirstConsumer PersistentVolume, which muster does not do yet: pre-bind the claim (spec.volumeName) or use a provisioner", len(vols.StaticBindings))
 	}
-	var out []string
-	for _, d := range vols.DynamicProvisions {
-		out = append(out, d.PVC.Name)
-	}
-	return out, nil
+	return vols, nil
 }
 
 func podHasClaims(p *corev1.Pod) bool {

@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"strings"
+
 	"github.com/muster-sched/muster/internal/cluster"
 )
 
@@ -20,7 +22,7 @@ func (p *placer) diagnose() *Diagnosis {
 		p.cycles = nil
 	}
 	d.Blocked = p.blocked.ifFiltered()
-	if room, empty, ok := p.fitsEmpty(); !ok {
+	if room, empty, ok := p.fitsEmpty(); !ok && !empty.transient() {
 		d.Code = Impossible
 		d.EmptyRoom = room
 		d.Blocked = empty.ifFiltered()
@@ -141,3 +143,28 @@ func withoutPods(r cluster.Resources) cluster.Resources {
 	delete(out, "pods")
 	return out
 }
+
+// transient reports whether the empty cluster's attempt stopped only on claims still
+// being made, bound or provisioned (kube-scheduler's "unbound immediate
+// PersistentVolumeClaims", an ephemeral volume's claim not made yet):
+// the group waits for them, as kube-scheduler retries such a pod, instead of being
+// Impossible.
+func (b *Blocked) transient() bool {
+	if b == nil || len(b.Shape.Reasons) == 0 {
+		return false
+	}
+	for _, r := range b.Shape.Reasons {
+		if r.Kind != FilterRejected || (r.Detail != unboundImmediateClaims && !strings.HasPrefix(r.Detail, ephemeralClaimPending)) {
+			return false
+		}
+	}
+	return true
+}
+
+// ephemeralClaimPending begins VolumeBinding's PreFilter message for a pod whose generic
+// ephemeral volume's claim the ephemeral volume controller has not made yet.
+const ephemeralClaimPending = "waiting for ephemeral volume controller to create the persistentvolumeclaim"
+
+// unboundImmediateClaims is VolumeBinding's PreFilter message for a pod whose claims of an
+// Immediate class are not bound yet.
+const unboundImmediateClaims = "pod has unbound immediate PersistentVolumeClaims"

@@ -110,7 +110,8 @@ func volumeObjects() *cluster.Objects {
 			Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound},
 		})
 		snap.SetObject(&corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "data-" + z},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "data-" + z,
+				Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes"}},
 			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-" + z,
 				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}},
 			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound},

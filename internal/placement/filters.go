@@ -97,6 +97,11 @@ func filterKey(p *corev1.Pod) string {
 	}
 	for _, v := range p.Spec.Volumes {
 		b.WriteString("|vol:" + v.String())
+		if v.Ephemeral != nil {
+			// A generic ephemeral volume's claim is named after its pod: each such member
+			// is a shape of its own.
+			b.WriteString("|pod=" + p.Name)
+		}
 	}
 	for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for _, c := range list {
@@ -149,13 +154,22 @@ func (p *placer) filterReason(n *cluster.NodeInfo, s *shape) (NodeReason, bool) 
 		// Resources are judged by placement's own count (fits), which says how many
 		// members a node takes and names each resource short, in the same words.
 		if s.claims {
-			if _, err := c.Provisions(n); err != nil {
+			if _, err := c.Provisions(p.member(s), n); err != nil {
 				return NodeReason{Kind: FilterRejected, Plugin: names.VolumeBinding, Detail: err.Error()}, true
 			}
 		}
 		return NodeReason{}, false
 	}
 	return NodeReason{Kind: FilterRejected, Plugin: v.Plugin, Detail: v.Reasons[0]}, true
+}
+
+// member returns the member of s that the next assumption places: the first one not
+// placed yet in the attempt (fillEach places a shape's members in order).
+func (p *placer) member(s *shape) *corev1.Pod {
+	if i := p.next[s]; i < len(s.members) && s.members[i].Pod != nil {
+		return s.members[i].Pod
+	}
+	return s.pod
 }
 
 // filterReasons is filterReason with every reason the rejecting plugin gave.

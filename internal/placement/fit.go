@@ -46,5 +46,5 @@ func ProvisionsOn(s *cluster.Snapshot, name string, m Member) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	return c.Provisions(n)
+	return c.Provisions(m.Pod, n)
 }

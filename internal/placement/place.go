@@ -59,6 +59,8 @@ type placer struct {
 	// the filters could not run, if so.
 	cycles    map[*shape]*kubefit.Cycle
 	filterErr string
+	// next counts, per shape being filled one member at a time, the members placed.
+	next map[*shape]int
 	// blocked describes where the attempt that placed the most members stopped.
 	blocked *Blocked
 
@@ -223,7 +225,8 @@ type candidate struct {
 // tightest node first within a tier. It assumes every assignment on the snapshot.
 func (p *placer) fill(tiers [][]*cluster.NodeInfo) *attempt {
 	a := &attempt{}
-	defer func() { p.cycles = nil }()
+	p.next = map[*shape]int{}
+	defer func() { p.cycles, p.next = nil, nil }()
 	for _, s := range p.shapes {
 		var left []Member
 		if p.begin(s) != nil {
@@ -290,7 +293,13 @@ func (p *placer) assume(a *attempt, n *cluster.NodeInfo, m Member, s *shape) {
 		c := p.cycles[s]
 		if c != nil && s.claims {
 			// Checked by filterReason for this node: no error here.
-			as.Provision, _ = c.Provisions(n)
+			as.Provision, _ = c.Provisions(m.Pod, n)
+			if revert, err := c.Assume(m.Pod, n); err == nil {
+				a.undo = append(a.undo, revert)
+			}
+		}
+		if p.next != nil {
+			p.next[s]++
 		}
 		a.undo = append(a.undo, p.snap.AssumePod(n, m.Name, m.Pod, s.req))
 		if c != nil {

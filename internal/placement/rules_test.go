@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-sched/muster/internal/cluster"
 	gt "github.com/muster-sched/muster/internal/gangtest"
@@ -170,5 +172,97 @@ func TestFailedGangLeavesNothing(t *testing.T) {
 	plan, diag := placement.Place(snap, gang("y", 3, onePerNode("y")), placement.Options{})
 	if plan == nil {
 		t.Fatalf("3 workers after the failed gang: %v", diag)
+	}
+}
+
+// zonalSnapshot is 4 GPU nodes in zones z0 and z1 with differential_test's volume
+// objects: claims data-z0 and data-z1 bound to zonal volumes, scratch of a
+// WaitForFirstConsumer class.
+func zonalSnapshot() *cluster.Snapshot {
+	nodes := gt.Nodes("n", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(8) })
+	for i, n := range nodes {
+		n.Labels[corev1.LabelTopologyZone] = fmt.Sprintf("z%d", i%2)
+	}
+	snap := cluster.New(nodes, nil)
+	*snap.Objects() = *volumeObjects()
+	return snap
+}
+
+// TestClaims: a member whose claim is bound to a zonal volume goes to that zone; a
+// member with an unbound WaitForFirstConsumer claim gets a node and the claim to
+// provision there; a claim that does not exist is Impossible, naming it.
+func TestClaims(t *testing.T) {
+	snap := zonalSnapshot()
+	plan, diag := placement.Place(snap, single(gt.Pod("reader").GPU(1).Claim("data-z1").Obj()), placement.Options{})
+	if plan == nil {
+		t.Fatalf("bound claim: %v", diag)
+	}
+	if z := snap.Node(plan.Assignments[0].Node).Node.Labels[corev1.LabelTopologyZone]; z != "z1" {
+		t.Fatalf("member of data-z1 on %s in zone %s, want z1", plan.Assignments[0].Node, z)
+	}
+	plan.Revert()
+
+	plan, diag = placement.Place(snap, single(gt.Pod("writer").GPU(1).Claim("scratch").Obj()), placement.Options{})
+	if plan == nil {
+		t.Fatalf("WaitForFirstConsumer claim: %v", diag)
+	}
+	if got := plan.Assignments[0].Provision; len(got) != 1 || got[0] != "scratch" {
+		t.Fatalf("provision %v, want [scratch]", got)
+	}
+	plan.Revert()
+
+	_, diag = placement.Place(snap, single(gt.Pod("lost").GPU(1).Claim("missing").Obj()), placement.Options{})
+	if diag == nil || diag.Code != placement.Impossible || !strings.Contains(diag.String(), `persistentvolumeclaim "missing" not found`) {
+		t.Fatalf("missing claim: %v", diag)
+	}
+}
+
+// TestClaimBeingProvisioned: a member whose Immediate claim is not bound yet waits
+// (Unschedulable) with kube-scheduler's reason, not Impossible.
+func TestClaimBeingProvisioned(t *testing.T) {
+	snap := zonalSnapshot()
+	snap.SetObject(&corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "fresh"},
+		Spec:       corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}},
+	})
+	_, diag := placement.Place(snap, single(gt.Pod("early").GPU(1).Claim("fresh").Obj()), placement.Options{})
+	if diag == nil || diag.Code != placement.Unschedulable || !strings.Contains(diag.String(), "pod has unbound immediate PersistentVolumeClaims") {
+		t.Fatalf("claim being provisioned: %v", diag)
+	}
+}
+
+// TestClaimInAZoneWithoutNodes: a member whose claim is bound to a volume in a zone no
+// node is in is Impossible, with VolumeBinding's reason.
+func TestClaimInAZoneWithoutNodes(t *testing.T) {
+	snap := zonalSnapshot()
+	pv := snap.Objects().Volumes["pv-z1"].DeepCopy()
+	pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Values = []string{"z9"}
+	snap.SetObject(pv)
+	_, diag := placement.Place(snap, single(gt.Pod("far").GPU(1).Claim("data-z1").Obj()), placement.Options{})
+	if diag == nil || diag.Code != placement.Impossible || !strings.Contains(diag.String(), "node(s) didn't match PersistentVolume's node affinity") {
+		t.Fatalf("claim in zone z9: %v", diag)
+	}
+}
+
+// TestCSIVolumeLimit: a node whose CSINode allows one volume of the driver takes one
+// member with such a claim; the second member goes to another node.
+func TestCSIVolumeLimit(t *testing.T) {
+	snap := zonalSnapshot()
+	one := int32(1)
+	for _, n := range snap.Nodes() {
+		snap.SetObject(&storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: n.Name()},
+			Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{
+				Name: "sandbox.muster.dev/local", NodeID: n.Name(), Allocatable: &storagev1.VolumeNodeResources{Count: &one}}}}})
+	}
+	g := placement.Group{Name: "g", MinMember: 2, Members: []placement.Member{
+		{Name: "default/a", Pod: gt.Pod("a").GPU(1).Claim("data-z0").Obj()},
+		{Name: "default/b", Pod: gt.Pod("b").GPU(1).Claim("scratch").Obj()},
+	}}
+	plan, diag := placement.Place(snap, g, placement.Options{})
+	if plan == nil {
+		t.Fatalf("not placed: %v", diag)
+	}
+	if got := nodesOf(plan); len(got) != 2 {
+		t.Fatalf("members on %v, want two nodes (one CSI volume each)", got)
 	}
 }

@@ -84,11 +84,12 @@ func TestPresets(t *testing.T) {
 		preset    string
 		wantNodes int
 		wantGPUs  int64
+		wantZones int
 	}{
-		{sandbox.PresetSeed, 8, 8},
-		{sandbox.PresetDGX, 16, 128},
+		{sandbox.PresetSeed, 8, 8, 2},
+		{sandbox.PresetDGX, 16, 128, 2},
 		// 1% of each of the 7 PAI shapes, at least one node each: 1+3+8+5+1+1+1.
-		{sandbox.PresetPAI, 20, 3*8 + 8*2 + 5*2 + 8 + 8 + 8},
+		{sandbox.PresetPAI, 20, 3*8 + 8*2 + 5*2 + 8 + 8 + 8, 0},
 	} {
 		t.Run(tc.preset, func(t *testing.T) {
 			c, err := sandbox.Preset(tc.preset, sandbox.PresetOptions{PAITrace: paiTrace, PAIScale: 0.01})
@@ -100,12 +101,16 @@ func TestPresets(t *testing.T) {
 				t.Fatal(err)
 			}
 			var gpus int64
+			zones := map[string]int{}
 			for _, n := range nodes {
 				q := n.Status.Allocatable[sandbox.ResourceGPU]
 				gpus += q.Value()
+				if z := n.Labels[v1.LabelTopologyZone]; z != "" {
+					zones[z]++
+				}
 			}
-			if len(nodes) != tc.wantNodes || gpus != tc.wantGPUs {
-				t.Errorf("expected %d nodes with %d GPUs, found %d with %d", tc.wantNodes, tc.wantGPUs, len(nodes), gpus)
+			if len(nodes) != tc.wantNodes || gpus != tc.wantGPUs || len(zones) != tc.wantZones {
+				t.Errorf("expected %d nodes with %d GPUs in %d zones, found %d with %d in %v", tc.wantNodes, tc.wantGPUs, tc.wantZones, len(nodes), gpus, zones)
 			}
 		})
 	}

@@ -16,9 +16,10 @@ import (
 
 // Preset names.
 const (
-	// PresetSeed is 8 nodes with one GPU each: the two-jobs example of the design.
+	// PresetSeed is 8 nodes with one GPU each, in 2 zones: the two-jobs example of the
+	// design.
 	PresetSeed = "seed"
-	// PresetDGX is 16 DGX-like nodes with 8 GPUs each, in 4 racks.
+	// PresetDGX is 16 DGX-like nodes with 8 GPUs each, in 4 racks of 2 zones.
 	PresetDGX = "dgx"
 	// PresetPAI is the machine mix of Alibaba PAI (cluster-trace-gpu-v2020), scaled.
 	PresetPAI = "pai"
@@ -42,11 +43,11 @@ func Preset(name string, opts PresetOptions) (Cluster, error) {
 	switch name {
 	case PresetSeed:
 		return Cluster{Pools: []NodePool{{
-			Name: "gpu", Count: 8, CPU: "16", Memory: "64Gi", GPUs: 1, GPUProduct: "NVIDIA-A100-SXM4-40GB",
+			Name: "gpu", Count: 8, CPU: "16", Memory: "64Gi", GPUs: 1, GPUProduct: "NVIDIA-A100-SXM4-40GB", Zones: 2,
 		}}}, nil
 	case PresetDGX:
 		return Cluster{Pools: []NodePool{{
-			Name: "dgx", Count: 16, CPU: "128", Memory: "1Ti", GPUs: 8, GPUProduct: "NVIDIA-H100-80GB-HBM3", Racks: 4,
+			Name: "dgx", Count: 16, CPU: "128", Memory: "1Ti", GPUs: 8, GPUProduct: "NVIDIA-H100-80GB-HBM3", Racks: 4, Zones: 2,
 		}}}, nil
 	case PresetPAI:
 		return PAICluster(opts.PAITrace, opts.PAIScale)

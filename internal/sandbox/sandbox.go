@@ -6,12 +6,18 @@
 //
 // The API server serves the native Workload/PodGroup API
 // (scheduling.k8s.io/v1beta1 with the GenericWorkload feature gate). No
-// controller-manager runs, only the one upstream controller of it that the native
-// PodGroup API needs (PodGroup protection, which lets a deleted PodGroup go):
+// controller-manager runs, only the upstream controllers of it that the sandbox's
+// users need (see controllers: PodGroup protection, Job, and the volume controllers):
 // admission plugins that depend on the others (ServiceAccount,
 // TaintNodesByCondition) are disabled, nothing garbage-collects owned objects, and
 // the simulated kubelet does what the node lifecycle controller would for a node
 // marked down.
+//
+// Storage works as on a cluster with a CSI driver (see storage.go and provisioner):
+// StorageClasses muster-local (WaitForFirstConsumer) and muster-standard (Immediate)
+// of a simulated driver whose provisioner makes the volumes the PV controller asks
+// for, a CSINode per node with the driver's volume limit, and a kubelet that starts a
+// pod only once its claims are bound to volumes its node can reach.
 //
 // measure.sh in this directory measures, from a built binary, the time until the
 // sandbox answers API requests and its resident memory with 1,000 nodes.
@@ -23,6 +29,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -65,6 +72,10 @@ type Options struct {
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// Kubelet configures the simulated kubelet; its Client is set by the sandbox.
 	Kubelet kubelet.Config
+	// VolumeLimit is each node's CSINode allocatable count of the sandbox's CSI driver
+	// (StorageDriver): how many of its volumes kube-scheduler's NodeVolumeLimits lets a
+	// node's pods use. 0 means DefaultVolumeLimit.
+	VolumeLimit int
 	// Log receives the control plane's logs; nil discards them. Logging of the
 	// Kubernetes libraries is process-wide (klog), so this affects the process.
 	Log io.Writer
@@ -82,12 +93,16 @@ type Sandbox struct {
 }
 
 // Start starts etcd and kube-apiserver, installs the CRDs, creates the cluster's
-// nodes, and starts the upstream controllers the sandbox needs (see controllers) and
+// nodes, installs the storage (StorageClasses, CSIDriver, a CSINode per node), and starts the upstream controllers the sandbox needs (see controllers) and
 // the simulated kubelet. ctx bounds the start only; the sandbox
 // runs until Stop. On error, everything started so far is stopped.
 func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
+	}
+	limit, err := volumeLimit(opts.VolumeLimit)
+	if err != nil {
+		return nil, err
 	}
 	configureLogging(opts.Log)
 	s := &Sandbox{tb: &serverTB{log: opts.Log}}
@@ -120,7 +135,13 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 			return nil, err
 		}
 	}
-	if s.ctrls, err = startControllers(client); err != nil {
+	if err := installStorage(ctx, client); err != nil {
+		return nil, err
+	}
+	if err := createCSINodes(ctx, client, limit); err != nil {
+		return nil, err
+	}
+	if s.ctrls, err = startControllers(client, limit); err != nil {
 		return nil, err
 	}
 	kcfg := opts.Kubelet
@@ -132,6 +153,17 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// volumeLimit is the CSINode allocatable count for Options.VolumeLimit n.
+func volumeLimit(n int) (int32, error) {
+	if n == 0 {
+		return DefaultVolumeLimit, nil
+	}
+	if n < 0 || n > math.MaxInt32 {
+		return 0, fmt.Errorf("sandbox options VolumeLimit: expected 0 (default %d) or a positive count, found %d", DefaultVolumeLimit, n)
+	}
+	return int32(n), nil
 }
 
 // startAPIServer starts kube-apiserver on a free 127.0.0.1 port, backed by s.etcd.

@@ -75,7 +75,13 @@ func TestOnePerNodeGangOnTheSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := explain.Build(f).Verdict
+	report := explain.Build(f)
+	var text strings.Builder
+	if err := report.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("muster explain podgroup/wide:\n%s", text.String())
+	v := report.Verdict
 	if v.Step != 4 || !strings.Contains(v.Summary, "didn't match pod anti-affinity rules") || !strings.Contains(v.Fix, "pod affinity or anti-affinity") {
 		t.Fatalf("explain podgroup/wide: verdict %+v, want step 4 naming the anti-affinity rule and its fix", v)
 	}
@@ -126,4 +132,80 @@ func TestHostPortGangWaitsForThePort(t *testing.T) {
 	if got := nodesOfJob(t, env, ns, "rdzv"); len(got) != 3 {
 		t.Fatalf("host-port gang on %v, want 3 nodes", got)
 	}
+}
+
+// zonesOfJob returns how many of a job's bound pods each zone has.
+func zonesOfJob(t *testing.T, env *sandboxtest.Env, ns, job string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for name, n := range nodesOfJob(t, env, ns, job) {
+		node, err := env.Kube.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[node.Labels[corev1.LabelTopologyZone]] += n
+	}
+	return out
+}
+
+// TestSpreadAndAffinityOnTheSandbox: a 4-pod gang with a hard zone spread of maxSkew 1
+// lands 2 and 2 in two zones, although one zone has room for all; a 2-pod gang with
+// required pod affinity to a cache pod's zone lands in that zone.
+func TestSpreadAndAffinityOnTheSandbox(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "zoned", Count: 4, CPU: "32", Memory: "128Gi", GPUs: 8, Zones: 2})
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	spread := pytorchJob{ns: ns, name: "spread", workers: 3, mutate: func(p *corev1.Pod) {
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+			MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{jobNameLabel: "spread"}},
+		}}
+	}}
+	spread.create(t, env, c)
+	env.WaitFor(t, "the spread gang bound", func(context.Context) (bool, error) {
+		return stateOf(t, env, ns, "spread").holding == 4, nil
+	})
+	if got := zonesOfJob(t, env, ns, "spread"); len(got) != 2 || got[firstKey(got)] != 2 {
+		t.Fatalf("spread gang by zone %v, want 2 and 2", got)
+	}
+
+	// The cache runs in the zone of the spread gang's last node (any zone would do).
+	nodes, err := env.Kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cacheNode, cacheZone string
+	for _, n := range nodes.Items {
+		if strings.HasPrefix(n.Name, "zoned") && n.Name > cacheNode {
+			cacheNode, cacheZone = n.Name, n.Labels[corev1.LabelTopologyZone]
+		}
+	}
+	cache := sandboxtest.Pod(ns, "cache").Obj()
+	cache.Labels = map[string]string{"app": "dataset-cache"}
+	cache.Spec.NodeName = cacheNode
+	env.CreatePod(t, cache)
+	near := pytorchJob{ns: ns, name: "near", workers: 1, mutate: func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "dataset-cache"}},
+				TopologyKey:   corev1.LabelTopologyZone,
+			}},
+		}}
+	}}
+	near.create(t, env, c)
+	env.WaitFor(t, "the affine gang bound", func(context.Context) (bool, error) {
+		return stateOf(t, env, ns, "near").holding == 2, nil
+	})
+	if got := zonesOfJob(t, env, ns, "near"); got[cacheZone] != 2 {
+		t.Fatalf("affine gang by zone %v, want both in the cache's zone %s", got, cacheZone)
+	}
+}
+
+func firstKey(m map[string]int) string {
+	for k := range m {
+		return k
+	}
+	return ""
 }

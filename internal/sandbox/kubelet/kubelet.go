@@ -8,6 +8,12 @@
 // AnnotationExitCode); AnnotationDown on a node turns it NotReady and fails its pods.
 // Pods being deleted from a node are removed at once, as a kubelet confirms a delete.
 //
+// A pod whose volumes use PersistentVolumeClaims (persistentVolumeClaim volumes, and
+// the <pod>-<volume> claims of generic ephemeral volumes) waits, Pending in
+// ContainerCreating, until every claim is Bound to a volume whose node affinity admits
+// the node, with a FailedMount event in the kubelet's words naming the claim; its image
+// pull starts once they are.
+//
 // Time comes from an injected clock (k8s.io/utils/clock), so tests can drive the
 // timeline with a fake clock instead of sleeping.
 //
@@ -33,8 +39,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -90,6 +99,8 @@ type Kubelet struct {
 	pods      corelisters.PodLister
 	podIndex  cache.Indexer
 	nodes     corelisters.NodeLister
+	claims    corelisters.PersistentVolumeClaimLister
+	volumes   corelisters.PersistentVolumeLister
 	synced    []cache.InformerSynced
 	podQueue  workqueue.TypedDelayingInterface[string]
 	nodeQueue workqueue.TypedDelayingInterface[string]
@@ -98,6 +109,9 @@ type Kubelet struct {
 	admitted map[types.UID]*admission
 	usage    map[string]*nodeUsage
 	nextIP   int
+
+	events   record.EventBroadcaster
+	recorder record.EventRecorder
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -112,6 +126,11 @@ type admission struct {
 	done     bool
 	// stopping is when the kubelet first saw the pod's deletion; zero before.
 	stopping time.Time
+	// mountedAt is when the pod's volumes were mounted (its image pull starts then);
+	// zero while its claims are not ready (see unmountable).
+	mountedAt time.Time
+	// mountError is the last FailedMount message recorded for the pod.
+	mountError string
 }
 
 // nodeUsage is what the admitted, unfinished pods of one node request together.
@@ -183,6 +202,9 @@ func (k *Kubelet) watch() error {
 	k.podIndex = podInformer.Informer().GetIndexer()
 	k.nodes = nodeInformer.Lister()
 	k.synced = []cache.InformerSynced{podInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced}
+	if err := k.watchVolumes(podInformer.Informer()); err != nil {
+		return err
+	}
 
 	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    k.enqueuePod,
@@ -204,6 +226,9 @@ func (k *Kubelet) watch() error {
 // informers, waits for their caches, and starts the workers.
 func (k *Kubelet) Start(ctx context.Context) error {
 	ctx, k.cancel = context.WithCancel(ctx)
+	k.events = record.NewBroadcaster(record.WithContext(ctx))
+	k.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.client.CoreV1().Events("")})
+	k.recorder = k.events.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet"})
 	k.wg.Go(func() {
 		<-ctx.Done()
 		k.podQueue.ShutDown()
@@ -233,6 +258,9 @@ func (k *Kubelet) Stop() {
 		k.cancel()
 	}
 	k.wg.Wait()
+	if k.events != nil {
+		k.events.Shutdown()
+	}
 	k.factory.Shutdown()
 }
 
@@ -357,7 +385,15 @@ func (k *Kubelet) desired(ctx context.Context, pod *v1.Pod, node *v1.Node, now t
 	if rej != nil {
 		return failedStatus(pod, rej.Reason, rej.Message, now), 0
 	}
-	status, next := renderStatus(pod, a.boundAt, now, f, k.timing.PullDelay)
+	if a.mountedAt.IsZero() {
+		if msg := k.unmountable(pod, node); msg != "" {
+			k.warnUnmountable(pod, msg)
+			return mountingStatus(pod, a.boundAt), 0 // synced again when a claim or volume changes
+		}
+		a = k.mounted(pod, a, now)
+	}
+	// The image pull starts once the volumes are mounted.
+	status, next := renderStatus(pod, a.boundAt, now, f, k.timing.PullDelay+a.mountedAt.Sub(a.boundAt))
 	setAddresses(&status, node, a.podIP)
 	return status, next
 }
@@ -380,8 +416,14 @@ func (k *Kubelet) admit(pod *v1.Pod, node *v1.Node, now time.Time) (admission, *
 	a := &admission{node: node.Name, requests: req, boundAt: now, podIP: pod.Status.PodIP}
 	if pod.Status.StartTime != nil {
 		a.boundAt = pod.Status.StartTime.Time
+		if pod.Status.Phase != v1.PodPending {
+			a.mountedAt = a.boundAt // adopted running: its volumes were mounted
+		}
 	} else if rej := fit(req, u.requests, node.Status.Allocatable, u.pods); rej != nil {
 		return admission{}, rej
+	}
+	if len(podClaims(pod)) == 0 {
+		a.mountedAt = a.boundAt // nothing to wait for
 	}
 	if a.podIP == "" {
 		k.nextIP++

@@ -82,6 +82,18 @@ func renderStatus(pod *v1.Pod, boundAt, now time.Time, f faults, pull time.Durat
 	return *s, next
 }
 
+// mountingStatus is the status of a pod admitted to its node at boundAt whose volumes
+// cannot be mounted yet: Pending, its containers ContainerCreating, as until its
+// images are pulled.
+func mountingStatus(pod *v1.Pod, boundAt time.Time) v1.PodStatus {
+	s := pod.Status.DeepCopy()
+	s.StartTime = stamp(boundAt)
+	s.Reason, s.Message = "", ""
+	setCondition(s, v1.PodScheduled, v1.ConditionTrue, boundAt, "")
+	creating(s, pod, boundAt)
+	return *s
+}
+
 // creating is the status while images are pulled: Pending, nothing started.
 func creating(s *v1.PodStatus, pod *v1.Pod, boundAt time.Time) {
 	s.Phase = v1.PodPending

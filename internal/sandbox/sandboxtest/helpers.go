@@ -62,8 +62,8 @@ func (e *Env) Namespace(t testing.TB) string {
 	return name
 }
 
-// CreateNodes creates the nodes of pool and deletes them when the test ends. It
-// returns their names.
+// CreateNodes creates the nodes of pool, waits for their CSINodes, and deletes them
+// when the test ends. It returns their names.
 func (e *Env) CreateNodes(t testing.TB, pool sandbox.NodePool) []string {
 	t.Helper()
 	c := sandbox.Cluster{Pools: []sandbox.NodePool{pool}}
@@ -87,7 +87,28 @@ func (e *Env) CreateNodes(t testing.TB, pool sandbox.NodePool) []string {
 	if err := sandbox.CreateNodes(ctx, e.Kube, c); err != nil {
 		t.Fatalf("creating node pool %s: %v", pool.Name, err)
 	}
+	e.waitForCSINodes(t, names)
 	return names
+}
+
+// waitForCSINodes waits (without stepping a fake clock) until the sandbox has made the
+// CSINode of every node named, so that a test's nodes have their volume limits, as the
+// sandbox's own nodes have when it starts.
+func (e *Env) waitForCSINodes(t testing.TB, names []string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, WaitTimeout, true, func(ctx context.Context) (bool, error) {
+		for _, name := range names {
+			if _, err := e.Kube.StorageV1().CSINodes().Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				return false, nil
+			} else if err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for the CSINodes of nodes %v: %v", names, err)
+	}
 }
 
 // PodBuilder builds a pod for a test; start one with Pod.
@@ -251,4 +272,126 @@ func FreeAddr(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return addr
+}
+
+// Volume adds a volume named name backed by the claim claimName, mounted at /name in
+// the main container.
+func (b *PodBuilder) Volume(name, claimName string) *PodBuilder {
+	return b.addVolume(v1.Volume{Name: name, VolumeSource: v1.VolumeSource{
+		PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claimName},
+	}})
+}
+
+// EphemeralVolume adds a generic ephemeral volume named name of size (a quantity such
+// as "1Gi") of StorageClass class, ReadWriteOnce, mounted at /name in the main
+// container. Its claim is <pod>-<name>.
+func (b *PodBuilder) EphemeralVolume(name, class, size string) *PodBuilder {
+	return b.addVolume(v1.Volume{Name: name, VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{
+		VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{Spec: Claim("", "", class, size).Obj().Spec},
+	}}})
+}
+
+// addVolume adds vol to the pod and mounts it in the main container.
+func (b *PodBuilder) addVolume(vol v1.Volume) *PodBuilder {
+	b.pod.Spec.Volumes = append(b.pod.Spec.Volumes, vol)
+	c := &b.pod.Spec.Containers[0]
+	c.VolumeMounts = append(c.VolumeMounts, v1.VolumeMount{Name: vol.Name, MountPath: "/" + vol.Name})
+	return b
+}
+
+// ClaimBuilder builds a PersistentVolumeClaim for a test; start one with Claim.
+type ClaimBuilder struct{ claim *v1.PersistentVolumeClaim }
+
+// Claim starts a ReadWriteOnce claim named name in namespace ns for size (a quantity
+// such as "1Gi") of StorageClass class; class "" asks for a volume of no class (a
+// static one), not for the default class.
+func Claim(ns, name, class, size string) *ClaimBuilder {
+	return &ClaimBuilder{claim: &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1.PersistentVolumeClaimSpec{
+			AccessModes:      []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			StorageClassName: &class,
+			Resources:        v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)}},
+		},
+	}}
+}
+
+// Annotate sets annotation key to value.
+func (b *ClaimBuilder) Annotate(key, value string) *ClaimBuilder {
+	if b.claim.Annotations == nil {
+		b.claim.Annotations = map[string]string{}
+	}
+	b.claim.Annotations[key] = value
+	return b
+}
+
+// Obj returns the built claim.
+func (b *ClaimBuilder) Obj() *v1.PersistentVolumeClaim { return b.claim.DeepCopy() }
+
+// CreateClaim creates claim and returns it as created.
+func (e *Env) CreateClaim(t testing.TB, claim *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
+	t.Helper()
+	got, err := e.Kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Create(context.Background(), claim, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating claim %s/%s: %v", claim.Namespace, claim.Name, err)
+	}
+	return got
+}
+
+// WaitForClaim waits until cond holds for the current version of the claim named
+// name in namespace ns and returns that version. On timeout the failure names what
+// and shows the claim's last phase, volume and annotations.
+func (e *Env) WaitForClaim(t testing.TB, ns, name, what string, cond func(*v1.PersistentVolumeClaim) bool) *v1.PersistentVolumeClaim {
+	t.Helper()
+	var last *v1.PersistentVolumeClaim
+	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, WaitTimeout, true, func(ctx context.Context) (bool, error) {
+		got, err := e.Kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		if err == nil {
+			last = got
+			if cond(got) {
+				return true, nil
+			}
+		}
+		if e.Clock != nil {
+			e.Clock.Step(e.step)
+		}
+		return false, nil
+	})
+	if err != nil {
+		seen := "never read"
+		if last != nil {
+			seen = fmt.Sprintf("phase %s volume %q annotations %v", last.Status.Phase, last.Spec.VolumeName, last.Annotations)
+		}
+		t.Fatalf("waiting for claim %s/%s to be %s: %v; last seen: %s", ns, name, what, err, seen)
+	}
+	return last
+}
+
+// ClaimBound holds when the claim is Bound to a volume.
+func ClaimBound(c *v1.PersistentVolumeClaim) bool {
+	return c.Status.Phase == v1.ClaimBound && c.Spec.VolumeName != ""
+}
+
+// WaitForEvent waits until an event of reason about the object named name in
+// namespace ns (of any kind) has a message containing substr, and returns it.
+func (e *Env) WaitForEvent(t testing.TB, ns, name, reason, substr string) *v1.Event {
+	t.Helper()
+	var found *v1.Event
+	e.WaitFor(t, fmt.Sprintf("event %s on %s/%s with a message containing %q", reason, ns, name, substr), func(ctx context.Context) (bool, error) {
+		list, err := e.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for i, ev := range list.Items {
+			if ev.InvolvedObject.Name == name && ev.Reason == reason && strings.Contains(ev.Message, substr) {
+				found = &list.Items[i]
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return found
 }

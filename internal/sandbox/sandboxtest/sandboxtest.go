@@ -52,6 +52,9 @@ type Options struct {
 	FakeClock bool
 	// ClockStep is how far each poll steps the fake clock; zero means 5s.
 	ClockStep time.Duration
+	// VolumeLimit is each node's CSINode allocatable count of the sandbox's CSI
+	// driver; 0 means sandbox.DefaultVolumeLimit.
+	VolumeLimit int
 	// VerifyStop checks, after the tests and Stop, that no goroutine is left behind
 	// (go.uber.org/goleak) and that no sandbox port still accepts connections; a
 	// failure makes Run return 1.
@@ -151,7 +154,7 @@ func start(opts Options) (*Env, error) {
 	kcfg.Timing = timing
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	sb, err := sandbox.Start(ctx, sandbox.Options{Cluster: opts.Cluster, Kubelet: kcfg})
+	sb, err := sandbox.Start(ctx, sandbox.Options{Cluster: opts.Cluster, Kubelet: kcfg, VolumeLimit: opts.VolumeLimit})
 	if err != nil {
 		return nil, err
 	}

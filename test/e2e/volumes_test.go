@@ -1,0 +1,182 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/muster-sched/muster/internal/sandbox"
+	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
+)
+
+// withVolumes adds the volumes of a pod built by build to a job's pod.
+func withVolumes(ns string, build func(*sandboxtest.PodBuilder) *sandboxtest.PodBuilder) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		tmpl := build(sandboxtest.Pod(ns, p.Name)).Obj()
+		p.Spec.Volumes = append(p.Spec.Volumes, tmpl.Spec.Volumes...)
+		p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, tmpl.Spec.Containers[0].VolumeMounts...)
+	}
+}
+
+// waitRunning waits until every pod of job is Running.
+func waitRunning(t *testing.T, env *sandboxtest.Env, ns, job string, count int) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	env.WaitFor(t, job+" Running", func(ctx context.Context) (bool, error) {
+		list, err := env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: jobNameLabel + "=" + job})
+		if err != nil || len(list.Items) != count {
+			return false, err
+		}
+		for _, p := range list.Items {
+			if p.Status.Phase != corev1.PodRunning {
+				return false, nil
+			}
+		}
+		pods = list.Items
+		return true, nil
+	})
+	return pods
+}
+
+// noWarnings fails on Warning Events of muster's binder in ns.
+func noBindWarnings(t *testing.T, env *sandboxtest.Env, ns string) {
+	t.Helper()
+	evs, err := env.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.Reason == "FailedBinding" {
+			t.Errorf("event %s on %s: %s", e.Reason, e.InvolvedObject.Name, e.Message)
+		}
+	}
+}
+
+// TestWaitForFirstConsumerVolumesOnTheSandbox: a one-per-node gang whose pods each have a
+// generic ephemeral volume of a WaitForFirstConsumer class, and a gang sharing one such
+// claim: muster names each claim's node before it binds the pod using it, the sandbox's
+// provisioner makes node-local volumes there, and every pod runs.
+func TestWaitForFirstConsumerVolumesOnTheSandbox(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "vol", Count: 4, CPU: "32", Memory: "128Gi", GPUs: 8, Zones: 2})
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+
+	scratch := withVolumes(ns, func(b *sandboxtest.PodBuilder) *sandboxtest.PodBuilder {
+		return b.EphemeralVolume("scratch", sandbox.StorageClassLocal, "1Gi")
+	})
+	own := pytorchJob{ns: ns, name: "own", workers: 3, mutate: func(p *corev1.Pod) { onePerNode("own")(p); scratch(p) }}
+	own.create(t, env, c)
+	for _, p := range waitRunning(t, env, ns, "own", 4) {
+		claim := env.WaitForClaim(t, ns, p.Name+"-scratch", "bound", sandboxtest.ClaimBound)
+		if at := claim.Annotations["volume.kubernetes.io/selected-node"]; at != p.Spec.NodeName {
+			t.Errorf("claim %s names node %q, its pod runs on %s", claim.Name, at, p.Spec.NodeName)
+		}
+		pv, err := env.Kube.CoreV1().PersistentVolumes().Get(context.Background(), claim.Spec.VolumeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(pv.Spec.NodeAffinity.Required.NodeSelectorTerms); !strings.Contains(got, p.Spec.NodeName) {
+			t.Errorf("volume %s of %s: node affinity %s, want %s", pv.Name, p.Name, got, p.Spec.NodeName)
+		}
+	}
+	if got := nodesOfJob(t, env, ns, "own"); len(got) != 4 {
+		t.Errorf("one-per-node gang with volumes on %v, want 4 nodes", got)
+	}
+
+	env.CreateClaim(t, sandboxtest.Claim(ns, "shared", sandbox.StorageClassLocal, "1Gi").Obj())
+	shared := pytorchJob{ns: ns, name: "shared", workers: 3, mutate: withVolumes(ns, func(b *sandboxtest.PodBuilder) *sandboxtest.PodBuilder {
+		return b.Volume("data", "shared")
+	})}
+	shared.create(t, env, c)
+	pods := waitRunning(t, env, ns, "shared", 4)
+	claim := env.WaitForClaim(t, ns, "shared", "bound", sandboxtest.ClaimBound)
+	for _, p := range pods {
+		if at := claim.Annotations["volume.kubernetes.io/selected-node"]; p.Spec.NodeName != at {
+			t.Errorf("pod %s on %s, the shared node-local claim was provisioned on %s", p.Name, p.Spec.NodeName, at)
+		}
+	}
+	noBindWarnings(t, env, ns)
+}
+
+// TestMissingClaimIsImpossibleUntilCreated: a gang whose pods mount a claim that does
+// not exist is Impossible, naming the claim, holds nothing, and runs once the claim is
+// created.
+func TestMissingClaimIsImpossibleUntilCreated(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "miss", Count: 2, CPU: "32", Memory: "128Gi", GPUs: 8})
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	job := pytorchJob{ns: ns, name: "late", workers: 1, mutate: withVolumes(ns, func(b *sandboxtest.PodBuilder) *sandboxtest.PodBuilder {
+		return b.Volume("data", "dataset")
+	})}
+	job.create(t, env, c)
+	cond := waitCondition(t, env, c, ns, "late", "Impossible", metav1.ConditionTrue)
+	if want := `persistentvolumeclaim "dataset" not found`; !strings.Contains(cond.Message, want) {
+		t.Fatalf("Impossible message %q, want it to contain %q", cond.Message, want)
+	}
+	if got := stateOf(t, env, ns, "late").holding; got != 0 {
+		t.Fatalf("the Impossible gang holds %d pods", got)
+	}
+	env.CreateClaim(t, sandboxtest.Claim(ns, "dataset", sandbox.StorageClassStandard, "1Gi").Obj())
+	waitRunning(t, env, ns, "late", 2)
+	noBindWarnings(t, env, ns)
+}
+
+// TestCrashBetweenClaimAndBind kills muster after 2 of a 4-member gang's binds; the
+// other members' claims may already name their nodes (muster names a claim's node
+// before it binds the pod). The next muster completes the plan: each unbound member's
+// claim names its planned node and every member runs there.
+func TestCrashBetweenClaimAndBind(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "vcrash", Count: 4, CPU: "16", Memory: "64Gi", GPUs: 1})
+	c := newClient(t, env.Config)
+	ns := env.Namespace(t)
+	proxy := env.StartProxy(t)
+	var binds atomic.Int32
+	proxy.SetHook(func(w http.ResponseWriter, r *http.Request, forward http.Handler) {
+		if _, _, _, ok := sandboxtest.BindingOf(r); ok && binds.Add(1) > 2 {
+			proxy.Hold(w, r)
+			return
+		}
+		forward.ServeHTTP(w, r)
+	})
+	first := startMuster(t, env, musterOptions{proxy: proxy})
+	scratch := withVolumes(ns, func(b *sandboxtest.PodBuilder) *sandboxtest.PodBuilder {
+		return b.EphemeralVolume("scratch", sandbox.StorageClassLocal, "1Gi")
+	})
+	job := pytorchJob{ns: ns, name: "gang", workers: 3, plain: true, mutate: func(p *corev1.Pod) { onePerNode("gang")(p); scratch(p) }}
+	job.create(t, env, c)
+	env.WaitFor(t, "2 members bound", func(context.Context) (bool, error) {
+		return stateOf(t, env, ns, "gang").holding == 2, nil
+	})
+	first.kill(t)
+	planned := map[string]string{}
+	for _, p := range listPods(t, env, ns) {
+		if p.Spec.NodeName != "" {
+			for name, a := range planOn(t, p).Pods {
+				planned[name] = a.Node
+			}
+			break
+		}
+	}
+	startMuster(t, env, musterOptions{})
+	for _, p := range waitRunning(t, env, ns, "gang", 4) {
+		if want := planned[p.Name]; want != "" && p.Spec.NodeName != want {
+			t.Errorf("pod %s on %s, planned on %s", p.Name, p.Spec.NodeName, want)
+		}
+		claim := env.WaitForClaim(t, ns, p.Name+"-scratch", "bound", sandboxtest.ClaimBound)
+		if at := claim.Annotations["volume.kubernetes.io/selected-node"]; at != p.Spec.NodeName {
+			t.Errorf("claim %s names node %q, its pod runs on %s", claim.Name, at, p.Spec.NodeName)
+		}
+	}
+	assertNoFailedBinding(t, env, ns)
+}
