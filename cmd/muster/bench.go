@@ -30,6 +30,7 @@ type benchFlags struct {
 	logFile   string
 	cpuProf   string
 	soak      soakFlags
+	deep      bench.DeepQueue
 }
 
 // soakFlags are the flags of the soak scenario.
@@ -57,7 +58,14 @@ deciding. Prints a table with each figure and muster's ratios to the others.
 Scenarios: seed (8 one-GPU nodes, two interleaved jobs of 8, observed 60 s),
 throughput (1,000 nodes × 8 GPUs, 500 gangs of 8), big-gang (5,000 nodes, one gang of
 1,000), anti-affinity (throughput with one-per-node anti-affinity in each gang, run only
-when named); ceiling adds the ceiling runner to throughput and big-gang. soak, run only
+when named), deep-queue (run only when named: --deep-nodes nodes × 8 GPUs each filled by
+a holder pod the bench binds, then --deep-groups single-pod groups and --deep-gangs gangs
+of 8 one-GPU pods queued behind them; after 10 s the bench deletes 10 holders a second
+in node order, the same sequence for every runner, and measures admissions per second
+from the first release to the last admission and, per released node, the time from its
+holder's deletion to the first admission of a group with a pod on it, p50 and p99; the
+run ends when every queued pod is bound, the freed GPUs are all bound, or 30 s pass
+without a bind after the last release); ceiling adds the ceiling runner to throughput and big-gang. soak, run only
 when named (--scenarios soak), is 1,000 nodes × 8 GPUs and muster-defaults alone:
 gangs of 8, 4 and 16 pods created, bound, deleted with their groups and replaced for
 --soak-duration, muster's RSS and heap sampled every --soak-sample, with the
@@ -81,6 +89,9 @@ least-squares slope after the first fifth (warm-up).`,
 	fs.IntVar(&f.soak.nodes, "soak-nodes", 1000, "the soak's simulated nodes, of 8 GPUs each")
 	fs.IntVar(&f.soak.live, "soak-live", 32, "how many gangs the soak keeps in flight")
 	fs.StringVar(&f.soak.csv, "soak-csv", "", "also write the soak's samples as CSV to this file")
+	fs.IntVar(&f.deep.Nodes, "deep-nodes", bench.DefaultDeepNodes, "the deep-queue scenario's nodes, of 8 GPUs each")
+	fs.IntVar(&f.deep.Groups, "deep-groups", bench.DefaultDeepGroups, "the deep-queue scenario's single-pod groups (one GPU each); -1 for none")
+	fs.IntVar(&f.deep.Gangs, "deep-gangs", bench.DefaultDeepGangs, "the deep-queue scenario's gangs of 8 one-GPU pods; -1 for none")
 	fs.StringVar(&f.logFile, "log", "", "write the control plane's and schedulers' logs to this file (default: discard)")
 	return cmd
 }
@@ -114,6 +125,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		Rounds: f.rounds, Window: f.window, Timeout: f.timeout, Drain: f.drain, Log: log, Progress: cmd.ErrOrStderr(),
 		ProfileDir:   f.cpuProf,
 		SoakDuration: f.soak.duration, SoakSample: f.soak.sample, SoakNodes: f.soak.nodes, SoakLive: f.soak.live,
+		DeepNodes: f.deep.Nodes, DeepGroups: f.deep.Groups, DeepGangs: f.deep.Gangs,
 	})
 	if rep != nil && (len(rep.Results) > 0 || rep.Soak != nil) {
 		if werr := rep.WriteText(cmd.OutOrStdout()); werr != nil {

@@ -40,6 +40,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -94,6 +95,10 @@ type Options struct {
 	// SoakNodes is the soak's 8-GPU nodes, zero meaning 1,000; SoakLive the gangs it
 	// keeps in flight, zero meaning 32.
 	SoakNodes, SoakLive int
+	// DeepNodes, DeepGroups and DeepGangs size the deep-queue scenario (see
+	// DeepQueue); zero means 1,000 nodes, 10,000 single-pod groups and 500 gangs.
+	// DeepGroups or DeepGangs below zero means none of that kind.
+	DeepNodes, DeepGroups, DeepGangs int
 }
 
 // Defaults of Options.
@@ -142,8 +147,13 @@ func makePlan(opts Options) (plan, error) {
 		if err != nil {
 			return plan{}, err
 		}
+		if name == ScenarioDeepQueue {
+			if sc, err = deepOf(opts); err != nil {
+				return plan{}, err
+			}
+		}
 		for _, r := range Runners() {
-			if r == RunnerCeiling && (!withCeiling || name == ScenarioSeed) {
+			if r == RunnerCeiling && (!withCeiling || name == ScenarioSeed || name == ScenarioDeepQueue) {
 				continue
 			}
 			if len(opts.Runners) == 0 || slices.Contains(opts.Runners, r) {
@@ -320,9 +330,12 @@ func runOne(ctx context.Context, client kubernetes.Interface, sc Scenario, name 
 		return Result{}, fmt.Errorf("creating namespace %s: %w", ns, err)
 	}
 	env.work, env.probe = sc.build(ns, r.podSpec()), probePod(ns, r.podSpec().schedulerName)
-	for _, g := range env.work.groups {
-		if _, err := client.SchedulingV1beta1().PodGroups(ns).Create(ctx, g, metav1.CreateOptions{}); err != nil {
-			return Result{}, fmt.Errorf("creating PodGroup %s/%s: %w", ns, g.Name, err)
+	if err := createGroups(ctx, client, env.work.groups); err != nil {
+		return Result{}, err
+	}
+	if sc.Deep != nil {
+		if err := createHolders(ctx, client, ns, env.nodes); err != nil {
+			return Result{}, err
 		}
 	}
 	obs, err := observe(ctx, client, ns)
@@ -413,6 +426,9 @@ func drive(ctx context.Context, client kubernetes.Interface, sc Scenario, env ru
 		return from, time.Time{}, err
 	}
 	created = time.Now()
+	if sc.Deep != nil {
+		return from, created, releaseAndWait(ctx, client, sc, env, obs, timeout)
+	}
 	if sc.Window > 0 {
 		select {
 		case <-ctx.Done():
@@ -459,6 +475,42 @@ func bindProbe(ctx context.Context, client kubernetes.Interface, probe *corev1.P
 			probe.Namespace, probe.Name, node, err)
 	}
 	return nil
+}
+
+// createGroups creates the PodGroups by parallel workers.
+func createGroups(ctx context.Context, client kubernetes.Interface, groups []*schedulingv1beta1.PodGroup) error {
+	errs := make([]error, len(groups))
+	workqueue.ParallelizeUntil(ctx, createWorkers, len(groups), func(i int) {
+		g := groups[i]
+		if _, err := client.SchedulingV1beta1().PodGroups(g.Namespace).Create(ctx, g, metav1.CreateOptions{}); err != nil {
+			errs[i] = fmt.Errorf("creating PodGroup %s/%s: %w", g.Namespace, g.Name, err)
+		}
+	})
+	return errors.Join(errors.Join(errs...), ctx.Err())
+}
+
+// deepOf returns the deep-queue scenario of opts' sizes.
+func deepOf(opts Options) (Scenario, error) {
+	d := DeepQueue{Nodes: opts.DeepNodes, Groups: opts.DeepGroups, Gangs: opts.DeepGangs}
+	if d.Nodes == 0 {
+		d.Nodes = DefaultDeepNodes
+	}
+	d.Groups, d.Gangs = sizeOr(d.Groups, DefaultDeepGroups), sizeOr(d.Gangs, DefaultDeepGangs)
+	if err := d.validate(); err != nil {
+		return Scenario{}, err
+	}
+	return deepScenario(d), nil
+}
+
+// sizeOr returns n, def if n is zero, and zero if n is negative.
+func sizeOr(n, def int) int {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
+	}
+	return n
 }
 
 // createPods creates pods in order: one at a time if interleaved (the order is the

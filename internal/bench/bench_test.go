@@ -47,6 +47,15 @@ func TestHeldGPUSeconds(t *testing.T) {
 	if _, ok := tl.firstWhole(tl.bound, 5); ok {
 		t.Error("firstWhole with minMember 5: expected no whole job, found one")
 	}
+	// With b's size 2, b is whole at 6 s and holds 1 GPU for 2 s before; a's size
+	// stays the caller's.
+	tl.sizes = map[string]int{"b": 2}
+	if held, stranded := tl.heldGPUSeconds(t0, at(10), 4, 1); held != 8 || stranded != 0 {
+		t.Errorf("heldGPUSeconds with b of size 2: expected 8 held, 0 stranded, found %v, %v", held, stranded)
+	}
+	if got, ok := tl.firstWhole(tl.bound, 5); !ok || !got.Equal(at(6)) {
+		t.Errorf("firstWhole with b of size 2: expected 6s, found %v (%v)", got.Sub(t0), ok)
+	}
 }
 
 // TestPlan checks which runners each scenario gets.

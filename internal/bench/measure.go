@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -21,11 +22,13 @@ type observer struct {
 	cancel   context.CancelFunc
 	done     chan struct{}
 
-	mu      sync.Mutex
-	job     map[string]string // pod name → job
-	bound   map[string]time.Time
-	ready   map[string]time.Time
-	changed chan struct{} // signalled (non-blocking) on every new observation
+	mu       sync.Mutex
+	job      map[string]string // pod name → job
+	node     map[string]string // pod name → node it was bound to
+	bound    map[string]time.Time
+	ready    map[string]time.Time
+	released map[string]time.Time // node → when its holder was seen deleted
+	changed  chan struct{}        // signalled (non-blocking) on every new observation
 }
 
 // observe starts watching the pods of namespace ns and waits for the watch to sync.
@@ -34,8 +37,8 @@ func observe(ctx context.Context, client kubernetes.Interface, ns string) (*obse
 	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
 	o := &observer{
 		informer: f.Core().V1().Pods().Informer(), cancel: cancel, done: make(chan struct{}),
-		job: map[string]string{}, bound: map[string]time.Time{}, ready: map[string]time.Time{},
-		changed: make(chan struct{}, 1),
+		job: map[string]string{}, node: map[string]string{}, bound: map[string]time.Time{}, ready: map[string]time.Time{},
+		released: map[string]time.Time{}, changed: make(chan struct{}, 1),
 	}
 	record := func(obj any) {
 		if p, ok := obj.(*corev1.Pod); ok {
@@ -45,6 +48,14 @@ func observe(ctx context.Context, client kubernetes.Interface, ns string) (*obse
 	if _, err := o.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    record,
 		UpdateFunc: func(_, obj any) { record(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if p, ok := obj.(*corev1.Pod); ok {
+				o.recordDelete(p, time.Now())
+			}
+		},
 	}); err != nil {
 		cancel()
 		return nil, fmt.Errorf("watching pods of %s: %w", ns, err)
@@ -71,7 +82,7 @@ func (o *observer) record(p *corev1.Pod, now time.Time) {
 	o.job[p.Name] = p.Labels[LabelJob]
 	news := false
 	if _, seen := o.bound[p.Name]; !seen && p.Spec.NodeName != "" {
-		o.bound[p.Name], news = now, true
+		o.bound[p.Name], o.node[p.Name], news = now, p.Spec.NodeName, true
 	}
 	if _, seen := o.ready[p.Name]; !seen && podReady(p) {
 		o.ready[p.Name], news = now, true
@@ -81,6 +92,20 @@ func (o *observer) record(p *corev1.Pod, now time.Time) {
 		case o.changed <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// recordDelete notes the first time a holder pod is seen deleted, as its node's
+// release; other deletions are not recorded.
+func (o *observer) recordDelete(p *corev1.Pod, now time.Time) {
+	node := p.Labels[LabelHolder]
+	if node == "" {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, seen := o.released[node]; !seen {
+		o.released[node] = now
 	}
 }
 
@@ -116,6 +141,27 @@ func (o *observer) waitBound(ctx context.Context, n int) error {
 	}
 }
 
+// waitQuiet waits until n pods have been seen bound, or no pod has been newly seen
+// bound or Ready for quiet, or ctx ends; only the last is an error.
+func (o *observer) waitQuiet(ctx context.Context, n int, quiet time.Duration) error {
+	timer := time.NewTimer(quiet)
+	defer timer.Stop()
+	for {
+		got := o.boundCount()
+		if got >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d pods to be bound: found %d bound when %w", n, got, ctx.Err())
+		case <-timer.C:
+			return nil
+		case <-o.changed:
+			timer.Reset(quiet)
+		}
+	}
+}
+
 // stop ends the watch and waits for it to return.
 func (o *observer) stop() {
 	o.cancel()
@@ -125,25 +171,31 @@ func (o *observer) stop() {
 // timeline is what an observer saw, frozen: per pod, its job and its bind and Ready
 // times.
 type timeline struct {
-	job          map[string]string
+	job, node    map[string]string
 	bound, ready map[string]time.Time
+	// released is when each node's holder was seen deleted (deep-queue).
+	released map[string]time.Time
+	// sizes, if set, is each job's minMember, in place of the one a caller gives
+	// (deep-queue, whose groups are of two sizes).
+	sizes map[string]int
+}
+
+// minOf returns job's minMember: its size in t.sizes, else def.
+func (t timeline) minOf(job string, def int) int {
+	if n, ok := t.sizes[job]; ok {
+		return n
+	}
+	return def
 }
 
 // snapshot copies what the observer has seen so far.
 func (o *observer) snapshot() timeline {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	t := timeline{job: map[string]string{}, bound: map[string]time.Time{}, ready: map[string]time.Time{}}
-	for k, v := range o.job {
-		t.job[k] = v
+	return timeline{
+		job: maps.Clone(o.job), node: maps.Clone(o.node), bound: maps.Clone(o.bound), ready: maps.Clone(o.ready),
+		released: maps.Clone(o.released),
 	}
-	for k, v := range o.bound {
-		t.bound[k] = v
-	}
-	for k, v := range o.ready {
-		t.ready[k] = v
-	}
-	return t
 }
 
 // lastBind returns the latest bind time, and false if no pod was bound.
@@ -165,7 +217,8 @@ func (t timeline) firstWhole(times map[string]time.Time, minMember int) (time.Ti
 		perJob[t.job[pod]] = append(perJob[t.job[pod]], at)
 	}
 	var first time.Time
-	for _, ts := range perJob {
+	for job, ts := range perJob {
+		minMember := t.minOf(job, minMember)
 		if len(ts) < minMember {
 			continue
 		}
@@ -190,7 +243,8 @@ func (t timeline) heldGPUSeconds(from, to time.Time, minMember, gpusPerPod int) 
 	for pod, at := range t.bound {
 		perJob[t.job[pod]] = append(perJob[t.job[pod]], at)
 	}
-	for _, ts := range perJob {
+	for job, ts := range perJob {
+		minMember := t.minOf(job, minMember)
 		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
 		whole := len(ts) >= minMember && ts[minMember-1].Before(to)
 		// Between the k-th and (k+1)-th bind, k pods are bound; once minMember are

@@ -49,6 +49,8 @@ type Result struct {
 	// what an earlier run left behind.
 	HeapBefore       uint64
 	GoroutinesBefore int
+	// Deep is the deep-queue scenario's figures, for its runs only.
+	Deep *DeepFigures
 	// Err says why the run did not complete, if it did not.
 	Err error
 }
@@ -73,6 +75,11 @@ func (r Result) PodsPerSecond() float64 {
 // measure fills the result's figures from the run's timeline; from is the first
 // create. Every bench pod has one GPU.
 func (r *Result) measure(sc Scenario, from time.Time, t timeline) {
+	if sc.Deep != nil {
+		_, t.sizes = sc.Deep.groupOrder()
+		deep := t.deepFigures(t.sizes)
+		r.Deep = &deep
+	}
 	r.Bound = len(t.bound)
 	if last, ok := t.lastBind(); ok {
 		r.Span = last.Sub(from)
@@ -96,6 +103,11 @@ func (r Result) summary() string {
 		r.Scenario, r.Runner, r.Round, r.Pods, r.Created.Seconds(), r.Bound, r.Span.Seconds(), r.PodsPerSecond(),
 		seconds(r.FirstWholeBound, r.WholeBound), seconds(r.FirstWholeReady, r.WholeReady), r.HeldGPUSeconds, r.StrandedGPUSeconds)
 	s += fmt.Sprintf(" [process at start: %d MiB heap, %d goroutines]", r.HeapBefore>>20, r.GoroutinesBefore)
+	if d := r.Deep; d != nil {
+		s += fmt.Sprintf("; deep queue: %d of %d groups admitted, %.2f admissions/s over %.2fs from the first release, release → next admission p50 %.3fs p99 %.3fs over %d of %d releases, release → node full again p50 %.3fs p99 %.3fs over %d nodes",
+			d.Admitted, d.Groups, d.AdmissionsPerSecond, d.Drain.Seconds(), d.ReleaseP50.Seconds(), d.ReleaseP99.Seconds(), d.Used, d.Releases,
+			d.FillP50.Seconds(), d.FillP99.Seconds(), d.Filled)
+	}
 	if r.Err != nil {
 		s += "; incomplete: " + r.Err.Error()
 	}
@@ -142,6 +154,41 @@ var metrics = []metric{
 	{ScenarioAntiAffinity, "pods/s (first create → last bind)", podsPerSecond, "%.1f"},
 	{ScenarioAntiAffinity, "time to last bind (s)", timeToLastBind, "%.2f"},
 	{ScenarioAntiAffinity, "GPU-s held by incomplete groups", heldGPUSeconds, "%.2f"},
+	{ScenarioDeepQueue, "admissions/s (first release → last admission)", func(r Result) (float64, bool) {
+		return deepValue(r, func(d DeepFigures) float64 { return d.AdmissionsPerSecond })
+	}, "%.2f"},
+	{ScenarioDeepQueue, "groups admitted", func(r Result) (float64, bool) {
+		return deepValue(r, func(d DeepFigures) float64 { return float64(d.Admitted) })
+	}, "%.0f"},
+	{ScenarioDeepQueue, "release → next admission on the node, p50 (s)", func(r Result) (float64, bool) {
+		return deepValue(r, func(d DeepFigures) float64 { return d.ReleaseP50.Seconds() })
+	}, "%.3f"},
+	{ScenarioDeepQueue, "release → next admission on the node, p99 (s)", func(r Result) (float64, bool) {
+		return deepValue(r, func(d DeepFigures) float64 { return d.ReleaseP99.Seconds() })
+	}, "%.3f"},
+	{ScenarioDeepQueue, "release → node's 8 GPUs bound again, p50 (s)", func(r Result) (float64, bool) {
+		return fillValue(r, func(d DeepFigures) float64 { return d.FillP50.Seconds() })
+	}, "%.3f"},
+	{ScenarioDeepQueue, "release → node's 8 GPUs bound again, p99 (s)", func(r Result) (float64, bool) {
+		return fillValue(r, func(d DeepFigures) float64 { return d.FillP99.Seconds() })
+	}, "%.3f"},
+}
+
+// fillValue is a deep-queue refill figure of r, if any released node was filled.
+func fillValue(r Result, f func(DeepFigures) float64) (float64, bool) {
+	if r.Deep == nil || r.Deep.Filled == 0 {
+		return 0, false
+	}
+	return f(*r.Deep), true
+}
+
+// deepValue is a deep-queue figure of r, if r has one: a run that admitted nothing
+// has none.
+func deepValue(r Result, f func(DeepFigures) float64) (float64, bool) {
+	if r.Deep == nil || r.Deep.Used == 0 {
+		return 0, false
+	}
+	return f(*r.Deep), true
 }
 
 func heldGPUSeconds(r Result) (float64, bool) { return r.HeldGPUSeconds, true }

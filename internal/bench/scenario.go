@@ -34,7 +34,7 @@ const (
 
 // Scenarios lists the names Options.Scenarios accepts, in the order they run.
 func Scenarios() []string {
-	return []string{ScenarioSeed, ScenarioThroughput, ScenarioBigGang, ScenarioAntiAffinity, ScenarioCeiling, ScenarioSoak}
+	return []string{ScenarioSeed, ScenarioThroughput, ScenarioBigGang, ScenarioAntiAffinity, ScenarioDeepQueue, ScenarioCeiling, ScenarioSoak}
 }
 
 // DefaultScenarios are the scenarios run when none is named: all but the soak.
@@ -66,6 +66,9 @@ type Scenario struct {
 	// OnePerNode gives each pod required anti-affinity to its job's other pods by
 	// hostname.
 	OnePerNode bool
+	// Deep, if set, makes this the deep-queue scenario of these sizes: its workload
+	// is Deep's groups and gangs, not Jobs × JobSize (JobSize is its gangs' size).
+	Deep *DeepQueue
 }
 
 // scenarioByName returns the scenario of a workload name.
@@ -84,12 +87,19 @@ func scenarioByName(name string) (Scenario, error) {
 		return Scenario{Name: name, Cluster: pool(5000, 1), Jobs: 1, JobSize: 1000}, nil
 	case ScenarioAntiAffinity:
 		return Scenario{Name: name, Cluster: pool(1000, 8), Jobs: 500, JobSize: 8, OnePerNode: true}, nil
+	case ScenarioDeepQueue:
+		return deepScenario(DeepQueue{Nodes: DefaultDeepNodes, Groups: DefaultDeepGroups, Gangs: DefaultDeepGangs}), nil
 	}
 	return Scenario{}, fmt.Errorf("scenario: expected one of %s, found %q", strings.Join(Scenarios(), ", "), name)
 }
 
 // Pods is the number of pods of the workload.
-func (s Scenario) Pods() int { return s.Jobs * s.JobSize }
+func (s Scenario) Pods() int {
+	if s.Deep != nil {
+		return s.Deep.pods()
+	}
+	return s.Jobs * s.JobSize
+}
 
 // jobName names the j-th job.
 func jobName(j int) string { return "job-" + strconv.Itoa(j) }
@@ -112,6 +122,9 @@ type podSpec struct {
 // runner gets the same pods, names, requests and order; only schedulerName and
 // spec.schedulingGroup differ.
 func (s Scenario) build(ns string, spec podSpec) workload {
+	if s.Deep != nil {
+		return s.buildDeep(ns, spec)
+	}
 	var w workload
 	if spec.gang {
 		for j := range s.Jobs {
@@ -142,7 +155,11 @@ func (s Scenario) build(ns string, spec podSpec) workload {
 
 // pod is the i-th worker of job j: one GPU, one CPU, 1 GiB.
 func (s Scenario) pod(ns string, j, i int, spec podSpec) *corev1.Pod {
-	job := jobName(j)
+	return s.podOf(ns, jobName(j), i, spec)
+}
+
+// podOf is the i-th worker of the named job: one GPU, one CPU, 1 GiB.
+func (s Scenario) podOf(ns, job string, i int, spec podSpec) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: job + "-" + strconv.Itoa(i), Labels: map[string]string{LabelJob: job},
