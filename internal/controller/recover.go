@@ -9,7 +9,9 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -157,6 +159,7 @@ func (r *recovery) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pla
 				Message: fmt.Sprintf("%d of %d planned members were bound when muster stopped and the rest no longer fit: %s",
 					len(bound), len(bound)+len(unbound), why)})
 		}
+		r.releaseClaims(ctx, plan, unbound)
 		return nil
 	}
 	r.log.Info("completing a plan in flight", "group", plan.Group, "bound", len(bound), "binding", len(unbound))
@@ -180,6 +183,39 @@ func (r *recovery) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pla
 		}
 	}
 	return completed
+}
+
+// releaseClaims undoes the provisioning writes of a plan undone: a claim of an unbound
+// member that names the member's planned node and has no volume yet names none again, so
+// that the member's next placement may choose another node (the signal a provisioner
+// gives a scheduler when it cannot provision). A claim already provisioned keeps its
+// volume, and its node; a volume bound by the plan stays bound, as kube-scheduler
+// leaves the volume writes of a pod it fails to bind.
+func (r *recovery) releaseClaims(ctx context.Context, plan *Plan, unbound []*corev1.Pod) {
+	for _, p := range unbound {
+		node := plan.Pods[p.Name].Node
+		for _, v := range p.Spec.Volumes {
+			name := ""
+			switch {
+			case v.PersistentVolumeClaim != nil:
+				name = v.PersistentVolumeClaim.ClaimName
+			case v.Ephemeral != nil:
+				name = p.Name + "-" + v.Name
+			default:
+				continue
+			}
+			pvc := &corev1.PersistentVolumeClaim{}
+			if err := r.cache.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, pvc); err != nil ||
+				pvc.Spec.VolumeName != "" || pvc.Annotations[selectedNodeAnnotation] != node {
+				continue
+			}
+			patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q,"annotations":{%q:null}}}`, pvc.ResourceVersion, selectedNodeAnnotation)
+			if _, err := r.kube.CoreV1().PersistentVolumeClaims(p.Namespace).Patch(ctx, name, types.MergePatchType,
+				[]byte(patch), metav1.PatchOptions{}); err != nil {
+				r.log.Error(err, "undoing a plan in flight: releasing a claim's node", "claim", p.Namespace+"/"+name, "node", node)
+			}
+		}
+	}
 }
 
 // loadObjects gives snap the objects placement's filters read besides nodes and pods,
