@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/component-helpers/storage/ephemeral"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
@@ -200,7 +201,7 @@ func (r *recovery) releaseClaims(ctx context.Context, plan *Plan, unbound []*cor
 			case v.PersistentVolumeClaim != nil:
 				name = v.PersistentVolumeClaim.ClaimName
 			case v.Ephemeral != nil:
-				name = p.Name + "-" + v.Name
+				name = ephemeral.VolumeClaimName(p, &v)
 			default:
 				continue
 			}

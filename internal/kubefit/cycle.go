@@ -230,7 +230,7 @@ func (c *Cycle) Assume(pod *corev1.Pod, n *cluster.NodeInfo) (revert func(), err
 
 // podVolumes is VolumeBinding's decision for pod's claims on n; the Host is locked.
 func (c *Cycle) podVolumes(pod *corev1.Pod, n *cluster.NodeInfo) (*volumebinding.PodVolumes, error) {
-	if !podHasClaims(pod) {
+	if !HasClaims(pod) {
 		return nil, nil
 	}
 	if err := c.h.load(c.snap); err != nil {
@@ -255,7 +255,8 @@ func (c *Cycle) podVolumes(pod *corev1.Pod, n *cluster.NodeInfo) (*volumebinding
 	return vols, nil
 }
 
-func podHasClaims(p *corev1.Pod) bool {
+// HasClaims reports whether a pod mounts PersistentVolumeClaims (named or ephemeral).
+func HasClaims(p *corev1.Pod) bool {
 	for _, v := range p.Spec.Volumes {
 		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
 			return true

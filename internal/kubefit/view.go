@@ -2,8 +2,6 @@ package kubefit
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
@@ -51,16 +49,9 @@ func (v *view) info(n *cluster.NodeInfo) *framework.NodeInfo {
 	if c != nil && c.node == n.Node && c.generation == n.Generation() {
 		return c.info
 	}
-	pods := make([]*corev1.Pod, 0, len(n.Pods()))
-	for _, p := range n.Pods() {
-		pods = append(pods, p)
-	}
-	// The order of a node's pods shows in no verdict, but keep it stable for the reader.
-	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
-		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
-	})
+	// The order of a node's pods shows in no plugin's verdict.
 	info := framework.NewNodeInfo()
-	for _, p := range pods {
+	for _, p := range n.Pods() {
 		pi := v.podInfos[p]
 		if pi == nil {
 			var err error
@@ -83,9 +74,11 @@ func (v *view) syncAll() {
 	v.all = v.all[:0]
 	v.affinity, v.antiAffinity, v.nonHostAnti = v.affinity[:0], v.antiAffinity[:0], v.nonHostAnti[:0]
 	v.pvcUsers = map[string]int{}
+	live := 0
 	for _, n := range v.snap.Nodes() {
 		info := v.info(n)
 		v.all = append(v.all, info)
+		live += len(info.Pods)
 		if len(info.PodsWithAffinity) > 0 {
 			v.affinity = append(v.affinity, info)
 		}
@@ -106,16 +99,12 @@ func (v *view) syncAll() {
 			}
 		}
 	}
-	v.prunePodInfos()
+	v.prunePodInfos(live)
 }
 
-// prunePodInfos forgets the parsed pods no node has any more, once they are as many as
-// the live ones.
-func (v *view) prunePodInfos() {
-	live := 0
-	for _, info := range v.all {
-		live += len(info.GetPods())
-	}
+// prunePodInfos forgets the parsed pods no node has any more, once they are more than
+// twice the live ones.
+func (v *view) prunePodInfos(live int) {
 	if len(v.podInfos) <= 2*live+64 {
 		return
 	}

@@ -63,14 +63,14 @@ func (p *placer) survey(s *shape, nodes []*cluster.NodeInfo) ShapeDiagnosis {
 				continue
 			}
 		}
-		if r, bad := p.reject(n, s); bad {
-			if r.Kind == FilterRejected {
-				for _, r := range p.filterReasons(n, s) {
-					hist[r]++
-				}
-				continue
-			}
+		if r, bad := p.rejectStatic(n, s); bad {
 			hist[r]++
+			continue
+		}
+		if rs := p.filterReasons(n, s); len(rs) > 0 {
+			for _, r := range rs {
+				hist[r]++
+			}
 			continue
 		}
 		k := s.fits(n)

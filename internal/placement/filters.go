@@ -49,16 +49,6 @@ func needsFilters(p *corev1.Pod) bool {
 	return false
 }
 
-// hasClaims reports whether a pod mounts PersistentVolumeClaims (named or ephemeral).
-func hasClaims(p *corev1.Pod) bool {
-	for _, v := range p.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // localVolume reports whether a volume is node-local and unlimited: no claim, no disk
 // attached to the node, nothing a volume filter reads.
 func localVolume(v corev1.VolumeSource) bool {
@@ -140,27 +130,12 @@ func (p *placer) begin(s *shape) *kubefit.Cycle {
 	return c
 }
 
-// filterReason applies s's cycle, if it has one, to n.
+// filterReason applies s's cycle, if it has one, to n: its first reason.
 func (p *placer) filterReason(n *cluster.NodeInfo, s *shape) (NodeReason, bool) {
-	c, ok := p.cycles[s]
-	if !ok {
-		return NodeReason{}, false
+	if rs := p.filterReasons(n, s); len(rs) > 0 {
+		return rs[0], true
 	}
-	if c == nil {
-		return NodeReason{Kind: FilterRejected, Plugin: "muster", Detail: "kube-scheduler's filters failed: " + p.filterErr}, true
-	}
-	v := c.Filter(n)
-	if v.OK() || v.Plugin == names.NodeResourcesFit {
-		// Resources are judged by placement's own count (fits), which says how many
-		// members a node takes and names each resource short, in the same words.
-		if s.claims {
-			if _, err := c.Volumes(p.member(s), n); err != nil {
-				return NodeReason{Kind: FilterRejected, Plugin: names.VolumeBinding, Detail: err.Error()}, true
-			}
-		}
-		return NodeReason{}, false
-	}
-	return NodeReason{Kind: FilterRejected, Plugin: v.Plugin, Detail: v.Reasons[0]}, true
+	return NodeReason{}, false
 }
 
 // member returns the member of s that the next assumption places: the first one not
@@ -172,18 +147,25 @@ func (p *placer) member(s *shape) *corev1.Pod {
 	return s.pod
 }
 
-// filterReasons is filterReason with every reason the rejecting plugin gave.
+// filterReasons is every reason s's cycle, if it has one, rejects n for: the rejecting
+// plugin's messages, or why the member's claims cannot be satisfied on n.
 func (p *placer) filterReasons(n *cluster.NodeInfo, s *shape) []NodeReason {
 	c, ok := p.cycles[s]
 	if !ok {
 		return nil
 	}
 	if c == nil {
-		r, _ := p.filterReason(n, s)
-		return []NodeReason{r}
+		return []NodeReason{{Kind: FilterRejected, Plugin: "muster", Detail: "kube-scheduler's filters failed: " + p.filterErr}}
 	}
 	v := c.Filter(n)
 	if v.OK() || v.Plugin == names.NodeResourcesFit {
+		// Resources are judged by placement's own count (fits), which says how many
+		// members a node takes and names each resource short, in the same words.
+		if s.claims {
+			if _, err := c.Volumes(p.member(s), n); err != nil {
+				return []NodeReason{{Kind: FilterRejected, Plugin: names.VolumeBinding, Detail: err.Error()}}
+			}
+		}
 		return nil
 	}
 	out := make([]NodeReason, 0, len(v.Reasons))

@@ -35,7 +35,7 @@ func FitsOn(s *cluster.Snapshot, name string, m Member) (reason NodeReason, ok b
 // completing a plan in flight makes them again.
 func VolumesOn(s *cluster.Snapshot, name string, m Member) (kubefit.Volumes, error) {
 	n := s.Node(name)
-	if n == nil || !hasClaims(m.Pod) {
+	if n == nil || !kubefit.HasClaims(m.Pod) {
 		return kubefit.Volumes{}, nil
 	}
 	h, err := kubefit.HostOf(s)

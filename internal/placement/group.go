@@ -163,7 +163,7 @@ func shapesOf(members []Member) []*shape {
 				req:      req,
 				affinity: nodeaffinity.GetRequiredNodeAffinity(m.Pod),
 				filters:  needsFilters(m.Pod),
-				claims:   hasClaims(m.Pod),
+				claims:   kubefit.HasClaims(m.Pod),
 			}
 			for _, name := range s.req.Names() {
 				if s.req[name] > 0 {

@@ -404,13 +404,18 @@ func byAmounts(a, b candidate) int {
 // reject applies the caller's exclusions, the static predicates, then the hosted
 // filters when s has a cycle of them.
 func (p *placer) reject(n *cluster.NodeInfo, s *shape) (NodeReason, bool) {
-	if p.opts.Exclude != nil && p.opts.Exclude(n.Name()) {
-		return NodeReason{Kind: Reserved}, true
-	}
-	if r, bad := staticReason(n, s, p.health); bad {
+	if r, bad := p.rejectStatic(n, s); bad {
 		return r, true
 	}
 	return p.filterReason(n, s)
+}
+
+// rejectStatic applies the caller's exclusions and the static predicates.
+func (p *placer) rejectStatic(n *cluster.NodeInfo, s *shape) (NodeReason, bool) {
+	if p.opts.Exclude != nil && p.opts.Exclude(n.Name()) {
+		return NodeReason{Kind: Reserved}, true
+	}
+	return staticReason(n, s, p.health)
 }
 
 // scarceResource is the resource placement packs on: the extended resource the group asks
