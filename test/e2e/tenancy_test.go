@@ -181,13 +181,19 @@ func TestAdmissionPoliciesRefuseBadSettings(t *testing.T) {
 		q := &musterv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: ns + "-bad", Labels: map[string]string{"muster-test": ns}},
 			Spec: musterv1alpha1.QueueSpec{Quota: corev1.ResourceList{sandbox.ResourceGPU: resourceQuantity(4)}}}
 		mutate(&q.Spec)
-		err := c.Create(context.Background(), q)
-		if err == nil {
-			_ = c.Delete(context.Background(), q)
-		}
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Queue (%s): expected refused with %q, found %v", want, want, err)
-		}
+		// The Queue policy is a binding of its own: like the pods' above, it takes
+		// effect a moment after it is created.
+		env.WaitFor(t, "the policy to refuse Queue ("+want+")", func(ctx context.Context) (bool, error) {
+			err := c.Create(ctx, q.DeepCopy())
+			if err == nil {
+				_ = c.Delete(ctx, q)
+				return false, nil // the policy is not in effect yet
+			}
+			if !strings.Contains(err.Error(), want) {
+				return false, fmt.Errorf("Queue (%s): expected refused with %q, found %w", want, want, err)
+			}
+			return true, nil
+		})
 	}
 	ok := &musterv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: ns + "-ok", Labels: map[string]string{"muster-test": ns}},
 		Spec: musterv1alpha1.QueueSpec{Quota: corev1.ResourceList{sandbox.ResourceGPU: resourceQuantity(4)}, Cohort: "c",
