@@ -67,13 +67,6 @@ var background = context.Background()
 
 // Begin runs the PreFilter plugins for pod on snap.
 func (h *Host) Begin(snap *cluster.Snapshot, pod *corev1.Pod) (*Cycle, error) {
-	return h.BeginIn(snap, pod, nil)
-}
-
-// BeginIn runs the PreFilter plugins for pod on snap, as a member of the group whose
-// placement attempt g is (nil for none): members of one attempt share the claims an
-// earlier member's Reserve allocated.
-func (h *Host) BeginIn(snap *cluster.Snapshot, pod *corev1.Pod, g *GroupState) (*Cycle, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err := h.load(snap); err != nil {
@@ -81,9 +74,6 @@ func (h *Host) BeginIn(snap *cluster.Snapshot, pod *corev1.Pod, g *GroupState) (
 	}
 	h.current.syncAll()
 	c := &Cycle{h: h, snap: snap, pod: pod, state: framework.NewCycleState()}
-	if g != nil {
-		c.state.SetPodGroupSchedulingCycle(g.cs)
-	}
 	res, st, plugins := h.fw.RunPreFilterPlugins(background, c.state, pod)
 	switch {
 	case st.IsRejected():

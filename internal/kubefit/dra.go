@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -14,7 +15,6 @@ import (
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
 	"k8s.io/klog/v2"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
 
@@ -69,14 +69,6 @@ func (v *claimVersions) of(claims map[string]*resourcev1.ResourceClaim) []runtim
 	return out
 }
 
-// GroupState is what the members of one group share while it is placed: the plugins'
-// PodGroup cycle state, in which DynamicResources lets members share a claim whose
-// allocation an earlier member made in the same attempt.
-type GroupState struct{ cs *framework.CycleState }
-
-// NewGroupState starts the shared state of one placement attempt.
-func NewGroupState() *GroupState { return &GroupState{cs: framework.NewCycleState()} }
-
 // HasResourceClaims reports whether pod asks for DRA devices through ResourceClaims.
 func HasResourceClaims(pod *corev1.Pod) bool { return len(pod.Spec.ResourceClaims) > 0 }
 
@@ -94,43 +86,92 @@ type ClaimAllocation struct {
 }
 
 // Reserve allocates pod's ResourceClaims on node n, as kube-scheduler's DynamicResources
-// does in Reserve, with the devices of every claim allocated or reserved before counted.
-// The allocations stay in flight, so the members placed after pod see their devices
-// taken, until revert. The claims are returned in the pod's order.
-func (c *Cycle) Reserve(pod *corev1.Pod, n *cluster.NodeInfo) ([]ClaimAllocation, func(), error) {
+// does in Reserve, with the devices of every claim the snapshot shows allocated counted
+// (assumed ones included). The plugin's allocation in flight is released before Reserve
+// returns: the caller assumes the claims on the snapshot (Assume), so that the members
+// placed after pod see their devices taken, and shared claims allocated. The claims are
+// returned in the pod's order.
+func (c *Cycle) Reserve(pod *corev1.Pod, n *cluster.NodeInfo) ([]ClaimAllocation, error) {
 	if c.rejected != nil || !HasResourceClaims(pod) {
-		return nil, func() {}, nil
+		return nil, nil
 	}
 	c.h.mu.Lock()
 	defer c.h.mu.Unlock()
 	if err := c.h.load(c.snap); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	// Filter again on n: its allocation for n is the one Reserve takes, and it may have
 	// been computed for another node last.
 	info := c.h.current.info(n)
 	if st := c.h.devices.Filter(background, c.state, pod, info); !st.IsSuccess() {
-		return nil, nil, fmt.Errorf("DynamicResources on node %s: %s", n.Name(), st.Message())
+		return nil, fmt.Errorf("DynamicResources on node %s: %s", n.Name(), st.Message())
 	}
 	if st := c.h.devices.Reserve(background, c.state, pod, n.Name()); !st.IsSuccess() {
-		return nil, nil, fmt.Errorf("DynamicResources Reserve on node %s: %w", n.Name(), st.AsError())
+		return nil, fmt.Errorf("DynamicResources Reserve on node %s: %w", n.Name(), st.AsError())
 	}
 	claims, pending, err := c.h.allocations(c.snap, pod)
 	tracker := c.h.dra.ResourceClaims()
-	revert := func() {
-		c.h.mu.Lock()
-		defer c.h.mu.Unlock()
-		for _, ca := range pending {
-			if tracker.MaybeRemoveClaimPendingAllocation(ca.UID, false) {
-				tracker.AssumedClaimRestore(pod.Namespace, ca.Name)
-			}
+	for _, ca := range pending {
+		if tracker.MaybeRemoveClaimPendingAllocation(ca.UID, true) {
+			tracker.AssumedClaimRestore(pod.Namespace, ca.Name)
 		}
 	}
-	if err != nil {
-		revert()
-		return nil, nil, err
+	return claims, err
+}
+
+// Assume shows pod's claims on snap as its plan step writes them: allocated as claims
+// says, and reserved for pod. undo shows them as before; undos run in reverse order.
+func Assume(snap *cluster.Snapshot, pod *corev1.Pod, claims []ClaimAllocation) (undo func(), err error) {
+	var undos []func()
+	undo = func() {
+		for i := len(undos) - 1; i >= 0; i-- {
+			undos[i]()
+		}
 	}
-	return claims, revert, nil
+	for _, ca := range claims {
+		claim, err := Allocated(snap.ResourceClaim(pod.Namespace+"/"+ca.Name), pod, ca)
+		if err != nil {
+			undo()
+			return nil, err
+		}
+		undos = append(undos, snap.AssumeClaim(claim))
+	}
+	return undo, nil
+}
+
+// Allocated is claim as ca's step leaves it: with ca's allocation when it has none, and
+// reserved for pod. claim is not changed.
+func Allocated(claim *resourcev1.ResourceClaim, pod *corev1.Pod, ca ClaimAllocation) (*resourcev1.ResourceClaim, error) {
+	if claim == nil || claim.UID != ca.UID {
+		return nil, fmt.Errorf("resourceclaim %s/%s (uid %s): not found", pod.Namespace, ca.Name, ca.UID)
+	}
+	var pc *corev1.PodResourceClaim
+	for i := range pod.Spec.ResourceClaims {
+		if pod.Spec.ResourceClaims[i].Name == ca.PodClaim {
+			pc = &pod.Spec.ResourceClaims[i]
+		}
+	}
+	if pc == nil {
+		return nil, fmt.Errorf("pod %s/%s has no spec.resourceClaims entry %q", pod.Namespace, pod.Name, ca.PodClaim)
+	}
+	ref, err := resourceclaim.BindTo(pod, nil, pc)
+	if err != nil {
+		return nil, err
+	}
+	out := claim.DeepCopy()
+	if out.Status.Allocation == nil {
+		if ca.Allocation == nil {
+			return nil, fmt.Errorf("resourceclaim %s/%s: not allocated, and the plan has no allocation for it", pod.Namespace, ca.Name)
+		}
+		out.Status.Allocation = ca.Allocation.DeepCopy()
+	}
+	for _, r := range out.Status.ReservedFor {
+		if r.UID == ref.UID {
+			return out, nil
+		}
+	}
+	out.Status.ReservedFor = append(out.Status.ReservedFor, ref)
+	return out, nil
 }
 
 // allocations reads pod's claims after Reserve: each claim's allocation in flight, or
@@ -186,4 +227,62 @@ func ClaimsOf(snap *cluster.Snapshot, pod *corev1.Pod) (claims []*resourcev1.Res
 		claims = append(claims, claim)
 	}
 	return claims, missing
+}
+
+// ClaimNeeds describes what pod's ResourceClaims not allocated yet ask for, for
+// diagnoses: each claim with its requests' device classes, counts and selectors, and
+// its constraints, e.g. "claim ml/w0-gpu: request gpus: 2 of class gpu.nvidia.com where
+// device.attributes["gpu.nvidia.com"].productName == "H100"". It is "" when every
+// claim is allocated.
+func ClaimNeeds(snap *cluster.Snapshot, pod *corev1.Pod) string {
+	claims, missing := ClaimsOf(snap, pod)
+	var parts []string
+	for _, c := range claims {
+		if c.Status.Allocation != nil {
+			continue
+		}
+		var reqs []string
+		for _, r := range c.Spec.Devices.Requests {
+			switch {
+			case r.Exactly != nil:
+				reqs = append(reqs, "request "+r.Name+": "+exactNeed(r.Exactly.DeviceClassName, r.Exactly.AllocationMode, r.Exactly.Count, r.Exactly.Selectors))
+			case len(r.FirstAvailable) > 0:
+				var alts []string
+				for _, sr := range r.FirstAvailable {
+					alts = append(alts, sr.Name+": "+exactNeed(sr.DeviceClassName, sr.AllocationMode, sr.Count, sr.Selectors))
+				}
+				reqs = append(reqs, "request "+r.Name+": first available of "+strings.Join(alts, " | "))
+			}
+		}
+		for _, k := range c.Spec.Devices.Constraints {
+			if k.MatchAttribute != nil {
+				reqs = append(reqs, fmt.Sprintf("all with the same %s", *k.MatchAttribute))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("claim %s/%s: %s", c.Namespace, c.Name, strings.Join(reqs, ", ")))
+	}
+	for _, m := range missing {
+		parts = append(parts, fmt.Sprintf("spec.resourceClaims %q: its ResourceClaim does not exist yet", m))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func exactNeed(class string, mode resourcev1.DeviceAllocationMode, count int64, selectors []resourcev1.DeviceSelector) string {
+	n := fmt.Sprint(count)
+	if mode == resourcev1.DeviceAllocationModeAll {
+		n = "all"
+	} else if count == 0 {
+		n = "1"
+	}
+	out := n + " of class " + class
+	var cel []string
+	for _, s := range selectors {
+		if s.CEL != nil {
+			cel = append(cel, s.CEL.Expression)
+		}
+	}
+	if len(cel) > 0 {
+		out += " where " + strings.Join(cel, " && ")
+	}
+	return out
 }

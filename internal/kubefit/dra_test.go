@@ -28,8 +28,9 @@ func draSnapshot(workers int) (*cluster.Snapshot, []*corev1.Pod) {
 	return snap, pods
 }
 
-// TestReserveCountsEarlierMembers: members reserved on a node take its devices for the
-// members after them; the third member finds n0 full and the plugin says why.
+// TestReserveCountsEarlierMembers: members reserved and assumed on a node take its
+// devices for the members after them; the third member finds n0 full and the plugin
+// says why; undone, the devices are free again.
 func TestReserveCountsEarlierMembers(t *testing.T) {
 	h, err := kubefit.New(kubefit.Options{})
 	if err != nil {
@@ -37,22 +38,20 @@ func TestReserveCountsEarlierMembers(t *testing.T) {
 	}
 	snap, pods := draSnapshot(3)
 	n0 := snap.Node("n0")
-	g := kubefit.NewGroupState()
-	var reverts []func()
+	var undos []func()
 	seen := map[string]bool{}
 	for _, p := range pods[:2] {
-		c, err := h.BeginIn(snap, p, g)
+		c, err := h.Begin(snap, p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if v := c.Filter(n0); !v.OK() {
 			t.Fatalf("%s on n0: %+v", p.Name, v)
 		}
-		claims, revert, err := c.Reserve(p, n0)
+		claims, err := c.Reserve(p, n0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		reverts = append(reverts, revert)
 		if len(claims) != 1 || claims[0].Allocation == nil || len(claims[0].Allocation.Devices.Results) != 1 {
 			t.Fatalf("%s: claims %+v", p.Name, claims)
 		}
@@ -61,8 +60,17 @@ func TestReserveCountsEarlierMembers(t *testing.T) {
 			t.Fatalf("%s: allocated %+v (seen %v)", p.Name, r, seen)
 		}
 		seen[r.Device] = true
+		undo, err := kubefit.Assume(snap, p, claims)
+		if err != nil {
+			t.Fatal(err)
+		}
+		undos = append(undos, undo)
+		got := snap.ResourceClaim("default/" + p.Name + "-gpu")
+		if got.Status.Allocation == nil || len(got.Status.ReservedFor) != 1 || got.Status.ReservedFor[0].UID != p.UID {
+			t.Fatalf("%s: assumed claim %+v", p.Name, got.Status)
+		}
 	}
-	c, err := h.BeginIn(snap, pods[2], g)
+	c, err := h.Begin(snap, pods[2])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,16 +81,53 @@ func TestReserveCountsEarlierMembers(t *testing.T) {
 	if v := c.Filter(snap.Node("n1")); !v.OK() {
 		t.Fatalf("third member on n1: %+v", v)
 	}
-	// Undone, the devices are free again.
-	for _, r := range reverts {
-		r()
+	for i := len(undos) - 1; i >= 0; i-- {
+		undos[i]()
 	}
-	c, err = h.BeginIn(snap, pods[2], kubefit.NewGroupState())
+	if c, _ = h.Begin(snap, pods[2]); !c.Filter(n0).OK() {
+		t.Fatalf("after the undos, n0: %+v", c.Filter(n0))
+	}
+}
+
+// TestSharedClaim: two members share one two-GPU claim; the second finds it allocated
+// by the first, is held to the first's node, and adds its own reservation.
+func TestSharedClaim(t *testing.T) {
+	h, err := kubefit.New(kubefit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := c.Filter(n0); !v.OK() {
-		t.Fatalf("after revert, n0: %+v", v)
+	snap, _ := draSnapshot(0)
+	snap.SetObject(gt.GPUClaim("default", "shared", 2))
+	a := gt.Pod("a").UID("uid-a").DeviceClaim("gpu", "shared").Obj()
+	b := gt.Pod("b").UID("uid-b").DeviceClaim("gpu", "shared").Obj()
+	n1 := snap.Node("n1")
+	c, _ := h.Begin(snap, a)
+	if v := c.Filter(n1); !v.OK() {
+		t.Fatalf("a on n1: %+v", v)
+	}
+	claims, err := c.Reserve(a, n1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kubefit.Assume(snap, a, claims); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = h.Begin(snap, b)
+	if v := c.Filter(snap.Node("n0")); v.OK() || v.Plugin != "DynamicResources" {
+		t.Fatalf("b on n0, away from its claim's devices: %+v", v)
+	}
+	if v := c.Filter(n1); !v.OK() {
+		t.Fatalf("b on n1: %+v", v)
+	}
+	claims, err = c.Reserve(b, n1)
+	if err != nil || len(claims) != 1 || claims[0].Allocation != nil {
+		t.Fatalf("b: claims %+v, %v (want the claim, allocated already)", claims, err)
+	}
+	if _, err := kubefit.Assume(snap, b, claims); err != nil {
+		t.Fatal(err)
+	}
+	if got := snap.ResourceClaim("default/shared").Status.ReservedFor; len(got) != 2 {
+		t.Fatalf("reservedFor %+v, want a and b", got)
 	}
 }
 
@@ -101,11 +146,10 @@ func TestAssumedClaimTakesDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Filter(n0)
-	claims, revert, err := c.Reserve(pods[0], n0)
+	claims, err := c.Reserve(pods[0], n0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	revert()
 	big := gt.GPUClaim("default", "w1-gpu", 2)
 	snap.SetObject(big)
 	cp := snap.ResourceClaim("default/w0-gpu").DeepCopy()
