@@ -160,6 +160,9 @@ func (e *Engine) forget(g *group) {
 
 // drop removes a group from the engine and its queue.
 func (e *Engine) drop(g *group) {
+	for key := range g.assumed {
+		g.unassume(key)
+	}
 	e.queue.Remove(g.key)
 	e.queue.Release(g.key)
 	delete(e.groups, g.key)

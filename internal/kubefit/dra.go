@@ -286,3 +286,4 @@ func exactNeed(class string, mode resourcev1.DeviceAllocationMode, count int64, 
 	}
 	return out
 }
+

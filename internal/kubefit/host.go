@@ -253,7 +253,11 @@ func (h *Host) load(snap *cluster.Snapshot) error {
 		reflect.TypeOf(&resourcev1.DeviceClass{}):       values(objs.DeviceClasses),
 	}
 	for t, list := range fill {
-		if err := h.informers[t].replace(list); err != nil {
+		var release func(runtime.Object) bool
+		if t == claimType {
+			release = claimReleased
+		}
+		if err := h.informers[t].replace(list, release); err != nil {
 			return fmt.Errorf("loading %s objects: %w", t.Elem().Name(), err)
 		}
 	}
