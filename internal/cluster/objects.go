@@ -95,20 +95,38 @@ func (st *Objects) setClaim(c *resourcev1.ResourceClaim) {
 }
 
 // AssumeClaim shows claim, a copy of an observed claim with the allocation and
-// reservations a plan writes, in place of the observed one, until the claim is observed
-// allocated, removed, or forgotten with ForgetClaim.
-func (s *Snapshot) AssumeClaim(claim *resourcev1.ResourceClaim) {
+// reservations a plan writes, in place of the claim shown now, until the claim is
+// observed allocated or removed, or undo is called. Undos run in reverse order.
+func (s *Snapshot) AssumeClaim(claim *resourcev1.ResourceClaim) (undo func()) {
 	st := s.storage
 	key := claim.Namespace + "/" + claim.Name
-	if _, ok := st.observed[key]; !ok {
-		st.observed = put(st.observed, key, st.ResourceClaims[key])
+	prev := st.ResourceClaims[key]
+	_, under := st.observed[key]
+	if !under {
+		st.observed = put(st.observed, key, prev)
 	}
 	st.ResourceClaims = put(st.ResourceClaims, key, claim)
 	st.generation++
+	return func() {
+		if st.ResourceClaims[key] != claim {
+			return // observed since, or removed
+		}
+		if !under {
+			// The claim as last observed, which may be newer than prev.
+			prev = st.observed[key]
+			delete(st.observed, key)
+		}
+		if prev == nil {
+			delete(st.ResourceClaims, key)
+		} else {
+			st.ResourceClaims[key] = prev
+		}
+		st.generation++
+	}
 }
 
-// ForgetClaim drops the assumed allocation of the claim namespace/name, if any: the claim
-// is shown as last observed.
+// ForgetClaim drops every assumed allocation of the claim namespace/name: the claim is
+// shown as last observed.
 func (s *Snapshot) ForgetClaim(key string) {
 	st := s.storage
 	observed, ok := st.observed[key]

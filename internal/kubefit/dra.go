@@ -286,4 +286,3 @@ func exactNeed(class string, mode resourcev1.DeviceAllocationMode, count int64, 
 	}
 	return out
 }
-
