@@ -1,9 +1,9 @@
 package controller
 
 import (
-	"slices"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
