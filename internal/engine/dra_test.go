@@ -7,8 +7,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
 	gt "github.com/muster-sched/muster/internal/gangtest"
+	"github.com/muster-sched/muster/internal/queue"
 	"github.com/muster-sched/muster/internal/sim"
 )
 
@@ -79,6 +81,36 @@ func TestPlanAllocatesClaims(t *testing.T) {
 	}
 	now = now.Add(time.Second)
 	if out := e.Step(now); len(out.Plans) != 1 || out.Plans[0].Group != "Coscheduling/default/b" {
+		t.Fatalf("after a ended: plans %+v", out.Plans)
+	}
+}
+
+// TestQuotaByDeviceClass: a queue's quota of 3 gpu.nvidia.com devices admits a gang of 2
+// one-device claims and holds back a second one (QuotaExceeded) on a cluster with room
+// for both; when the first gang's pods are gone the second is admitted.
+func TestQuotaByDeviceClass(t *testing.T) {
+	e := draEngine()
+	e.SetQueue(engine.Queue{Queue: queue.Queue{Name: "default", Quota: cluster.Resources{gt.GPUClass: 3}}})
+	now := sim.Epoch
+	_, pods := draGroup(e, "a", 2)
+	if out := e.Step(now); len(out.Plans) != 1 {
+		t.Fatalf("a: plans %+v", out.Plans)
+	}
+	b, _ := draGroup(e, "b", 2)
+	now = now.Add(time.Second)
+	if out := e.Step(now); len(out.Plans) != 0 {
+		t.Fatalf("b admitted past the device quota: %+v", out.Plans)
+	}
+	st, _ := e.Group(b)
+	if st.Wait == nil || st.Wait.Kind != queue.QuotaExceeded {
+		t.Fatalf("b waits for %+v, want %s", st.Wait, queue.QuotaExceeded)
+	}
+	for _, p := range pods {
+		e.RemovePod("default/" + p.Name)
+		e.SetObject(gt.GPUClaim("default", p.Name+"-gpu", 1))
+	}
+	now = now.Add(time.Second)
+	if out := e.Step(now); len(out.Plans) != 1 || out.Plans[0].Group != b {
 		t.Fatalf("after a ended: plans %+v", out.Plans)
 	}
 }

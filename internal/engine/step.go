@@ -80,6 +80,7 @@ func (e *Engine) advance(g *group, now time.Time, out *Output) {
 		e.step(g, lifecycle.Unstop{}, now, out)
 	}
 	obs, held := g.observe()
+	held.Add(e.devicesHeld(g))
 	e.step(g, obs, now, out)
 	if g.state.Phase() == lifecycle.Queued && g.boundLive() >= g.spec.MinMember {
 		e.adopt(g, obs, now, out)
@@ -287,6 +288,7 @@ func (e *Engine) push(g *group) {
 		Namespace: g.spec.Namespace,
 		// Only the queues' verdict matters while the group names none of them.
 		Candidates: candidates(g.spec),
+		Devices:    e.deviceCharges(members),
 		Group: placement.Group{
 			Name:      g.key,
 			MinMember: max(need, 1),

@@ -286,3 +286,59 @@ func exactNeed(class string, mode resourcev1.DeviceAllocationMode, count int64, 
 	}
 	return out
 }
+
+// DeviceCounts is what pod's ResourceClaims charge to a Queue's quota, per DeviceClass
+// (a quota names a class as a resource, e.g. gpu.nvidia.com: 64), as Kueue counts
+// devices: an allocated claim counts the devices allocated to each request, an
+// unallocated one each request's count (one for a request of all matching devices,
+// whose number is known only once allocated). Claims in seen are skipped, and the
+// pod's are added to it: a claim shared by members is charged once.
+func DeviceCounts(snap *cluster.Snapshot, pod *corev1.Pod, seen map[string]bool) cluster.Resources {
+	if !HasResourceClaims(pod) {
+		return nil
+	}
+	claims, _ := ClaimsOf(snap, pod)
+	var out cluster.Resources
+	add := func(class string, n int64) {
+		if out == nil {
+			out = cluster.Resources{}
+		}
+		out[corev1.ResourceName(class)] += n
+	}
+	for _, c := range claims {
+		key := c.Namespace + "/" + c.Name
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		classOf := map[string]string{}
+		for _, r := range c.Spec.Devices.Requests {
+			switch {
+			case r.Exactly != nil:
+				classOf[r.Name] = r.Exactly.DeviceClassName
+			default:
+				for _, sr := range r.FirstAvailable {
+					classOf[r.Name+"/"+sr.Name] = sr.DeviceClassName
+				}
+			}
+		}
+		if a := c.Status.Allocation; a != nil {
+			for _, res := range a.Devices.Results {
+				add(classOf[res.Request], 1)
+			}
+			continue
+		}
+		for _, r := range c.Spec.Devices.Requests {
+			switch {
+			case r.Exactly != nil && r.Exactly.AllocationMode == resourcev1.DeviceAllocationModeAll:
+				add(r.Exactly.DeviceClassName, 1)
+			case r.Exactly != nil:
+				add(r.Exactly.DeviceClassName, max(r.Exactly.Count, 1))
+			case len(r.FirstAvailable) > 0:
+				first := r.FirstAvailable[0]
+				add(first.DeviceClassName, max(first.Count, 1))
+			}
+		}
+	}
+	return out
+}
