@@ -83,6 +83,7 @@ func (e *Engine) bindPlan(g *group, plan *placement.Plan, out *Output) int {
 		e.snap.Bind(p, a.Node)
 		g.pending[a.Member] = a.Node
 		if len(a.Claims) > 0 {
+			a.Claims = g.spec.consumers(p, a.Claims)
 			// Placed on this snapshot a moment ago: the claims are as placement saw them.
 			if undo, err := kubefit.Assume(e.snap, p, a.Claims); err == nil {
 				g.assumed[a.Member] = undo

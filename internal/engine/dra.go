@@ -1,6 +1,11 @@
 package engine
 
 import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/placement"
@@ -36,6 +41,30 @@ func (e *Engine) devicesHeld(g *group) cluster.Resources {
 				out = cluster.Resources{}
 			}
 			out.Add(d)
+		}
+	}
+	return out
+}
+
+// consumers sets, on the claims of member p that are the group's own (a native
+// PodGroup's spec.resourceClaims, named alike in the member's spec.resourceClaims), the
+// PodGroup as the consumer they are reserved for. claims is not changed.
+func (s *GroupSpec) consumers(p *corev1.Pod, claims []kubefit.ClaimAllocation) []kubefit.ClaimAllocation {
+	if len(s.GroupClaims) == 0 || s.ClaimConsumer == nil {
+		return claims
+	}
+	out := slices.Clone(claims)
+	for i := range out {
+		for _, pc := range p.Spec.ResourceClaims {
+			if pc.Name != out[i].PodClaim {
+				continue
+			}
+			for _, gc := range s.GroupClaims {
+				if gc.Name == pc.Name && ptr.Equal(gc.ResourceClaimName, pc.ResourceClaimName) &&
+					ptr.Equal(gc.ResourceClaimTemplateName, pc.ResourceClaimTemplateName) {
+					out[i].Consumer = s.ClaimConsumer
+				}
+			}
 		}
 	}
 	return out

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
@@ -112,5 +114,60 @@ func TestQuotaByDeviceClass(t *testing.T) {
 	now = now.Add(time.Second)
 	if out := e.Step(now); len(out.Plans) != 1 || out.Plans[0].Group != b {
 		t.Fatalf("after a ended: plans %+v", out.Plans)
+	}
+}
+
+// TestPodGroupClaim: a native PodGroup's claim of one NVLink channel, published for the
+// nodes of clique-b only, is allocated once for the group and reserved for the PodGroup;
+// every member lands on a node that reaches it.
+func TestPodGroupClaim(t *testing.T) {
+	e := sim.NewEngine()
+	for i, clique := range []string{"clique-a", "clique-a", "clique-b", "clique-b"} {
+		n := fmt.Sprintf("n%d", i)
+		e.SetNode(gt.Node(n).Label("clique", clique).Obj())
+		e.SetObject(gt.GPUSlice(n, 2, clique))
+	}
+	e.SetObject(gt.DeviceClass())
+	channelType := "imex-channel"
+	channels := gt.GPUSlice("channels", 1, "clique-b")
+	channels.Spec.NodeName = nil
+	channels.Spec.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "clique", Operator: corev1.NodeSelectorOpIn, Values: []string{"clique-b"}}}}}}
+	channels.Spec.Devices[0].Attributes["type"] = resourcev1.DeviceAttribute{StringValue: &channelType}
+	e.SetObject(channels)
+	e.SetObject(gt.GPUClaim("default", "channel", 1,
+		`"type" in device.attributes["gpu.nvidia.com"] && device.attributes["gpu.nvidia.com"].type == "imex-channel"`))
+	channelName := "channel"
+	key := "Native/default/vit"
+	consumer := &resourcev1.ResourceClaimConsumerReference{APIGroup: "scheduling.k8s.io", Resource: "podgroups", Name: "vit", UID: "uid-vit"}
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Native, Namespace: "default", Name: "vit", MinMember: 3,
+		GroupClaims:   []schedulingv1beta1.PodGroupResourceClaim{{Name: "channel", ResourceClaimName: &channelName}},
+		ClaimConsumer: consumer})
+	for i := range 3 {
+		name := fmt.Sprintf("vit-%d", i)
+		e.SetObject(gt.GPUClaim("default", name+"-gpu", 1))
+		e.SetPod(gt.Pod(name).UID("uid-"+name).DeviceClaim("channel", "channel").DeviceClaim("gpu", name+"-gpu").Obj(), key)
+	}
+	out := e.Step(sim.Epoch)
+	if len(out.Plans) != 1 || len(out.Plans[0].Steps) != 3 {
+		t.Fatalf("plans %+v", out.Plans)
+	}
+	for i, st := range out.Plans[0].Steps {
+		if st.Node != "n2" && st.Node != "n3" {
+			t.Errorf("%s on %s, outside clique-b", st.Pod, st.Node)
+		}
+		ch := st.Claims[0]
+		if ch.Name != "channel" || ch.Consumer == nil || *ch.Consumer != *consumer || (i == 0) != (ch.Allocation != nil) {
+			t.Errorf("%s: channel claim %+v, want it reserved for the PodGroup and allocated by the first member", st.Pod, ch)
+		}
+		if r := st.Claims[0].Allocation; i == 0 && (r == nil || r.Devices.Results[0].Pool != "channels") {
+			t.Errorf("%s: channel allocated %+v, want the channel device", st.Pod, r)
+		}
+		if st.Claims[1].Consumer != nil {
+			t.Errorf("%s: its own claim is reserved for %+v", st.Pod, st.Claims[1].Consumer)
+		}
+	}
+	if got := e.Snapshot().ResourceClaim("default/channel").Status.ReservedFor; len(got) != 1 || got[0] != *consumer {
+		t.Fatalf("channel reserved for %+v, want the PodGroup once", got)
 	}
 }

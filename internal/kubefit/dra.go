@@ -83,6 +83,9 @@ type ClaimAllocation struct {
 	UID  types.UID
 	// Allocation is the allocation to write, nil when the claim has one.
 	Allocation *resourcev1.AllocationResult
+	// Consumer, when set, is whom the claim is reserved for instead of the pod: the
+	// PodGroup, for a claim of a native PodGroup's spec.resourceClaims.
+	Consumer *resourcev1.ResourceClaimConsumerReference
 }
 
 // Reserve allocates pod's ResourceClaims on node n, as kube-scheduler's DynamicResources
@@ -157,6 +160,9 @@ func Allocated(claim *resourcev1.ResourceClaim, pod *corev1.Pod, ca ClaimAllocat
 	ref, err := resourceclaim.BindTo(pod, nil, pc)
 	if err != nil {
 		return nil, err
+	}
+	if ca.Consumer != nil {
+		ref = *ca.Consumer
 	}
 	out := claim.DeepCopy()
 	if out.Status.Allocation == nil {
