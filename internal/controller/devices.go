@@ -14,6 +14,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/kubefit"
 )
 
@@ -97,7 +98,7 @@ func (k *kit) releaseClaims(ctx context.Context, p *corev1.Pod) {
 			continue
 		}
 		for try := 1; ; try++ {
-			err := k.release(ctx, p, *name)
+			err := k.release(ctx, p.Namespace, *name, p.UID)
 			if err == nil || apierrors.IsNotFound(err) {
 				break
 			}
@@ -109,15 +110,15 @@ func (k *kit) releaseClaims(ctx context.Context, p *corev1.Pod) {
 	}
 }
 
-// release removes p's reservation from the claim namespace/name, read from the API
-// server, and deallocates it when no reservation is left.
-func (k *kit) release(ctx context.Context, p *corev1.Pod, name string) error {
-	claims := k.kube.ResourceV1().ResourceClaims(p.Namespace)
+// release removes consumer uid's reservation from the claim namespace/name, read from
+// the API server, and deallocates it when no reservation is left.
+func (k *kit) release(ctx context.Context, namespace, name string, uid types.UID) error {
+	claims := k.kube.ResourceV1().ResourceClaims(namespace)
 	claim, err := claims.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
-	i := slices.IndexFunc(claim.Status.ReservedFor, func(r resourcev1.ResourceClaimConsumerReference) bool { return r.UID == p.UID })
+	i := slices.IndexFunc(claim.Status.ReservedFor, func(r resourcev1.ResourceClaimConsumerReference) bool { return r.UID == uid })
 	if i < 0 {
 		return nil
 	}
@@ -163,4 +164,23 @@ func (r *recovery) releaseOrphanReservations(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// releaseGroupClaims releases the claims evicted groups hold for themselves (a native
+// PodGroup's own claims), so that a group waiting for its next attempt holds no devices.
+// The consumer is the group's PodGroup, in the claim's namespace, as translated from the
+// PodGroup object muster watches.
+func (k *kit) releaseGroupClaims(ctx context.Context, releases []engine.ClaimRelease) {
+	for _, r := range releases {
+		for try := 1; ; try++ {
+			err := k.release(ctx, r.Namespace, r.Claim, r.Consumer.UID)
+			if err == nil || apierrors.IsNotFound(err) {
+				break
+			}
+			if !apierrors.IsConflict(err) || try == claimTries {
+				k.log.Error(err, "releasing a claim of an evicted group", "group", r.Group, "claim", r.Namespace+"/"+r.Claim)
+				break
+			}
+		}
+	}
 }

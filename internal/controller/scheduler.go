@@ -223,6 +223,7 @@ func (s *scheduler) carryOut(ctx context.Context, out engine.Output) {
 		}
 	}
 	s.evictGroups(ctx, out.Evictions)
+	s.kit.releaseGroupClaims(ctx, out.ClaimReleases)
 	s.evictor.replaceFailed(ctx)
 	for _, plan := range out.Plans {
 		s.binder.submit(ctx, newBindJob(plan, s.mirror.pod))

@@ -69,3 +69,20 @@ func (s *GroupSpec) consumers(p *corev1.Pod, claims []kubefit.ClaimAllocation) [
 	}
 	return out
 }
+
+// claimReleases are the group's own claims (spec.resourceClaims of a native PodGroup that
+// name a ResourceClaim) to release when the group is evicted. Claims made from a
+// template are named in the PodGroup's status, which the engine does not read: they stay
+// reserved until the PodGroup is deleted.
+func (s *GroupSpec) claimReleases(group string) []ClaimRelease {
+	if s.ClaimConsumer == nil {
+		return nil
+	}
+	var out []ClaimRelease
+	for _, gc := range s.GroupClaims {
+		if gc.ResourceClaimName != nil {
+			out = append(out, ClaimRelease{Group: group, Namespace: s.Namespace, Claim: *gc.ResourceClaimName, Consumer: *s.ClaimConsumer})
+		}
+	}
+	return out
+}

@@ -170,4 +170,14 @@ func TestPodGroupClaim(t *testing.T) {
 	if got := e.Snapshot().ResourceClaim("default/channel").Status.ReservedFor; len(got) != 1 || got[0] != *consumer {
 		t.Fatalf("channel reserved for %+v, want the PodGroup once", got)
 	}
+	// No member becomes Ready: at the start timeout the group is evicted, and its own
+	// claim is released with it.
+	for _, st := range out.Plans[0].Steps {
+		e.SetPod(gt.Pod(st.Pod[len("default/"):]).UID("uid-"+st.Pod[len("default/"):]).Node(st.Node).Obj(), key)
+	}
+	e.Step(sim.Epoch.Add(time.Second))
+	out = e.Step(sim.Epoch.Add(2 * time.Hour))
+	if len(out.Evictions) != 3 || len(out.ClaimReleases) != 1 || out.ClaimReleases[0].Claim != "channel" || out.ClaimReleases[0].Consumer != *consumer {
+		t.Fatalf("evictions %+v, claim releases %+v", out.Evictions, out.ClaimReleases)
+	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/muster-sched/muster/internal/kubefit"
+	resourcev1 "k8s.io/api/resource/v1"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,10 @@ type Output struct {
 	Plans []Plan
 	// Evictions are member pods to delete; their controllers recreate them.
 	Evictions []Eviction
+	// ClaimReleases are claims of evicted groups reserved for the group itself (a native
+	// PodGroup's spec.resourceClaims), to release: the group holds no devices while it
+	// waits for its next attempt.
+	ClaimReleases []ClaimRelease
 	// Events are Kubernetes-style events about groups, for the group object.
 	Events []Event
 	// Released reports groups whose cleanup finished, with how long it took.
@@ -41,6 +46,15 @@ type Output struct {
 	Dropped []string
 	// WakeAt is when Step must be called again if nothing else changes (zero: never).
 	WakeAt time.Time
+}
+
+// ClaimRelease is one claim to take Consumer's reservation from (and to deallocate when
+// none is left).
+type ClaimRelease struct {
+	Group string
+	// Namespace and Claim name the ResourceClaim.
+	Namespace, Claim string
+	Consumer         resourcev1.ResourceClaimConsumerReference
 }
 
 // Plan is one group's placement as the steps that carry it out, in order.

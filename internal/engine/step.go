@@ -264,6 +264,7 @@ func (e *Engine) evictAll(g *group, a lifecycle.EvictAll, out *Output) {
 	}
 	clear(g.pending)
 	g.domain = ""
+	out.ClaimReleases = append(out.ClaimReleases, g.spec.claimReleases(g.key)...)
 }
 
 // push offers the group's unplaced members to the admission queue. A group that has
