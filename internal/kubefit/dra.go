@@ -238,39 +238,59 @@ func ClaimsOf(snap *cluster.Snapshot, pod *corev1.Pod) (claims []*resourcev1.Res
 // ClaimNeeds describes what pod's ResourceClaims not allocated yet ask for, for
 // diagnoses: each claim with its requests' device classes, counts and selectors, and
 // its constraints, e.g. "claim ml/w0-gpu: request gpus: 2 of class gpu.nvidia.com where
-// device.attributes["gpu.nvidia.com"].productName == "H100"". It is "" when every
-// claim is allocated.
+// device.attributes["gpu.nvidia.com"].productName == "H100"". A claim made from a
+// template is named by the template ("claims of template ml/one-gpu: …"), so that the
+// members of gangs made from one template are described alike. It is "" when every claim
+// is allocated.
 func ClaimNeeds(snap *cluster.Snapshot, pod *corev1.Pod) string {
-	claims, missing := ClaimsOf(snap, pod)
 	var parts []string
-	for _, c := range claims {
+	for i := range pod.Spec.ResourceClaims {
+		pc := &pod.Spec.ResourceClaims[i]
+		name, _, err := resourceclaim.Name(pod, pc)
+		if err != nil || name == nil {
+			if err != nil {
+				parts = append(parts, fmt.Sprintf("spec.resourceClaims %q: its ResourceClaim does not exist yet", pc.Name))
+			}
+			continue
+		}
+		c := snap.ResourceClaim(pod.Namespace + "/" + *name)
+		if c == nil {
+			parts = append(parts, fmt.Sprintf("spec.resourceClaims %q: ResourceClaim %s does not exist yet", pc.Name, *name))
+			continue
+		}
 		if c.Status.Allocation != nil {
 			continue
 		}
-		var reqs []string
-		for _, r := range c.Spec.Devices.Requests {
-			switch {
-			case r.Exactly != nil:
-				reqs = append(reqs, "request "+r.Name+": "+exactNeed(r.Exactly.DeviceClassName, r.Exactly.AllocationMode, r.Exactly.Count, r.Exactly.Selectors))
-			case len(r.FirstAvailable) > 0:
-				var alts []string
-				for _, sr := range r.FirstAvailable {
-					alts = append(alts, sr.Name+": "+exactNeed(sr.DeviceClassName, sr.AllocationMode, sr.Count, sr.Selectors))
-				}
-				reqs = append(reqs, "request "+r.Name+": first available of "+strings.Join(alts, " | "))
-			}
+		what := fmt.Sprintf("claim %s/%s", c.Namespace, c.Name)
+		if pc.ResourceClaimTemplateName != nil {
+			what = fmt.Sprintf("claims of template %s/%s", c.Namespace, *pc.ResourceClaimTemplateName)
 		}
-		for _, k := range c.Spec.Devices.Constraints {
-			if k.MatchAttribute != nil {
-				reqs = append(reqs, fmt.Sprintf("all with the same %s", *k.MatchAttribute))
-			}
-		}
-		parts = append(parts, fmt.Sprintf("claim %s/%s: %s", c.Namespace, c.Name, strings.Join(reqs, ", ")))
-	}
-	for _, m := range missing {
-		parts = append(parts, fmt.Sprintf("spec.resourceClaims %q: its ResourceClaim does not exist yet", m))
+		parts = append(parts, what+": "+strings.Join(claimRequests(c), ", "))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// claimRequests describes a claim's requests and constraints.
+func claimRequests(c *resourcev1.ResourceClaim) []string {
+	var reqs []string
+	for _, r := range c.Spec.Devices.Requests {
+		switch {
+		case r.Exactly != nil:
+			reqs = append(reqs, "request "+r.Name+": "+exactNeed(r.Exactly.DeviceClassName, r.Exactly.AllocationMode, r.Exactly.Count, r.Exactly.Selectors))
+		case len(r.FirstAvailable) > 0:
+			var alts []string
+			for _, sr := range r.FirstAvailable {
+				alts = append(alts, sr.Name+": "+exactNeed(sr.DeviceClassName, sr.AllocationMode, sr.Count, sr.Selectors))
+			}
+			reqs = append(reqs, "request "+r.Name+": first available of "+strings.Join(alts, " | "))
+		}
+	}
+	for _, k := range c.Spec.Devices.Constraints {
+		if k.MatchAttribute != nil {
+			reqs = append(reqs, fmt.Sprintf("all with the same %s", *k.MatchAttribute))
+		}
+	}
+	return reqs
 }
 
 func exactNeed(class string, mode resourcev1.DeviceAllocationMode, count int64, selectors []resourcev1.DeviceSelector) string {

@@ -188,3 +188,31 @@ func TestCliqueDomain(t *testing.T) {
 		t.Fatalf("cliques %v, domain %q", cliques, plan.Domain)
 	}
 }
+
+// TestDeviceSignature: gangs whose members' claims come from one template share a
+// signature (one verdict serves both), until one's claims are made; gangs of named
+// claims do not.
+func TestDeviceSignature(t *testing.T) {
+	fromTemplate := func(job string, made bool) placement.Group {
+		return gang(job, 2, func(i int) *corev1.Pod {
+			p := gt.Pod(fmt.Sprintf("%s-%d", job, i)).Obj()
+			tmpl := "one-gpu"
+			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl}}
+			if made {
+				name := p.Name + "-gpu-x1"
+				p.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &name}}
+			}
+			return p
+		})
+	}
+	if a, b := placement.Signature(fromTemplate("a", true)), placement.Signature(fromTemplate("b", true)); a != b {
+		t.Errorf("gangs of one template: signatures differ:\n%s\n%s", a, b)
+	}
+	if a, b := placement.Signature(fromTemplate("a", true)), placement.Signature(fromTemplate("b", false)); a == b {
+		t.Errorf("claims made and not made yet share a signature: %s", a)
+	}
+	snap := draCluster(1, 2)
+	if a, b := placement.Signature(draGang(snap, "a", 2, 1)), placement.Signature(draGang(snap, "b", 2, 1)); a == b {
+		t.Errorf("gangs of distinct named claims share a signature: %s", a)
+	}
+}

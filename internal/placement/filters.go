@@ -63,7 +63,7 @@ func localVolume(v corev1.VolumeSource) bool {
 // that members that differ in it are separate shapes: namespace, labels, pod
 // (anti-)affinity, topology spread, host ports and volumes. It is "" for a pod that
 // needs no filters.
-func filterKey(p *corev1.Pod) string {
+func filterKey(p *corev1.Pod, signature bool) string {
 	if !needsFilters(p) {
 		return ""
 	}
@@ -97,9 +97,7 @@ func filterKey(p *corev1.Pod) string {
 		}
 	}
 	if len(p.Spec.ResourceClaims) > 0 {
-		// Each member's claims are its own (a template's), or shared with members placed
-		// before it, which changes what the plugin allows it: a shape of its own.
-		b.WriteString("|devices:pod=" + p.Name)
+		b.WriteString(devicesKey(p, signature))
 	}
 	for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for _, c := range list {
@@ -231,4 +229,28 @@ func (p *placer) reserve(c *kubefit.Cycle, pod *corev1.Pod, n *cluster.NodeInfo)
 		}
 	}
 	return nil, nil, false
+}
+
+// devicesKey renders a pod's DRA claims for filterKey. For a shape, each member is its
+// own: its claims are its own (a template's), or shared with members placed before it,
+// which changes what the plugin allows it. For a signature, a claim is rendered by what
+// it is made from: members of two gangs whose claims come from one template, made or
+// not made yet alike, get one verdict on one snapshot; a named claim is itself.
+func devicesKey(p *corev1.Pod, signature bool) string {
+	if !signature {
+		return "|devices:pod=" + p.Name
+	}
+	var b strings.Builder
+	for _, pc := range p.Spec.ResourceClaims {
+		switch {
+		case pc.ResourceClaimName != nil:
+			fmt.Fprintf(&b, "|claim:%s=%s", pc.Name, *pc.ResourceClaimName)
+		case pc.ResourceClaimTemplateName != nil:
+			made := slices.ContainsFunc(p.Status.ResourceClaimStatuses, func(s corev1.PodResourceClaimStatus) bool {
+				return s.Name == pc.Name && s.ResourceClaimName != nil
+			})
+			fmt.Fprintf(&b, "|template:%s=%s,made=%v", pc.Name, *pc.ResourceClaimTemplateName, made)
+		}
+	}
+	return b.String()
 }

@@ -187,7 +187,12 @@ func shapesOf(members []Member) []*shape {
 
 // shapeKey renders everything about a pod that placement reads, given its requests. Pods
 // from one template (the workers of a job) share a key.
-func shapeKey(p *corev1.Pod, req cluster.Resources) string {
+func shapeKey(p *corev1.Pod, req cluster.Resources) string { return keyOf(p, req, false) }
+
+// keyOf is shapeKey, or with signature set the key Signature compares groups by: the
+// same but for DRA claims, which it renders by what they are made from instead of by
+// pod (see devicesKey).
+func keyOf(p *corev1.Pod, req cluster.Resources, signature bool) string {
 	var b strings.Builder
 	b.WriteString(req.String())
 	keys := make([]string, 0, len(p.Spec.NodeSelector))
@@ -206,6 +211,6 @@ func shapeKey(p *corev1.Pod, req cluster.Resources) string {
 		b.WriteString("|tol:")
 		b.WriteString(t.String())
 	}
-	b.WriteString(filterKey(p))
+	b.WriteString(filterKey(p, signature))
 	return b.String()
 }
