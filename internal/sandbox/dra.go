@@ -131,8 +131,8 @@ func checkAttributeString(s string) error {
 	return nil
 }
 
-// sliceName is the name of the ResourceSlice of node's GPUs.
-func sliceName(node string) string { return node + "-" + DRADriver }
+// ResourceSliceName is the name of the ResourceSlice of the GPUs of the node named node.
+func ResourceSliceName(node string) string { return node + "-" + DRADriver }
 
 // resourceSlice is the ResourceSlice of node's GPUs g, as a kubelet plugin of
 // DRADriver publishes it: owned by the node, for that node, one pool named after it
@@ -152,7 +152,7 @@ func resourceSlice(node *v1.Node, g nodeGPUs) *resourceapi.ResourceSlice {
 	}
 	return &resourceapi.ResourceSlice{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: sliceName(node.Name),
+			Name: ResourceSliceName(node.Name),
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID,
 			}},
