@@ -121,7 +121,8 @@ func checkAllocation(t *testing.T, claim *resourceapi.ResourceClaim, node *v1.No
 // TestUpstreamSchedulerAllocatesPodGroupClaim: with DRAWorkloadResourceClaims, a
 // native PodGroup's claim (made once for the group by the resourceclaim controller) is
 // allocated by kube-scheduler's gang scheduling, reserved for the PodGroup, and both
-// members run on the node of its devices, which the simulated kubelet accepts.
+// members run on the node of its devices, which the simulated kubelet accepts; the
+// claim is deleted with the PodGroup.
 func TestUpstreamSchedulerAllocatesPodGroupClaim(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	startScheduler(t, env)
@@ -164,4 +165,15 @@ func TestUpstreamSchedulerAllocatesPodGroupClaim(t *testing.T) {
 	if a == nil || len(a.Devices.Results) != 2 || a.Devices.Results[0].Pool != nodes[0] {
 		t.Errorf("claim %s: expected 2 devices of %s allocated, found %+v", claim.Name, nodes[0], a)
 	}
+
+	// The group's claim goes with the group (its pods first: the PodGroup waits for them).
+	for _, pod := range pods {
+		if err := env.Kube.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := env.Kube.SchedulingV1beta1().PodGroups(ns).Delete(ctx, pg.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env.WaitForResourceClaim(t, ns, claim.Name, "deleted with its PodGroup", func(c *resourceapi.ResourceClaim) bool { return c == nil })
 }
