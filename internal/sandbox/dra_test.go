@@ -102,7 +102,8 @@ func TestDRAPresetPublishesSlicesAndDeviceClass(t *testing.T) {
 	}
 }
 
-// TestResourceSliceFollowsItsNode: a node's slice goes with the node; a node whose DRA
+// TestResourceSliceFollowsItsNode: a node's slice goes with the node; it is rewritten,
+// in a new pool generation, when the node's DRA annotations change; a node whose DRA
 // annotation is malformed gets a Warning event naming it and no slice.
 func TestResourceSliceFollowsItsNode(t *testing.T) {
 	t.Parallel()
@@ -117,14 +118,27 @@ func TestResourceSliceFollowsItsNode(t *testing.T) {
 		return apierrors.IsNotFound(err), nil
 	})
 
-	n, err := env.Kube.CoreV1().Nodes().Get(ctx, nodes[1], metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	annotate := func(key, value string) {
+		t.Helper()
+		n, err := env.Kube.CoreV1().Nodes().Get(ctx, nodes[1], metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Annotations[key] = value
+		if _, err := env.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	n.Annotations[sandbox.AnnotationDRAGPUs] = "lots"
-	if _, err := env.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	annotate(sandbox.AnnotationDRAProduct, "NVIDIA A100-SXM4-80GB")
+	env.WaitFor(t, "the slice of "+nodes[1]+" rewritten for the new product in generation 2", func(ctx context.Context) (bool, error) {
+		s, err := env.Kube.ResourceV1().ResourceSlices().Get(ctx, sandbox.ResourceSliceName(nodes[1]), metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return s.Spec.Pool.Generation == 2 && len(s.Spec.Devices) == 4 &&
+			*s.Spec.Devices[3].Attributes[sandbox.AttributeProductName].StringValue == "NVIDIA A100-SXM4-80GB", nil
+	})
+	annotate(sandbox.AnnotationDRAGPUs, "lots")
 	env.WaitForEvent(t, "default", nodes[1], "InvalidSandboxAnnotation", `annotation sandbox.muster.dev/dra-gpus: expected a number of GPUs from 1 to 128, found "lots"`)
 	env.WaitFor(t, "the slice of "+nodes[1]+" withdrawn", func(ctx context.Context) (bool, error) {
 		_, err := env.Kube.ResourceV1().ResourceSlices().Get(ctx, sandbox.ResourceSliceName(nodes[1]), metav1.GetOptions{})
