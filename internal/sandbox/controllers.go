@@ -51,6 +51,9 @@ type controllers struct {
 }
 
 // Worker counts (kube-controller-manager runs 5 of each; the sandbox's objects are few).
+// The resourceclaim controller has kube-controller-manager's default of 50
+// (--concurrent-resourceclaim-syncs): a bench's thousands of pods with claim templates
+// wait for it before any scheduler can place them.
 // The PodGroup protection controller has one, so that it decides about PodGroups in
 // the order their deletions reach it: a test can tell that the controller has decided
 // about one (and kept it) when one deleted after it, with no pod, is gone.
@@ -59,7 +62,7 @@ const (
 	jobWorkers                = 2
 	volumeProtectionWorkers   = 1
 	ephemeralWorkers          = 1
-	resourceClaimWorkers      = 4
+	resourceClaimWorkers      = 50
 )
 
 // claimBinderSyncPeriod is how often the PV controller resyncs every claim and volume:
