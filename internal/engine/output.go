@@ -55,8 +55,8 @@ type Plan struct {
 type StepKind string
 
 // StepBind binds Step.Pod to Step.Node, after naming Node on the claims in
-// Step.Provision and binding the claims in Step.BindVolumes; device allocations are to be
-// steps of their own.
+// Step.Provision, binding the claims in Step.BindVolumes, and writing the allocations and
+// reservations of the DRA claims in Step.Claims.
 const StepBind StepKind = "Bind"
 
 // Step is one action of a Plan.
@@ -72,6 +72,10 @@ type Step struct {
 	// BindVolumes binds claims of Pod to existing volumes Node can reach (the volume's
 	// spec.claimRef, as kube-scheduler writes it) before Pod is bound.
 	BindVolumes []kubefit.StaticBinding
+	// Claims are Pod's DRA ResourceClaims: each claim's allocation to write when it has
+	// none (nil when it is allocated), and Pod to add to its reservedFor, before Pod is
+	// bound.
+	Claims []kubefit.ClaimAllocation
 }
 
 // Binds returns the bind steps of every plan, in order, with their groups.

@@ -17,13 +17,16 @@ import (
 const FilterRejected ReasonKind = "FilterRejected"
 
 // needsFilters reports whether a pod asks for something only kube-scheduler's hosted
-// plugins judge: pod (anti-)affinity, hard topology spread, host ports, or volumes
-// backed by claims or by cloud disks. Other pods are judged by placement's own
+// plugins judge: pod (anti-)affinity, hard topology spread, host ports, volumes backed
+// by claims or by cloud disks, or DRA devices. Other pods are judged by placement's own
 // predicates, which give the same verdicts as the plugins for what such a pod asks
 // (readiness, cordon, node affinity and selector, taints, resources; kubefit's
 // differential test holds them to it) at no cost per node.
 func needsFilters(p *corev1.Pod) bool {
 	spec := &p.Spec
+	if len(spec.ResourceClaims) > 0 {
+		return true
+	}
 	if a := spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
 		return true
 	}
@@ -92,6 +95,11 @@ func filterKey(p *corev1.Pod) string {
 			// is a shape of its own.
 			b.WriteString("|pod=" + p.Name)
 		}
+	}
+	if len(p.Spec.ResourceClaims) > 0 {
+		// Each member's claims are its own (a template's), or shared with members placed
+		// before it, which changes what the plugin allows it: a shape of its own.
+		b.WriteString("|devices:pod=" + p.Name)
 	}
 	for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for _, c := range list {
@@ -168,9 +176,59 @@ func (p *placer) filterReasons(n *cluster.NodeInfo, s *shape) []NodeReason {
 		}
 		return nil
 	}
+	if v.Plugin == names.DynamicResources {
+		return p.deviceReasons(s, v)
+	}
 	out := make([]NodeReason, 0, len(v.Reasons))
 	for _, r := range v.Reasons {
 		out = append(out, NodeReason{Kind: FilterRejected, Plugin: v.Plugin, Detail: r})
 	}
 	return out
+}
+
+// deviceReasons is DynamicResources' verdict for s's member in words that name its
+// claims: a claim not made yet (the group waits for the resourceclaim controller), or
+// the plugin's reason with what the claims ask for.
+func (p *placer) deviceReasons(s *shape, v kubefit.Verdict) []NodeReason {
+	pod := p.member(s)
+	if _, missing := kubefit.ClaimsOf(p.snap, pod); len(missing) > 0 {
+		return []NodeReason{{Kind: FilterRejected, Plugin: v.Plugin,
+			Detail: fmt.Sprintf("%s: spec.resourceClaims %s", deviceClaimPending, strings.Join(missing, ", "))}}
+	}
+	needs := kubefit.ClaimNeeds(p.snap, pod)
+	out := make([]NodeReason, 0, len(v.Reasons))
+	for _, r := range v.Reasons {
+		if needs != "" {
+			r += " (" + needs + ")"
+		}
+		out = append(out, NodeReason{Kind: FilterRejected, Plugin: v.Plugin, Detail: r})
+	}
+	return out
+}
+
+// deviceClaimPending begins the reason for a member whose ResourceClaims do not all exist
+// yet: a template's claim the resourceclaim controller has not made, or a named claim not
+// created. The group waits for them, as kube-scheduler retries such a pod.
+const deviceClaimPending = "waiting for the member's ResourceClaims to be created"
+
+// reserve allocates the DRA claims of member pod on n, which its cycle c passed, and
+// assumes them on the snapshot for the members after it. A failure (the plugin's
+// allocation differs from its Filter's, which does not happen on one snapshot) leaves
+// the member unplaced and fails the filters for the rest of the attempt, with the
+// reason in the diagnosis.
+func (p *placer) reserve(c *kubefit.Cycle, pod *corev1.Pod, n *cluster.NodeInfo) ([]kubefit.ClaimAllocation, func(), bool) {
+	claims, err := c.Reserve(pod, n)
+	if err == nil {
+		var undo func()
+		if undo, err = kubefit.Assume(p.snap, pod, claims); err == nil {
+			return claims, undo, true
+		}
+	}
+	p.filterErr = err.Error()
+	for s, sc := range p.cycles {
+		if sc == c {
+			p.cycles[s] = nil
+		}
+	}
+	return nil, nil, false
 }

@@ -78,6 +78,10 @@ type Assignment struct {
 	// BindVolumes binds the member's unbound WaitForFirstConsumer claims to existing
 	// volumes Node can reach, before the member is bound.
 	BindVolumes []kubefit.StaticBinding
+	// Claims are the member's DRA ResourceClaims, each with the devices to allocate to it
+	// (none for a claim allocated already), to write and reserve for the member before it
+	// is bound. The plan assumes them on the snapshot.
+	Claims []kubefit.ClaimAllocation
 }
 
 // Plan is a complete placement for a group: at least MinMember assignments, computed on one
@@ -120,8 +124,9 @@ type shape struct {
 	members  []Member
 	affinity nodeaffinity.RequiredNodeAffinity
 	// filters is set when kube-scheduler's hosted filters must judge the shape's pods,
-	// and claims when the pods mount PersistentVolumeClaims.
-	filters, claims bool
+	// claims when the pods mount PersistentVolumeClaims, and devices when they ask for
+	// DRA devices through ResourceClaims (each such member is a shape of its own).
+	filters, claims, devices bool
 	// names and needs are req's positive amounts as parallel slices, for fits.
 	names []corev1.ResourceName
 	needs []int64
@@ -164,6 +169,7 @@ func shapesOf(members []Member) []*shape {
 				affinity: nodeaffinity.GetRequiredNodeAffinity(m.Pod),
 				filters:  needsFilters(m.Pod),
 				claims:   kubefit.HasClaims(m.Pod),
+				devices:  kubefit.HasResourceClaims(m.Pod),
 			}
 			for _, name := range s.req.Names() {
 				if s.req[name] > 0 {
