@@ -70,6 +70,12 @@ type Engine struct {
 	// expected start after the last admission pass (see noteReservation).
 	holder      string
 	holderStart time.Time
+	// priorities counts the groups by priority, for the lowest (see fullPassNeeded).
+	priorities map[int32]int
+	// fullPasses makes every admission pass decide and report every waiting group
+	// (queue.Manager.Schedule), as the tests that compare it with the passes that
+	// report only the changes (ScheduleChanges) set.
+	fullPasses bool
 }
 
 // New returns an engine with no nodes, pods, groups or queues.
@@ -85,6 +91,7 @@ func New(cfg Config) *Engine {
 		replace:  map[string]bool{},
 
 		preempting: map[string]*preemption{},
+		priorities: map[int32]int{},
 	}
 	e.queue.SetEstimator(e)
 	if cfg.Filters != nil {
@@ -240,6 +247,8 @@ func (e *Engine) Started(key string) bool {
 // SetGroup adds or updates a group's spec.
 func (e *Engine) SetGroup(spec GroupSpec) {
 	g := e.groupFor(spec.Key)
+	e.countPriority(g.spec.Priority, -1)
+	e.countPriority(spec.Priority, 1)
 	g.spec = spec
 	g.hasSpec = true
 	e.dirty[spec.Key] = true
@@ -297,6 +306,7 @@ func (e *Engine) groupFor(key string) *group {
 	if g == nil {
 		g = &group{key: key, members: map[string]*corev1.Pod{}, requests: map[string]cluster.Resources{}, pending: map[string]string{}}
 		e.groups[key] = g
+		e.countPriority(g.spec.Priority, 1)
 	}
 	return g
 }

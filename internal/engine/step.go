@@ -163,6 +163,7 @@ func (e *Engine) drop(g *group) {
 	e.queue.Remove(g.key)
 	e.queue.Release(g.key)
 	delete(e.groups, g.key)
+	e.countPriority(g.spec.Priority, -1)
 	e.dropped = append(e.dropped, g.key)
 }
 

@@ -59,6 +59,10 @@ type Result struct {
 	// Reservations are the reservations in force after the call (see
 	// Manager.Reservations).
 	Reservations []Reservation
+	// Unchanged counts, by reason, the waiting groups ScheduleChanges did not list in
+	// Waiting because they wait for the same reason as before; Schedule lists every
+	// group.
+	Unchanged []Unchanged
 }
 
 // Schedule decides every queued group, in order, on snapshot s at time now. Admitted
@@ -69,11 +73,19 @@ type Result struct {
 // the same exclusions fail the same way in this call without being placed again: the
 // snapshot only fills up during a call.
 func (m *Manager) Schedule(s *cluster.Snapshot, now time.Time) Result {
+	return m.schedule(s, now, false)
+}
+
+// schedule is Schedule, or ScheduleChanges when changes is set.
+func (m *Manager) schedule(s *cluster.Snapshot, now time.Time, changes bool) Result {
 	if m.reserve != nil && m.entries[m.reserve.Key] == nil {
 		m.reserve = nil
 	}
-	p := &pass{m: m, snap: s, now: now, failed: map[string]Reason{}, shares: map[string]float64{}}
-	p.res.Waiting = make([]Waiting, 0, len(m.entries))
+	m.passes++
+	p := &pass{m: m, snap: s, now: now, id: m.passes, failed: map[string]Reason{}, shares: map[string]float64{}}
+	if !changes {
+		p.res.Waiting = make([]Waiting, 0, len(m.entries))
+	}
 	for key, r := range m.preempt {
 		if m.entries[key] == nil {
 			delete(m.preempt, key)
@@ -85,14 +97,29 @@ func (m *Manager) Schedule(s *cluster.Snapshot, now time.Time) Result {
 	if m.reserve != nil {
 		p.reserved = nodeSet(m.reserve.Nodes)
 	}
+	fails, nextTry := 0, 1
 	for it := range p.walk() {
 		p.decide(it)
+		if !changes || it.pass != p.id { // admitted
+			continue
+		}
+		if fails++; fails == nextTry {
+			nextTry *= 2
+			if p.trySkip() {
+				break
+			}
+		}
 	}
-	positions := map[string]int{}
-	for i := range p.res.Waiting {
-		w := &p.res.Waiting[i]
-		positions[w.Queue]++
-		w.Position = positions[w.Queue]
+	for _, it := range p.gone {
+		m.order.removeFromLane(it)
+	}
+	if !changes {
+		positions := map[string]int{}
+		for i := range p.res.Waiting {
+			w := &p.res.Waiting[i]
+			positions[w.Queue]++
+			w.Position = positions[w.Queue]
+		}
 	}
 	p.res.Reservations = m.Reservations()
 	return p.res
@@ -122,6 +149,10 @@ type pass struct {
 	m    *Manager
 	snap *cluster.Snapshot
 	now  time.Time
+	// id is the pass's number (Manager.passes).
+	id uint64
+	// gone holds the items admitted, to take out of the walk's lanes after it.
+	gone []*item
 	// failed caches placement failures by signature and exclusion.
 	failed map[string]Reason
 	// reserved is the starving group's reservation's node set.
@@ -247,6 +278,8 @@ func (p *pass) fail(it *item, r Reason) {
 // quota it reclaims) loses its reservations, since nodes would not help it.
 func (p *pass) wait(it *item, r Reason) {
 	p.res.Waiting = append(p.res.Waiting, Waiting{Entry: it.Entry, Reason: r})
+	p.m.unsettle(it)
+	it.lastReason, it.pass = &p.res.Waiting[len(p.res.Waiting)-1].Reason, p.id
 	if r.Kind != Placement && r.Kind != Reserved && !r.Reclaimable {
 		p.m.Unreserve(it.Key)
 	}
@@ -255,6 +288,8 @@ func (p *pass) wait(it *item, r Reason) {
 func (p *pass) admit(it *item, plan *placement.Plan, c cluster.Resources) {
 	p.m.Unreserve(it.Key)
 	delete(p.m.entries, it.Key)
+	p.m.forgetAdmitted(it)
+	p.gone = append(p.gone, it)
 	p.m.Charge(it.Key, it.Queue, c)
 	delete(p.shares, it.Queue)
 	p.res.Admitted = append(p.res.Admitted, Admission{Entry: it.Entry, Plan: plan, Charge: c})
