@@ -38,6 +38,7 @@ func (e *Engine) admit(now time.Time, out *Output) {
 	}
 	for _, u := range res.Unchanged {
 		out.decisions(decisionOf(u.Reason), u.Count)
+		e.skipped += u.Count
 	}
 	for _, w := range res.Waiting {
 		g := e.groups[w.Entry.Key]

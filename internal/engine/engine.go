@@ -76,6 +76,8 @@ type Engine struct {
 	// (queue.Manager.Schedule), as the tests that compare it with the passes that
 	// report only the changes (ScheduleChanges) set.
 	fullPasses bool
+	// skipped counts the waiting groups admission passes left unreported, for tests.
+	skipped int
 }
 
 // New returns an engine with no nodes, pods, groups or queues.
