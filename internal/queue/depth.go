@@ -158,7 +158,11 @@ func (p *pass) trySkip() bool {
 		}
 		return open
 	}
-	sk := skip{p: p, verdicts: map[verdictKey]verdictOf{}}
+	// Verdicts hold until a group is admitted or the reservation changes.
+	if stamp := (skipStamp{len(p.res.Admitted), m.reserve}); p.verdicts == nil || stamp != p.stamp {
+		p.verdicts, p.stamp = map[verdictKey]verdictOf{}, stamp
+	}
+	sk := skip{p: p, verdicts: p.verdicts}
 	for _, c := range m.classes {
 		for v := range 2 {
 			for _, w := range splitVariants(c.settled[v], applies, bound) {
@@ -218,10 +222,19 @@ type verdictKey struct {
 	variant int
 }
 
-// verdictOf is the reason a class's groups of one variant get, computed for rep.
+// verdictOf is the reason a class's groups of one variant get, computed for rep, or
+// fits when rep would be admitted.
 type verdictOf struct {
 	Reason
-	rep *item
+	rep  *item
+	fits bool
+}
+
+// skipStamp is what trySkip's verdicts depend on besides the snapshot: they hold for the
+// rest of the pass while no group is admitted and the reservation stays.
+type skipStamp struct {
+	admitted int
+	reserve  *Reservation
 }
 
 // skip is one trySkip: the verdict of each class and variant, then what it reports.
@@ -236,15 +249,12 @@ type skip struct {
 // representative, and reports false if they could be admitted.
 func (sk *skip) need(c *class, rep *item, v int) bool {
 	k := verdictKey{c, v}
-	if _, ok := sk.verdicts[k]; ok {
-		return true
+	if vd, ok := sk.verdicts[k]; ok {
+		return !vd.fits
 	}
 	r, fits := sk.p.verdict(rep, v == closed)
-	if fits {
-		return false
-	}
-	sk.verdicts[k] = verdictOf{r, rep}
-	return true
+	sk.verdicts[k] = verdictOf{r, rep, fits}
+	return !fits
 }
 
 // verdict decides it as decide would at this point of the pass, without admitting it or

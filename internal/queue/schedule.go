@@ -153,6 +153,9 @@ type pass struct {
 	id uint64
 	// gone holds the items admitted, to take out of the walk's lanes after it.
 	gone []*item
+	// verdicts are trySkip's, valid while stamp holds.
+	verdicts map[verdictKey]verdictOf
+	stamp    skipStamp
 	// failed caches placement failures by signature and exclusion.
 	failed map[string]Reason
 	// reserved is the starving group's reservation's node set.
