@@ -18,7 +18,7 @@ func (e *Engine) admit(now time.Time, out *Output) {
 	if full {
 		res = e.queue.Schedule(e.snap, now)
 	} else {
-		res = e.queue.ScheduleChanges(e.snap, now)
+		res = e.queue.ScheduleChanges(e.snap, e.snapVersion, now)
 	}
 	for _, a := range res.Admitted {
 		g := e.groups[a.Entry.Key]
@@ -129,6 +129,7 @@ func (e *Engine) bindPlan(g *group, plan *placement.Plan, out *Output) int {
 			continue
 		}
 		e.snap.Bind(p, a.Node)
+		e.snapVersion++
 		g.pending[a.Member] = a.Node
 		if g.placed == nil {
 			g.placed = map[string]bool{}
@@ -193,6 +194,7 @@ func (e *Engine) BindFailed(podKey string) {
 		delete(g.pending, podKey)
 		if p := g.members[podKey]; p != nil {
 			e.snap.AddPod(p) // re-records the pod as it is: unbound, so it counts nowhere
+			e.snapVersion++
 		}
 		e.dirty[gk] = true
 		e.schedule = true

@@ -130,8 +130,59 @@ func (m *Manager) unsettle(it *item) {
 // and Result.Unchanged counts the others; Position is not set. The queue's reservations
 // for preemption must be decided by Schedule: while there are any, every group is
 // listed.
-func (m *Manager) ScheduleChanges(s *cluster.Snapshot, now time.Time) Result {
-	return m.schedule(s, now, true)
+//
+// version identifies what of the snapshot placement reads: the caller must change it
+// whenever a node, a pod counted on a node, or an object the filters read changes. A
+// group that failed placement on the same version, with the same nodes closed to it,
+// before any admission of the pass, fails again the same way without being placed.
+func (m *Manager) ScheduleChanges(s *cluster.Snapshot, version uint64, now time.Time) Result {
+	return m.schedule(s, now, true, version)
+}
+
+// placedFailure returns the failure recorded for placement cache key key by an earlier
+// pass on the same snapshot version (see ScheduleChanges), with the same stamp, when
+// reusable.
+func (m *Manager) placedFailure(key, stamp string, reusable bool) (Reason, bool) {
+	if !reusable {
+		return Reason{}, false
+	}
+	f, ok := m.placed[key]
+	if !ok || f.stamp != stamp {
+		return Reason{}, false
+	}
+	return f.reason, true
+}
+
+// notePlacedFailure records a placement failure for placedFailure.
+func (m *Manager) notePlacedFailure(key, stamp string, reusable bool, r Reason) {
+	if reusable {
+		r.subject = nil
+		m.placed[key] = placedFailure{stamp: stamp, reason: r}
+	}
+}
+
+// placedFailure is a placement failure recorded on the snapshot version
+// Manager.placedVersion, with the nodes closed to the group named by stamp.
+type placedFailure struct {
+	stamp  string
+	reason Reason
+}
+
+// placedStamp names the nodes closed to a group, for placedFailure, and reports whether
+// a failure may be reused or recorded at this point of the pass: the snapshot is as the
+// caller gave it (no group admitted yet) and no node is closed but the starving group's
+// reservation's.
+func (p *pass) placedStamp(closed []closedNodes) (string, bool) {
+	if !p.versioned || len(p.res.Admitted) > 0 {
+		return "", false
+	}
+	switch {
+	case len(closed) == 0:
+		return "", true
+	case len(closed) == 1 && !closed[0].preemption && p.m.reserve != nil:
+		return p.m.reserve.Key + "\x00" + strings.Join(p.m.reserve.Nodes, ","), true
+	}
+	return "", false
 }
 
 // trySkip ends the walk when no group it has not reached can be admitted: every class
@@ -282,6 +333,14 @@ func (p *pass) verdict(it *item, excluded bool) (Reason, bool) {
 	if r, ok := p.failed[cacheKey]; ok {
 		return r, false
 	}
+	var closedTo []closedNodes
+	if excluded {
+		closedTo = []closedNodes{{key: p.m.reserve.Key, nodes: p.reserved}}
+	}
+	stamp, reusable := p.placedStamp(closedTo)
+	if r, ok := p.m.placedFailure(cacheKey, stamp, reusable); ok {
+		return r, false
+	}
 	plan, diag := placement.Place(p.snap, it.Group, opts)
 	if plan != nil {
 		plan.Revert()
@@ -294,6 +353,7 @@ func (p *pass) verdict(it *item, excluded bool) (Reason, bool) {
 			r = Reason{Kind: Reserved, ReservedFor: p.m.reserve.Key}
 		}
 	}
+	p.m.notePlacedFailure(cacheKey, stamp, reusable, r)
 	return r, false
 }
 
@@ -411,3 +471,4 @@ func sameReason(a, b Reason, subject *placement.Group) bool {
 	}
 	return reflect.DeepEqual(da.For(*subject), db.For(*subject))
 }
+

@@ -152,6 +152,10 @@ type Manager struct {
 	unsettled map[*item]struct{}
 	// passes counts Schedule calls, to tell the groups a pass decided.
 	passes uint64
+	// placed holds the placement failures recorded on snapshot version placedVersion,
+	// by placement cache key (see ScheduleChanges).
+	placed        map[string]placedFailure
+	placedVersion uint64
 }
 
 // SetEstimator gives the manager the expected ends of running groups: a starving
@@ -197,6 +201,7 @@ func New(opts Options) *Manager {
 		order:     newOrder(),
 		classes:   map[string]*class{},
 		unsettled: map[*item]struct{}{},
+		placed:    map[string]placedFailure{},
 	}
 }
 

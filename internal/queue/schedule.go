@@ -73,16 +73,22 @@ type Result struct {
 // the same exclusions fail the same way in this call without being placed again: the
 // snapshot only fills up during a call.
 func (m *Manager) Schedule(s *cluster.Snapshot, now time.Time) Result {
-	return m.schedule(s, now, false)
+	return m.schedule(s, now, false, 0)
 }
 
-// schedule is Schedule, or ScheduleChanges when changes is set.
-func (m *Manager) schedule(s *cluster.Snapshot, now time.Time, changes bool) Result {
+// schedule is Schedule, or ScheduleChanges when changes is set; version is the
+// snapshot's version for ScheduleChanges (see placedFailure), ignored by Schedule.
+func (m *Manager) schedule(s *cluster.Snapshot, now time.Time, changes bool, version uint64) Result {
 	if m.reserve != nil && m.entries[m.reserve.Key] == nil {
 		m.reserve = nil
 	}
 	m.passes++
-	p := &pass{m: m, snap: s, now: now, id: m.passes, failed: map[string]Reason{}, shares: map[string]float64{}}
+	p := &pass{m: m, snap: s, now: now, id: m.passes, failed: map[string]Reason{}, shares: map[string]float64{},
+		versioned: changes}
+	if changes && version != m.placedVersion {
+		clear(m.placed)
+		m.placedVersion = version
+	}
 	if !changes {
 		p.res.Waiting = make([]Waiting, 0, len(m.entries))
 	}
@@ -153,6 +159,9 @@ type pass struct {
 	id uint64
 	// gone holds the items admitted, to take out of the walk's lanes after it.
 	gone []*item
+	// versioned says the caller gave the snapshot's version: placement failures of
+	// earlier passes on the same version may be reused (see placedFailure).
+	versioned bool
 	// verdicts are trySkip's, valid while stamp holds.
 	verdicts map[verdictKey]verdictOf
 	stamp    skipStamp
@@ -208,6 +217,13 @@ func (p *pass) decide(it *item) {
 		p.fail(it, r)
 		return
 	}
+	stamp, reusable := p.placedStamp(closed)
+	if r, ok := p.m.placedFailure(cacheKey, stamp, reusable); ok {
+		p.failed[cacheKey] = r
+		r.subject = &it.Group
+		p.fail(it, r)
+		return
+	}
 	plan, diag := placement.Place(p.snap, it.Group, opts)
 	if plan != nil {
 		p.admitWithinQuota(it, q, plan, opts)
@@ -221,6 +237,7 @@ func (p *pass) decide(it *item) {
 		}
 	}
 	p.failed[cacheKey] = r
+	p.m.notePlacedFailure(cacheKey, stamp, reusable, r)
 	p.fail(it, r)
 }
 
