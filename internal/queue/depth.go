@@ -471,4 +471,3 @@ func sameReason(a, b Reason, subject *placement.Group) bool {
 	}
 	return reflect.DeepEqual(da.For(*subject), db.For(*subject))
 }
-
