@@ -2,12 +2,14 @@ package cluster
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 )
 
 // Objects are the cluster objects besides nodes and pods that kube-scheduler's filters
-// read: namespaces (for pod affinity's namespace selectors), and the volume objects
-// (claims, volumes, classes, the CSI drivers and their per-node limits). A snapshot and
+// read: namespaces (for pod affinity's namespace selectors), the volume objects (claims,
+// volumes, classes, the CSI drivers and their per-node limits) and the DRA objects
+// (ResourceClaims, ResourceSlices, DeviceClasses). A snapshot and
 // its copies share one Objects; the engine changes it between decisions, never during one.
 type Objects struct {
 	// Namespaces are Namespace objects by name.
@@ -22,6 +24,20 @@ type Objects struct {
 	CSINodes map[string]*storagev1.CSINode
 	// Drivers are CSIDriver objects by name.
 	Drivers map[string]*storagev1.CSIDriver
+	// ResourceClaims are DRA ResourceClaims by namespace/name, as allocated: a claim the
+	// engine allocated in a plan not yet observed is shown with its allocation (see
+	// AssumeClaim).
+	ResourceClaims map[string]*resourcev1.ResourceClaim
+	// Slices are ResourceSlices by name.
+	Slices map[string]*resourcev1.ResourceSlice
+	// DeviceClasses are DeviceClasses by name.
+	DeviceClasses map[string]*resourcev1.DeviceClass
+
+	// observed are the claims as last observed, under an assumed allocation.
+	observed map[string]*resourcev1.ResourceClaim
+	// empty is the objects as an empty cluster shows them, made at emptyGeneration.
+	empty           *Objects
+	emptyGeneration uint64
 
 	generation uint64
 }
@@ -33,8 +49,8 @@ func (st *Objects) Generation() uint64 { return st.generation }
 func (s *Snapshot) Objects() *Objects { return s.storage }
 
 // SetObject adds or replaces one object: a Namespace, PersistentVolumeClaim,
-// PersistentVolume, StorageClass, CSINode or CSIDriver. Other objects are ignored and
-// reported false.
+// PersistentVolume, StorageClass, CSINode, CSIDriver, ResourceClaim, ResourceSlice or
+// DeviceClass. Other objects are ignored and reported false.
 func (s *Snapshot) SetObject(obj any) bool {
 	st := s.storage
 	switch o := obj.(type) {
@@ -50,11 +66,85 @@ func (s *Snapshot) SetObject(obj any) bool {
 		st.CSINodes = put(st.CSINodes, o.Name, o)
 	case *storagev1.CSIDriver:
 		st.Drivers = put(st.Drivers, o.Name, o)
+	case *resourcev1.ResourceClaim:
+		st.setClaim(o)
+	case *resourcev1.ResourceSlice:
+		st.Slices = put(st.Slices, o.Name, o)
+	case *resourcev1.DeviceClass:
+		st.DeviceClasses = put(st.DeviceClasses, o.Name, o)
 	default:
 		return false
 	}
 	st.generation++
 	return true
+}
+
+// setClaim records an observed claim. Under an assumed allocation (AssumeClaim) an
+// observed claim without one is kept aside: the allocation is being written, and its
+// devices stay taken until it is observed or forgotten (ForgetClaim).
+func (st *Objects) setClaim(c *resourcev1.ResourceClaim) {
+	key := c.Namespace + "/" + c.Name
+	if _, ok := st.observed[key]; ok {
+		if cur := st.ResourceClaims[key]; cur != nil && c.UID == cur.UID && c.Status.Allocation == nil {
+			st.observed[key] = c
+			return
+		}
+		delete(st.observed, key)
+	}
+	st.ResourceClaims = put(st.ResourceClaims, key, c)
+}
+
+// AssumeClaim shows claim, a copy of an observed claim with the allocation and
+// reservations a plan writes, in place of the claim shown now, until the claim is
+// observed allocated or removed, or undo is called. Undos run in reverse order.
+func (s *Snapshot) AssumeClaim(claim *resourcev1.ResourceClaim) (undo func()) {
+	st := s.storage
+	key := claim.Namespace + "/" + claim.Name
+	prev := st.ResourceClaims[key]
+	_, under := st.observed[key]
+	if !under {
+		st.observed = put(st.observed, key, prev)
+	}
+	st.ResourceClaims = put(st.ResourceClaims, key, claim)
+	st.generation++
+	return func() {
+		if st.ResourceClaims[key] != claim {
+			return // observed since, or removed
+		}
+		if !under {
+			// The claim as last observed, which may be newer than prev.
+			prev = st.observed[key]
+			delete(st.observed, key)
+		}
+		if prev == nil {
+			delete(st.ResourceClaims, key)
+		} else {
+			st.ResourceClaims[key] = prev
+		}
+		st.generation++
+	}
+}
+
+// ForgetClaim drops every assumed allocation of the claim namespace/name: the claim is
+// shown as last observed.
+func (s *Snapshot) ForgetClaim(key string) {
+	st := s.storage
+	observed, ok := st.observed[key]
+	if !ok {
+		return
+	}
+	delete(st.observed, key)
+	if observed == nil {
+		delete(st.ResourceClaims, key)
+	} else {
+		st.ResourceClaims[key] = observed
+	}
+	st.generation++
+}
+
+// ResourceClaim returns the claim namespace/name as the snapshot shows it.
+func (s *Snapshot) ResourceClaim(key string) *resourcev1.ResourceClaim {
+	return s.storage.ResourceClaims[key]
 }
 
 // RemoveObject forgets one object, given as SetObject takes it (only
@@ -74,6 +164,13 @@ func (s *Snapshot) RemoveObject(obj any) {
 		delete(st.CSINodes, o.Name)
 	case *storagev1.CSIDriver:
 		delete(st.Drivers, o.Name)
+	case *resourcev1.ResourceClaim:
+		delete(st.ResourceClaims, o.Namespace+"/"+o.Name)
+		delete(st.observed, o.Namespace+"/"+o.Name)
+	case *resourcev1.ResourceSlice:
+		delete(st.Slices, o.Name)
+	case *resourcev1.DeviceClass:
+		delete(st.DeviceClasses, o.Name)
 	default:
 		return
 	}
@@ -86,4 +183,26 @@ func put[T any](m map[string]T, key string, v T) map[string]T {
 	}
 	m[key] = v
 	return m
+}
+
+// unallocated is st as an empty cluster shows it: every ResourceClaim without its
+// allocation and reservations, so that devices in use count as free. It shares
+// everything else with st, and is kept until st changes.
+func (st *Objects) unallocated() *Objects {
+	if st.empty != nil && st.emptyGeneration == st.generation {
+		return st.empty
+	}
+	cp := *st
+	cp.observed, cp.empty = nil, nil
+	cp.ResourceClaims = make(map[string]*resourcev1.ResourceClaim, len(st.ResourceClaims))
+	for key, c := range st.ResourceClaims {
+		if c.Status.Allocation != nil || len(c.Status.ReservedFor) > 0 {
+			free := *c
+			free.Status = resourcev1.ResourceClaimStatus{}
+			c = &free
+		}
+		cp.ResourceClaims[key] = c
+	}
+	st.empty, st.emptyGeneration = &cp, st.generation
+	return st.empty
 }

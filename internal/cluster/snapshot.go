@@ -329,7 +329,7 @@ func (s *Snapshot) Empty() *Snapshot {
 		nodes:   make([]*NodeInfo, len(s.nodes)),
 		byName:  make(map[string]*NodeInfo, len(s.nodes)),
 		bound:   map[string]boundPod{},
-		storage: s.storage,
+		storage: s.storage.unallocated(),
 		filters: s.filters,
 	}
 	for i, n := range s.nodes {

@@ -295,7 +295,14 @@ func (b *binder) bindPods(ctx context.Context, job bindJob, errs []error, from, 
 			defer func() { <-b.slots }()
 			if errs[i] = b.bindVolumes(ctx, p, st.BindVolumes); errs[i] == nil {
 				if errs[i] = b.provision(ctx, p, st.Node, st.Provision); errs[i] == nil {
-					errs[i] = b.bindPod(ctx, p, st.Node, annotations)
+					if errs[i] = b.allocateClaims(ctx, p, st.Claims); errs[i] == nil {
+						errs[i] = b.bindPod(ctx, p, st.Node, annotations)
+					}
+					if errs[i] != nil && len(st.Claims) > 0 {
+						// Not bound: its devices go back, as kube-scheduler's Unreserve
+						// gives them back after a failed bind.
+						b.releaseClaims(ctx, p)
+					}
 				}
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -33,6 +34,9 @@ type recovery struct {
 	binder  *binder
 	evictor *evictor
 	filters *kubefit.Host
+	// dra is set when the cluster serves DRA: claims are loaded, and reservations of
+	// members never bound released.
+	dra bool
 }
 
 // run carries out the recreation records and settles the plans a previous
@@ -48,7 +52,7 @@ func (r *recovery) run(ctx context.Context) error {
 		return err
 	}
 	if len(plans) == 0 {
-		return nil
+		return r.releaseOrphans(ctx)
 	}
 	var nodes corev1.NodeList
 	var pods corev1.PodList
@@ -66,7 +70,19 @@ func (r *recovery) run(ctx context.Context) error {
 	for _, key := range sortedKeys(plans) {
 		bound = append(bound, r.settle(ctx, snap, plans[key])...)
 	}
-	return r.awaitBound(ctx, bound)
+	if err := r.awaitBound(ctx, bound); err != nil {
+		return err
+	}
+	return r.releaseOrphans(ctx)
+}
+
+// releaseOrphans releases the DRA claims reserved for members muster never bound, when
+// the cluster serves DRA.
+func (r *recovery) releaseOrphans(ctx context.Context) error {
+	if !r.dra {
+		return nil
+	}
+	return r.releaseOrphanReservations(ctx)
 }
 
 // awaitBound waits until the cache shows every pod bound that recovery bound, so that
@@ -153,14 +169,18 @@ func (r *recovery) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pla
 	if len(bound) == 0 || len(unbound) == 0 {
 		return nil
 	}
-	if why, ok := fits(snap, plan, unbound); !ok {
+	devices, why, ok := fits(snap, plan, unbound)
+	if !ok {
 		r.log.Info("undoing a plan in flight whose nodes no longer fit", "group", plan.Group, "evicting", len(bound), "why", why)
 		for _, p := range bound {
 			r.evictor.evictPod(ctx, p, engine.Eviction{Group: plan.Group, Pod: podKey(p), Reason: "PlanUndone",
 				Message: fmt.Sprintf("%d of %d planned members were bound when muster stopped and the rest no longer fit: %s",
 					len(bound), len(bound)+len(unbound), why)})
 		}
-		r.releaseClaims(ctx, plan, unbound)
+		r.releaseVolumeClaims(ctx, plan, unbound)
+		for _, p := range unbound {
+			r.kit.releaseClaims(ctx, p)
+		}
 		return nil
 	}
 	r.log.Info("completing a plan in flight", "group", plan.Group, "bound", len(bound), "binding", len(unbound))
@@ -172,7 +192,7 @@ func (r *recovery) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pla
 			r.log.Error(err, "completing a plan in flight: the member's claims cannot be satisfied on its node", "pod", podKey(p), "node", node)
 		}
 		job.plan.Steps = append(job.plan.Steps, engine.Step{Kind: engine.StepBind, Pod: podKey(p), Node: node,
-			Provision: vols.Provision, BindVolumes: vols.Bind})
+			Provision: vols.Provision, BindVolumes: vols.Bind, Claims: devices[p.Name]})
 	}
 	failed := map[string]bool{}
 	for _, key := range r.binder.execute(ctx, job) {
@@ -186,13 +206,13 @@ func (r *recovery) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pla
 	return completed
 }
 
-// releaseClaims undoes the provisioning writes of a plan undone: a claim of an unbound
+// releaseVolumeClaims undoes the provisioning writes of a plan undone: a claim of an unbound
 // member that names the member's planned node and has no volume yet names none again, so
 // that the member's next placement may choose another node (the signal a provisioner
 // gives a scheduler when it cannot provision). A claim already provisioned keeps its
 // volume, and its node; a volume bound by the plan stays bound, as kube-scheduler
 // leaves the volume writes of a pod it fails to bind.
-func (r *recovery) releaseClaims(ctx context.Context, plan *Plan, unbound []*corev1.Pod) {
+func (r *recovery) releaseVolumeClaims(ctx context.Context, plan *Plan, unbound []*corev1.Pod) {
 	for _, p := range unbound {
 		node := plan.Pods[p.Name].Node
 		for _, v := range p.Spec.Volumes {
@@ -227,6 +247,9 @@ func (r *recovery) loadObjects(ctx context.Context, snap *cluster.Snapshot) erro
 	}
 	lists := []client.ObjectList{&corev1.NamespaceList{}, &corev1.PersistentVolumeClaimList{},
 		&corev1.PersistentVolumeList{}, &storagev1.StorageClassList{}, &storagev1.CSINodeList{}, &storagev1.CSIDriverList{}}
+	if r.dra {
+		lists = append(lists, &resourcev1.ResourceClaimList{}, &resourcev1.ResourceSliceList{}, &resourcev1.DeviceClassList{})
+	}
 	for _, list := range lists {
 		if err := r.cache.List(ctx, list); err != nil {
 			return fmt.Errorf("listing %T: %w", list, err)
@@ -242,17 +265,24 @@ func (r *recovery) loadObjects(ctx context.Context, snap *cluster.Snapshot) erro
 }
 
 // fits reports whether every unbound pod still fits on its planned node, by
-// placement's own predicates, assuming each on the snapshot in turn; when one does not,
-// it says which and why.
-func fits(snap *cluster.Snapshot, plan *Plan, unbound []*corev1.Pod) (string, bool) {
+// placement's own predicates, assuming each on the snapshot in turn with its DRA claims
+// allocated there (returned by pod name); when one does not, it says which and why.
+func fits(snap *cluster.Snapshot, plan *Plan, unbound []*corev1.Pod) (map[string][]kubefit.ClaimAllocation, string, bool) {
+	devices := map[string][]kubefit.ClaimAllocation{}
 	for _, p := range unbound {
 		node := plan.Pods[p.Name].Node
-		if why, ok := placement.FitsOn(snap, node, placement.Member{Name: podKey(p), Pod: p}); !ok {
-			return fmt.Sprintf("%s on %s: %s", p.Name, node, why), false
+		m := placement.Member{Name: podKey(p), Pod: p}
+		if why, ok := placement.FitsOn(snap, node, m); !ok {
+			return nil, fmt.Sprintf("%s on %s: %s", p.Name, node, why), false
 		}
+		claims, err := placement.ClaimsOn(snap, node, m)
+		if err != nil {
+			return nil, fmt.Sprintf("%s on %s: %v", p.Name, node, err), false
+		}
+		devices[p.Name] = claims
 		snap.Bind(p, node)
 	}
-	return "", true
+	return devices, "", true
 }
 
 // claims reports whether pod p names group gk, or is gk itself, a group of one (a pod

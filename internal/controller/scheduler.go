@@ -45,6 +45,9 @@ type scheduler struct {
 
 	// filters are kube-scheduler's filter plugins with the configured arguments.
 	filters *kubefit.Host
+	// dra is set when the cluster serves DRA (resource.k8s.io/v1), whose objects are
+	// then watched for the filters.
+	dra bool
 	// observer, when set, is told of every Step (the dashboard's cost ledger).
 	observer StepObserver
 	// nextSummary is when the loop next reads every group's status (see report).
@@ -93,7 +96,7 @@ func (s *scheduler) Start(ctx context.Context) error {
 	if err := s.watch(ctx); err != nil {
 		return err
 	}
-	rec := &recovery{kit: s.kit, signer: sig, binder: s.binder, evictor: s.evictor, filters: s.filters}
+	rec := &recovery{kit: s.kit, signer: sig, binder: s.binder, evictor: s.evictor, filters: s.filters, dra: s.dra}
 	if err := rec.run(ctx); err != nil {
 		return err
 	}
@@ -220,6 +223,7 @@ func (s *scheduler) carryOut(ctx context.Context, out engine.Output) {
 		}
 	}
 	s.evictGroups(ctx, out.Evictions)
+	s.kit.releaseGroupClaims(ctx, out.ClaimReleases)
 	s.evictor.replaceFailed(ctx)
 	for _, plan := range out.Plans {
 		s.binder.submit(ctx, newBindJob(plan, s.mirror.pod))

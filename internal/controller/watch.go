@@ -3,9 +3,11 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -131,6 +133,10 @@ func (s *scheduler) servedAPIs() (apis []source.GroupAPI, queues bool) {
 		}
 		s.log.Info("skipping a PodGroup API the cluster does not serve", "api", api.Resource.GroupVersion().String(), "source", api.Source)
 	}
+	s.dra = served(resourcev1.SchemeGroupVersion.WithResource("resourceclaims"))
+	if !s.dra {
+		s.log.Info("the cluster does not serve DRA's resource.k8s.io/v1; pods with ResourceClaims wait", "api", resourcev1.SchemeGroupVersion.String())
+	}
 	queues = served(musterv1alpha1.GroupVersion.WithResource("queues"))
 	if !queues {
 		s.log.Info("the cluster does not serve muster's Queue API; every group uses the unlimited default queue",
@@ -158,7 +164,11 @@ func (s *scheduler) watch(ctx context.Context) error {
 			c.groups[source.Ref{Source: src, Namespace: o.GetNamespace(), Name: o.GetName()}] = true
 		}})
 	}
-	for _, obj := range filterObjects {
+	objs := filterObjects
+	if s.dra {
+		objs = append(slices.Clip(objs), draObjects...)
+	}
+	for _, obj := range objs {
 		kind := fmt.Sprintf("%T", obj)
 		list = append(list, watched{obj, func(c *changes, o client.Object) {
 			c.objects[objectRef{kind: kind, namespace: o.GetNamespace(), name: o.GetName()}] = true

@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/placement"
 	"github.com/muster-sched/muster/internal/queue"
@@ -131,11 +132,18 @@ func (e *Engine) bindPlan(g *group, plan *placement.Plan, out *Output) int {
 		e.snap.Bind(p, a.Node)
 		e.snapVersion++
 		g.pending[a.Member] = a.Node
+		if len(a.Claims) > 0 {
+			a.Claims = g.spec.consumers(p, a.Claims)
+			// Placed on this snapshot a moment ago: the claims are as placement saw them.
+			if undo, err := kubefit.Assume(e.snap, p, a.Claims); err == nil {
+				g.assumed[a.Member] = undo
+			}
+		}
 		if g.placed == nil {
 			g.placed = map[string]bool{}
 		}
 		g.placed[a.Member] = true
-		*steps = append(*steps, Step{Kind: StepBind, Pod: a.Member, Node: a.Node, Provision: a.Provision, BindVolumes: a.BindVolumes})
+		*steps = append(*steps, Step{Kind: StepBind, Pod: a.Member, Node: a.Node, Provision: a.Provision, BindVolumes: a.BindVolumes, Claims: a.Claims})
 	}
 	return len(out.Plans) - 1
 }
@@ -192,6 +200,7 @@ func (e *Engine) BindFailed(podKey string) {
 	}
 	if _, ok := g.pending[podKey]; ok {
 		delete(g.pending, podKey)
+		g.unassume(podKey)
 		if p := g.members[podKey]; p != nil {
 			e.snap.AddPod(p) // re-records the pod as it is: unbound, so it counts nowhere
 			e.snapVersion++

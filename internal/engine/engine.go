@@ -205,6 +205,9 @@ func (e *Engine) SetPod(p *corev1.Pod, groupKey string) {
 	g.requests[key] = requests
 	if p.Spec.NodeName != "" {
 		delete(g.pending, key)
+		// Its claims were written before the bind: the snapshot shows them as assumed
+		// until they are observed allocated.
+		delete(g.assumed, key)
 	}
 	e.dirty[groupKey] = true
 }
@@ -265,6 +268,7 @@ func (e *Engine) dropMember(groupKey, podKey string) {
 		delete(g.members, podKey)
 		delete(g.requests, podKey)
 		delete(g.pending, podKey)
+		g.unassume(podKey)
 		delete(g.evicting, podKey)
 		e.dirty[groupKey] = true
 	}
@@ -337,7 +341,8 @@ func (e *Engine) RemoveQueue(name string) {
 func (e *Engine) groupFor(key string) *group {
 	g := e.groups[key]
 	if g == nil {
-		g = &group{key: key, members: map[string]*corev1.Pod{}, requests: map[string]cluster.Resources{}, pending: map[string]string{}}
+		g = &group{key: key, members: map[string]*corev1.Pod{}, requests: map[string]cluster.Resources{}, pending: map[string]string{},
+			assumed: map[string]func(){}}
 		e.groups[key] = g
 		e.countPriority(g.spec.Priority, 1)
 	}

@@ -24,6 +24,9 @@ type group struct {
 	requests map[string]cluster.Resources
 	// pending maps members whose bind was issued but not yet observed to their node.
 	pending map[string]string
+	// assumed maps members whose DRA claims the snapshot shows allocated by their plan
+	// step, until their bind is observed, to the undo of that assumption.
+	assumed map[string]func()
 	// evicting holds members the engine asked to delete; they are never placed again.
 	evicting map[string]bool
 	// placed holds the members placed in the current attempt (see lifecycle.Observe.Placed).
@@ -245,4 +248,12 @@ func (g *group) attempt() int {
 		return 1
 	}
 	return max(g.state.Attempt(), 1)
+}
+
+// unassume undoes the snapshot's assumption of member key's claims, if it holds one.
+func (g *group) unassume(key string) {
+	if undo := g.assumed[key]; undo != nil {
+		undo()
+	}
+	delete(g.assumed, key)
 }

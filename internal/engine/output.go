@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/muster-sched/muster/internal/kubefit"
+	resourcev1 "k8s.io/api/resource/v1"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,10 @@ type Output struct {
 	Plans []Plan
 	// Evictions are member pods to delete; their controllers recreate them.
 	Evictions []Eviction
+	// ClaimReleases are claims of evicted groups reserved for the group itself (a native
+	// PodGroup's spec.resourceClaims), to release: the group holds no devices while it
+	// waits for its next attempt.
+	ClaimReleases []ClaimRelease
 	// Events are Kubernetes-style events about groups, for the group object.
 	Events []Event
 	// Released reports groups whose cleanup finished, with how long it took.
@@ -43,6 +48,15 @@ type Output struct {
 	WakeAt time.Time
 }
 
+// ClaimRelease is one claim to take Consumer's reservation from (and to deallocate when
+// none is left).
+type ClaimRelease struct {
+	Group string
+	// Namespace and Claim name the ResourceClaim.
+	Namespace, Claim string
+	Consumer         resourcev1.ResourceClaimConsumerReference
+}
+
 // Plan is one group's placement as the steps that carry it out, in order.
 type Plan struct {
 	Group string
@@ -55,8 +69,8 @@ type Plan struct {
 type StepKind string
 
 // StepBind binds Step.Pod to Step.Node, after naming Node on the claims in
-// Step.Provision and binding the claims in Step.BindVolumes; device allocations are to be
-// steps of their own.
+// Step.Provision, binding the claims in Step.BindVolumes, and writing the allocations and
+// reservations of the DRA claims in Step.Claims.
 const StepBind StepKind = "Bind"
 
 // Step is one action of a Plan.
@@ -72,6 +86,10 @@ type Step struct {
 	// BindVolumes binds claims of Pod to existing volumes Node can reach (the volume's
 	// spec.claimRef, as kube-scheduler writes it) before Pod is bound.
 	BindVolumes []kubefit.StaticBinding
+	// Claims are Pod's DRA ResourceClaims: each claim's allocation to write when it has
+	// none (nil when it is allocated), and Pod to add to its reservedFor, before Pod is
+	// bound.
+	Claims []kubefit.ClaimAllocation
 }
 
 // Binds returns the bind steps of every plan, in order, with their groups.

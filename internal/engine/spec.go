@@ -1,6 +1,8 @@
 package engine
 
 import (
+	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"time"
 
 	"github.com/muster-sched/muster/internal/cluster"
@@ -75,6 +77,11 @@ type GroupSpec struct {
 	// Invalid lists problems with the group's definition, each naming the field and the
 	// value. A group with problems is not scheduled; the problems become its condition.
 	Invalid []string
+	// GroupClaims are a native PodGroup's spec.resourceClaims: claims of its members
+	// that are allocated once for the group and reserved for ClaimConsumer, the
+	// PodGroup, rather than for each member.
+	GroupClaims   []schedulingv1beta1.PodGroupResourceClaim
+	ClaimConsumer *resourcev1.ResourceClaimConsumerReference
 	// Past is what the group's lifecycle record says of it, when an earlier scheduler
 	// process wrote one: the engine resumes the group from it (its attempts, failures,
 	// backoff or Failed verdict) the first time it sees the group.

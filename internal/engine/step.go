@@ -80,6 +80,7 @@ func (e *Engine) advance(g *group, now time.Time, out *Output) {
 		e.step(g, lifecycle.Unstop{}, now, out)
 	}
 	obs, held := g.observe()
+	held.Add(e.devicesHeld(g))
 	e.step(g, obs, now, out)
 	if g.state.Phase() == lifecycle.Queued && g.boundLive() >= g.spec.MinMember {
 		e.adopt(g, obs, now, out)
@@ -160,6 +161,9 @@ func (e *Engine) forget(g *group) {
 
 // drop removes a group from the engine and its queue.
 func (e *Engine) drop(g *group) {
+	for key := range g.assumed {
+		g.unassume(key)
+	}
 	e.queue.Remove(g.key)
 	e.queue.Release(g.key)
 	delete(e.groups, g.key)
@@ -261,6 +265,7 @@ func (e *Engine) evictAll(g *group, a lifecycle.EvictAll, out *Output) {
 	}
 	clear(g.pending)
 	g.domain = ""
+	out.ClaimReleases = append(out.ClaimReleases, g.spec.claimReleases(g.key)...)
 }
 
 // push offers the group's unplaced members to the admission queue. A group that has
@@ -285,6 +290,7 @@ func (e *Engine) push(g *group) {
 		Namespace: g.spec.Namespace,
 		// Only the queues' verdict matters while the group names none of them.
 		Candidates: candidates(g.spec),
+		Devices:    e.deviceCharges(members),
 		Group: placement.Group{
 			Name:      g.key,
 			MinMember: max(need, 1),

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -72,6 +73,8 @@ type Facts struct {
 	// FitFrom says where the what-if came from when not from the caller's own reads:
 	// muster's visibility API, for a tenant.
 	FitFrom string
+	// Claims are the members' DRA ResourceClaims by namespace/name (nil: not readable).
+	Claims map[string]*resourcev1.ResourceClaim
 	// PodEvents are recent events of the member pods (FailedMount, Failed, ...).
 	PodEvents []corev1.Event
 	// Now is when the facts were gathered.

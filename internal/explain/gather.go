@@ -107,6 +107,7 @@ func Gather(ctx context.Context, c Reader, target, namespace, schedulerName stri
 	if err := f.fit(ctx, c); err != nil {
 		return f, err
 	}
+	f.Claims = claimsOf(ctx, c, members)
 	events, err := c.Events(ctx, namespace)
 	if err == nil {
 		f.PodEvents = events

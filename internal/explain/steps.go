@@ -34,7 +34,7 @@ func stepAdmission(f Facts) (check, bool) {
 	case lifecycle.Impossible:
 		w := waitOf(lc)
 		why := firstNonEmpty(w.text(lc), lc.Message)
-		return failed("the group can never be admitted as it is: "+why, impossibleFix(w), append(ev, why)...), false
+		return failed("the group can never be admitted as it is: "+why, impossibleFix(w), append(append(ev, why), claimLines(f)...)...), false
 	case lifecycle.Queued:
 		w := waitOf(lc)
 		why := firstNonEmpty(w.text(lc), "waiting for the next scheduling pass")
@@ -43,6 +43,7 @@ func stepAdmission(f Facts) (check, bool) {
 			ev = append(ev, fmt.Sprintf("attempt %d was %s in %s; queued again in its place (a preemption uses no retry)%s",
 				a.Number, a.Message, a.Stage, preemptionHint(a.Preemption)))
 		}
+		ev = append(ev, claimLines(f)...)
 		ev = append(ev, expectedStartText(lc))
 		if f.FitUnread != "" {
 			ev = append(ev, f.FitUnread)
@@ -58,6 +59,7 @@ func stepAdmission(f Facts) (check, bool) {
 	} else {
 		ev = append(ev, fmt.Sprintf("admitted %d time(s)", lc.Attempt))
 	}
+	ev = append(ev, claimLines(f)...)
 	return ok(ev...), true
 }
 

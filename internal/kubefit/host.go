@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/volumebinding"
@@ -46,6 +48,7 @@ var Plugins = []string{
 	names.VolumeZone,
 	names.PodTopologySpread,
 	names.InterPodAffinity,
+	names.DynamicResources,
 }
 
 // required are the plugins a framework cannot be built without; muster never calls them
@@ -75,6 +78,12 @@ type Host struct {
 	generation uint64
 	// volumes is the VolumeBinding plugin of fw.
 	volumes *volumebinding.VolumeBinding
+	// devices is the DynamicResources plugin of fw, and dra its DRA manager (claims with
+	// their allocations in flight, slices, classes).
+	devices *dynamicresources.DynamicResources
+	dra     *dynamicresources.DefaultDRAManager
+	// claims versions the ResourceClaims loaded into the informers.
+	claims claimVersions
 	// always is set when the configured arguments add rules to every pod (NodeAffinity's
 	// addedAffinity, hard default spread constraints): every member is then judged here.
 	always bool
@@ -92,11 +101,14 @@ type switchLister struct{ fwk.SharedLister }
 var watched = []runtime.Object{
 	&corev1.Namespace{}, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{},
 	&storagev1.StorageClass{}, &storagev1.CSINode{}, &storagev1.CSIDriver{},
+	&resourcev1.ResourceClaim{}, &resourcev1.ResourceSlice{}, &resourcev1.DeviceClass{},
 	// Read by the plugins, never filled: muster has no volume attachments or storage
 	// capacities to show them, and topology spread's system defaults are soft.
 	&storagev1.VolumeAttachment{}, &storagev1.CSIStorageCapacity{}, &corev1.Service{},
 	&corev1.Pod{}, &corev1.Node{},
 }
+
+var claimType = reflect.TypeOf(&resourcev1.ResourceClaim{})
 
 // New builds a Host with kube-scheduler v1.37's default plugin arguments, overridden by
 // opts.PluginConfig.
@@ -135,8 +147,20 @@ func New(opts Options) (*Host, error) {
 		}
 		return p, err
 	}
+	newDynamicResources := registry[names.DynamicResources]
+	registry[names.DynamicResources] = func(ctx context.Context, args runtime.Object, fh fwk.Handle) (fwk.Plugin, error) {
+		p, err := newDynamicResources(ctx, args, fh)
+		if dr, ok := p.(*dynamicresources.DynamicResources); ok {
+			h.devices = dr
+		}
+		return p, err
+	}
 	ctx := klog.NewContext(context.Background(), klog.Background().V(10))
+	if h.dra, err = h.newDRAManager(ctx, factory); err != nil {
+		return nil, err
+	}
 	h.fw, err = frameworkruntime.NewFramework(ctx, registry, profile,
+		frameworkruntime.WithSharedDRAManager(h.dra),
 		frameworkruntime.WithInformerFactory(factory),
 		frameworkruntime.WithSnapshotSharedLister(h.lister),
 		frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(factory.Storage().V1().CSINodes().Lister())),
@@ -224,9 +248,16 @@ func (h *Host) load(snap *cluster.Snapshot) error {
 		reflect.TypeOf(&storagev1.StorageClass{}):       values(objs.Classes),
 		reflect.TypeOf(&storagev1.CSINode{}):            values(objs.CSINodes),
 		reflect.TypeOf(&storagev1.CSIDriver{}):          values(objs.Drivers),
+		claimType:                                       h.claims.of(objs.ResourceClaims),
+		reflect.TypeOf(&resourcev1.ResourceSlice{}):     values(objs.Slices),
+		reflect.TypeOf(&resourcev1.DeviceClass{}):       values(objs.DeviceClasses),
 	}
 	for t, list := range fill {
-		if err := h.informers[t].replace(list); err != nil {
+		var release func(runtime.Object) bool
+		if t == claimType {
+			release = claimReleased
+		}
+		if err := h.informers[t].replace(list, release); err != nil {
 			return fmt.Errorf("loading %s objects: %w", t.Elem().Name(), err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 )
@@ -23,8 +24,9 @@ func newMemInformer() *memInformer {
 }
 
 // replace makes objs the informer's contents, telling the handlers what was added,
-// updated (a different object under the same key) and deleted.
-func (m *memInformer) replace(objs []runtime.Object) error {
+// updated (a different object under the same key) and deleted: deletions first, then
+// the changes release selects, then the rest (see claimReleased).
+func (m *memInformer) replace(objs []runtime.Object, release func(runtime.Object) bool) error {
 	want := make(map[string]runtime.Object, len(objs))
 	for _, o := range objs {
 		key, err := cache.MetaNamespaceKeyFunc(o)
@@ -45,23 +47,49 @@ func (m *memInformer) replace(objs []runtime.Object) error {
 			h.OnDelete(old)
 		}
 	}
-	for key, o := range want {
-		old, exists, _ := m.indexer.GetByKey(key)
-		if exists && old == any(o) {
-			continue
-		}
-		if err := m.indexer.Add(o); err != nil {
-			return err
-		}
-		for _, h := range m.handlers {
-			if exists {
-				h.OnUpdate(old, o)
-			} else {
-				h.OnAdd(o, false)
+	for _, releases := range []bool{true, false} {
+		for key, o := range want {
+			if release != nil && release(o) != releases {
+				continue
 			}
+			if err := m.set(key, o); err != nil {
+				return err
+			}
+		}
+		if release == nil {
+			break
 		}
 	}
 	return nil
+}
+
+// set stores o under key, telling the handlers, unless it is stored already.
+func (m *memInformer) set(key string, o runtime.Object) error {
+	old, exists, _ := m.indexer.GetByKey(key)
+	if exists && old == any(o) {
+		return nil
+	}
+	if err := m.indexer.Add(o); err != nil {
+		return err
+	}
+	for _, h := range m.handlers {
+		if exists {
+			h.OnUpdate(old, o)
+		} else {
+			h.OnAdd(o, false)
+		}
+	}
+	return nil
+}
+
+// claimReleased reports whether a ResourceClaim is unallocated. kube-scheduler's DRA
+// manager keeps the allocated devices as a set, updated by claim events: when a load
+// moves a device from one claim to another (the empty cluster's what-if allocations,
+// another snapshot), the claim that releases it must be seen before the one that takes
+// it, or the release would remove the taker's device too.
+func claimReleased(o runtime.Object) bool {
+	c, ok := o.(*resourcev1.ResourceClaim)
+	return ok && c.Status.Allocation == nil
 }
 
 func (m *memInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {

@@ -102,6 +102,8 @@ func (p *placer) fitsEmpty() (room int, blocked *Blocked, ok bool) {
 	}
 	empty.g.Topology.Domain = ""
 	if plan := empty.place(); plan != nil {
+		// Undone: the filters' state (volumes assumed, claims) outlives the copy.
+		plan.Revert()
 		return len(plan.Assignments), nil, true
 	}
 	return empty.best, empty.blocked, false
@@ -154,7 +156,8 @@ func (b *Blocked) transient() bool {
 		return false
 	}
 	for _, r := range b.Shape.Reasons {
-		if r.Kind != FilterRejected || (r.Detail != unboundImmediateClaims && !strings.HasPrefix(r.Detail, ephemeralClaimPending)) {
+		if r.Kind != FilterRejected || (r.Detail != unboundImmediateClaims && !strings.HasPrefix(r.Detail, ephemeralClaimPending) &&
+			!strings.HasPrefix(r.Detail, deviceClaimPending)) {
 			return false
 		}
 	}

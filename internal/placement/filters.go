@@ -17,13 +17,16 @@ import (
 const FilterRejected ReasonKind = "FilterRejected"
 
 // needsFilters reports whether a pod asks for something only kube-scheduler's hosted
-// plugins judge: pod (anti-)affinity, hard topology spread, host ports, or volumes
-// backed by claims or by cloud disks. Other pods are judged by placement's own
+// plugins judge: pod (anti-)affinity, hard topology spread, host ports, volumes backed
+// by claims or by cloud disks, or DRA devices. Other pods are judged by placement's own
 // predicates, which give the same verdicts as the plugins for what such a pod asks
 // (readiness, cordon, node affinity and selector, taints, resources; kubefit's
 // differential test holds them to it) at no cost per node.
 func needsFilters(p *corev1.Pod) bool {
 	spec := &p.Spec
+	if len(spec.ResourceClaims) > 0 {
+		return true
+	}
 	if a := spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
 		return true
 	}
@@ -60,7 +63,7 @@ func localVolume(v corev1.VolumeSource) bool {
 // that members that differ in it are separate shapes: namespace, labels, pod
 // (anti-)affinity, topology spread, host ports and volumes. It is "" for a pod that
 // needs no filters.
-func filterKey(p *corev1.Pod) string {
+func filterKey(p *corev1.Pod, signature bool) string {
 	if !needsFilters(p) {
 		return ""
 	}
@@ -92,6 +95,9 @@ func filterKey(p *corev1.Pod) string {
 			// is a shape of its own.
 			b.WriteString("|pod=" + p.Name)
 		}
+	}
+	if len(p.Spec.ResourceClaims) > 0 {
+		b.WriteString(devicesKey(p, signature))
 	}
 	for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for _, c := range list {
@@ -168,9 +174,83 @@ func (p *placer) filterReasons(n *cluster.NodeInfo, s *shape) []NodeReason {
 		}
 		return nil
 	}
+	if v.Plugin == names.DynamicResources {
+		return p.deviceReasons(s, v)
+	}
 	out := make([]NodeReason, 0, len(v.Reasons))
 	for _, r := range v.Reasons {
 		out = append(out, NodeReason{Kind: FilterRejected, Plugin: v.Plugin, Detail: r})
 	}
 	return out
+}
+
+// deviceReasons is DynamicResources' verdict for s's member in words that name its
+// claims: a claim not made yet (the group waits for the resourceclaim controller), or
+// the plugin's reason with what the claims ask for.
+func (p *placer) deviceReasons(s *shape, v kubefit.Verdict) []NodeReason {
+	pod := p.member(s)
+	if _, missing := kubefit.ClaimsOf(p.snap, pod); len(missing) > 0 {
+		return []NodeReason{{Kind: FilterRejected, Plugin: v.Plugin,
+			Detail: fmt.Sprintf("%s: spec.resourceClaims %s", deviceClaimPending, strings.Join(missing, ", "))}}
+	}
+	needs := kubefit.ClaimNeeds(p.snap, pod)
+	out := make([]NodeReason, 0, len(v.Reasons))
+	for _, r := range v.Reasons {
+		if needs != "" {
+			r += " (" + needs + ")"
+		}
+		out = append(out, NodeReason{Kind: FilterRejected, Plugin: v.Plugin, Detail: r})
+	}
+	return out
+}
+
+// deviceClaimPending begins the reason for a member whose ResourceClaims do not all exist
+// yet: a template's claim the resourceclaim controller has not made, or a named claim not
+// created. The group waits for them, as kube-scheduler retries such a pod.
+const deviceClaimPending = "waiting for the member's ResourceClaims to be created"
+
+// reserve allocates the DRA claims of member pod on n, which its cycle c passed, and
+// assumes them on the snapshot for the members after it. A failure (the plugin's
+// allocation differs from its Filter's, which does not happen on one snapshot) leaves
+// the member unplaced and fails the filters for the rest of the attempt, with the
+// reason in the diagnosis.
+func (p *placer) reserve(c *kubefit.Cycle, pod *corev1.Pod, n *cluster.NodeInfo) ([]kubefit.ClaimAllocation, func(), bool) {
+	claims, err := c.Reserve(pod, n)
+	if err == nil {
+		var undo func()
+		if undo, err = kubefit.Assume(p.snap, pod, claims); err == nil {
+			return claims, undo, true
+		}
+	}
+	p.filterErr = err.Error()
+	for s, sc := range p.cycles {
+		if sc == c {
+			p.cycles[s] = nil
+		}
+	}
+	return nil, nil, false
+}
+
+// devicesKey renders a pod's DRA claims for filterKey. For a shape, each member is its
+// own: its claims are its own (a template's), or shared with members placed before it,
+// which changes what the plugin allows it. For a signature, a claim is rendered by what
+// it is made from: members of two gangs whose claims come from one template, made or
+// not made yet alike, get one verdict on one snapshot; a named claim is itself.
+func devicesKey(p *corev1.Pod, signature bool) string {
+	if !signature {
+		return "|devices:pod=" + p.Name
+	}
+	var b strings.Builder
+	for _, pc := range p.Spec.ResourceClaims {
+		switch {
+		case pc.ResourceClaimName != nil:
+			fmt.Fprintf(&b, "|claim:%s=%s", pc.Name, *pc.ResourceClaimName)
+		case pc.ResourceClaimTemplateName != nil:
+			made := slices.ContainsFunc(p.Status.ResourceClaimStatuses, func(s corev1.PodResourceClaimStatus) bool {
+				return s.Name == pc.Name && s.ResourceClaimName != nil
+			})
+			fmt.Fprintf(&b, "|template:%s=%s,made=%v", pc.Name, *pc.ResourceClaimTemplateName, made)
+		}
+	}
+	return b.String()
 }

@@ -1,6 +1,9 @@
 package placement
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/kubefit"
 )
@@ -47,4 +50,34 @@ func VolumesOn(s *cluster.Snapshot, name string, m Member) (kubefit.Volumes, err
 		return kubefit.Volumes{}, err
 	}
 	return c.Volumes(m.Pod, n)
+}
+
+// ClaimsOn allocates member m's DRA claims on node name before m is bound there
+// (Assignment.Claims), as Place does, and assumes them on s for the members after it: a
+// restarted muster completing a plan in flight allocates them again. A claim allocated
+// and reserved for m already is kept.
+func ClaimsOn(s *cluster.Snapshot, name string, m Member) ([]kubefit.ClaimAllocation, error) {
+	n := s.Node(name)
+	if n == nil || !kubefit.HasResourceClaims(m.Pod) {
+		return nil, nil
+	}
+	h, err := kubefit.HostOf(s)
+	if err != nil {
+		return nil, err
+	}
+	c, err := h.Begin(s, m.Pod)
+	if err != nil {
+		return nil, err
+	}
+	if v := c.Filter(n); !v.OK() {
+		return nil, fmt.Errorf("%s: %s", v.Plugin, strings.Join(v.Reasons, ", "))
+	}
+	claims, err := c.Reserve(m.Pod, n)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := kubefit.Assume(s, m.Pod, claims); err != nil {
+		return nil, err
+	}
+	return claims, nil
 }

@@ -78,6 +78,10 @@ type Assignment struct {
 	// BindVolumes binds the member's unbound WaitForFirstConsumer claims to existing
 	// volumes Node can reach, before the member is bound.
 	BindVolumes []kubefit.StaticBinding
+	// Claims are the member's DRA ResourceClaims, each with the devices to allocate to it
+	// (none for a claim allocated already), to write and reserve for the member before it
+	// is bound. The plan assumes them on the snapshot.
+	Claims []kubefit.ClaimAllocation
 }
 
 // Plan is a complete placement for a group: at least MinMember assignments, computed on one
@@ -120,8 +124,9 @@ type shape struct {
 	members  []Member
 	affinity nodeaffinity.RequiredNodeAffinity
 	// filters is set when kube-scheduler's hosted filters must judge the shape's pods,
-	// and claims when the pods mount PersistentVolumeClaims.
-	filters, claims bool
+	// claims when the pods mount PersistentVolumeClaims, and devices when they ask for
+	// DRA devices through ResourceClaims (each such member is a shape of its own).
+	filters, claims, devices bool
 	// names and needs are req's positive amounts as parallel slices, for fits.
 	names []corev1.ResourceName
 	needs []int64
@@ -164,6 +169,7 @@ func shapesOf(members []Member) []*shape {
 				affinity: nodeaffinity.GetRequiredNodeAffinity(m.Pod),
 				filters:  needsFilters(m.Pod),
 				claims:   kubefit.HasClaims(m.Pod),
+				devices:  kubefit.HasResourceClaims(m.Pod),
 			}
 			for _, name := range s.req.Names() {
 				if s.req[name] > 0 {
@@ -181,7 +187,12 @@ func shapesOf(members []Member) []*shape {
 
 // shapeKey renders everything about a pod that placement reads, given its requests. Pods
 // from one template (the workers of a job) share a key.
-func shapeKey(p *corev1.Pod, req cluster.Resources) string {
+func shapeKey(p *corev1.Pod, req cluster.Resources) string { return keyOf(p, req, false) }
+
+// keyOf is shapeKey, or with signature set the key Signature compares groups by: the
+// same but for DRA claims, which it renders by what they are made from instead of by
+// pod (see devicesKey).
+func keyOf(p *corev1.Pod, req cluster.Resources, signature bool) string {
 	var b strings.Builder
 	b.WriteString(req.String())
 	keys := make([]string, 0, len(p.Spec.NodeSelector))
@@ -200,6 +211,6 @@ func shapeKey(p *corev1.Pod, req cluster.Resources) string {
 		b.WriteString("|tol:")
 		b.WriteString(t.String())
 	}
-	b.WriteString(filterKey(p))
+	b.WriteString(filterKey(p, signature))
 	return b.String()
 }

@@ -285,12 +285,21 @@ next:
 }
 
 func (p *placer) assume(a *attempt, n *cluster.NodeInfo, m Member, s *shape) {
+	as := Assignment{Member: m.Name, Node: n.Name()}
+	c := p.cycles[s]
+	if p.withPods && m.Pod != nil && c != nil && s.devices {
+		claims, undo, ok := p.reserve(c, m.Pod, n)
+		if !ok {
+			a.unplaced = append(a.unplaced, m.Name)
+			return
+		}
+		as.Claims = claims
+		a.undo = append(a.undo, undo)
+	}
 	if n.Allocatable[p.scarce] > 0 && n.Requested[p.scarce] == 0 {
 		a.broken++
 	}
-	as := Assignment{Member: m.Name, Node: n.Name()}
 	if p.withPods && m.Pod != nil {
-		c := p.cycles[s]
 		if c != nil && s.claims {
 			// Checked by filterReason for this node: no error here.
 			vols, _ := c.Volumes(m.Pod, n)

@@ -15,7 +15,7 @@ func Signature(g Group) string {
 	var keys []string
 	counts := map[string]int{}
 	for _, m := range g.Members {
-		k := shapeKey(m.Pod, m.requests())
+		k := keyOf(m.Pod, m.requests(), true)
 		if counts[k] == 0 {
 			keys = append(keys, k)
 		}

@@ -98,6 +98,10 @@ type Entry struct {
 	// Candidates, when it holds more than one queue, says the group named no queue and
 	// each of these admits its namespace: the group waits with QueueAmbiguous.
 	Candidates []string
+	// Devices are what members' DRA claims charge to quota beyond their pods' requests,
+	// per DeviceClass, by member name (see kubefit.DeviceCounts). Placement does not
+	// read them: devices are placed by their claims.
+	Devices map[string]cluster.Resources
 }
 
 // Estimator tells when nodes are expected to be free of the pods on them now: the
@@ -276,6 +280,7 @@ func (m *Manager) Push(e Entry) {
 			r = cluster.PodRequests(mem.Pod)
 		}
 		delete(r, corev1.ResourcePods)
+		r.Add(e.Devices[mem.Name])
 		it.requests[mem.Name] = r
 	}
 	it.least = leastCharge(e.Group, it.requests, e.MinCharge)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -33,10 +34,11 @@ func TestExamples(t *testing.T) {
 		{"trainer-v2/generated.yaml", "Coscheduling/default/llama-sft", 4},
 		{"volcano/generated.yaml", "Volcano/default/resnet", 4},
 		{"native/generated.yaml", "Native/default/vit", 4},
+		{"dra/generated.yaml", "Coscheduling/default/llama-dra", 4},
 		{"plain/pods.yaml", "Labels/default/sweep", 4},
 	}
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, schedulingv1beta1.AddToScheme, spv1alpha1.AddToScheme, volcanov1beta1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, resourcev1.AddToScheme, schedulingv1beta1.AddToScheme, spv1alpha1.AddToScheme, volcanov1beta1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
@@ -72,6 +74,8 @@ func TestExamples(t *testing.T) {
 					specs = append(specs, source.FromVolcano(o, nil))
 				case *schedulingv1beta1.PodGroup:
 					specs = append(specs, source.FromNative(o, nil))
+				case *resourcev1.ResourceClaimTemplate:
+					// The members' claims: placement reads them, not the group's source.
 				default:
 					t.Fatalf("%s: unexpected object %T", f.path, obj)
 				}

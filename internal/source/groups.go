@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -115,8 +116,28 @@ func FromNative(pg *schedulingv1beta1.PodGroup, prio PriorityResolver) engine.Gr
 	if _, overridden := pg.Annotations[musterv1alpha1.TopologyAnnotation]; !overridden {
 		nativeTopology(&spec, pg.Spec.SchedulingConstraints)
 	}
+	nativeClaims(&spec, pg)
 	applyAnnotations(&spec, objectLookup(pg.Annotations))
 	return spec
+}
+
+// nativeClaims records a native PodGroup's spec.resourceClaims: its members' claims that
+// are allocated once for the group and reserved for the PodGroup. An entry that names
+// neither a claim nor a template, or both, is recorded in spec.Invalid.
+func nativeClaims(spec *engine.GroupSpec, pg *schedulingv1beta1.PodGroup) {
+	for i, c := range pg.Spec.ResourceClaims {
+		if (c.ResourceClaimName == nil) == (c.ResourceClaimTemplateName == nil) {
+			spec.Invalid = append(spec.Invalid, fmt.Sprintf(
+				"spec.resourceClaims[%d] (%q): expected exactly one of resourceClaimName and resourceClaimTemplateName", i, c.Name))
+			return
+		}
+	}
+	if len(pg.Spec.ResourceClaims) == 0 {
+		return
+	}
+	spec.GroupClaims = pg.Spec.ResourceClaims
+	spec.ClaimConsumer = &resourcev1.ResourceClaimConsumerReference{
+		APIGroup: schedulingv1beta1.GroupName, Resource: "podgroups", Name: pg.Name, UID: pg.UID}
 }
 
 // nativeTopology sets the required topology from a Native PodGroup's constraints: one

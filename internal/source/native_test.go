@@ -135,3 +135,24 @@ func topology(key string) func(*schedulingv1beta1.PodGroup) {
 		}
 	}
 }
+
+// TestNativeClaims: a PodGroup's spec.resourceClaims are the group's claims, reserved
+// for the PodGroup; an entry naming both a claim and a template is invalid, by field.
+func TestNativeClaims(t *testing.T) {
+	name, tmpl := "channel", "channels"
+	pg := nativePG(and(gang(2), func(pg *schedulingv1beta1.PodGroup) {
+		pg.UID = "uid-train"
+		pg.Spec.ResourceClaims = []schedulingv1beta1.PodGroupResourceClaim{{Name: "channel", ResourceClaimName: &name}}
+	}))
+	spec := FromNative(pg, nil)
+	if len(spec.GroupClaims) != 1 || spec.ClaimConsumer == nil || spec.ClaimConsumer.Resource != "podgroups" ||
+		spec.ClaimConsumer.Name != "train" || spec.ClaimConsumer.UID != "uid-train" || len(spec.Invalid) > 0 {
+		t.Fatalf("claims %+v, consumer %+v, invalid %v", spec.GroupClaims, spec.ClaimConsumer, spec.Invalid)
+	}
+	pg.Spec.ResourceClaims[0].ResourceClaimTemplateName = &tmpl
+	spec = FromNative(pg, nil)
+	want := `spec.resourceClaims[0] ("channel"): expected exactly one of resourceClaimName and resourceClaimTemplateName`
+	if len(spec.Invalid) != 1 || spec.Invalid[0] != want || spec.GroupClaims != nil {
+		t.Fatalf("invalid %q, claims %+v", spec.Invalid, spec.GroupClaims)
+	}
+}

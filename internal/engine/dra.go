@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/kubefit"
+	"github.com/muster-sched/muster/internal/placement"
+)
+
+// deviceCharges are what the members' DRA claims charge to quota, by member (nil when
+// none has claims); a claim shared by members is charged to the first.
+func (e *Engine) deviceCharges(members []placement.Member) map[string]cluster.Resources {
+	var out map[string]cluster.Resources
+	seen := map[string]bool{}
+	for _, m := range members {
+		if d := kubefit.DeviceCounts(e.snap, m.Pod, seen); d != nil {
+			if out == nil {
+				out = map[string]cluster.Resources{}
+			}
+			out[m.Name] = d
+		}
+	}
+	return out
+}
+
+// devicesHeld is what the claims of g's members that hold a node charge to quota.
+func (e *Engine) devicesHeld(g *group) cluster.Resources {
+	var out cluster.Resources
+	seen := map[string]bool{}
+	for _, key := range g.memberKeys() {
+		p := g.members[key]
+		if terminal(p) || g.nodeOf(key, p) == "" || !kubefit.HasResourceClaims(p) {
+			continue
+		}
+		if d := kubefit.DeviceCounts(e.snap, p, seen); d != nil {
+			if out == nil {
+				out = cluster.Resources{}
+			}
+			out.Add(d)
+		}
+	}
+	return out
+}
+
+// consumers sets, on the claims of member p that are the group's own (a native
+// PodGroup's spec.resourceClaims, named alike in the member's spec.resourceClaims), the
+// PodGroup as the consumer they are reserved for. claims is not changed.
+func (s *GroupSpec) consumers(p *corev1.Pod, claims []kubefit.ClaimAllocation) []kubefit.ClaimAllocation {
+	if len(s.GroupClaims) == 0 || s.ClaimConsumer == nil {
+		return claims
+	}
+	out := slices.Clone(claims)
+	for i := range out {
+		for _, pc := range p.Spec.ResourceClaims {
+			if pc.Name != out[i].PodClaim {
+				continue
+			}
+			for _, gc := range s.GroupClaims {
+				if gc.Name == pc.Name && ptr.Equal(gc.ResourceClaimName, pc.ResourceClaimName) &&
+					ptr.Equal(gc.ResourceClaimTemplateName, pc.ResourceClaimTemplateName) {
+					out[i].Consumer = s.ClaimConsumer
+				}
+			}
+		}
+	}
+	return out
+}
+
+// claimReleases are the group's own claims (spec.resourceClaims of a native PodGroup that
+// name a ResourceClaim) to release when the group is evicted. Claims made from a
+// template are named in the PodGroup's status, which the engine does not read: they stay
+// reserved until the PodGroup is deleted.
+func (s *GroupSpec) claimReleases(group string) []ClaimRelease {
+	if s.ClaimConsumer == nil {
+		return nil
+	}
+	var out []ClaimRelease
+	for _, gc := range s.GroupClaims {
+		if gc.ResourceClaimName != nil {
+			out = append(out, ClaimRelease{Group: group, Namespace: s.Namespace, Claim: *gc.ResourceClaimName, Consumer: *s.ClaimConsumer})
+		}
+	}
+	return out
+}

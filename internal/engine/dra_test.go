@@ -1,0 +1,183 @@
+package engine_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/engine"
+	gt "github.com/muster-sched/muster/internal/gangtest"
+	"github.com/muster-sched/muster/internal/queue"
+	"github.com/muster-sched/muster/internal/sim"
+)
+
+// draEngine is an engine over 2 nodes with 2 DRA GPUs each.
+func draEngine() *engine.Engine {
+	e := sim.NewEngine()
+	for _, n := range []string{"n0", "n1"} {
+		e.SetNode(gt.Node(n).Obj())
+		e.SetObject(gt.GPUSlice(n, 2, "clique-a"))
+	}
+	e.SetObject(gt.DeviceClass())
+	return e
+}
+
+// draGroup adds a group of n workers, each with its own one-GPU claim.
+func draGroup(e *engine.Engine, name string, n int) (string, []*corev1.Pod) {
+	key := "Coscheduling/default/" + name
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: name, MinMember: n})
+	var pods []*corev1.Pod
+	for i := range n {
+		pod := fmt.Sprintf("%s-%d", name, i)
+		e.SetObject(gt.GPUClaim("default", pod+"-gpu", 1))
+		p := gt.Pod(pod).UID("uid-"+pod).DeviceClaim("gpu", pod+"-gpu").Obj()
+		e.SetPod(p, key)
+		pods = append(pods, p)
+	}
+	return key, pods
+}
+
+// TestPlanAllocatesClaims: a gang's plan carries each member's claim allocation, the
+// devices stay taken for the next group while the binds are in flight, a failed bind
+// gives its member's device back (and its replacement takes one), and once the gang's pods and allocations are gone the
+// next group is admitted.
+func TestPlanAllocatesClaims(t *testing.T) {
+	e := draEngine()
+	now := sim.Epoch
+	_, pods := draGroup(e, "a", 3)
+	out := e.Step(now)
+	if len(out.Plans) != 1 || len(out.Plans[0].Steps) != 3 {
+		t.Fatalf("plans %+v", out.Plans)
+	}
+	for _, st := range out.Plans[0].Steps {
+		if len(st.Claims) != 1 || st.Claims[0].Allocation == nil {
+			t.Fatalf("step %+v has no allocation", st)
+		}
+	}
+	// Three GPUs asked, one left: the second group waits while a's binds are in flight.
+	draGroup(e, "b", 3)
+	now = now.Add(time.Second)
+	if out := e.Step(now); len(out.Plans) != 0 {
+		t.Fatalf("b admitted on devices a holds: %+v", out.Plans)
+	}
+	// One of a's binds fails: its claim is shown unallocated again and a places it anew.
+	failed := out.Plans[0].Steps[2]
+	e.BindFailed(failed.Pod)
+	if c := e.Snapshot().ResourceClaim("default/a-2-gpu"); c.Status.Allocation != nil {
+		t.Fatalf("failed bind kept its claim allocated: %+v", c.Status)
+	}
+	now = now.Add(time.Second)
+	re := e.Step(now)
+	if len(re.Plans) != 1 || re.Plans[0].Group != "Coscheduling/default/a" || len(re.Plans[0].Steps[0].Claims) != 1 {
+		t.Fatalf("replacement plans %+v", re.Plans)
+	}
+	// a ends: its pods are deleted and the resourceclaim controller deallocates.
+	for _, p := range pods {
+		e.RemovePod("default/" + p.Name)
+		e.SetObject(gt.GPUClaim("default", p.Name+"-gpu", 1))
+	}
+	now = now.Add(time.Second)
+	if out := e.Step(now); len(out.Plans) != 1 || out.Plans[0].Group != "Coscheduling/default/b" {
+		t.Fatalf("after a ended: plans %+v", out.Plans)
+	}
+}
+
+// TestQuotaByDeviceClass: a queue's quota of 3 gpu.nvidia.com devices admits a gang of 2
+// one-device claims and holds back a second one (QuotaExceeded) on a cluster with room
+// for both; when the first gang's pods are gone the second is admitted.
+func TestQuotaByDeviceClass(t *testing.T) {
+	e := draEngine()
+	e.SetQueue(engine.Queue{Queue: queue.Queue{Name: "default", Quota: cluster.Resources{gt.GPUClass: 3}}})
+	now := sim.Epoch
+	_, pods := draGroup(e, "a", 2)
+	if out := e.Step(now); len(out.Plans) != 1 {
+		t.Fatalf("a: plans %+v", out.Plans)
+	}
+	b, _ := draGroup(e, "b", 2)
+	now = now.Add(time.Second)
+	if out := e.Step(now); len(out.Plans) != 0 {
+		t.Fatalf("b admitted past the device quota: %+v", out.Plans)
+	}
+	st, _ := e.Group(b)
+	if st.Wait == nil || st.Wait.Kind != queue.QuotaExceeded {
+		t.Fatalf("b waits for %+v, want %s", st.Wait, queue.QuotaExceeded)
+	}
+	for _, p := range pods {
+		e.RemovePod("default/" + p.Name)
+		e.SetObject(gt.GPUClaim("default", p.Name+"-gpu", 1))
+	}
+	now = now.Add(time.Second)
+	if out := e.Step(now); len(out.Plans) != 1 || out.Plans[0].Group != b {
+		t.Fatalf("after a ended: plans %+v", out.Plans)
+	}
+}
+
+// TestPodGroupClaim: a native PodGroup's claim of one NVLink channel, published for the
+// nodes of clique-b only, is allocated once for the group and reserved for the PodGroup;
+// every member lands on a node that reaches it.
+func TestPodGroupClaim(t *testing.T) {
+	e := sim.NewEngine()
+	for i, clique := range []string{"clique-a", "clique-a", "clique-b", "clique-b"} {
+		n := fmt.Sprintf("n%d", i)
+		e.SetNode(gt.Node(n).Label("clique", clique).Obj())
+		e.SetObject(gt.GPUSlice(n, 2, clique))
+	}
+	e.SetObject(gt.DeviceClass())
+	channelType := "imex-channel"
+	channels := gt.GPUSlice("channels", 1, "clique-b")
+	channels.Spec.NodeName = nil
+	channels.Spec.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "clique", Operator: corev1.NodeSelectorOpIn, Values: []string{"clique-b"}}}}}}
+	channels.Spec.Devices[0].Attributes["type"] = resourcev1.DeviceAttribute{StringValue: &channelType}
+	e.SetObject(channels)
+	e.SetObject(gt.GPUClaim("default", "channel", 1,
+		`"type" in device.attributes["gpu.nvidia.com"] && device.attributes["gpu.nvidia.com"].type == "imex-channel"`))
+	channelName := "channel"
+	key := "Native/default/vit"
+	consumer := &resourcev1.ResourceClaimConsumerReference{APIGroup: "scheduling.k8s.io", Resource: "podgroups", Name: "vit", UID: "uid-vit"}
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Native, Namespace: "default", Name: "vit", MinMember: 3,
+		GroupClaims:   []schedulingv1beta1.PodGroupResourceClaim{{Name: "channel", ResourceClaimName: &channelName}},
+		ClaimConsumer: consumer})
+	for i := range 3 {
+		name := fmt.Sprintf("vit-%d", i)
+		e.SetObject(gt.GPUClaim("default", name+"-gpu", 1))
+		e.SetPod(gt.Pod(name).UID("uid-"+name).DeviceClaim("channel", "channel").DeviceClaim("gpu", name+"-gpu").Obj(), key)
+	}
+	out := e.Step(sim.Epoch)
+	if len(out.Plans) != 1 || len(out.Plans[0].Steps) != 3 {
+		t.Fatalf("plans %+v", out.Plans)
+	}
+	for i, st := range out.Plans[0].Steps {
+		if st.Node != "n2" && st.Node != "n3" {
+			t.Errorf("%s on %s, outside clique-b", st.Pod, st.Node)
+		}
+		ch := st.Claims[0]
+		if ch.Name != "channel" || ch.Consumer == nil || *ch.Consumer != *consumer || (i == 0) != (ch.Allocation != nil) {
+			t.Errorf("%s: channel claim %+v, want it reserved for the PodGroup and allocated by the first member", st.Pod, ch)
+		}
+		if r := st.Claims[0].Allocation; i == 0 && (r == nil || r.Devices.Results[0].Pool != "channels") {
+			t.Errorf("%s: channel allocated %+v, want the channel device", st.Pod, r)
+		}
+		if st.Claims[1].Consumer != nil {
+			t.Errorf("%s: its own claim is reserved for %+v", st.Pod, st.Claims[1].Consumer)
+		}
+	}
+	if got := e.Snapshot().ResourceClaim("default/channel").Status.ReservedFor; len(got) != 1 || got[0] != *consumer {
+		t.Fatalf("channel reserved for %+v, want the PodGroup once", got)
+	}
+	// No member becomes Ready: at the start timeout the group is evicted, and its own
+	// claim is released with it.
+	for _, st := range out.Plans[0].Steps {
+		e.SetPod(gt.Pod(st.Pod[len("default/"):]).UID("uid-"+st.Pod[len("default/"):]).Node(st.Node).Obj(), key)
+	}
+	e.Step(sim.Epoch.Add(time.Second))
+	out = e.Step(sim.Epoch.Add(2 * time.Hour))
+	if len(out.Evictions) != 3 || len(out.ClaimReleases) != 1 || out.ClaimReleases[0].Claim != "channel" || out.ClaimReleases[0].Consumer != *consumer {
+		t.Fatalf("evictions %+v, claim releases %+v", out.Evictions, out.ClaimReleases)
+	}
+}

@@ -1,0 +1,218 @@
+package placement_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	gt "github.com/muster-sched/muster/internal/gangtest"
+	"github.com/muster-sched/muster/internal/placement"
+)
+
+// draCluster is nodes nodes with gpus DRA GPUs each (no nvidia.com/gpu), the first half
+// in clique-a and the rest in clique-b, labelled with their clique.
+func draCluster(nodes, gpus int) *cluster.Snapshot {
+	var ns []*corev1.Node
+	for i := range nodes {
+		ns = append(ns, gt.Node(fmt.Sprintf("n%d", i)).Label("clique", clique(i, nodes)).Obj())
+	}
+	snap := cluster.New(ns, nil)
+	snap.SetObject(gt.DeviceClass())
+	for i := range nodes {
+		snap.SetObject(gt.GPUSlice(fmt.Sprintf("n%d", i), gpus, clique(i, nodes)))
+	}
+	return snap
+}
+
+func clique(i, nodes int) string {
+	if i < nodes/2 {
+		return "clique-a"
+	}
+	return "clique-b"
+}
+
+// draGang is a gang of n workers, each with its own claim of per GPUs (made on snap),
+// with the claims' selectors.
+func draGang(snap *cluster.Snapshot, job string, n int, per int64, selectors ...string) placement.Group {
+	return gang(job, n, func(i int) *corev1.Pod {
+		name := fmt.Sprintf("%s-%d", job, i)
+		snap.SetObject(gt.GPUClaim("default", name+"-gpu", per, selectors...))
+		return gt.Pod(name).UID("uid-"+name).DeviceClaim("gpu", name+"-gpu").Obj()
+	})
+}
+
+// TestGangAllocatesDevices: 4 workers of 1 GPU on 2 nodes of 2 GPUs take every device
+// once, each claim allocated on its member's node and assumed on the snapshot; a fifth
+// worker's gang is Impossible and the reason names its claim and class.
+func TestGangAllocatesDevices(t *testing.T) {
+	snap := draCluster(2, 2)
+	plan, diag := placement.Place(snap, draGang(snap, "a", 4, 1), placement.Options{})
+	if plan == nil {
+		t.Fatalf("4 one-GPU workers on 4 GPUs: %v", diag)
+	}
+	taken := map[string]bool{}
+	for _, as := range plan.Assignments {
+		if len(as.Claims) != 1 || as.Claims[0].Allocation == nil {
+			t.Fatalf("%s: claims %+v", as.Member, as.Claims)
+		}
+		r := as.Claims[0].Allocation.Devices.Results[0]
+		dev := r.Pool + "/" + r.Device
+		if r.Pool != as.Node || taken[dev] {
+			t.Fatalf("%s on %s got %s (taken %v)", as.Member, as.Node, dev, taken)
+		}
+		taken[dev] = true
+		name := strings.TrimPrefix(as.Member, "default/")
+		if c := snap.ResourceClaim("default/" + name + "-gpu"); c.Status.Allocation == nil || len(c.Status.ReservedFor) != 1 {
+			t.Fatalf("%s: claim not assumed: %+v", as.Member, c.Status)
+		}
+	}
+	plan.Revert()
+	if c := snap.ResourceClaim("default/a-0-gpu"); c.Status.Allocation != nil {
+		t.Fatalf("reverted plan left an allocation: %+v", c.Status)
+	}
+
+	plan, diag = placement.Place(snap, draGang(snap, "b", 5, 1), placement.Options{})
+	if plan != nil || diag.Code != placement.Impossible {
+		t.Fatalf("5 one-GPU workers on 4 GPUs: plan %v, diagnosis %v", plan, diag)
+	}
+	if s := diag.String(); !strings.Contains(s, "cannot allocate all claims (claim default/b-4-gpu: request gpus: 1 of class gpu.nvidia.com)") {
+		t.Fatalf("diagnosis does not name the claim: %s", s)
+	}
+	if b := diag.Blocked; b == nil || len(b.Shape.Reasons) == 0 || b.Shape.Reasons[0].Plugin != "DynamicResources" {
+		t.Fatalf("blocked step does not name the plugin: %+v", b)
+	}
+}
+
+// TestSelectorNoDeviceMatches: a claim whose selector matches no device is Impossible,
+// naming the selector.
+func TestSelectorNoDeviceMatches(t *testing.T) {
+	snap := draCluster(2, 2)
+	sel := `device.attributes["gpu.nvidia.com"].productName == "NVIDIA A100"`
+	_, diag := placement.Place(snap, draGang(snap, "a", 1, 1, sel), placement.Options{})
+	if diag == nil || diag.Code != placement.Impossible || !strings.Contains(diag.String(), sel) {
+		t.Fatalf("want Impossible naming the selector, got %v", diag)
+	}
+	sel = `device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100 80GB HBM3"`
+	if plan, diag := placement.Place(snap, draGang(snap, "b", 1, 1, sel), placement.Options{}); plan == nil {
+		t.Fatalf("a selector every device matches: %v", diag)
+	}
+}
+
+// TestDevicesInUseWait: with 3 of 4 GPUs allocated to another claim, a gang of 2 is
+// Unschedulable (it would fit the empty cluster), and nothing is left assumed.
+func TestDevicesInUseWait(t *testing.T) {
+	snap := draCluster(2, 2)
+	other := draGang(snap, "o", 3, 1)
+	plan, diag := placement.Place(snap, other, placement.Options{})
+	if plan == nil {
+		t.Fatal(diag)
+	}
+	before := fmt.Sprint(snap.ResourceClaim("default/o-0-gpu").Status)
+	_, diag = placement.Place(snap, draGang(snap, "w", 2, 1), placement.Options{})
+	if diag == nil || diag.Code != placement.Unschedulable {
+		t.Fatalf("want Unschedulable, got %v", diag)
+	}
+	if c := snap.ResourceClaim("default/w-0-gpu"); c.Status.Allocation != nil {
+		t.Fatalf("a failed gang left its claim allocated: %+v", c.Status)
+	}
+	if after := fmt.Sprint(snap.ResourceClaim("default/o-0-gpu").Status); after != before {
+		t.Fatalf("a failed gang changed another group's claim: %s, before %s", after, before)
+	}
+	plan.Revert()
+	if plan, diag := placement.Place(snap, draGang(snap, "w", 2, 1), placement.Options{}); plan == nil {
+		t.Fatalf("after the other group left: %v", diag)
+	}
+}
+
+// TestClaimNotMadeYet: a member whose template's claim the resourceclaim controller has
+// not made yet waits (Unschedulable), with the reason naming the entry.
+func TestClaimNotMadeYet(t *testing.T) {
+	snap := draCluster(2, 2)
+	p := gt.Pod("w").UID("uid-w").Obj()
+	tmpl := "gpu-template"
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl}}
+	_, diag := placement.Place(snap, single(p), placement.Options{})
+	if diag == nil || diag.Code != placement.Unschedulable || !strings.Contains(diag.String(), `spec.resourceClaims gpu`) {
+		t.Fatalf("want Unschedulable naming the claim entry, got %v", diag)
+	}
+}
+
+// TestSharedClaimHoldsMembersTogether: members sharing one claim of 2 GPUs land on the
+// node its devices are on.
+func TestSharedClaimHoldsMembersTogether(t *testing.T) {
+	snap := draCluster(2, 2)
+	snap.SetObject(gt.GPUClaim("default", "shared", 2))
+	g := gang("s", 3, func(i int) *corev1.Pod {
+		name := fmt.Sprintf("s-%d", i)
+		return gt.Pod(name).UID("uid-"+name).DeviceClaim("gpu", "shared").Obj()
+	})
+	plan, diag := placement.Place(snap, g, placement.Options{})
+	if plan == nil {
+		t.Fatal(diag)
+	}
+	if nodes := nodesOf(plan); len(nodes) != 1 {
+		t.Fatalf("members sharing a claim on %v", nodes)
+	}
+	if c := snap.ResourceClaim("default/shared"); len(c.Status.ReservedFor) != 3 {
+		t.Fatalf("reservedFor %+v", c.Status.ReservedFor)
+	}
+	if plan.Assignments[0].Claims[0].Allocation == nil || plan.Assignments[1].Claims[0].Allocation != nil {
+		t.Fatalf("the first member allocates, the others reserve: %+v", plan.Assignments)
+	}
+}
+
+// TestCliqueDomain: a gang required in one NVLink clique (the nodes' label) fits only
+// inside one: 6 workers of 1 GPU on 2 cliques of 2 nodes × 2 GPUs do not fit, 4 do, all
+// in one clique.
+func TestCliqueDomain(t *testing.T) {
+	snap := draCluster(4, 2)
+	g := draGang(snap, "c", 6, 1)
+	g.Topology.Required = "clique"
+	if plan, _ := placement.Place(snap, g, placement.Options{}); plan != nil {
+		t.Fatalf("6 workers in one clique of 4 GPUs: %v", nodesOf(plan))
+	}
+	g = draGang(snap, "d", 4, 1)
+	g.Topology.Required = "clique"
+	plan, diag := placement.Place(snap, g, placement.Options{})
+	if plan == nil {
+		t.Fatal(diag)
+	}
+	cliques := map[string]bool{}
+	for _, as := range plan.Assignments {
+		cliques[snap.Node(as.Node).Node.Labels["clique"]] = true
+	}
+	if len(cliques) != 1 || plan.Domain == "" {
+		t.Fatalf("cliques %v, domain %q", cliques, plan.Domain)
+	}
+}
+
+// TestDeviceSignature: gangs whose members' claims come from one template share a
+// signature (one verdict serves both), until one's claims are made; gangs of named
+// claims do not.
+func TestDeviceSignature(t *testing.T) {
+	fromTemplate := func(job string, made bool) placement.Group {
+		return gang(job, 2, func(i int) *corev1.Pod {
+			p := gt.Pod(fmt.Sprintf("%s-%d", job, i)).Obj()
+			tmpl := "one-gpu"
+			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl}}
+			if made {
+				name := p.Name + "-gpu-x1"
+				p.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &name}}
+			}
+			return p
+		})
+	}
+	if a, b := placement.Signature(fromTemplate("a", true)), placement.Signature(fromTemplate("b", true)); a != b {
+		t.Errorf("gangs of one template: signatures differ:\n%s\n%s", a, b)
+	}
+	if a, b := placement.Signature(fromTemplate("a", true)), placement.Signature(fromTemplate("b", false)); a == b {
+		t.Errorf("claims made and not made yet share a signature: %s", a)
+	}
+	snap := draCluster(1, 2)
+	if a, b := placement.Signature(draGang(snap, "a", 2, 1)), placement.Signature(draGang(snap, "b", 2, 1)); a == b {
+		t.Errorf("gangs of distinct named claims share a signature: %s", a)
+	}
+}
