@@ -203,8 +203,8 @@ func (e *Engine) BindFailed(podKey string) {
 		g.unassume(podKey)
 		if p := g.members[podKey]; p != nil {
 			e.snap.AddPod(p) // re-records the pod as it is: unbound, so it counts nowhere
-			e.snapVersion++
 		}
+		e.snapVersion++
 		e.dirty[gk] = true
 		e.schedule = true
 	}

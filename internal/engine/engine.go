@@ -268,7 +268,10 @@ func (e *Engine) dropMember(groupKey, podKey string) {
 		delete(g.members, podKey)
 		delete(g.requests, podKey)
 		delete(g.pending, podKey)
-		g.unassume(podKey)
+		if g.assumed[podKey] != nil {
+			g.unassume(podKey)
+			e.snapVersion++
+		}
 		delete(g.evicting, podKey)
 		e.dirty[groupKey] = true
 	}

@@ -163,6 +163,7 @@ func (e *Engine) forget(g *group) {
 func (e *Engine) drop(g *group) {
 	for key := range g.assumed {
 		g.unassume(key)
+		e.snapVersion++
 	}
 	e.queue.Remove(g.key)
 	e.queue.Release(g.key)
