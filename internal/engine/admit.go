@@ -37,6 +37,26 @@ func (e *Engine) admit(now time.Time, out *Output) {
 		e.arm(g)
 		e.dirty[g.key] = true // observe the binds on the next Step
 	}
+	e.noteWaiting(res, now, out)
+	// The groups found Impossible have left the queue: the next to cross the threshold
+	// is among the others.
+	e.nextStarve = time.Time{}
+	if e.cfg.StarvationThreshold > 0 {
+		e.nextStarve = e.queue.NextStarve(now)
+	}
+	switch {
+	case full && !e.cfg.DisablePreemption:
+		e.preempt(res, now, out)
+	case !full:
+		e.endPreemptions(out)
+	}
+	e.noteReservation(out)
+}
+
+// noteWaiting records why the groups res lists as waiting wait, with an event and a
+// lifecycle step for those whose kind of reason changed, and counts the decisions,
+// those of the groups left unlisted as unchanged included.
+func (e *Engine) noteWaiting(res queue.Result, now time.Time, out *Output) {
 	for _, u := range res.Unchanged {
 		out.decisions(decisionOf(u.Reason), u.Count)
 		e.skipped += u.Count
@@ -63,19 +83,6 @@ func (e *Engine) admit(now time.Time, out *Output) {
 		}
 		e.arm(g)
 	}
-	// The groups found Impossible have left the queue: the next to cross the threshold
-	// is among the others.
-	e.nextStarve = time.Time{}
-	if e.cfg.StarvationThreshold > 0 {
-		e.nextStarve = e.queue.NextStarve(now)
-	}
-	switch {
-	case full && !e.cfg.DisablePreemption:
-		e.preempt(res, now, out)
-	case !full:
-		e.endPreemptions(out)
-	}
-	e.noteReservation(out)
 }
 
 // fullPassNeeded reports whether the admission pass must list every waiting group: for
