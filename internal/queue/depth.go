@@ -300,12 +300,16 @@ type skip struct {
 // representative, and reports false if they could be admitted.
 func (sk *skip) need(c *class, rep *item, v int) bool {
 	k := verdictKey{c, v}
-	if vd, ok := sk.verdicts[k]; ok {
-		return !vd.fits
+	vd, ok := sk.verdicts[k]
+	if !ok {
+		r, fits := sk.p.verdict(rep, v == closed)
+		vd = verdictOf{r, rep, fits}
+		sk.verdicts[k] = vd
 	}
-	r, fits := sk.p.verdict(rep, v == closed)
-	sk.verdicts[k] = verdictOf{r, rep, fits}
-	return !fits
+	if vd.fits {
+		sk.p.blocker = c
+	}
+	return !vd.fits
 }
 
 // verdict decides it as decide would at this point of the pass, without admitting it or

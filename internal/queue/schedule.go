@@ -103,14 +103,22 @@ func (m *Manager) schedule(s *cluster.Snapshot, now time.Time, changes bool, ver
 	if m.reserve != nil {
 		p.reserved = nodeSet(m.reserve.Nodes)
 	}
+	// trySkip is tried after 1, 2, 4, ... failures, and not while a class it found could
+	// be admitted has not been reached.
 	fails, nextTry := 0, 1
 	for it := range p.walk() {
 		p.decide(it)
-		if !changes || it.pass != p.id { // admitted
+		if !changes {
 			continue
 		}
-		if fails++; fails == nextTry {
-			nextTry *= 2
+		if p.blocker == it.cls {
+			p.blocker = nil
+		}
+		if it.pass != p.id { // admitted
+			continue
+		}
+		if fails++; fails >= nextTry && p.blocker == nil {
+			nextTry = 2 * fails
 			if p.trySkip() {
 				break
 			}
@@ -162,6 +170,9 @@ type pass struct {
 	// versioned says the caller gave the snapshot's version: placement failures of
 	// earlier passes on the same version may be reused (see placedFailure).
 	versioned bool
+	// blocker is a class whose groups trySkip found could be admitted, until the walk
+	// reaches one of them.
+	blocker *class
 	// verdicts are trySkip's, valid while stamp holds.
 	verdicts map[verdictKey]verdictOf
 	stamp    skipStamp
