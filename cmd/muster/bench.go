@@ -31,6 +31,8 @@ type benchFlags struct {
 	cpuProf   string
 	soak      soakFlags
 	deep      bench.DeepQueue
+	draNodes  int
+	draGangs  int
 }
 
 // soakFlags are the flags of the soak scenario.
@@ -65,7 +67,10 @@ in node order, the same sequence for every runner, and measures admissions per s
 from the first release to the last admission and, per released node, the time from its
 holder's deletion to the first admission of a group with a pod on it, p50 and p99; the
 run ends when every queued pod is bound, the freed GPUs are all bound, or 30 s pass
-without a bind after the last release); ceiling adds the ceiling runner to throughput and big-gang. soak, run only
+without a bind after the last release); dra (run only when named: --dra-nodes nodes of 8
+GPUs as DRA devices of driver gpu.nvidia.com, --dra-gangs gangs of 8 pods whose GPU is a
+one-device ResourceClaim from a ResourceClaimTemplate; every claim must be allocated and
+reserved when the last pod is bound); ceiling adds the ceiling runner to throughput and big-gang. soak, run only
 when named (--scenarios soak), is 1,000 nodes × 8 GPUs and muster-defaults alone:
 gangs of 8, 4 and 16 pods created, bound, deleted with their groups and replaced for
 --soak-duration, muster's RSS and heap sampled every --soak-sample, with the
@@ -92,6 +97,8 @@ least-squares slope after the first fifth (warm-up).`,
 	fs.IntVar(&f.deep.Nodes, "deep-nodes", bench.DefaultDeepNodes, "the deep-queue scenario's nodes, of 8 GPUs each")
 	fs.IntVar(&f.deep.Groups, "deep-groups", bench.DefaultDeepGroups, "the deep-queue scenario's single-pod groups (one GPU each); -1 for none")
 	fs.IntVar(&f.deep.Gangs, "deep-gangs", bench.DefaultDeepGangs, "the deep-queue scenario's gangs of 8 one-GPU pods; -1 for none")
+	fs.IntVar(&f.draNodes, "dra-nodes", bench.DefaultDRANodes, "the dra scenario's nodes, of 8 DRA GPUs each")
+	fs.IntVar(&f.draGangs, "dra-gangs", bench.DefaultDRAGangs, "the dra scenario's gangs of 8 pods with a one-device claim each")
 	fs.StringVar(&f.logFile, "log", "", "write the control plane's and schedulers' logs to this file (default: discard)")
 	return cmd
 }
@@ -126,6 +133,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		ProfileDir:   f.cpuProf,
 		SoakDuration: f.soak.duration, SoakSample: f.soak.sample, SoakNodes: f.soak.nodes, SoakLive: f.soak.live,
 		DeepNodes: f.deep.Nodes, DeepGroups: f.deep.Groups, DeepGangs: f.deep.Gangs,
+		DRANodes: f.draNodes, DRAGangs: f.draGangs,
 	})
 	if rep != nil && (len(rep.Results) > 0 || rep.Soak != nil) {
 		if werr := rep.WriteText(cmd.OutOrStdout()); werr != nil {

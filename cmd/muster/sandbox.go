@@ -29,6 +29,9 @@ type sandboxFlags struct {
 	clusterFile   string
 	paiTrace      string
 	paiScale      float64
+	draNodes      int
+	draGPUs       int
+	draCliques    int
 	kubeconfigOut string
 	nodesOnly     bool
 	demo          bool
@@ -57,6 +60,9 @@ a kubeconfig for kubectl, and runs until interrupted (Ctrl-C).`,
 	fs.StringVar(&f.clusterFile, "cluster", "", "YAML file of node pools; overrides --preset")
 	fs.StringVar(&f.paiTrace, "pai-trace", "", "PAI machine trace (pai-machine-spec.csv) for --preset pai; empty: the copy shipped with muster")
 	fs.Float64Var(&f.paiScale, "pai-scale", 0.05, "fraction of the PAI machines to create for --preset pai (1 = 1,896 nodes)")
+	fs.IntVar(&f.draNodes, "dra-nodes", sandbox.DefaultDRANodes, "nodes of --preset dra (GPUs as DRA devices of driver gpu.nvidia.com only)")
+	fs.IntVar(&f.draGPUs, "dra-gpus", sandbox.DefaultDRAGPUs, "DRA GPUs per node of --preset dra (at most 128)")
+	fs.IntVar(&f.draCliques, "dra-cliques", sandbox.DefaultDRACliques, "NVLink domains (clique-a, clique-b, …) the nodes of --preset dra are split into")
 	fs.StringVar(&f.kubeconfigOut, "kubeconfig-out", "./muster-sandbox.kubeconfig", "where to write the kubeconfig of the sandbox")
 	fs.BoolVar(&f.nodesOnly, "nodes-only", false, "do not run muster's scheduler, so another scheduler can be used")
 	fs.BoolVar(&f.demo, "demo", false, "submit the two-jobs example as real PodGroups and pods, print a live timeline, and exit 0 only if it is gang scheduled (needs the seed preset)")
@@ -164,7 +170,20 @@ func (f *sandboxFlags) cluster() (sandbox.Cluster, string, error) {
 		}
 		flag = "--pai-trace" // with a valid scale, only the trace can be wrong
 	}
-	c, err := sandbox.Preset(f.preset, sandbox.PresetOptions{PAITrace: f.paiTrace, PAIScale: f.paiScale})
+	if f.preset == sandbox.PresetDRA {
+		for _, k := range []struct {
+			name  string
+			value int
+		}{{"--dra-nodes", f.draNodes}, {"--dra-gpus", f.draGPUs}, {"--dra-cliques", f.draCliques}} {
+			if k.value < 1 {
+				return sandbox.Cluster{}, "", fmt.Errorf("%s: expected at least 1, found %d", k.name, k.value)
+			}
+		}
+		flag = "--dra-nodes, --dra-gpus, --dra-cliques"
+	}
+	c, err := sandbox.Preset(f.preset, sandbox.PresetOptions{
+		PAITrace: f.paiTrace, PAIScale: f.paiScale, DRANodes: f.draNodes, DRAGPUs: f.draGPUs, DRACliques: f.draCliques,
+	})
 	if err != nil {
 		return sandbox.Cluster{}, "", fmt.Errorf("%s: %w", flag, err)
 	}

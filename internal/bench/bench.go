@@ -99,6 +99,9 @@ type Options struct {
 	// DeepQueue); zero means 1,000 nodes, 10,000 single-pod groups and 500 gangs.
 	// DeepGroups or DeepGangs below zero means none of that kind.
 	DeepNodes, DeepGroups, DeepGangs int
+	// DRANodes and DRAGangs size the DRA scenario: nodes of 8 DRA GPUs, and gangs of 8
+	// one-device claims; zero means 1,000 and 500.
+	DRANodes, DRAGangs int
 }
 
 // Defaults of Options.
@@ -152,8 +155,13 @@ func makePlan(opts Options) (plan, error) {
 				return plan{}, err
 			}
 		}
+		if name == ScenarioDRA {
+			if sc, err = draOf(opts); err != nil {
+				return plan{}, err
+			}
+		}
 		for _, r := range Runners() {
-			if r == RunnerCeiling && (!withCeiling || name == ScenarioSeed || name == ScenarioDeepQueue) {
+			if r == RunnerCeiling && (!withCeiling || name == ScenarioSeed || name == ScenarioDeepQueue || name == ScenarioDRA) {
 				continue
 			}
 			if len(opts.Runners) == 0 || slices.Contains(opts.Runners, r) {
@@ -333,6 +341,11 @@ func runOne(ctx context.Context, client kubernetes.Interface, sc Scenario, name 
 	if err := createGroups(ctx, client, env.work.groups); err != nil {
 		return Result{}, err
 	}
+	if sc.DRA {
+		if err := createTemplate(ctx, client, ns); err != nil {
+			return Result{}, err
+		}
+	}
 	if sc.Deep != nil {
 		if err := createHolders(ctx, client, ns, env.nodes); err != nil {
 			return Result{}, err
@@ -379,6 +392,13 @@ func runOne(ctx context.Context, client kubernetes.Interface, sc Scenario, name 
 		res.Created = created.Sub(from)
 	}
 	res.Err = errors.Join(runErr, waitStopped())
+	if sc.DRA {
+		n, err := countAllocated(ctx, client, ns)
+		res.ClaimsAllocated, res.Err = n, errors.Join(res.Err, err)
+		if err == nil && runErr == nil && n != res.Bound {
+			res.Err = errors.Join(res.Err, fmt.Errorf("%d pods bound, %d claims allocated and reserved: a pod bound with its claim unallocated never starts", res.Bound, n))
+		}
+	}
 	after, err := scrapeRequests(ctx, client)
 	if err := errors.Join(timedErr, err); err != nil {
 		return res, err

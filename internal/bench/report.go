@@ -18,6 +18,9 @@ type Result struct {
 	Pods, JobSize int
 	// Bound is how many pods were seen bound by the end of the run.
 	Bound int
+	// ClaimsAllocated, in the DRA scenario, is how many of the run's ResourceClaims were
+	// allocated and reserved at its end.
+	ClaimsAllocated int
 	// Window is the scenario's observation window, or 0 if it ran until all were bound.
 	Window time.Duration
 	// Span is from the first pod create to the last bind seen; 0 if none was bound.
@@ -154,6 +157,11 @@ var metrics = []metric{
 	{ScenarioAntiAffinity, "pods/s (first create → last bind)", podsPerSecond, "%.1f"},
 	{ScenarioAntiAffinity, "time to last bind (s)", timeToLastBind, "%.2f"},
 	{ScenarioAntiAffinity, "GPU-s held by incomplete groups", heldGPUSeconds, "%.2f"},
+	{ScenarioDRA, "pods/s (first create → last bind)", podsPerSecond, "%.1f"},
+	{ScenarioDRA, "time to last bind (s)", timeToLastBind, "%.2f"},
+	{ScenarioDRA, "claims allocated and reserved at the end", func(r Result) (float64, bool) {
+		return float64(r.ClaimsAllocated), r.ClaimsAllocated > 0
+	}, "%.0f"},
 	{ScenarioDeepQueue, "admissions/s (first release → last admission)", func(r Result) (float64, bool) {
 		return deepValue(r, func(d DeepFigures) float64 { return d.AdmissionsPerSecond })
 	}, "%.2f"},

@@ -34,7 +34,7 @@ const (
 
 // Scenarios lists the names Options.Scenarios accepts, in the order they run.
 func Scenarios() []string {
-	return []string{ScenarioSeed, ScenarioThroughput, ScenarioBigGang, ScenarioAntiAffinity, ScenarioDeepQueue, ScenarioCeiling, ScenarioSoak}
+	return []string{ScenarioSeed, ScenarioThroughput, ScenarioBigGang, ScenarioAntiAffinity, ScenarioDRA, ScenarioDeepQueue, ScenarioCeiling, ScenarioSoak}
 }
 
 // DefaultScenarios are the scenarios run when none is named: all but the soak.
@@ -66,6 +66,9 @@ type Scenario struct {
 	// OnePerNode gives each pod required anti-affinity to its job's other pods by
 	// hostname.
 	OnePerNode bool
+	// DRA gives each pod its GPU as a DRA claim from a template instead of the extended
+	// resource (ScenarioDRA).
+	DRA bool
 	// Deep, if set, makes this the deep-queue scenario of these sizes: its workload
 	// is Deep's groups and gangs, not Jobs × JobSize (JobSize is its gangs' size).
 	Deep *DeepQueue
@@ -87,6 +90,8 @@ func scenarioByName(name string) (Scenario, error) {
 		return Scenario{Name: name, Cluster: pool(5000, 1), Jobs: 1, JobSize: 1000}, nil
 	case ScenarioAntiAffinity:
 		return Scenario{Name: name, Cluster: pool(1000, 8), Jobs: 500, JobSize: 8, OnePerNode: true}, nil
+	case ScenarioDRA:
+		return draScenario(DefaultDRANodes, DefaultDRAGangs)
 	case ScenarioDeepQueue:
 		return deepScenario(DeepQueue{Nodes: DefaultDeepNodes, Groups: DefaultDeepGroups, Gangs: DefaultDeepGangs}), nil
 	}
@@ -180,6 +185,9 @@ func (s Scenario) podOf(ns, job string, i int, spec podSpec) *corev1.Pod {
 	}
 	if spec.gang {
 		p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &job}
+	}
+	if s.DRA {
+		useClaim(p)
 	}
 	if s.OnePerNode {
 		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{

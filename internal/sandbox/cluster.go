@@ -1,11 +1,13 @@
 package sandbox
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -38,6 +40,12 @@ const (
 //	  racks: 4
 //	  labels: {team: ml}
 //	  taints: [{key: gpu, value: a100, effect: NoSchedule}]
+//	- name: h100
+//	  count: 8
+//	  cpu: "128"
+//	  memory: 1Ti
+//	  draGPUs: 8
+//	  clique: clique-a
 type Cluster struct {
 	// Pools are the node pools, created in order.
 	Pools []NodePool `json:"pools"`
@@ -59,6 +67,21 @@ type NodePool struct {
 	GPUs int `json:"gpus,omitempty"`
 	// GPUProduct, if set, labels each node nvidia.com/gpu.product.
 	GPUProduct string `json:"gpuProduct,omitempty"`
+	// DRAGPUs is each node's number of GPUs exposed as DRA devices of the sandbox's
+	// driver (DRADriver: one ResourceSlice per node, a device gpu-<i> per GPU), at most
+	// 128; 0 means none. A pool has GPUs or DRAGPUs, not both: a GPU is an extended
+	// resource or a device.
+	DRAGPUs int `json:"draGPUs,omitempty"`
+	// DRAProduct is the productName attribute of the DRA GPUs; empty means
+	// DefaultDRAProduct. At most 64 characters.
+	DRAProduct string `json:"draProduct,omitempty"`
+	// DRAMemory is the memory capacity of each DRA GPU, a quantity; empty means
+	// DefaultDRAMemory.
+	DRAMemory string `json:"draMemory,omitempty"`
+	// Clique is the NVLink domain of the pool's nodes: their label
+	// nvidia.com/gpu.clique and the cliqueID attribute of their DRA GPUs. It needs
+	// DRAGPUs.
+	Clique string `json:"clique,omitempty"`
 	// Racks, if set, spreads the nodes in contiguous blocks over that many racks,
 	// labelled muster.dev/rack=<name>-rack-<i>.
 	Racks int `json:"racks,omitempty"`
@@ -139,7 +162,7 @@ func (p NodePool) validate(field string) error {
 	for _, f := range []struct {
 		name  string
 		value int
-	}{{"pods", p.Pods}, {"gpus", p.GPUs}, {"racks", p.Racks}, {"zones", p.Zones}} {
+	}{{"pods", p.Pods}, {"gpus", p.GPUs}, {"draGPUs", p.DRAGPUs}, {"racks", p.Racks}, {"zones", p.Zones}} {
 		if f.value < 0 {
 			return fmt.Errorf("%s.%s: expected a non-negative number, found %d", field, f.name, f.value)
 		}
@@ -161,6 +184,9 @@ func (p NodePool) validate(field string) error {
 	if errs := validation.IsValidLabelValue(p.GPUProduct); len(errs) > 0 {
 		return fmt.Errorf("%s.gpuProduct: expected a label value, found %q: %s", field, p.GPUProduct, errs[0])
 	}
+	if err := p.validateDRA(field); err != nil {
+		return err
+	}
 	for i, t := range p.Taints {
 		if errs := validation.IsQualifiedName(t.Key); len(errs) > 0 {
 			return fmt.Errorf("%s.taints[%d].key: expected a qualified name, found %q: %s", field, i, t.Key, errs[0])
@@ -170,6 +196,33 @@ func (p NodePool) validate(field string) error {
 		default:
 			return fmt.Errorf("%s.taints[%d].effect: expected NoSchedule, PreferNoSchedule or NoExecute, found %q", field, i, t.Effect)
 		}
+	}
+	return nil
+}
+
+// validateDRA checks the pool's DRA GPU fields; field is its path in the cluster.
+func (p NodePool) validateDRA(field string) error {
+	if p.DRAGPUs > resourceapi.ResourceSliceMaxDevices {
+		return fmt.Errorf("%s.draGPUs: expected at most %d (the devices of one ResourceSlice), found %d", field, resourceapi.ResourceSliceMaxDevices, p.DRAGPUs)
+	}
+	if p.DRAGPUs > 0 && p.GPUs > 0 {
+		return fmt.Errorf("%s.draGPUs: expected no DRA GPUs in a pool with gpus (%d nvidia.com/gpu), found %d", field, p.GPUs, p.DRAGPUs)
+	}
+	for name, value := range map[string]string{"draProduct": p.DRAProduct, "draMemory": p.DRAMemory, "clique": p.Clique} {
+		if value != "" && p.DRAGPUs == 0 {
+			return fmt.Errorf("%s.%s: expected only with draGPUs, found %q in a pool without DRA GPUs", field, name, value)
+		}
+	}
+	if err := checkAttributeString(p.DRAProduct); err != nil {
+		return fmt.Errorf("%s.draProduct: %w", field, err)
+	}
+	if p.DRAMemory != "" {
+		if _, err := positiveQuantity(field+".draMemory", p.DRAMemory); err != nil {
+			return err
+		}
+	}
+	if errs := validation.IsValidLabelValue(p.Clique); len(errs) > 0 {
+		return fmt.Errorf("%s.clique: expected a label value, found %q: %s", field, p.Clique, errs[0])
 	}
 	return nil
 }
@@ -222,10 +275,13 @@ func (p NodePool) node(i, seq int) *v1.Node {
 	if p.Zones > 0 {
 		labels[v1.LabelTopologyZone] = fmt.Sprintf("%s-zone-%d", p.Name, i*p.Zones/p.Count)
 	}
+	if p.Clique != "" {
+		labels[LabelGPUClique] = p.Clique
+	}
 	capacity := p.capacity()
 	now := metav1.Now().Rfc3339Copy()
 	return &v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: p.draAnnotations()},
 		Spec:       v1.NodeSpec{Taints: append([]v1.Taint(nil), p.Taints...)},
 		Status: v1.NodeStatus{
 			Capacity:    capacity,
@@ -244,6 +300,19 @@ func (p NodePool) node(i, seq int) *v1.Node {
 				ContainerRuntimeVersion: "sandbox://1.0",
 			},
 		},
+	}
+}
+
+// draAnnotations describe one node's DRA GPUs to the sandbox's driver (see
+// draGPUs), or are nil for a pool without.
+func (p NodePool) draAnnotations() map[string]string {
+	if p.DRAGPUs == 0 {
+		return nil
+	}
+	return map[string]string{
+		AnnotationDRAGPUs:    strconv.Itoa(p.DRAGPUs),
+		AnnotationDRAProduct: cmp.Or(p.DRAProduct, DefaultDRAProduct),
+		AnnotationDRAMemory:  cmp.Or(p.DRAMemory, DefaultDRAMemory),
 	}
 }
 

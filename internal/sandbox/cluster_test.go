@@ -122,7 +122,7 @@ func TestPresetErrors(t *testing.T) {
 		scale               float64
 		wantErr             string
 	}{
-		{"unknown preset", "huge", paiTrace, 1, `preset: expected one of seed, dgx, pai, found "huge"`},
+		{"unknown preset", "huge", paiTrace, 1, `preset: expected one of seed, dgx, pai, dra, found "huge"`},
 		{"zero scale", sandbox.PresetPAI, paiTrace, 0, "pai scale: expected a number greater than zero, found 0"},
 		{"missing trace", sandbox.PresetPAI, "testdata/nope.csv", 1, "no such file"},
 		{"bad trace", sandbox.PresetPAI, "testdata/bad-pai.csv", 1, `line 2 column cap_mem: expected a non-negative integer, found "lots"`},

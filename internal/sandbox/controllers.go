@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/job"
+	"k8s.io/kubernetes/pkg/controller/resourceclaim"
 	"k8s.io/kubernetes/pkg/controller/scheduling/podgroupprotection"
 	"k8s.io/kubernetes/pkg/controller/volume/ephemeral"
 	"k8s.io/kubernetes/pkg/controller/volume/persistentvolume"
@@ -36,7 +37,13 @@ import (
 //     StorageObjectInUseProtection admission puts on every claim and volume, once
 //     nothing uses them; without them, deleted claims and volumes stay forever;
 //   - the ephemeral volume controller, which creates the claim of a pod's generic
-//     ephemeral volume (<pod>-<volume>).
+//     ephemeral volume (<pod>-<volume>);
+//   - the resourceclaim controller: it makes the ResourceClaim of a pod's (or, with
+//     DRAWorkloadResourceClaims, a native PodGroup's) ResourceClaimTemplate, records
+//     its name in the pod's status.resourceClaimStatuses, removes the reservations of
+//     pods that are gone or done, and deallocates a claim reserved for nobody. The
+//     sandbox's DRA driver (see draDriver) publishes the devices and deletes the
+//     generated claims of deleted pods and PodGroups, as the garbage collector would.
 type controllers struct {
 	factory informers.SharedInformerFactory
 	cancel  context.CancelFunc
@@ -44,6 +51,9 @@ type controllers struct {
 }
 
 // Worker counts (kube-controller-manager runs 5 of each; the sandbox's objects are few).
+// The resourceclaim controller has kube-controller-manager's default of 50
+// (--concurrent-resourceclaim-syncs): a bench's thousands of pods with claim templates
+// wait for it before any scheduler can place them.
 // The PodGroup protection controller has one, so that it decides about PodGroups in
 // the order their deletions reach it: a test can tell that the controller has decided
 // about one (and kept it) when one deleted after it, with no pod, is gone.
@@ -52,6 +62,7 @@ const (
 	jobWorkers                = 2
 	volumeProtectionWorkers   = 1
 	ephemeralWorkers          = 1
+	resourceClaimWorkers      = 50
 )
 
 // claimBinderSyncPeriod is how often the PV controller resyncs every claim and volume:
@@ -84,13 +95,44 @@ func startControllers(client kubernetes.Interface, volumeLimit int32) (*controll
 		cancel()
 		return nil, err
 	}
+	runDRA, err := c.draControllers(ctx, client)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
 	c.factory.Start(ctx.Done())
 	c.wg.Go(func() { pgp.Run(ctx, podGroupProtectionWorkers) })
 	c.wg.Go(func() { jobs.Run(ctx, jobWorkers) })
-	for _, run := range runVolumes {
+	for _, run := range append(runVolumes, runDRA...) {
 		c.wg.Go(run)
 	}
 	return c, nil
+}
+
+// draControllers creates the resourceclaim controller and the sandbox's DRA driver on
+// c's informers and returns their run functions, to be called once the informers are
+// started.
+func (c *controllers) draControllers(ctx context.Context, client kubernetes.Interface) ([]func(), error) {
+	logger := klog.FromContext(ctx)
+	res := c.factory.Resource().V1()
+	claims, err := resourceclaim.NewController(logger, client, c.factory.Core().V1().Pods(),
+		c.factory.Scheduling().V1beta1().PodGroups(), res.ResourceClaims(), res.ResourceClaimTemplates())
+	if err != nil {
+		return nil, fmt.Errorf("creating the resourceclaim controller: %w", err)
+	}
+	driver, err := newDRADriver(ctx, client, c.factory)
+	if err != nil {
+		return nil, err
+	}
+	synced := []cache.InformerSynced{
+		c.factory.Core().V1().Nodes().Informer().HasSynced, res.ResourceSlices().Informer().HasSynced,
+		res.ResourceClaims().Informer().HasSynced, c.factory.Core().V1().Pods().Informer().HasSynced,
+		c.factory.Scheduling().V1beta1().PodGroups().Informer().HasSynced,
+	}
+	return []func(){
+		func() { claims.Run(ctx, resourceClaimWorkers) },
+		func() { driver.run(ctx, synced...) },
+	}, nil
 }
 
 // volumeControllers creates the storage controllers on c's informers and returns

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -23,10 +24,21 @@ const (
 	PresetDGX = "dgx"
 	// PresetPAI is the machine mix of Alibaba PAI (cluster-trace-gpu-v2020), scaled.
 	PresetPAI = "pai"
+	// PresetDRA is 16 nodes with 8 GPUs each exposed only as DRA devices (driver
+	// gpu.nvidia.com, no nvidia.com/gpu), in 2 NVLink domains of 8 nodes, clique-a
+	// and clique-b (see DRACluster; PresetOptions scale it).
+	PresetDRA = "dra"
 )
 
 // Presets lists the preset names Preset accepts.
-func Presets() []string { return []string{PresetSeed, PresetDGX, PresetPAI} }
+func Presets() []string { return []string{PresetSeed, PresetDGX, PresetPAI, PresetDRA} }
+
+// Defaults of PresetDRA.
+const (
+	DefaultDRANodes   = 16
+	DefaultDRAGPUs    = 8
+	DefaultDRACliques = 2
+)
 
 // PresetOptions are the inputs some presets need.
 type PresetOptions struct {
@@ -36,6 +48,10 @@ type PresetOptions struct {
 	// PAIScale multiplies the number of machines of each shape, for PresetPAI; each
 	// shape keeps at least one node. 1 is the full 1,896 machines.
 	PAIScale float64
+	// DRANodes, DRAGPUs and DRACliques are PresetDRA's node count, DRA GPUs per node
+	// and number of NVLink domains; 0 means DefaultDRANodes, DefaultDRAGPUs and
+	// DefaultDRACliques.
+	DRANodes, DRAGPUs, DRACliques int
 }
 
 // Preset returns the named preset cluster.
@@ -51,8 +67,48 @@ func Preset(name string, opts PresetOptions) (Cluster, error) {
 		}}}, nil
 	case PresetPAI:
 		return PAICluster(opts.PAITrace, opts.PAIScale)
+	case PresetDRA:
+		return DRACluster(cmp.Or(opts.DRANodes, DefaultDRANodes), cmp.Or(opts.DRAGPUs, DefaultDRAGPUs),
+			cmp.Or(opts.DRACliques, DefaultDRACliques))
 	}
 	return Cluster{}, fmt.Errorf("preset: expected one of %s, found %q", strings.Join(Presets(), ", "), name)
+}
+
+// DRACluster is nodes nodes with gpus DRA GPUs each (no nvidia.com/gpu), 128 CPUs and
+// 1Ti of memory, in cliques NVLink domains of contiguous nodes, as even as they
+// divide: one pool per domain, named dra-<id> after the domain's id clique-<id>,
+// where the ids are a, b, …, z, aa, ab, … (so the nodes of PresetDRA are dra-a-0 …
+// dra-a-7 in clique-a and dra-b-0 … dra-b-7 in clique-b).
+func DRACluster(nodes, gpus, cliques int) (Cluster, error) {
+	switch {
+	case nodes < 1:
+		return Cluster{}, fmt.Errorf("dra nodes: expected at least 1, found %d", nodes)
+	case gpus < 1:
+		return Cluster{}, fmt.Errorf("dra gpus: expected at least 1 GPU per node, found %d", gpus)
+	case cliques < 1 || cliques > nodes:
+		return Cluster{}, fmt.Errorf("dra cliques: expected from 1 to the node count %d, found %d", nodes, cliques)
+	}
+	var c Cluster
+	for i := range cliques {
+		id := cliqueSuffix(i)
+		c.Pools = append(c.Pools, NodePool{
+			Name: "dra-" + id, Count: nodes*(i+1)/cliques - nodes*i/cliques, CPU: "128", Memory: "1Ti",
+			DRAGPUs: gpus, Clique: "clique-" + id,
+		})
+	}
+	if err := c.Validate(); err != nil {
+		return Cluster{}, fmt.Errorf("dra cluster: %w", err)
+	}
+	return c, nil
+}
+
+// cliqueSuffix is the i-th (from 0) of a, b, …, z, aa, ab, …
+func cliqueSuffix(i int) string {
+	s := ""
+	for i++; i > 0; i = (i - 1) / 26 {
+		s = string(rune('a'+(i-1)%26)) + s
+	}
+	return s
 }
 
 // paiShape is one machine shape of the PAI trace.

@@ -19,6 +19,18 @@
 // for, a CSINode per node with the driver's volume limit, and a kubelet that starts a
 // pod only once its claims are bound to volumes its node can reach.
 //
+// Devices work as on a cluster with NVIDIA's DRA driver (resource.k8s.io/v1, see
+// dra.go and draDriver): a node with DRA GPUs (NodePool.DRAGPUs; PresetDRA) has one
+// ResourceSlice of driver gpu.nvidia.com, pool named after the node, with a device
+// gpu-<i> per GPU whose attributes are productName (string), index (int) and
+// cliqueID (string, the node's NVLink domain, label nvidia.com/gpu.clique) and whose
+// capacity is memory (80Gi); the DeviceClass gpu.nvidia.com selects
+// device.driver == "gpu.nvidia.com". Upstream's resourceclaim controller makes the
+// claims of ResourceClaimTemplates and releases those of finished pods, and the
+// kubelet starts a pod only once each of its claims is allocated to devices its node
+// can reach and reserved for it (or its PodGroup). Nothing allocates claims: that is
+// the scheduler's job.
+//
 // measure.sh in this directory measures, from a built binary, the time until the
 // sandbox answers API requests and its resident memory with 1,000 nodes.
 package sandbox
@@ -50,9 +62,11 @@ import (
 
 // apiServerFlags are the kube-apiserver flags of every sandbox.
 var apiServerFlags = []string{
-	// Serve the native gang-scheduling API (Workload, PodGroup).
+	// Serve the native gang-scheduling API (Workload, PodGroup), and PodGroups'
+	// spec.resourceClaims (claims shared by a gang, DRAWorkloadResourceClaims, beta
+	// and off by default in 1.37). resource.k8s.io/v1 (DRA) is served by default.
 	"--runtime-config=scheduling.k8s.io/v1beta1=true",
-	"--feature-gates=GenericWorkload=true",
+	"--feature-gates=GenericWorkload=true,DRAWorkloadResourceClaims=true",
 	// No controller-manager creates ServiceAccounts, and none lifts the not-ready
 	// taint TaintNodesByCondition puts on new nodes.
 	"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
@@ -93,9 +107,11 @@ type Sandbox struct {
 }
 
 // Start starts etcd and kube-apiserver, installs the CRDs, creates the cluster's
-// nodes, installs the storage (StorageClasses, CSIDriver, a CSINode per node), and starts the upstream controllers the sandbox needs (see controllers) and
-// the simulated kubelet. ctx bounds the start only; the sandbox
-// runs until Stop. On error, everything started so far is stopped.
+// nodes, installs the storage (StorageClasses, CSIDriver, a CSINode per node) and the
+// devices (DeviceClasses, a ResourceSlice per node with DRA GPUs), and starts the
+// upstream controllers the sandbox needs (see controllers) and the simulated kubelet.
+// ctx bounds the start only; the sandbox runs until Stop. On error, everything
+// started so far is stopped.
 func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
@@ -139,6 +155,12 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 		return nil, err
 	}
 	if err := createCSINodes(ctx, client, limit); err != nil {
+		return nil, err
+	}
+	if err := installDRA(ctx, client); err != nil {
+		return nil, err
+	}
+	if err := createResourceSlices(ctx, client); err != nil {
 		return nil, err
 	}
 	if s.ctrls, err = startControllers(client, limit); err != nil {

@@ -14,6 +14,13 @@
 // the node, with a FailedMount event in the kubelet's words naming the claim; its image
 // pull starts once they are.
 //
+// A pod with ResourceClaims (spec.resourceClaims, DRA) then waits the same way until
+// each claim is made, the pod's (or its PodGroup's) when made from a template,
+// reserved for the pod or its PodGroup, allocated for nodes that include the pod's
+// node, and on devices that their driver publishes for that node; a Warning event
+// FailedPrepareDynamicResources in the kubelet's words names the claim (see
+// unprepared). Pods without claims are not affected.
+//
 // Time comes from an injected clock (k8s.io/utils/clock), so tests can drive the
 // timeline with a fake clock instead of sleeping.
 //
@@ -42,6 +49,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -95,15 +103,19 @@ type Kubelet struct {
 	timing  Timing
 	workers int
 
-	factory   informers.SharedInformerFactory
-	pods      corelisters.PodLister
-	podIndex  cache.Indexer
-	nodes     corelisters.NodeLister
-	claims    corelisters.PersistentVolumeClaimLister
-	volumes   corelisters.PersistentVolumeLister
-	synced    []cache.InformerSynced
-	podQueue  workqueue.TypedDelayingInterface[string]
-	nodeQueue workqueue.TypedDelayingInterface[string]
+	factory  informers.SharedInformerFactory
+	pods     corelisters.PodLister
+	podIndex cache.Indexer
+	nodes    corelisters.NodeLister
+	claims   corelisters.PersistentVolumeClaimLister
+	volumes  corelisters.PersistentVolumeLister
+	// resourceClaims and sliceIndex are the DRA objects pods' claims are checked
+	// against (see unprepared).
+	resourceClaims resourcelisters.ResourceClaimLister
+	sliceIndex     cache.Indexer
+	synced         []cache.InformerSynced
+	podQueue       workqueue.TypedDelayingInterface[string]
+	nodeQueue      workqueue.TypedDelayingInterface[string]
 
 	mu       sync.Mutex
 	admitted map[types.UID]*admission
@@ -131,6 +143,12 @@ type admission struct {
 	mountedAt time.Time
 	// mountError is the last FailedMount message recorded for the pod.
 	mountError string
+	// preparedAt is when the pod's ResourceClaims were prepared (after its volumes
+	// were mounted; its image pull starts then); zero while they are not (see
+	// unprepared).
+	preparedAt time.Time
+	// prepareError is the last FailedPrepareDynamicResources message recorded.
+	prepareError string
 }
 
 // nodeUsage is what the admitted, unfinished pods of one node request together.
@@ -203,6 +221,9 @@ func (k *Kubelet) watch() error {
 	k.nodes = nodeInformer.Lister()
 	k.synced = []cache.InformerSynced{podInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced}
 	if err := k.watchVolumes(podInformer.Informer()); err != nil {
+		return err
+	}
+	if err := k.watchDevices(podInformer.Informer()); err != nil {
 		return err
 	}
 
@@ -392,8 +413,15 @@ func (k *Kubelet) desired(ctx context.Context, pod *v1.Pod, node *v1.Node, now t
 		}
 		a = k.mounted(pod, a, now)
 	}
-	// The image pull starts once the volumes are mounted.
-	status, next := renderStatus(pod, a.boundAt, now, f, k.timing.PullDelay+a.mountedAt.Sub(a.boundAt))
+	if a.preparedAt.IsZero() {
+		if msg := k.unprepared(pod, node); msg != "" {
+			k.warnUnprepared(pod, msg)
+			return mountingStatus(pod, a.boundAt), 0 // synced again when a claim or slice changes
+		}
+		a = k.prepared(pod, a, now)
+	}
+	// The image pull starts once the volumes are mounted and the claims prepared.
+	status, next := renderStatus(pod, a.boundAt, now, f, k.timing.PullDelay+a.preparedAt.Sub(a.boundAt))
 	setAddresses(&status, node, a.podIP)
 	return status, next
 }
@@ -417,7 +445,8 @@ func (k *Kubelet) admit(pod *v1.Pod, node *v1.Node, now time.Time) (admission, *
 	if pod.Status.StartTime != nil {
 		a.boundAt = pod.Status.StartTime.Time
 		if pod.Status.Phase != v1.PodPending {
-			a.mountedAt = a.boundAt // adopted running: its volumes were mounted
+			// Adopted running: its volumes were mounted, its claims prepared.
+			a.mountedAt, a.preparedAt = a.boundAt, a.boundAt
 		}
 	} else if rej := fit(req, u.requests, node.Status.Allocatable, u.pods); rej != nil {
 		return admission{}, rej

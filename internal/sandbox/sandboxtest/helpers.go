@@ -62,8 +62,8 @@ func (e *Env) Namespace(t testing.TB) string {
 	return name
 }
 
-// CreateNodes creates the nodes of pool, waits for their CSINodes, and deletes them
-// when the test ends. It returns their names.
+// CreateNodes creates the nodes of pool, waits for their CSINodes (and, with DRA GPUs,
+// their ResourceSlices), and deletes them when the test ends. It returns their names.
 func (e *Env) CreateNodes(t testing.TB, pool sandbox.NodePool) []string {
 	t.Helper()
 	c := sandbox.Cluster{Pools: []sandbox.NodePool{pool}}
@@ -88,6 +88,9 @@ func (e *Env) CreateNodes(t testing.TB, pool sandbox.NodePool) []string {
 		t.Fatalf("creating node pool %s: %v", pool.Name, err)
 	}
 	e.waitForCSINodes(t, names)
+	if pool.DRAGPUs > 0 {
+		e.waitForResourceSlices(t, names)
+	}
 	return names
 }
 
