@@ -9,10 +9,18 @@ import (
 	"github.com/muster-sched/muster/internal/queue"
 )
 
-// admit runs one admission pass over every queued group.
+// admit runs one admission pass over every queued group. Unless preemption could act
+// on its result, the pass reports only the waiting groups whose reason changed
+// (queue.Manager.ScheduleChanges): the others keep the status they have.
 func (e *Engine) admit(now time.Time, out *Output) {
 	e.schedule = false
-	res := e.queue.Schedule(e.snap, now)
+	full := e.fullPassNeeded()
+	var res queue.Result
+	if full {
+		res = e.queue.Schedule(e.snap, now)
+	} else {
+		res = e.queue.ScheduleChanges(e.snap, e.snapVersion, now)
+	}
 	for _, a := range res.Admitted {
 		g := e.groups[a.Entry.Key]
 		if g == nil {
@@ -29,7 +37,30 @@ func (e *Engine) admit(now time.Time, out *Output) {
 		e.arm(g)
 		e.dirty[g.key] = true // observe the binds on the next Step
 	}
+	e.noteWaiting(res, now, out)
+	// The groups found Impossible have left the queue: the next to cross the threshold
+	// is among the others.
 	e.nextStarve = time.Time{}
+	if e.cfg.StarvationThreshold > 0 {
+		e.nextStarve = e.queue.NextStarve(now)
+	}
+	switch {
+	case full && !e.cfg.DisablePreemption:
+		e.preempt(res, now, out)
+	case !full:
+		e.endPreemptions(out)
+	}
+	e.noteReservation(out)
+}
+
+// noteWaiting records why the groups res lists as waiting wait, with an event and a
+// lifecycle step for those whose kind of reason changed, and counts the decisions,
+// those of the groups left unlisted as unchanged included.
+func (e *Engine) noteWaiting(res queue.Result, now time.Time, out *Output) {
+	for _, u := range res.Unchanged {
+		out.decisions(decisionOf(u.Reason), u.Count)
+		e.skipped += u.Count
+	}
 	for _, w := range res.Waiting {
 		g := e.groups[w.Entry.Key]
 		if g == nil {
@@ -51,17 +82,42 @@ func (e *Engine) admit(now time.Time, out *Output) {
 			e.step(g, lifecycle.Rejected{Reason: text}, now, out)
 		}
 		e.arm(g)
-		if e.cfg.StarvationThreshold > 0 && !w.Reason.Impossible() {
-			due := w.Entry.QueuedAt.Add(e.cfg.StarvationThreshold)
-			if due.After(now) && (e.nextStarve.IsZero() || due.Before(e.nextStarve)) {
-				e.nextStarve = due
-			}
+	}
+}
+
+// fullPassNeeded reports whether the admission pass must list every waiting group: for
+// preemption, which looks for a preemptor among them, when some queue is in a cohort
+// (a group may reclaim lent quota) or a queued group has a higher priority than some
+// group (it may preempt).
+func (e *Engine) fullPassNeeded() bool {
+	if e.fullPasses {
+		return true
+	}
+	if e.cfg.DisablePreemption {
+		return false
+	}
+	for _, q := range e.queues {
+		if q.Cohort != "" {
+			return true
 		}
 	}
-	if !e.cfg.DisablePreemption {
-		e.preempt(res, now, out)
+	highest, ok := e.queue.HighestPriority()
+	if !ok {
+		return false
 	}
-	e.noteReservation(out)
+	for prio := range e.priorities {
+		if prio < highest {
+			return true
+		}
+	}
+	return false
+}
+
+// countPriority adds d groups of priority prio to Engine.priorities.
+func (e *Engine) countPriority(prio int32, d int) {
+	if e.priorities[prio] += d; e.priorities[prio] <= 0 {
+		delete(e.priorities, prio)
+	}
 }
 
 // bindPlan turns an assumed plan into a Plan of out for the group's current attempt, and
@@ -81,6 +137,7 @@ func (e *Engine) bindPlan(g *group, plan *placement.Plan, out *Output) int {
 			continue
 		}
 		e.snap.Bind(p, a.Node)
+		e.snapVersion++
 		g.pending[a.Member] = a.Node
 		if len(a.Claims) > 0 {
 			a.Claims = g.spec.consumers(p, a.Claims)
@@ -154,6 +211,7 @@ func (e *Engine) BindFailed(podKey string) {
 		if p := g.members[podKey]; p != nil {
 			e.snap.AddPod(p) // re-records the pod as it is: unbound, so it counts nowhere
 		}
+		e.snapVersion++
 		e.dirty[gk] = true
 		e.schedule = true
 	}

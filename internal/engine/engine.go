@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"maps"
+	"reflect"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,6 +72,18 @@ type Engine struct {
 	// expected start after the last admission pass (see noteReservation).
 	holder      string
 	holderStart time.Time
+	// priorities counts the groups by priority, for the lowest (see fullPassNeeded).
+	priorities map[int32]int
+	// fullPasses makes every admission pass decide and report every waiting group
+	// (queue.Manager.Schedule), as the tests that compare it with the passes that
+	// report only the changes (ScheduleChanges) set.
+	fullPasses bool
+	// skipped counts the waiting groups admission passes left unreported, for tests.
+	skipped int
+	// snapVersion changes with everything of snap that placement reads: nodes, the pods
+	// counted on them, the objects the filters read (see queue.Manager.ScheduleChanges).
+	// Every change of snap must go through a method that moves it on.
+	snapVersion uint64
 }
 
 // New returns an engine with no nodes, pods, groups or queues.
@@ -85,6 +99,7 @@ func New(cfg Config) *Engine {
 		replace:  map[string]bool{},
 
 		preempting: map[string]*preemption{},
+		priorities: map[int32]int{},
 	}
 	e.queue.SetEstimator(e)
 	if cfg.Filters != nil {
@@ -108,6 +123,7 @@ func (e *Engine) SetNode(n *corev1.Node) {
 		e.nodesChanged = true
 	}
 	e.snap.SetNode(n)
+	e.snapVersion++
 	e.schedule = true
 }
 
@@ -139,6 +155,7 @@ func (e *Engine) SetObject(obj any) bool {
 	if !e.snap.SetObject(obj) {
 		return false
 	}
+	e.snapVersion++
 	e.nodesChanged, e.schedule = true, true
 	return true
 }
@@ -146,12 +163,14 @@ func (e *Engine) SetObject(obj any) bool {
 // RemoveObject forgets an object SetObject took.
 func (e *Engine) RemoveObject(obj any) {
 	e.snap.RemoveObject(obj)
+	e.snapVersion++
 	e.nodesChanged, e.schedule = true, true
 }
 
 // RemoveNode removes a node.
 func (e *Engine) RemoveNode(name string) {
 	e.snap.RemoveNode(name)
+	e.snapVersion++
 	e.nodesChanged = true
 }
 
@@ -161,6 +180,11 @@ func (e *Engine) SetPod(p *corev1.Pod, groupKey string) {
 	key := cluster.PodKey(p)
 	wasBound := e.snap.Bound(key)
 	requests := e.requestsOf(key, p)
+	var old *corev1.Pod
+	if g := e.groups[e.podGroup[key]]; g != nil {
+		old = g.members[key]
+	}
+	defer e.notePodVersion(key, p, old, wasBound)
 	if node := e.pendingNode(key); node != "" && p.Spec.NodeName == "" && !terminal(p) {
 		// A version from before the bind (the informer lags, or muster patched the pod
 		// while binding it): the bind is still in flight, so the pod keeps its node.
@@ -186,6 +210,21 @@ func (e *Engine) SetPod(p *corev1.Pod, groupKey string) {
 		delete(g.assumed, key)
 	}
 	e.dirty[groupKey] = true
+}
+
+// notePodVersion moves snapVersion on after SetPod, unless the snapshot reads the same
+// of the pod as before: it did not count then and does not now (an unbound pod), or it
+// is the same pod on the same node with the same labels and spec (a status update).
+func (e *Engine) notePodVersion(key string, p, old *corev1.Pod, wasBound bool) {
+	bound := e.snap.Bound(key)
+	switch {
+	case !wasBound && !bound:
+		return
+	case wasBound && bound && old != nil && old != p && old.UID == p.UID && old.Spec.NodeName == p.Spec.NodeName &&
+		maps.Equal(old.Labels, p.Labels) && reflect.DeepEqual(old.Spec, p.Spec):
+		return
+	}
+	e.snapVersion++
 }
 
 // requestsOf returns a pod's requests (cluster.PodRequests): those computed for the
@@ -215,6 +254,7 @@ func (e *Engine) pendingNode(podKey string) string {
 func (e *Engine) RemovePod(key string) {
 	if e.snap.Bound(key) {
 		e.schedule = true
+		e.snapVersion++
 	}
 	e.snap.RemovePod(key)
 	if gk, ok := e.podGroup[key]; ok {
@@ -228,7 +268,10 @@ func (e *Engine) dropMember(groupKey, podKey string) {
 		delete(g.members, podKey)
 		delete(g.requests, podKey)
 		delete(g.pending, podKey)
-		g.unassume(podKey)
+		if g.assumed[podKey] != nil {
+			g.unassume(podKey)
+			e.snapVersion++
+		}
 		delete(g.evicting, podKey)
 		e.dirty[groupKey] = true
 	}
@@ -244,6 +287,8 @@ func (e *Engine) Started(key string) bool {
 // SetGroup adds or updates a group's spec.
 func (e *Engine) SetGroup(spec GroupSpec) {
 	g := e.groupFor(spec.Key)
+	e.countPriority(g.spec.Priority, -1)
+	e.countPriority(spec.Priority, 1)
 	g.spec = spec
 	g.hasSpec = true
 	e.dirty[spec.Key] = true
@@ -302,6 +347,7 @@ func (e *Engine) groupFor(key string) *group {
 		g = &group{key: key, members: map[string]*corev1.Pod{}, requests: map[string]cluster.Resources{}, pending: map[string]string{},
 			assumed: map[string]func(){}}
 		e.groups[key] = g
+		e.countPriority(g.spec.Priority, 1)
 	}
 	return g
 }

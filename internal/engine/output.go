@@ -169,11 +169,13 @@ type Release struct {
 	After time.Duration
 }
 
-func (o *Output) decision(result string) {
+func (o *Output) decision(result string) { o.decisions(result, 1) }
+
+func (o *Output) decisions(result string, n int) {
 	if o.Decisions == nil {
 		o.Decisions = map[string]int{}
 	}
-	o.Decisions[result]++
+	o.Decisions[result] += n
 }
 
 func (o *Output) touch(key string) {

@@ -51,13 +51,7 @@ const maxPreemptionTries = 3
 // two preemptors evict groups for the same nodes. A victim whose pods take minutes to
 // stop (a checkpoint on SIGTERM) holds up its own preemptor only.
 func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
-	for _, key := range sortedKeys(e.preempting) {
-		if pr := e.preempting[key]; !e.preemptionPending(pr) {
-			e.queue.Unreserve(key)
-			delete(e.preempting, key)
-			out.touch(key)
-		}
-	}
+	e.endPreemptions(out)
 	var lowest int32
 	byPriority := e.anyBelow(res.Waiting)
 	if byPriority {
@@ -96,6 +90,18 @@ func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
 			continue
 		}
 		e.evictFor(g, victims, reclaim, now, out)
+	}
+}
+
+// endPreemptions ends the preemptions that are over: the preemptor was admitted or left
+// the queue, or its victims hold nothing any more.
+func (e *Engine) endPreemptions(out *Output) {
+	for _, key := range sortedKeys(e.preempting) {
+		if pr := e.preempting[key]; !e.preemptionPending(pr) {
+			e.queue.Unreserve(key)
+			delete(e.preempting, key)
+			out.touch(key)
+		}
 	}
 }
 

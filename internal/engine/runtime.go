@@ -122,6 +122,30 @@ func (e *Engine) expectedEnd(g *group) (time.Time, bool) {
 	return e.now.Add(d), true // not started yet: it runs for d from about now
 }
 
+// groupsOn returns the groups with a member the snapshot counts on one of nodes: every
+// group with a live member bound or being bound there.
+func (e *Engine) groupsOn(nodes []string) []*group {
+	var out []*group
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		info := e.snap.Node(n)
+		if info == nil {
+			continue
+		}
+		for key := range info.Pods() {
+			gk, ok := e.podGroup[key]
+			if !ok || seen[gk] {
+				continue
+			}
+			seen[gk] = true
+			if g := e.groups[gk]; g != nil {
+				out = append(out, g)
+			}
+		}
+	}
+	return out
+}
+
 // FreeAt reports when nodes are expected to be free of the pods on them now: the latest
 // expected end of the groups holding them, and false when some group's end is unknown
 // or some pod on them is not muster's (queue.Estimator). Members being evicted are
@@ -132,7 +156,7 @@ func (e *Engine) FreeAt(nodes []string) (time.Time, bool) {
 		held[n] = cluster.Resources{}
 	}
 	latest := e.now
-	for _, g := range e.groups {
+	for _, g := range e.groupsOn(nodes) {
 		if !g.started {
 			continue
 		}

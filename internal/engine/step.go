@@ -163,10 +163,12 @@ func (e *Engine) forget(g *group) {
 func (e *Engine) drop(g *group) {
 	for key := range g.assumed {
 		g.unassume(key)
+		e.snapVersion++
 	}
 	e.queue.Remove(g.key)
 	e.queue.Release(g.key)
 	delete(e.groups, g.key)
+	e.countPriority(g.spec.Priority, -1)
 	e.dropped = append(e.dropped, g.key)
 }
 

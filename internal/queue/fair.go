@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"iter"
 	"slices"
-	"strings"
 
 	"github.com/muster-sched/muster/internal/cluster"
 )
@@ -22,63 +21,27 @@ import (
 // their dominant resource. With one queue in a band this is the queue's own order.
 func (p *pass) walk() iter.Seq[*item] {
 	return func(yield func(*item) bool) {
-		type ranked struct {
-			*item
-			queuePriority int32
-		}
-		rs := make([]ranked, 0, len(p.m.entries))
-		for _, it := range p.m.entries {
-			rs = append(rs, ranked{it, p.m.queues[it.Queue].Priority})
-		}
-		slices.SortFunc(rs, func(a, b ranked) int {
-			if c := cmp.Compare(b.queuePriority, a.queuePriority); c != 0 {
-				return c
-			}
-			if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
-				return c
-			}
-			if c := strings.Compare(a.Queue, b.Queue); c != 0 {
-				return c
-			}
-			return compareEntries(&a.Entry, &b.Entry)
-		})
-		items := make([]*item, len(rs))
-		for i, r := range rs {
-			items[i] = r.item
-		}
-		for start := 0; start < len(rs); {
-			end := start + 1
-			for end < len(rs) && rs[end].queuePriority == rs[start].queuePriority && rs[end].Priority == rs[start].Priority {
-				end++
-			}
-			if !p.fairly(items[start:end], yield) {
+		for _, band := range p.m.bands() {
+			if !p.fairly(band, yield) {
 				return
 			}
-			start = end
 		}
 	}
 }
 
-// fairly yields one band's groups, sorted by queue and then by compareEntries,
-// taking the queues in turn by weighted share. It returns false if yield did.
-func (p *pass) fairly(band []*item, yield func(*item) bool) bool {
-	var heads [][]*item // per queue, the groups not yet yielded
-	for start := 0; start < len(band); {
-		end := start + 1
-		for end < len(band) && band[end].Queue == band[start].Queue {
-			end++
-		}
-		heads = append(heads, band[start:end])
-		start = end
-	}
+// fairly yields one band's groups, given per queue in compareEntries order (queues
+// sorted by name), taking the queues in turn by weighted share. It returns false if
+// yield did.
+func (p *pass) fairly(heads [][]*item, yield func(*item) bool) bool {
 	if len(heads) == 1 {
-		for _, it := range band {
+		for _, it := range heads[0] {
 			if !yield(it) {
 				return false
 			}
 		}
 		return true
 	}
+	heads = slices.Clone(heads)
 	for len(heads) > 0 {
 		best, bestShare := 0, p.share(heads[0][0].Queue)
 		for i := 1; i < len(heads); i++ {

@@ -149,6 +149,17 @@ type Manager struct {
 	preempt map[string]*Reservation
 	// est tells when reserved nodes are expected to be free, or is nil (see SetEstimator).
 	est Estimator
+	// order keeps the entries in walk order; classes and unsettled group them for
+	// ScheduleChanges (see depth.go).
+	order     order
+	classes   map[string]*class
+	unsettled map[*item]struct{}
+	// passes counts Schedule calls, to tell the groups a pass decided.
+	passes uint64
+	// placed holds the placement failures recorded on snapshot version placedVersion,
+	// by placement cache key (see ScheduleChanges).
+	placed        map[string]placedFailure
+	placedVersion uint64
 }
 
 // SetEstimator gives the manager the expected ends of running groups: a starving
@@ -164,6 +175,15 @@ type item struct {
 	requests map[string]cluster.Resources
 	// least is a lower bound of the charge of any plan for the group.
 	least cluster.Resources
+	// cls is the item's class; settled says it is filed in cls.settled[variant] with
+	// the reason of its class, else it is in Manager.unsettled with lastReason, the
+	// reason it was last given (nil before its first pass).
+	cls        *class
+	variant    int
+	settled    bool
+	lastReason *Reason
+	// pass is the last pass that decided the item.
+	pass uint64
 }
 
 // charge is quota held by one group.
@@ -181,6 +201,11 @@ func New(opts Options) *Manager {
 		charges: map[string]charge{},
 		used:    map[string]cluster.Resources{},
 		preempt: map[string]*Reservation{},
+
+		order:     newOrder(),
+		classes:   map[string]*class{},
+		unsettled: map[*item]struct{}{},
+		placed:    map[string]placedFailure{},
 	}
 }
 
@@ -259,11 +284,18 @@ func (m *Manager) Push(e Entry) {
 		it.requests[mem.Name] = r
 	}
 	it.least = leastCharge(e.Group, it.requests, e.MinCharge)
+	if old := m.entries[e.Key]; old != nil {
+		m.untrack(old)
+	}
 	m.entries[e.Key] = it
+	m.track(it)
 }
 
 // Remove takes a group out of the queue, and drops its reservations.
 func (m *Manager) Remove(key string) {
+	if it := m.entries[key]; it != nil {
+		m.untrack(it)
+	}
 	delete(m.entries, key)
 	m.Unreserve(key)
 }

@@ -59,6 +59,10 @@ type Result struct {
 	// Reservations are the reservations in force after the call (see
 	// Manager.Reservations).
 	Reservations []Reservation
+	// Unchanged counts, by reason, the waiting groups ScheduleChanges did not list in
+	// Waiting because they wait for the same reason as before; Schedule lists every
+	// group.
+	Unchanged []Unchanged
 }
 
 // Schedule decides every queued group, in order, on snapshot s at time now. Admitted
@@ -69,11 +73,25 @@ type Result struct {
 // the same exclusions fail the same way in this call without being placed again: the
 // snapshot only fills up during a call.
 func (m *Manager) Schedule(s *cluster.Snapshot, now time.Time) Result {
+	return m.schedule(s, now, false, 0)
+}
+
+// schedule is Schedule, or ScheduleChanges when changes is set; version is the
+// snapshot's version for ScheduleChanges (see placedFailure), ignored by Schedule.
+func (m *Manager) schedule(s *cluster.Snapshot, now time.Time, changes bool, version uint64) Result {
 	if m.reserve != nil && m.entries[m.reserve.Key] == nil {
 		m.reserve = nil
 	}
-	p := &pass{m: m, snap: s, now: now, failed: map[string]Reason{}, shares: map[string]float64{}}
-	p.res.Waiting = make([]Waiting, 0, len(m.entries))
+	m.passes++
+	p := &pass{m: m, snap: s, now: now, id: m.passes, failed: map[string]Reason{}, shares: map[string]float64{},
+		versioned: changes}
+	if changes && version != m.placedVersion {
+		clear(m.placed)
+		m.placedVersion = version
+	}
+	if !changes {
+		p.res.Waiting = make([]Waiting, 0, len(m.entries))
+	}
 	for key, r := range m.preempt {
 		if m.entries[key] == nil {
 			delete(m.preempt, key)
@@ -85,14 +103,37 @@ func (m *Manager) Schedule(s *cluster.Snapshot, now time.Time) Result {
 	if m.reserve != nil {
 		p.reserved = nodeSet(m.reserve.Nodes)
 	}
+	// trySkip is tried after 1, 2, 4, ... failures, and not while a class it found could
+	// be admitted has not been reached.
+	fails, nextTry := 0, 1
 	for it := range p.walk() {
 		p.decide(it)
+		if !changes {
+			continue
+		}
+		if p.blocker == it.cls {
+			p.blocker = nil
+		}
+		if it.pass != p.id { // admitted
+			continue
+		}
+		if fails++; fails >= nextTry && p.blocker == nil {
+			nextTry = 2 * fails
+			if p.trySkip() {
+				break
+			}
+		}
 	}
-	positions := map[string]int{}
-	for i := range p.res.Waiting {
-		w := &p.res.Waiting[i]
-		positions[w.Queue]++
-		w.Position = positions[w.Queue]
+	for _, it := range p.gone {
+		m.order.removeFromLane(it)
+	}
+	if !changes {
+		positions := map[string]int{}
+		for i := range p.res.Waiting {
+			w := &p.res.Waiting[i]
+			positions[w.Queue]++
+			w.Position = positions[w.Queue]
+		}
 	}
 	p.res.Reservations = m.Reservations()
 	return p.res
@@ -122,6 +163,19 @@ type pass struct {
 	m    *Manager
 	snap *cluster.Snapshot
 	now  time.Time
+	// id is the pass's number (Manager.passes).
+	id uint64
+	// gone holds the items admitted, to take out of the walk's lanes after it.
+	gone []*item
+	// versioned says the caller gave the snapshot's version: placement failures of
+	// earlier passes on the same version may be reused (see placedFailure).
+	versioned bool
+	// blocker is a class whose groups trySkip found could be admitted, until the walk
+	// reaches one of them.
+	blocker *class
+	// verdicts are trySkip's, valid while stamp holds.
+	verdicts map[verdictKey]verdictOf
+	stamp    skipStamp
 	// failed caches placement failures by signature and exclusion.
 	failed map[string]Reason
 	// reserved is the starving group's reservation's node set.
@@ -174,6 +228,13 @@ func (p *pass) decide(it *item) {
 		p.fail(it, r)
 		return
 	}
+	stamp, reusable := p.placedStamp(closed)
+	if r, ok := p.m.placedFailure(cacheKey, stamp, reusable); ok {
+		p.failed[cacheKey] = r
+		r.subject = &it.Group
+		p.fail(it, r)
+		return
+	}
 	plan, diag := placement.Place(p.snap, it.Group, opts)
 	if plan != nil {
 		p.admitWithinQuota(it, q, plan, opts)
@@ -187,6 +248,7 @@ func (p *pass) decide(it *item) {
 		}
 	}
 	p.failed[cacheKey] = r
+	p.m.notePlacedFailure(cacheKey, stamp, reusable, r)
 	p.fail(it, r)
 }
 
@@ -247,6 +309,8 @@ func (p *pass) fail(it *item, r Reason) {
 // quota it reclaims) loses its reservations, since nodes would not help it.
 func (p *pass) wait(it *item, r Reason) {
 	p.res.Waiting = append(p.res.Waiting, Waiting{Entry: it.Entry, Reason: r})
+	p.m.unsettle(it)
+	it.lastReason, it.pass = &p.res.Waiting[len(p.res.Waiting)-1].Reason, p.id
 	if r.Kind != Placement && r.Kind != Reserved && !r.Reclaimable {
 		p.m.Unreserve(it.Key)
 	}
@@ -255,6 +319,8 @@ func (p *pass) wait(it *item, r Reason) {
 func (p *pass) admit(it *item, plan *placement.Plan, c cluster.Resources) {
 	p.m.Unreserve(it.Key)
 	delete(p.m.entries, it.Key)
+	p.m.forgetAdmitted(it)
+	p.gone = append(p.gone, it)
 	p.m.Charge(it.Key, it.Queue, c)
 	delete(p.shares, it.Queue)
 	p.res.Admitted = append(p.res.Admitted, Admission{Entry: it.Entry, Plan: plan, Charge: c})

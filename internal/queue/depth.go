@@ -1,0 +1,477 @@
+package queue
+
+import (
+	"cmp"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/placement"
+)
+
+// A deep queue is mostly groups that cannot fit now, and most of them wait for the same
+// reason pass after pass. ScheduleChanges decides them in bulk: the groups that read the
+// same inputs of a decision (queue, namespace, least charge, placement.Signature: a
+// class) get the same verdict once the walk has passed the last admission, so the pass
+// walks groups in order only until it can show, one placement per class, that none of
+// the groups left can be admitted; it then reports only those whose reason differs from
+// the one they were last given. The groups of a class are kept by variant (whether the
+// starving group's reservation excludes its nodes for them, see closedTo) and, within a
+// variant, by expected run time, so that the groups whose variant changed as time passed
+// (a backfill that would now end after the reservation's start) are found without
+// looking at the others.
+
+// class is the groups that get the same verdict at the same point of a pass.
+type class struct {
+	key   string
+	count int
+	// settled holds, by variant, the groups whose last reason is canon of their variant
+	// and that were not decided one by one since, sorted by runtimeKey.
+	settled [2][]*item
+	// canon is, by variant, the reason the settled groups were last given.
+	canon [2]*Reason
+}
+
+// Variants of a class's groups.
+const (
+	open   = 0 // no reservation's nodes are closed to the group
+	closed = 1 // the starving group's reserved nodes are closed to it
+)
+
+// Unchanged counts the groups that wait for the same reason as on the pass before, which
+// ScheduleChanges does not list in Result.Waiting.
+type Unchanged struct {
+	Reason Reason
+	Count  int
+}
+
+func classKey(it *item) string {
+	var b strings.Builder
+	b.WriteString(it.Queue)
+	b.WriteByte(0)
+	b.WriteString(it.Namespace)
+	b.WriteByte(0)
+	if len(it.Candidates) > 1 {
+		b.WriteString(strings.Join(it.Candidates, ","))
+	}
+	b.WriteByte(0)
+	for _, name := range it.least.Names() {
+		b.WriteString(string(name))
+		b.WriteByte('=')
+		b.WriteString(cluster.Format(name, it.least[name]))
+		b.WriteByte(',')
+	}
+	b.WriteByte(0)
+	b.WriteString(it.signature)
+	return b.String()
+}
+
+// runtimeKey orders groups by expected run time, unknown last.
+func runtimeKey(it *item) time.Duration {
+	if it.Runtime <= 0 {
+		return math.MaxInt64
+	}
+	return it.Runtime
+}
+
+func bySettled(a, b *item) int {
+	if c := cmp.Compare(runtimeKey(a), runtimeKey(b)); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Key, b.Key)
+}
+
+// track files a pushed item in its class, to be decided on the next pass.
+func (m *Manager) track(it *item) {
+	key := classKey(it)
+	c := m.classes[key]
+	if c == nil {
+		c = &class{key: key}
+		m.classes[key] = c
+	}
+	c.count++
+	it.cls = c
+	m.unsettled[it] = struct{}{}
+	m.order.add(it)
+}
+
+// untrack forgets an item that left the queue.
+func (m *Manager) untrack(it *item) {
+	m.forgetAdmitted(it)
+	m.order.removeFromLane(it)
+}
+
+// forgetAdmitted forgets an item that left the queue, except in the walk's lanes.
+func (m *Manager) forgetAdmitted(it *item) {
+	m.unsettle(it)
+	delete(m.unsettled, it)
+	m.order.removeFromQueued(it)
+	if it.cls.count--; it.cls.count == 0 {
+		delete(m.classes, it.cls.key)
+	}
+}
+
+// unsettle moves a settled item to the ones decided one by one.
+func (m *Manager) unsettle(it *item) {
+	if it.settled {
+		c := it.cls
+		c.settled[it.variant] = removeSorted(c.settled[it.variant], it, bySettled)
+		it.settled = false
+	}
+	m.unsettled[it] = struct{}{}
+}
+
+// ScheduleChanges decides as Schedule does, with the same admissions, reservations and
+// reasons, but Result.Waiting lists only the waiting groups whose reason may differ from
+// the one they were given on the previous call (in the order Schedule would list them),
+// and Result.Unchanged counts the others; Position is not set. The queue's reservations
+// for preemption must be decided by Schedule: while there are any, every group is
+// listed.
+//
+// version identifies what of the snapshot placement reads: the caller must change it
+// whenever a node, a pod counted on a node, or an object the filters read changes. A
+// group that failed placement on the same version, with the same nodes closed to it,
+// before any admission of the pass, fails again the same way without being placed.
+func (m *Manager) ScheduleChanges(s *cluster.Snapshot, version uint64, now time.Time) Result {
+	return m.schedule(s, now, true, version)
+}
+
+// placedFailure returns the failure recorded for placement cache key key by an earlier
+// pass on the same snapshot version (see ScheduleChanges), with the same stamp, when
+// reusable.
+func (m *Manager) placedFailure(key, stamp string, reusable bool) (Reason, bool) {
+	if !reusable {
+		return Reason{}, false
+	}
+	f, ok := m.placed[key]
+	if !ok || f.stamp != stamp {
+		return Reason{}, false
+	}
+	return f.reason, true
+}
+
+// notePlacedFailure records a placement failure for placedFailure.
+func (m *Manager) notePlacedFailure(key, stamp string, reusable bool, r Reason) {
+	if reusable {
+		r.subject = nil
+		m.placed[key] = placedFailure{stamp: stamp, reason: r}
+	}
+}
+
+// placedFailure is a placement failure recorded on the snapshot version
+// Manager.placedVersion, with the nodes closed to the group named by stamp.
+type placedFailure struct {
+	stamp  string
+	reason Reason
+}
+
+// placedStamp names the nodes closed to a group, for placedFailure, and reports whether
+// a failure may be reused or recorded at this point of the pass: the snapshot is as the
+// caller gave it (no group admitted yet) and no node is closed but the starving group's
+// reservation's.
+func (p *pass) placedStamp(closed []closedNodes) (string, bool) {
+	if !p.versioned || len(p.res.Admitted) > 0 {
+		return "", false
+	}
+	switch {
+	case len(closed) == 0:
+		return "", true
+	case len(closed) == 1 && !closed[0].preemption && p.m.reserve != nil:
+		return p.m.reserve.Key + "\x00" + strings.Join(p.m.reserve.Nodes, ","), true
+	}
+	return "", false
+}
+
+// trySkip ends the walk when no group it has not reached can be admitted: every class
+// with such groups fails, in the variants they have now, on the snapshot as it is. Their
+// verdicts are then what the walk would give them; the groups whose reason changed are
+// listed and the others counted. It reports false, changing nothing, when it cannot show
+// that, or when deciding the rest could move a reservation.
+func (p *pass) trySkip() bool {
+	m := p.m
+	if len(m.preempt) > 0 || len(p.preempted) > 0 {
+		return false
+	}
+	applies := m.reserve != nil
+	if applies && !p.behind || !applies && p.starvingLeft() {
+		return false
+	}
+	bound := time.Duration(-1) // backfills for runtimeKey at or below bound
+	if applies && !m.reserve.Start.IsZero() {
+		bound = m.reserve.Start.Sub(p.now)
+	}
+	variantOf := func(it *item) int {
+		if applies && runtimeKey(it) > bound {
+			return closed
+		}
+		return open
+	}
+	// Verdicts hold until a group is admitted or the reservation changes.
+	if stamp := (skipStamp{len(p.res.Admitted), m.reserve}); p.verdicts == nil || stamp != p.stamp {
+		p.verdicts, p.stamp = map[verdictKey]verdictOf{}, stamp
+	}
+	sk := skip{p: p, verdicts: p.verdicts}
+	for _, c := range m.classes {
+		for v := range 2 {
+			for _, w := range splitVariants(c.settled[v], applies, bound) {
+				if len(w.items) > 0 && !sk.need(c, w.items[0], w.variant) {
+					return false
+				}
+			}
+		}
+	}
+	for it := range m.unsettled {
+		if it.pass != p.id && !sk.need(it.cls, it, variantOf(it)) {
+			return false
+		}
+	}
+	sk.commit(applies, bound, variantOf)
+	return true
+}
+
+// starvingLeft reports whether a group the walk has not reached has waited past the
+// starvation threshold: deciding it could give it the reservation. It looks at the
+// oldest groups only, and says true when it cannot tell.
+func (p *pass) starvingLeft() bool {
+	for i, it := range p.m.order.byQueued {
+		if p.now.Sub(it.QueuedAt) < p.m.opts.StarvationThreshold {
+			return false
+		}
+		if it.pass != p.id || i >= 64 {
+			return true
+		}
+	}
+	return false
+}
+
+// variantRun is a run of a settled list whose groups have variant now.
+type variantRun struct {
+	items   []*item
+	variant int
+}
+
+// splitVariants splits settled groups of a class (sorted by runtimeKey) by the variant
+// they have now: open up to bound, closed after.
+func splitVariants(items []*item, applies bool, bound time.Duration) []variantRun {
+	if !applies {
+		return []variantRun{{items, open}}
+	}
+	i, _ := slices.BinarySearchFunc(items, bound, func(it *item, b time.Duration) int {
+		if runtimeKey(it) <= b {
+			return -1
+		}
+		return 1
+	})
+	return []variantRun{{items[:i], open}, {items[i:], closed}}
+}
+
+type verdictKey struct {
+	c       *class
+	variant int
+}
+
+// verdictOf is the reason a class's groups of one variant get, computed for rep, or
+// fits when rep would be admitted.
+type verdictOf struct {
+	Reason
+	rep  *item
+	fits bool
+}
+
+// skipStamp is what trySkip's verdicts depend on besides the snapshot: they hold for the
+// rest of the pass while no group is admitted and the reservation stays.
+type skipStamp struct {
+	admitted int
+	reserve  *Reservation
+}
+
+// skip is one trySkip: the verdict of each class and variant, then what it reports.
+type skip struct {
+	p        *pass
+	verdicts map[verdictKey]verdictOf
+	reports  []*item
+	reasons  map[*item]Reason
+}
+
+// need computes the verdict of c's groups of variant v, with rep as their
+// representative, and reports false if they could be admitted.
+func (sk *skip) need(c *class, rep *item, v int) bool {
+	k := verdictKey{c, v}
+	vd, ok := sk.verdicts[k]
+	if !ok {
+		r, fits := sk.p.verdict(rep, v == closed)
+		vd = verdictOf{r, rep, fits}
+		sk.verdicts[k] = vd
+	}
+	if vd.fits {
+		sk.p.blocker = c
+	}
+	return !vd.fits
+}
+
+// verdict decides it as decide would at this point of the pass, without admitting it or
+// recording anything: its reason, or true if it would be admitted.
+func (p *pass) verdict(it *item, excluded bool) (Reason, bool) {
+	if len(it.Candidates) > 1 {
+		return Reason{Kind: QueueAmbiguous, Namespace: it.Namespace, Candidates: it.Candidates}, false
+	}
+	q, ok := p.m.queues[it.Queue]
+	switch {
+	case !ok:
+		return Reason{Kind: QueueNotFound, Queue: it.Queue}, false
+	case !q.Admits(it.Namespace):
+		return Reason{Kind: QueueNotAllowed, Queue: it.Queue, Namespace: it.Namespace}, false
+	}
+	if r, over := p.m.overQuota(q, it.least); over {
+		return r, false
+	}
+	opts, cacheKey := placement.Options{}, it.signature
+	if excluded {
+		nodes := p.reserved
+		opts.Exclude = func(node string) bool { return nodes[node] }
+		cacheKey += "\x00" + p.m.reserve.Key
+	}
+	if r, ok := p.failed[cacheKey]; ok {
+		return r, false
+	}
+	var closedTo []closedNodes
+	if excluded {
+		closedTo = []closedNodes{{key: p.m.reserve.Key, nodes: p.reserved}}
+	}
+	stamp, reusable := p.placedStamp(closedTo)
+	if r, ok := p.m.placedFailure(cacheKey, stamp, reusable); ok {
+		return r, false
+	}
+	plan, diag := placement.Place(p.snap, it.Group, opts)
+	if plan != nil {
+		plan.Revert()
+		return Reason{}, true
+	}
+	r := Reason{Kind: Placement, Diagnosis: diag}
+	if excluded && diag.Code == placement.Unschedulable {
+		if free, _ := placement.Place(p.snap, it.Group, placement.Options{}); free != nil {
+			free.Revert()
+			r = Reason{Kind: Reserved, ReservedFor: p.m.reserve.Key}
+		}
+	}
+	p.m.notePlacedFailure(cacheKey, stamp, reusable, r)
+	return r, false
+}
+
+// commit reports the groups whose reason changed, counts the others, and files every
+// group the walk did not reach as settled with the reason it has now: the canon of its
+// class and variant.
+func (sk *skip) commit(applies bool, bound time.Duration, variantOf func(*item) int) {
+	p, m := sk.p, sk.p.m
+	sk.reasons = map[*item]Reason{}
+	unchanged := map[*Reason]int{}
+	for _, c := range m.classes {
+		var moved [2][]*item // the groups whose variant changed, by the one they have now
+		for v := range 2 {
+			for _, w := range splitVariants(c.settled[v], applies, bound) {
+				if len(w.items) == 0 {
+					continue
+				}
+				r := sk.verdicts[verdictKey{c, w.variant}].Reason
+				switch {
+				case w.variant != v:
+					moved[w.variant] = append(moved[w.variant], w.items...) // a copy
+					for _, it := range w.items {
+						sk.report(it, r)
+					}
+				case c.canon[v] != nil && sameReason(*c.canon[v], r, &w.items[0].Group):
+					unchanged[c.canon[v]] += len(w.items)
+				default:
+					for _, it := range w.items {
+						sk.report(it, r)
+					}
+				}
+			}
+		}
+		// The open groups that closed are the end of their list, the closed ones that
+		// opened the start of theirs.
+		c.settled[open] = c.settled[open][:len(c.settled[open])-len(moved[closed])]
+		c.settled[closed] = slices.Delete(c.settled[closed], 0, len(moved[open]))
+		for v := range 2 {
+			for _, it := range moved[v] {
+				it.variant = v
+				c.settled[v] = insertSorted(c.settled[v], it, bySettled)
+			}
+			if vd, ok := sk.verdicts[verdictKey{c, v}]; ok && (c.canon[v] == nil || !sameReason(*c.canon[v], vd.Reason, &vd.rep.Group)) {
+				r := vd.Reason
+				c.canon[v] = &r
+			}
+		}
+	}
+	for it := range m.unsettled {
+		if it.pass == p.id {
+			continue
+		}
+		v := variantOf(it)
+		c := it.cls
+		r := sk.verdicts[verdictKey{c, v}].Reason
+		if it.lastReason != nil && sameReason(*it.lastReason, r, &it.Group) {
+			unchanged[c.canon[v]]++
+		} else {
+			sk.report(it, r)
+		}
+		delete(m.unsettled, it)
+		it.variant, it.settled = v, true
+		c.settled[v] = insertSorted(c.settled[v], it, bySettled)
+	}
+	sk.list(unchanged)
+}
+
+func (sk *skip) report(it *item, r Reason) {
+	r.subject = &it.Group
+	sk.reasons[it] = r
+	sk.reports = append(sk.reports, it)
+}
+
+// list appends the reported groups to the pass's Waiting in the order the walk would
+// have reached them (no group is admitted past the skip, so the queues' shares stay as
+// they are), and the counts of the others.
+func (sk *skip) list(unchanged map[*Reason]int) {
+	p := sk.p
+	qprio := func(it *item) int32 { return p.m.queues[it.Queue].Priority }
+	slices.SortFunc(sk.reports, func(a, b *item) int {
+		if c := cmp.Compare(qprio(b), qprio(a)); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+			return c
+		}
+		if a.Queue != b.Queue {
+			if c := cmp.Compare(p.share(a.Queue), p.share(b.Queue)); c != 0 {
+				return c
+			}
+		}
+		return byEntry(a, b)
+	})
+	for _, it := range sk.reports {
+		r := sk.reasons[it]
+		it.lastReason = &r
+		p.res.Waiting = append(p.res.Waiting, Waiting{Entry: it.Entry, Reason: r})
+	}
+	for r, n := range unchanged {
+		p.res.Unchanged = append(p.res.Unchanged, Unchanged{Reason: *r, Count: n})
+	}
+	slices.SortFunc(p.res.Unchanged, func(a, b Unchanged) int { return strings.Compare(string(a.Reason.Kind), string(b.Reason.Kind)) })
+}
+
+// sameReason reports whether a and b say the same about a group of subject's signature:
+// the same fields, and the same diagnosis once rendered for the same group.
+func sameReason(a, b Reason, subject *placement.Group) bool {
+	da, db := a.Diagnosis, b.Diagnosis
+	a.Diagnosis, b.Diagnosis, a.subject, b.subject = nil, nil, nil, nil
+	if !reflect.DeepEqual(a, b) {
+		return false
+	}
+	if da == nil || db == nil {
+		return da == db
+	}
+	return reflect.DeepEqual(da.For(*subject), db.For(*subject))
+}
