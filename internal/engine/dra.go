@@ -71,9 +71,9 @@ func (s *GroupSpec) consumers(p *corev1.Pod, claims []kubefit.ClaimAllocation) [
 }
 
 // claimReleases are the group's own claims (spec.resourceClaims of a native PodGroup that
-// name a ResourceClaim) to release when the group is evicted. Claims made from a
-// template are named in the PodGroup's status, which the engine does not read: they stay
-// reserved until the PodGroup is deleted.
+// name a ResourceClaim) to release when the group is evicted. Claims a PodGroup makes
+// from a template are not placed (see docs/concepts.md, "Devices (DRA)"): there is
+// nothing of theirs to release.
 func (s *GroupSpec) claimReleases(group string) []ClaimRelease {
 	if s.ClaimConsumer == nil {
 		return nil
