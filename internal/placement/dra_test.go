@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/muster-sched/muster/internal/cluster"
 	gt "github.com/muster-sched/muster/internal/gangtest"
@@ -214,5 +216,51 @@ func TestDeviceSignature(t *testing.T) {
 	snap := draCluster(1, 2)
 	if a, b := placement.Signature(draGang(snap, "a", 2, 1)), placement.Signature(draGang(snap, "b", 2, 1)); a == b {
 		t.Errorf("gangs of distinct named claims share a signature: %s", a)
+	}
+}
+
+// TestMatchAttributeAndAllMode: the allocator's constraints hold inside the group's plan.
+// A claim of 2 devices with matchAttribute on a numa attribute fits only the node whose
+// two devices share a numa node; a claim of all matching devices takes a whole node, so
+// the next member's claim goes to the other.
+func TestMatchAttributeAndAllMode(t *testing.T) {
+	snap := draCluster(2, 2)
+	mixed := gt.GPUSlice("n0", 2, "clique-a")
+	same := gt.GPUSlice("n1", 2, "clique-b")
+	for i := range 2 {
+		mixed.Spec.Devices[i].Attributes["numa"] = resourcev1.DeviceAttribute{IntValue: ptr.To(int64(i))}
+		same.Spec.Devices[i].Attributes["numa"] = resourcev1.DeviceAttribute{IntValue: ptr.To(int64(0))}
+	}
+	mixed.ResourceVersion, same.ResourceVersion = "2", "2"
+	snap.SetObject(mixed)
+	snap.SetObject(same)
+	pair := gt.GPUClaim("default", "pair", 2)
+	attr := resourcev1.FullyQualifiedName("gpu.nvidia.com/numa")
+	pair.Spec.Devices.Constraints = []resourcev1.DeviceConstraint{{MatchAttribute: &attr}}
+	snap.SetObject(pair)
+	plan, diag := placement.Place(snap, single(gt.Pod("p").UID("uid-p").DeviceClaim("gpu", "pair").Obj()), placement.Options{})
+	if plan == nil {
+		t.Fatal(diag)
+	}
+	if n := plan.Assignments[0].Node; n != "n1" {
+		t.Fatalf("a claim of 2 devices on one numa node placed on %s", n)
+	}
+	plan.Revert()
+
+	all := gt.GPUClaim("default", "all", 0)
+	all.Spec.Devices.Requests[0].Exactly.AllocationMode = resourcev1.DeviceAllocationModeAll
+	all.Spec.Devices.Requests[0].Exactly.Count = 0
+	snap.SetObject(all)
+	snap.SetObject(gt.GPUClaim("default", "one", 2))
+	g := gang("g", 2, func(i int) *corev1.Pod {
+		claim := []string{"all", "one"}[i]
+		return gt.Pod(claim).UID("uid-" + claim).DeviceClaim("gpu", claim).Obj()
+	})
+	plan, diag = placement.Place(snap, g, placement.Options{})
+	if plan == nil {
+		t.Fatal(diag)
+	}
+	if a, b := plan.Assignments[0], plan.Assignments[1]; a.Node == b.Node || len(a.Claims[0].Allocation.Devices.Results) != 2 {
+		t.Fatalf("all-devices member on %s with %d devices, next member on %s", a.Node, len(a.Claims[0].Allocation.Devices.Results), b.Node)
 	}
 }
