@@ -254,7 +254,7 @@ func TestMatchAttributeAndAllMode(t *testing.T) {
 	snap.SetObject(gt.GPUClaim("default", "one", 2))
 	g := gang("g", 2, func(i int) *corev1.Pod {
 		claim := []string{"all", "one"}[i]
-		return gt.Pod(claim).UID("uid-" + claim).DeviceClaim("gpu", claim).Obj()
+		return gt.Pod(claim).UID("uid-"+claim).DeviceClaim("gpu", claim).Obj()
 	})
 	plan, diag = placement.Place(snap, g, placement.Options{})
 	if plan == nil {
