@@ -31,6 +31,8 @@ func (c *Configuration) SetDefaults() {
 	}
 	c.GroupDefaults = c.GroupDefaults.WithFallback(DefaultGroupPolicy())
 	setDuration(&c.StarvationThreshold, DefaultStarvationThreshold)
+	setDuration(&c.SizeOrder.HandicapPerDeviceHour, DefaultHandicapPerDeviceHour)
+	setDuration(&c.SizeOrder.MaxHandicap, DefaultMaxHandicap)
 	if c.Preemption == "" {
 		c.Preemption = PreemptLowerPriority
 	}

@@ -20,6 +20,8 @@ const (
 	DefaultBackoffBase               = 30 * time.Second
 	DefaultBackoffMax                = 10 * time.Minute
 	DefaultStarvationThreshold       = 10 * time.Minute
+	DefaultHandicapPerDeviceHour     = 12 * time.Minute
+	DefaultMaxHandicap               = 2 * time.Hour
 	DefaultLeaseName                 = "muster"
 	DefaultLeaseNamespace            = "muster-system"
 	DefaultLeaseDuration             = 15 * time.Second
@@ -67,6 +69,14 @@ type Configuration struct {
 	// before muster reserves capacity for it. Defaults to 10m.
 	StarvationThreshold *metav1.Duration `json:"starvationThreshold,omitempty"`
 
+	// sizeOrder orders each queue by what its groups are expected to hold: a group's
+	// place is its queue time plus a handicap for each device-hour (GPUs times expected
+	// run time) it is expected to hold, so short, small groups go ahead of long, large
+	// ones queued a little earlier, and no group is ever passed by one queued more than
+	// maxHandicap after it. Defaults: handicapPerDeviceHour 12m, maxHandicap 2h;
+	// handicapPerDeviceHour 0 orders by queue time alone.
+	SizeOrder SizeOrder `json:"sizeOrder,omitempty"`
+
 	// preemption is whether a group that does not fit may evict admitted groups of
 	// lower priority: "LowerPriority" (whole groups, the fewest that make room; a
 	// group whose pods have preemptionPolicy Never does not preempt) or "Never".
@@ -113,6 +123,20 @@ type Configuration struct {
 
 	// placement configures how muster judges nodes for a group's members.
 	Placement Placement `json:"placement,omitempty"`
+}
+
+// SizeOrder sets the handicap by which a queue orders its groups by size (see
+// Configuration.SizeOrder).
+type SizeOrder struct {
+	// handicapPerDeviceHour is how far back a group goes in its queue's order for each
+	// device-hour it is expected to hold: its members' extended resources (GPUs), or cpu
+	// cores when they ask for none, times its expected run time (annotation
+	// muster.dev/expected-runtime, activeDeadlineSeconds, else the median of its owner
+	// kind's last runs in its queue). 0 turns size order off.
+	HandicapPerDeviceHour *metav1.Duration `json:"handicapPerDeviceHour,omitempty"`
+
+	// maxHandicap caps the handicap; a group whose run time is unknown gets all of it.
+	MaxHandicap *metav1.Duration `json:"maxHandicap,omitempty"`
 }
 
 // Placement configures the kube-scheduler Filter plugins muster runs inside its

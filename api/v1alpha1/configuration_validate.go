@@ -51,6 +51,8 @@ func (c *Configuration) Validate() error {
 	}
 	errs = append(errs, requireComplete("groupDefaults", c.GroupDefaults)...)
 	errs = append(errs, positiveDuration("starvationThreshold", c.StarvationThreshold, true)...)
+	errs = append(errs, nonNegativeDuration("sizeOrder.handicapPerDeviceHour", c.SizeOrder.HandicapPerDeviceHour)...)
+	errs = append(errs, positiveDuration("sizeOrder.maxHandicap", c.SizeOrder.MaxHandicap, true)...)
 	if c.Preemption != PreemptLowerPriority && c.Preemption != PreemptNever {
 		errs = append(errs, &FieldError{"preemption", fmt.Sprintf("%q", c.Preemption),
 			fmt.Sprintf("expected %q or %q", PreemptLowerPriority, PreemptNever)})
@@ -173,6 +175,14 @@ func positiveDuration(path string, d *metav1.Duration, required bool) []error {
 		return []error{&FieldError{Path: path, Reason: "must be set"}}
 	case d != nil && d.Duration <= 0:
 		return []error{&FieldError{path, d.Duration.String(), "must be > 0"}}
+	}
+	return nil
+}
+
+// nonNegativeDuration reports a duration below zero.
+func nonNegativeDuration(path string, d *metav1.Duration) []error {
+	if d != nil && d.Duration < 0 {
+		return []error{&FieldError{path, d.Duration.String(), "must be >= 0"}}
 	}
 	return nil
 }

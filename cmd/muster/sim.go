@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/sim"
 	"github.com/muster-sched/muster/internal/trace"
 )
@@ -22,6 +24,7 @@ type simFlags struct {
 	limit                                   int
 	permitTimeout, permitBackoff            time.Duration
 	readyAfter, horizon, stall, starve      time.Duration
+	handicap, maxHandicap                   time.Duration
 }
 
 // newSimCmd replays a job trace through the pod-by-pod, permit-wait and muster policies in
@@ -62,6 +65,9 @@ use and take their own quota back when they need it.`,
 	fl.DurationVar(&f.horizon, "horizon", 60*24*time.Hour, "simulated time to keep running after the last arrival")
 	fl.Float64Var(&f.estimate, "estimate", 1, "run times the jobs declare: 1 declares the trace's durations, F > 1 each duration times a factor drawn in [1, 2F-1] (users over-declare), 0 declares none")
 	fl.DurationVar(&f.starve, "starvation-threshold", 10*time.Minute, "muster: how long a group waits before nodes are reserved for it")
+	fl.DurationVar(&f.handicap, "handicap-per-device-hour", musterv1alpha1.DefaultHandicapPerDeviceHour,
+		"muster: how far back a group goes in the queue's order per GPU-hour it declares (Configuration sizeOrder); 0 orders by queue time alone")
+	fl.DurationVar(&f.maxHandicap, "max-handicap", musterv1alpha1.DefaultMaxHandicap, "muster: the largest handicap (Configuration sizeOrder.maxHandicap)")
 	fl.DurationVar(&f.stall, "deadlock-after", 10*time.Minute, "how long capacity must be held by incomplete groups, none becoming whole, to count as a deadlock episode")
 	return cmd
 }
@@ -132,7 +138,9 @@ func simPolicies(f simFlags) ([]simPolicy, error) {
 				return sim.NewPermitWait(f.permitTimeout, f.permitBackoff)
 			}})
 		case "muster":
-			out = append(out, simPolicy{name: name, sched: func([]trace.Job, sim.Cluster) sim.Scheduler { return sim.NewEngineWith(f.starve) }})
+			out = append(out, simPolicy{name: name, sched: func([]trace.Job, sim.Cluster) sim.Scheduler {
+				return sim.NewEngineOrdered(f.starve, engine.SizeOrder{PerDeviceHour: f.handicap, Max: f.maxHandicap})
+			}})
 		case "muster-quota", "muster-cohort":
 			cohort := name == "muster-cohort"
 			out = append(out, simPolicy{name: name, teams: true, sched: func(jobs []trace.Job, cl sim.Cluster) sim.Scheduler {

@@ -132,8 +132,10 @@ func (s *scheduler) engineConfig() engine.Config {
 			BackoffMax:      d.BackoffMax.Duration,
 		},
 		StarvationThreshold: s.cfg.StarvationThreshold.Duration,
-		DisablePreemption:   s.cfg.Preemption == musterv1alpha1.PreemptNever,
-		Filters:             s.filters,
+		SizeOrder: engine.SizeOrder{PerDeviceHour: s.cfg.SizeOrder.HandicapPerDeviceHour.Duration,
+			Max: s.cfg.SizeOrder.MaxHandicap.Duration},
+		DisablePreemption: s.cfg.Preemption == musterv1alpha1.PreemptNever,
+		Filters:           s.filters,
 	}
 }
 

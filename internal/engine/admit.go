@@ -189,8 +189,10 @@ func (e *Engine) placeReplacements(out *Output) {
 // wakeAt is the earliest time a group's timer or a starvation reservation is due.
 func (e *Engine) wakeAt() time.Time {
 	w := e.nextTimer()
-	if t := e.nextStarve; !t.IsZero() && (w.IsZero() || t.Before(w)) {
-		w = t
+	for _, t := range []time.Time{e.nextStarve, e.forecastWake()} {
+		if !t.IsZero() && (w.IsZero() || t.Before(w)) {
+			w = t
+		}
 	}
 	return w
 }

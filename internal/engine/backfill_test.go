@@ -69,3 +69,46 @@ func TestBackfillWithExpectedRuntimes(t *testing.T) {
 		t.Errorf("unknown: run time %s (%s), want unknown with why", d, src)
 	}
 }
+
+// TestEveryQueuedGroupHasAnExpectedStart: on the cluster of
+// TestBackfillWithExpectedRuntimes, every queued group gets an expected start from the
+// forecast, not only the one holding the reservation: the gang when the running groups
+// end, and the groups behind it after the gang, since they would overlap it before. A
+// group queued since the last forecast says so until the next, a minute later.
+func TestEveryQueuedGroupHasAnExpectedStart(t *testing.T) {
+	e := sim.NewEngineWith(0)
+	for i := range 2 {
+		e.SetNode(gt.Node(fmt.Sprintf("n-%d", i)).GPU(2).Obj())
+	}
+	now := sim.Epoch
+	for i := range 2 {
+		key := declaring(e, fmt.Sprintf("run%d", i), 1, time.Hour)
+		out := e.Step(now)
+		p := runningPod(fmt.Sprintf("run%d-0", i), out.Binds()[0].Node)
+		p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "1h"}
+		e.SetPod(p, key)
+		e.Step(now)
+	}
+	gang := declaring(e, "gang", 4, time.Hour)
+	now = now.Add(time.Minute)
+	e.Step(now)
+	long := declaring(e, "long", 1, 2*time.Hour)
+	unknown := declaring(e, "unknown", 1, 0)
+	now = now.Add(time.Second)
+	out := e.Step(now)
+	st, _ := e.Group(long)
+	if !st.ExpectedStart.IsZero() || st.ExpectedStartUnknown != "not forecast yet: muster forecasts the queue at most once a minute" {
+		t.Errorf("long, queued since the last forecast: expected start %v (%q), want none yet", st.ExpectedStart, st.ExpectedStartUnknown)
+	}
+	now = now.Add(time.Minute)
+	out = e.Step(now)
+	for key, want := range map[string]time.Duration{gang: time.Hour, long: 2 * time.Hour, unknown: 2 * time.Hour} {
+		st, _ := e.Group(key)
+		if st.Phase != lifecycle.Queued || !st.ExpectedStart.Equal(sim.Epoch.Add(want)) {
+			t.Errorf("%s: %s, expected start %v (%q), want queued, starting at %s", key, st.Phase, st.ExpectedStart, st.ExpectedStartUnknown, want)
+		}
+		if key != gang && !out.Changed[key] {
+			t.Errorf("%s: its expected start became known but it is not in Changed", key)
+		}
+	}
+}

@@ -21,6 +21,9 @@ type Config struct {
 	Policy lifecycle.Policy
 	// StarvationThreshold is how long a group may wait before capacity is reserved for it.
 	StarvationThreshold time.Duration
+	// SizeOrder moves groups expected to hold much back in their queue's order, and
+	// groups expected to hold little ahead; the zero value keeps the order of queue time.
+	SizeOrder SizeOrder
 	// DisablePreemption turns gang preemption off: a waiting group never evicts
 	// admitted groups, neither of lower priority nor of the queues that borrow its
 	// queue's quota (see preempt): a cohort's queues then lend without taking back.
@@ -72,6 +75,8 @@ type Engine struct {
 	// expected start after the last admission pass (see noteReservation).
 	holder      string
 	holderStart time.Time
+	// forecast is the last forecast of the queued groups' starts (see refreshForecast).
+	forecast forecastState
 	// priorities counts the groups by priority, for the lowest (see fullPassNeeded).
 	priorities map[int32]int
 	// fullPasses makes every admission pass decide and report every waiting group

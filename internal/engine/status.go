@@ -105,24 +105,25 @@ func (e *Engine) Group(key string) (Status, bool) {
 }
 
 // expectedStart returns when a queued group is expected to be admitted, or why that is
-// unknown. Only the group holding the starving group's reservation has an expected
-// start: the time its reserved nodes are expected to be free. The text depends on the
-// group's own state only, so that it changes only when the group's does (see
-// noteReservation).
+// unknown, from the last forecast (see refreshForecast): a group queued since is
+// forecast within forecastEvery.
 func (e *Engine) expectedStart(g *group) (time.Time, string) {
 	if e.preempting[g.key] != nil {
 		return time.Time{}, "it waits for the groups preempted for it to release their nodes"
 	}
-	if e.holder == g.key {
-		if !e.holderStart.IsZero() {
-			return e.holderStart, ""
-		}
-		return time.Time{}, "nodes are reserved for it, but a group on them has no expected run time (or a pod there is not muster's)"
-	}
-	if g.waiting != nil && g.waiting.Kind != queue.Placement && g.waiting.Kind != queue.Reserved {
+	if !waitsForNodes(g) {
 		return time.Time{}, "it does not wait for nodes: " + string(g.waiting.Kind)
 	}
-	return time.Time{}, fmt.Sprintf("it does not hold the reservation: only the first group in order that has waited %s for nodes gets one, with an expected start", e.cfg.StarvationThreshold)
+	s, ok := e.forecast.starts[g.key]
+	switch {
+	case ok && !s.At.IsZero():
+		return s.At, ""
+	case ok:
+		return time.Time{}, s.Unknown
+	case len(e.forecast.starts) > forecastDepth:
+		return time.Time{}, fmt.Sprintf("muster forecasts the first %d groups in order, and it comes after them", forecastDepth)
+	}
+	return time.Time{}, "not forecast yet: muster forecasts the queue at most once a minute"
 }
 
 // Runtime returns how long the group is expected to run and where that comes from

@@ -20,6 +20,9 @@ import (
 func (e *Engine) Step(now time.Time) Output {
 	var out Output
 	e.now = now
+	if len(e.dirty) > 0 || e.nodesChanged || e.schedule {
+		e.forecast.stale = true
+	}
 	if e.nodesChanged {
 		for key, g := range e.groups {
 			if g.started && g.state.Phase() == lifecycle.Impossible {
@@ -40,6 +43,7 @@ func (e *Engine) Step(now time.Time) Output {
 		e.admit(now, &out)
 	}
 	e.placeReplacements(&out)
+	e.refreshForecast(now, &out)
 	out.WakeAt = e.wakeAt()
 	out.Dropped, e.dropped = e.dropped, nil
 	return out
@@ -288,6 +292,7 @@ func (e *Engine) push(g *group) {
 		Requeued:  g.requeued,
 		MinCharge: g.spec.MinResources,
 		Runtime:   runtimeOnly(e.runtimeOf(g)),
+		Handicap:  e.handicap(g, members),
 		Namespace: g.spec.Namespace,
 		// Only the queues' verdict matters while the group names none of them.
 		Candidates: candidates(g.spec),

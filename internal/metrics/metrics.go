@@ -20,13 +20,18 @@ var durationBuckets = []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 360
 
 // Metrics holds muster's collectors.
 type Metrics struct {
-	TimeToReady      prometheus.Histogram
-	HeldResource     *prometheus.CounterVec
-	Cleanup          prometheus.Histogram
-	QueueWait        prometheus.Histogram
-	QueueGroups      *prometheus.GaugeVec
-	QueueUsed        *prometheus.GaugeVec
-	QueueBorrowed    *prometheus.GaugeVec
+	TimeToReady   prometheus.Histogram
+	HeldResource  *prometheus.CounterVec
+	Cleanup       prometheus.Histogram
+	QueueWait     prometheus.Histogram
+	QueueGroups   *prometheus.GaugeVec
+	QueueUsed     *prometheus.GaugeVec
+	QueueBorrowed *prometheus.GaugeVec
+	// ExpectedStart is each queued group's expected start, as a Unix time, for the
+	// groups that have one; StartUnknown counts, per queue, the queued groups that do
+	// not (their status says why).
+	ExpectedStart    *prometheus.GaugeVec
+	StartUnknown     *prometheus.GaugeVec
 	Decisions        *prometheus.CounterVec
 	DecisionDuration prometheus.Histogram
 	Evictions        *prometheus.CounterVec
@@ -89,6 +94,14 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "muster_queue_borrowed",
 			Help: "What each queue of a cohort holds beyond its quota, on quota lent by the others, per resource (GPUs, CPU cores, bytes).",
 		}, []string{"queue", "resource"}),
+		ExpectedStart: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "muster_group_expected_start_timestamp_seconds",
+			Help: "When each queued group is expected to start (Unix time), from muster's forecast of its queue; groups without one are counted in muster_queue_expected_start_unknown.",
+		}, []string{"queue", "group"}),
+		StartUnknown: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "muster_queue_expected_start_unknown",
+			Help: "Queued groups per queue whose expected start is unknown; their status says why (expectedStartUnknown).",
+		}, []string{"queue"}),
 		Decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "muster_scheduling_decisions_total",
 			Help: "Admission decisions by result: admitted, unschedulable, impossible, quota, queue-not-found, reserved, preempting, reclaiming.",
@@ -136,6 +149,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		Help: "PodScheduled writes that waited for the write budget (20 per second, bursts of 100).",
 	})
 	reg.MustRegister(m.TimeToReady, m.HeldResource, m.Cleanup, m.QueueWait, m.QueueGroups, m.QueueUsed, m.QueueBorrowed,
+		m.ExpectedStart, m.StartUnknown,
 		m.Decisions, m.DecisionDuration, m.Evictions, m.Retries, m.Untrusted, m.StatusNotWritten,
 		m.TrackedGroups, m.EventsDropped, m.PodScheduledWrites, m.PodScheduledDropped, m.PodScheduledThrottled)
 	return m
@@ -183,10 +197,19 @@ func (m *Metrics) SetQueues(e *engine.Engine) {
 		}
 	}
 	m.QueueGroups.Reset()
+	m.ExpectedStart.Reset()
+	m.StartUnknown.Reset()
 	for _, key := range e.Groups() {
 		st, ok := e.Group(key)
 		if !ok {
 			continue
+		}
+		if st.Phase == lifecycle.Queued {
+			if st.ExpectedStart.IsZero() {
+				m.StartUnknown.WithLabelValues(st.Queue).Inc()
+			} else {
+				m.ExpectedStart.WithLabelValues(st.Queue, st.Spec.Namespace+"/"+st.Spec.Name).Set(float64(st.ExpectedStart.Unix()))
+			}
 		}
 		state := string(st.Phase)
 		if state == "" {

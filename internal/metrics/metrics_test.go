@@ -148,3 +148,33 @@ muster_queue_used{queue="team-a",resource="nvidia.com/gpu"} 6
 		}
 	}
 }
+
+// TestExpectedStart: a runs and declares 10 minutes; b, queued behind it, gets the
+// expected start of the forecast, when a is expected to end, and no queued group is
+// counted without one. Before a declares anything, b's start is unknown and counted.
+func TestExpectedStart(t *testing.T) {
+	for _, declared := range []time.Duration{10 * time.Minute, 0} {
+		w, m, e := world(t, lifecycle.DefaultPolicy())
+		w.Submit(&sim.Job{Name: "a", Workers: 8, GPU: 1, RunFor: 10 * time.Minute, ReadyAfter: 30 * time.Second, Declared: declared})
+		w.Submit(&sim.Job{Name: "b", Workers: 8, GPU: 1, RunFor: 10 * time.Minute, ReadyAfter: 30 * time.Second, Declared: declared})
+		w.RunFor(5 * time.Minute)
+		m.SetQueues(e)
+		b := w.Job("b").GroupKey()
+		st, _ := e.Group(b)
+		unknown := testutil.ToFloat64(m.StartUnknown.WithLabelValues("default"))
+		got := testutil.ToFloat64(m.ExpectedStart.WithLabelValues("default", st.Spec.Namespace+"/"+st.Spec.Name))
+		if declared == 0 {
+			if unknown != 1 || st.ExpectedStartUnknown == "" {
+				t.Errorf("nothing declared: %v groups counted without an expected start, b's reason %q; want 1, with a reason", unknown, st.ExpectedStartUnknown)
+			}
+			continue
+		}
+		// a runs from its members' Ready; a forecast that moves by a minute or less is
+		// not reported (engine.movedStart).
+		want := w.Job("a").Ready.Add(declared)
+		if unknown != 0 || st.ExpectedStart.IsZero() || st.ExpectedStart.Sub(want).Abs() > time.Minute || got != float64(st.ExpectedStart.Unix()) {
+			t.Errorf("b: expected start %v (%q), metric %v, %v without one; want within a minute of %v, the metric its Unix time, none without",
+				st.ExpectedStart, st.ExpectedStartUnknown, got, unknown, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"cmp"
+	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -132,4 +133,32 @@ func (m *Manager) HighestPriority() (int32, bool) {
 		}
 	}
 	return best, found
+}
+
+// InOrder yields the queued groups in the order passes walk them, as far as it does not
+// depend on the pass: bands of equal queue and group priority, higher first, and
+// within a band the queues' heads by compareEntries (a pass takes them by fairness,
+// which moves with each admission). The entries are the manager's: callers must not
+// modify them.
+func (m *Manager) InOrder() iter.Seq[*Entry] {
+	return func(yield func(*Entry) bool) {
+		for _, band := range m.bands() {
+			heads := slices.Clone(band)
+			for len(heads) > 0 {
+				best := 0
+				for i := 1; i < len(heads); i++ {
+					if compareEntries(&heads[i][0].Entry, &heads[best][0].Entry) < 0 {
+						best = i
+					}
+				}
+				it := heads[best][0]
+				if heads[best] = heads[best][1:]; len(heads[best]) == 0 {
+					heads = slices.Delete(heads, best, best+1)
+				}
+				if !yield(&it.Entry) {
+					return
+				}
+			}
+		}
+	}
 }

@@ -81,6 +81,10 @@ type Entry struct {
 	// QueuedAt is when the group was (re)queued; older first, and the start of its wait
 	// for the starvation threshold.
 	QueuedAt time.Time
+	// Handicap moves the group back in its queue's order as if it had been queued
+	// Handicap later (see engine.SizeOrder). The starvation threshold still counts from
+	// QueuedAt.
+	Handicap time.Duration
 	// Requeued marks a group that failed before: it comes after the groups of its
 	// priority that never failed.
 	Requeued bool

@@ -140,8 +140,8 @@ func (m *Manager) schedule(s *cluster.Snapshot, now time.Time, changes bool, ver
 }
 
 // compareEntries orders two groups of queues of equal priority: priority, higher first;
-// never-failed before requeued; (re)queue time, older first; key. Between groups of
-// different queues fairness comes before all but priority (see walk).
+// never-failed before requeued; (re)queue time plus handicap, earlier first; key.
+// Between groups of different queues fairness comes before all but priority (see walk).
 func compareEntries(a, b *Entry) int {
 	if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
 		return c
@@ -152,7 +152,7 @@ func compareEntries(a, b *Entry) int {
 		}
 		return -1
 	}
-	if c := a.QueuedAt.Compare(b.QueuedAt); c != 0 {
+	if c := a.QueuedAt.Add(a.Handicap).Compare(b.QueuedAt.Add(b.Handicap)); c != 0 {
 		return c
 	}
 	return strings.Compare(a.Key, b.Key)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"iter"
 	"time"
 )
 
@@ -197,24 +198,29 @@ func (w *World) noteReservations() {
 	}
 }
 
-// Predictor is a scheduler that tells which queued group holds the reservation and when
-// it is expected to start (zero when unknown). *engine.Engine implements it.
+// Predictor is a scheduler that forecasts when queued groups start: when it last made
+// a forecast, and the expected start of each queued group that has one, by key.
+// *engine.Engine implements it.
 type Predictor interface {
-	ExpectedStart() (key string, start time.Time)
+	Forecast() (made time.Time, starts iter.Seq2[string, time.Time])
 }
 
-// notePrediction records, for the job holding the reservation, the first start the
-// scheduler predicted for it, to measure against the start it got (Summary.StartError).
+// notePrediction records, for every job queued when the scheduler made a new forecast,
+// the first start predicted for it, to measure against the start it got
+// (Summary.StartError).
 func (w *World) notePrediction() {
 	p, ok := w.sched.(Predictor)
 	if !ok {
 		return
 	}
-	key, start := p.ExpectedStart()
-	if key == "" || start.IsZero() {
+	made, starts := p.Forecast()
+	if made.IsZero() || made.Equal(w.forecastSeen) {
 		return
 	}
-	if j := w.jobs[shortKey(key)]; j != nil && j.GroupKey() == key && j.Predicted.IsZero() && j.Whole.IsZero() {
-		j.Predicted = start
+	w.forecastSeen = made
+	for key, start := range starts {
+		if j := w.jobs[shortKey(key)]; j != nil && j.GroupKey() == key && j.Predicted.IsZero() && j.Whole.IsZero() {
+			j.Predicted = start
+		}
 	}
 }

@@ -32,8 +32,12 @@ func TwoJobs(sched Scheduler, horizon time.Duration) *World {
 func NewEngine() *engine.Engine { return NewEngineWith(10 * time.Minute) }
 
 // NewEngineWith is NewEngine with the given starvation threshold.
-func NewEngineWith(starve time.Duration) *engine.Engine {
-	e := engine.New(engine.Config{DefaultQueue: "default", Policy: lifecycle.DefaultPolicy(), StarvationThreshold: starve})
+func NewEngineWith(starve time.Duration) *engine.Engine { return NewEngineOrdered(starve, engine.SizeOrder{}) }
+
+// NewEngineOrdered is NewEngineWith with the queue ordered by size (engine.SizeOrder).
+func NewEngineOrdered(starve time.Duration, order engine.SizeOrder) *engine.Engine {
+	e := engine.New(engine.Config{DefaultQueue: "default", Policy: lifecycle.DefaultPolicy(), StarvationThreshold: starve,
+		SizeOrder: order})
 	e.SetQueue(engine.Queue{Queue: queue.Queue{Name: "default"}})
 	return e
 }

@@ -40,14 +40,16 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // World is a simulated cluster driven by one scheduler.
 type World struct {
-	now    time.Time
-	sched  Scheduler
-	nodes  map[string]*corev1.Node
-	pods   map[string]*corev1.Pod
-	jobs   map[string]*Job
-	podJob map[string]member
-	events events
-	seq    int
+	now   time.Time
+	sched Scheduler
+	nodes map[string]*corev1.Node
+	pods  map[string]*corev1.Pod
+	jobs  map[string]*Job
+	// forecastSeen is when the scheduler made the last forecast notePrediction read.
+	forecastSeen time.Time
+	podJob       map[string]member
+	events       events
+	seq          int
 	// Timeline collects what happened, one line each, for tests and the demo.
 	Timeline []string
 	// wake is the scheduler's requested wake-up.

@@ -1,0 +1,166 @@
+package engine
+
+import (
+	"iter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/forecast"
+	"github.com/muster-sched/muster/internal/queue"
+)
+
+// Forecast bounds: how many queued groups are planned, how many times capacity is
+// freed are tried per group, and how often the forecast is made again. A forecast made
+// more often than forecastEvery would cost a plan of the whole queue per Step; a group
+// queued in between gets its expected start at the next one.
+const (
+	forecastDepth = 256
+	forecastTries = 512
+	forecastEvery = time.Minute
+)
+
+// forecastState is the last forecast of the queued groups' starts.
+type forecastState struct {
+	// at is when it was made; zero before the first.
+	at time.Time
+	// starts holds each queued group's predicted start, by key, as its status reports
+	// it: a new forecast replaces a start only when it moved enough (movedStart).
+	starts map[string]forecast.Start
+	// stale says the queue or the cluster changed since it was made.
+	stale bool
+}
+
+// refreshForecast plans the queued groups again when the last forecast is stale and at
+// least forecastEvery old, and marks changed the groups whose expected start moved
+// enough to be worth a status write (see movedStart).
+func (e *Engine) refreshForecast(now time.Time, out *Output) {
+	f := &e.forecast
+	if !f.stale || (!f.at.IsZero() && now.Before(f.at.Add(forecastEvery))) {
+		return
+	}
+	starts := e.planQueue(now)
+	for key, s := range starts {
+		old, ok := f.starts[key]
+		if ok && !movedStart(old, s, now) {
+			starts[key] = old // what the group's status says stays until it moves enough
+			continue
+		}
+		out.touch(key)
+	}
+	for key := range f.starts {
+		if _, ok := starts[key]; !ok && e.groups[key] != nil {
+			out.touch(key)
+		}
+	}
+	f.at, f.starts, f.stale = now, starts, false
+}
+
+// forecastWake is when the next forecast is due, or zero.
+func (e *Engine) forecastWake() time.Time {
+	if !e.forecast.stale || e.forecast.at.IsZero() {
+		return time.Time{}
+	}
+	return e.forecast.at.Add(forecastEvery)
+}
+
+// movedStart reports whether a group's expected start changed enough to report: it
+// became known or unknown, the reason it is unknown changed, or it moved by more than
+// a tenth of the wait left and at least a minute.
+func movedStart(old, cur forecast.Start, now time.Time) bool {
+	if old.At.IsZero() != cur.At.IsZero() {
+		return true
+	}
+	if cur.At.IsZero() {
+		return old.Unknown != cur.Unknown
+	}
+	d := cur.At.Sub(old.At).Abs()
+	return d > time.Minute && d > cur.At.Sub(now)/10
+}
+
+// planQueue forecasts the starts of the queued groups that wait for nodes, in queue
+// order, on the capacity free now and what the running groups release when they are
+// expected to end.
+func (e *Engine) planQueue(now time.Time) map[string]forecast.Start {
+	var nodes []forecast.Node
+	for _, n := range e.snap.Nodes() {
+		if !n.Ready() || n.Node.Spec.Unschedulable {
+			continue
+		}
+		free := n.Allocatable.Clone()
+		free.Sub(n.Requested)
+		nodes = append(nodes, forecast.Node{Name: n.Name(), Free: free})
+	}
+	var releases []forecast.Release
+	for _, g := range e.groups {
+		if !g.started {
+			continue
+		}
+		end, ok := time.Time{}, true
+		if len(g.evicting) > 0 {
+			end = now
+		} else {
+			end, ok = e.expectedEnd(g)
+		}
+		if !ok {
+			continue // its capacity does not come back in the forecast
+		}
+		for key, p := range g.members {
+			if n := g.nodeOf(key, p); n != "" && !terminal(p) {
+				releases = append(releases, forecast.Release{Node: n, At: end, Resources: g.requests[key]})
+			}
+		}
+	}
+	var groups []forecast.Group
+	for ent := range e.queue.InOrder() {
+		g := e.groups[ent.Key]
+		if g == nil || !waitsForNodes(g) || e.preempting[ent.Key] != nil {
+			continue
+		}
+		fg := forecast.Group{Key: ent.Key, Runtime: ent.Runtime}
+		for _, m := range ent.Group.Members[:min(ent.Group.MinMember, len(ent.Group.Members))] {
+			req := m.Requests
+			if req == nil {
+				req = cluster.PodRequests(m.Pod)
+			}
+			fg.Members = append(fg.Members, withoutPods(req))
+		}
+		groups = append(groups, fg)
+		if len(groups) > forecastDepth {
+			break // the rest are unknown for the same reason
+		}
+	}
+	out := make(map[string]forecast.Start, len(groups))
+	for _, s := range forecast.Plan(now, nodes, releases, groups, forecast.Options{Depth: forecastDepth, Tries: forecastTries}) {
+		out[s.Key] = s
+	}
+	return out
+}
+
+// waitsForNodes reports whether a queued group waits for room, or has not been decided
+// yet: groups that wait for quota or are invalid take no capacity in the forecast.
+func waitsForNodes(g *group) bool {
+	return g.waiting == nil || g.waiting.Kind == queue.Placement || g.waiting.Kind == queue.Reserved
+}
+
+func withoutPods(r cluster.Resources) cluster.Resources {
+	if _, ok := r[corev1.ResourcePods]; !ok {
+		return r
+	}
+	c := r.Clone()
+	delete(c, corev1.ResourcePods)
+	return c
+}
+
+// Forecast returns when the queued groups' starts were last forecast (zero before the
+// first forecast) and the expected start of each group that has one, by key.
+func (e *Engine) Forecast() (time.Time, iter.Seq2[string, time.Time]) {
+	return e.forecast.at, func(yield func(string, time.Time) bool) {
+		for key, s := range e.forecast.starts {
+			if !s.At.IsZero() && !yield(key, s.At) {
+				return
+			}
+		}
+	}
+}

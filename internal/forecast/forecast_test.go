@@ -1,0 +1,234 @@
+package forecast
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/muster-sched/muster/internal/cluster"
+)
+
+const gpu = "nvidia.com/gpu"
+
+var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+func gpus(n int64) cluster.Resources { return cluster.Resources{gpu: n} }
+
+func gang(key string, members int, each int64, runtime time.Duration) Group {
+	g := Group{Key: key, Runtime: runtime}
+	for range members {
+		g.Members = append(g.Members, gpus(each))
+	}
+	return g
+}
+
+func at(h float64) time.Time { return t0.Add(time.Duration(h * float64(time.Hour))) }
+
+func render(starts []Start) string {
+	var b strings.Builder
+	for _, s := range starts {
+		if s.At.IsZero() {
+			fmt.Fprintf(&b, "%s unknown: %s\n", s.Key, s.Unknown)
+			continue
+		}
+		fmt.Fprintf(&b, "%s %s\n", s.Key, s.At.Sub(t0))
+	}
+	return b.String()
+}
+
+func TestPlan(t *testing.T) {
+	two := []Node{{Name: "a", Free: gpus(0)}, {Name: "b", Free: gpus(0)}}
+	released := []Release{
+		{Node: "a", At: at(1), Resources: gpus(8)},
+		{Node: "b", At: at(3), Resources: gpus(8)},
+	}
+	for _, tc := range []struct {
+		name     string
+		nodes    []Node
+		releases []Release
+		groups   []Group
+		opts     Options
+		want     string
+	}{{
+		name:   "fits now",
+		nodes:  []Node{{Name: "a", Free: gpus(8)}},
+		groups: []Group{gang("g", 2, 4, time.Hour)},
+		want:   "g 0s\n",
+	}, {
+		// The gang waits for both nodes; a job that ends before it backfills node a;
+		// one that would not end in time waits for the gang to end.
+		name: "conservative backfill", nodes: two, releases: released,
+		groups: []Group{gang("big", 2, 8, 2*time.Hour), gang("short", 1, 8, time.Hour), gang("long", 1, 8, 3*time.Hour)},
+		want:   "big 3h0m0s\nshort 1h0m0s\nlong 5h0m0s\n",
+	}, {
+		name: "a group with no run time holds its nodes for ever", nodes: two, releases: released,
+		groups: []Group{gang("forever", 1, 8, 0), gang("next", 2, 8, time.Hour), gang("small", 1, 8, time.Hour)},
+		want: "forever 1h0m0s\n" +
+			"next unknown: it does not fit the capacity expected to be free: groups ahead of it, or groups running with no expected run time, hold it\n" +
+			"small 3h0m0s\n",
+	}, {
+		name: "capacity that never comes back", nodes: []Node{{Name: "a", Free: gpus(2)}},
+		groups: []Group{gang("g", 1, 4, time.Hour)},
+		want:   "g unknown: only 2 of the 4 nvidia.com/gpu its members ask for are free or expected to be freed: groups with no expected run time, or pods that are not muster's, hold the rest\n",
+	}, {
+		name: "depth", nodes: []Node{{Name: "a", Free: gpus(8)}},
+		groups: []Group{gang("g1", 1, 1, time.Hour), gang("g2", 1, 1, time.Hour)}, opts: Options{Depth: 1},
+		want: "g1 0s\ng2 unknown: muster forecasts the first 1 groups in order, and it comes after them\n",
+	}, {
+		// Enough is free in all at each of three times, never on one node.
+		name: "tries", nodes: []Node{{Name: "a", Free: gpus(4)}, {Name: "b", Free: gpus(4)}},
+		releases: []Release{{Node: "a", At: at(1), Resources: gpus(2)}, {Node: "b", At: at(2), Resources: gpus(2)}},
+		groups:   []Group{gang("big", 1, 8, time.Hour)}, opts: Options{Tries: 2},
+		want: "big unknown: it fits none of the next 2 times enough capacity is expected to be free in all\n",
+	}, {
+		// Members of 8 do not fit two nodes of 4 free each, though 8 are free in all.
+		name:   "members are packed on nodes, not counted in all",
+		nodes:  []Node{{Name: "a", Free: gpus(4)}, {Name: "b", Free: gpus(4)}},
+		groups: []Group{gang("g", 1, 8, time.Hour)},
+		want:   "g unknown: it does not fit the capacity expected to be free: groups ahead of it, or groups running with no expected run time, hold it\n",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := render(Plan(t0, tc.nodes, tc.releases, tc.groups, tc.opts)); got != tc.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPlanNeverOvercommits plans random queues on random profiles and checks, at every
+// instant where anything changes, that no node is given more than it has free then,
+// and that every group found a start no earlier than now.
+func TestPlanNeverOvercommits(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		nNodes := rapid.IntRange(1, 4).Draw(rt, "nodes")
+		var nodes []Node
+		var releases []Release
+		for i := range nNodes {
+			name := fmt.Sprintf("n%d", i)
+			free := rapid.Int64Range(0, 8).Draw(rt, "free")
+			nodes = append(nodes, Node{Name: name, Free: gpus(free)})
+			for j := range rapid.IntRange(0, 3).Draw(rt, "releases") {
+				releases = append(releases, Release{Node: name, At: at(float64(rapid.IntRange(0, 6).Draw(rt, fmt.Sprint("at", j)))),
+					Resources: gpus(rapid.Int64Range(1, 4).Draw(rt, "r"))})
+			}
+		}
+		var groups []Group
+		for i := range rapid.IntRange(1, 6).Draw(rt, "groups") {
+			groups = append(groups, gang(fmt.Sprintf("g%d", i), rapid.IntRange(1, 3).Draw(rt, "members"),
+				rapid.Int64Range(1, 8).Draw(rt, "each"), time.Duration(rapid.IntRange(0, 3).Draw(rt, "hours"))*time.Hour))
+		}
+		p := newProfile(t0, nodes, releases, groups)
+		ref := newProfile(t0, nodes, releases, groups)
+		for _, g := range groups {
+			at, why := p.plan(g, 0)
+			if why == "" && at < p.now {
+				rt.Fatalf("%s starts at %d, before now", g.Key, at)
+			}
+			// The plan's shortcuts (totals, room, nodes kept from one candidate to the
+			// next) rule out only candidates a plain search rejects too.
+			if want, ok := ref.plainPlan(g); ok != (why == "") || ok && want != at {
+				rt.Fatalf("%s: planned at %s (%q), a plain search finds %s (%v)", g.Key, time.Duration(at-p.now), why, time.Duration(want-p.now), ok)
+			}
+		}
+		// The cluster-wide totals that rule candidates out are the nodes' sums.
+		for k, tk := range p.times {
+			var sum int64
+			for _, np := range p.nodes {
+				a := make([]int64, 1)
+				np.availIn(tk, tk+1, a, make([]int64, 1))
+				sum += a[0]
+			}
+			if p.total[k][0] != sum {
+				rt.Fatalf("at %s: total %d free, the nodes have %d", time.Duration(tk-p.now), p.total[k][0], sum)
+			}
+		}
+		// Every node's free capacity, with every release and every take applied, stays
+		// at or above zero at every step.
+		for _, np := range p.nodes {
+			cur := np.free[0]
+			if cur < 0 {
+				rt.Fatalf("node %s: %d free now", np.name, cur)
+			}
+			for i, s := range np.steps {
+				cur += s.delta[0]
+				if i+1 < len(np.steps) && np.steps[i+1].at == s.at {
+					continue // steps at one instant apply together
+				}
+				if cur < 0 {
+					rt.Fatalf("node %s over-committed from %s: %d free", np.name, time.Duration(s.at-p.now), cur)
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkPlan forecasts 256 queued groups, one in ten a gang of 8 × 8 GPUs, the rest
+// of one GPU, on 1,000 nodes of 8 GPUs full of one-GPU pods that end over the next
+// 10 hours.
+func BenchmarkPlan(b *testing.B) {
+	var nodes []Node
+	var releases []Release
+	for i := range 1000 {
+		name := fmt.Sprintf("n%04d", i)
+		nodes = append(nodes, Node{Name: name, Free: gpus(0)})
+		for j := range 8 {
+			releases = append(releases, Release{Node: name, At: t0.Add(time.Duration((i*8+j)*7919%600) * time.Minute), Resources: gpus(1)})
+		}
+	}
+	var groups []Group
+	for i := range 256 {
+		if i%10 == 0 {
+			groups = append(groups, gang(fmt.Sprintf("gang%d", i), 8, 8, 2*time.Hour))
+		} else {
+			groups = append(groups, gang(fmt.Sprintf("one%d", i), 1, 1, time.Duration(1+i%5)*time.Hour))
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		Plan(t0, nodes, releases, groups, Options{Depth: 256, Tries: 512})
+	}
+}
+
+// plainPlan is plan without its shortcuts: every candidate time, every node computed
+// afresh, the same packing.
+func (p *profile) plainPlan(g Group) (int64, bool) {
+	members := make([][]int64, len(g.Members))
+	need := make([]int64, len(p.dims))
+	for i, m := range g.Members {
+		members[i] = p.vector(m)
+		addTo(need, members[i], 1)
+	}
+	lead := 0
+	for i := range need {
+		if need[i] > 0 && (need[lead] == 0 || cluster.IsExtended(p.dims[i]) && !cluster.IsExtended(p.dims[lead])) {
+			lead = i
+		}
+	}
+	slices.SortStableFunc(members, func(a, b []int64) int { return cmp.Compare(b[lead], a[lead]) })
+	for _, t := range p.times {
+		end := int64(never)
+		if g.Runtime > 0 {
+			end = t + int64(g.Runtime)
+		}
+		avail := make([][]int64, len(p.nodes))
+		for ni, np := range p.nodes {
+			avail[ni] = make([]int64, len(p.dims))
+			np.availIn(t, end, avail[ni], make([]int64, len(p.dims)))
+		}
+		chosen := make([]int, len(members))
+		if !pack(members, avail, lead, chosen) {
+			continue
+		}
+		for mi, ni := range chosen {
+			p.take(ni, t, end, members[mi])
+		}
+		p.takeTotal(t, end, need)
+		return t, true
+	}
+	return 0, false
+}
