@@ -12,26 +12,26 @@ const ConfigurationKind = "Configuration"
 
 // Defaults applied by SetDefaults to fields left unset in a Configuration.
 const (
-	DefaultSchedulerName             = "muster"
-	DefaultQueueName                 = "default"
-	DefaultStartTimeout              = 5 * time.Minute
-	DefaultRecoveryTimeout           = 5 * time.Minute
-	DefaultMaxRetries          int32 = 3
-	DefaultBackoffBase               = 30 * time.Second
-	DefaultBackoffMax                = 10 * time.Minute
-	DefaultStarvationThreshold       = 10 * time.Minute
-	DefaultHandicapPerDeviceHour     = 12 * time.Minute
-	DefaultMaxHandicap               = 2 * time.Hour
-	DefaultLeaseName                 = "muster"
-	DefaultLeaseNamespace            = "muster-system"
-	DefaultLeaseDuration             = 15 * time.Second
-	DefaultRenewDeadline             = 10 * time.Second
-	DefaultRetryPeriod               = 2 * time.Second
-	DefaultNamespace                 = "muster-system"
-	DefaultVisibilityService         = "muster-visibility"
-	DefaultMetricsAddr               = ":8080"
-	DefaultHealthAddr                = ":8081"
-	DefaultReconcilePeriod           = time.Second
+	DefaultSchedulerName               = "muster"
+	DefaultQueueName                   = "default"
+	DefaultStartTimeout                = 5 * time.Minute
+	DefaultRecoveryTimeout             = 5 * time.Minute
+	DefaultMaxRetries            int32 = 3
+	DefaultBackoffBase                 = 30 * time.Second
+	DefaultBackoffMax                  = 10 * time.Minute
+	DefaultStarvationThreshold         = 10 * time.Minute
+	DefaultHandicapPerDeviceHour       = 12 * time.Minute
+	DefaultMaxHandicap                 = 2 * time.Hour
+	DefaultLeaseName                   = "muster"
+	DefaultLeaseNamespace              = "muster-system"
+	DefaultLeaseDuration               = 15 * time.Second
+	DefaultRenewDeadline               = 10 * time.Second
+	DefaultRetryPeriod                 = 2 * time.Second
+	DefaultNamespace                   = "muster-system"
+	DefaultVisibilityService           = "muster-visibility"
+	DefaultMetricsAddr                 = ":8080"
+	DefaultHealthAddr                  = ":8081"
+	DefaultReconcilePeriod             = time.Second
 )
 
 // Values of Configuration.Preemption.

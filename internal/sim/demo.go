@@ -32,7 +32,9 @@ func TwoJobs(sched Scheduler, horizon time.Duration) *World {
 func NewEngine() *engine.Engine { return NewEngineWith(10 * time.Minute) }
 
 // NewEngineWith is NewEngine with the given starvation threshold.
-func NewEngineWith(starve time.Duration) *engine.Engine { return NewEngineOrdered(starve, engine.SizeOrder{}) }
+func NewEngineWith(starve time.Duration) *engine.Engine {
+	return NewEngineOrdered(starve, engine.SizeOrder{})
+}
 
 // NewEngineOrdered is NewEngineWith with the queue ordered by size (engine.SizeOrder).
 func NewEngineOrdered(starve time.Duration, order engine.SizeOrder) *engine.Engine {
