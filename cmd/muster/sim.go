@@ -109,6 +109,8 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	}
 	fmt.Fprintln(out)
 	sim.WriteTable(out, sums)
+	fmt.Fprintln(out)
+	sim.WriteDominance(out, sums)
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return fmt.Errorf("create --out directory: %w", err)
 	}

@@ -44,7 +44,7 @@ type GroupRow struct {
 	// Waiting is why it waits, for -o wide.
 	Waiting string `json:"waiting,omitempty"`
 	// ExpectedStart is when muster expects a queued group to start, where it knows
-	// (the group holding the reservation); ExpectedStartUnknown says why not, for -o
+	// (its queue's forecast); ExpectedStartUnknown says why not, for -o
 	// wide.
 	ExpectedStart        *metav1.Time `json:"expectedStart,omitempty"`
 	ExpectedStartUnknown string       `json:"expectedStartUnknown,omitempty"`

@@ -189,7 +189,7 @@ func lending(queues []musterv1alpha1.Queue) map[string]corev1.ResourceList {
 }
 
 // expectedStart renders a pending group's expected start from its record: when muster
-// expects it (a queued group holding the reservation), or why it cannot tell.
+// expects it (its queue's forecast), or why it cannot tell.
 func expectedStart(rec *musterv1alpha1.GroupLifecycle, now time.Time) string {
 	switch {
 	case rec.Phase != "Queued":

@@ -97,19 +97,25 @@ func (e *Engine) planQueue(now time.Time) map[string]forecast.Start {
 		if !g.started {
 			continue
 		}
-		end, ok := time.Time{}, true
-		if len(g.evicting) > 0 {
-			end = now
-		} else {
+		first := len(releases)
+		for key, p := range g.members {
+			if n := g.nodeOf(key, p); n != "" && !terminal(p) {
+				releases = append(releases, forecast.Release{Node: n, Resources: g.requests[key]})
+			}
+		}
+		if len(releases) == first {
+			continue
+		}
+		end, ok := now, true
+		if len(g.evicting) == 0 {
 			end, ok = e.expectedEnd(g)
 		}
 		if !ok {
-			continue // its capacity does not come back in the forecast
+			releases = releases[:first] // its capacity does not come back in the forecast
+			continue
 		}
-		for key, p := range g.members {
-			if n := g.nodeOf(key, p); n != "" && !terminal(p) {
-				releases = append(releases, forecast.Release{Node: n, At: end, Resources: g.requests[key]})
-			}
+		for i := first; i < len(releases); i++ {
+			releases[i].At = end
 		}
 	}
 	var groups []forecast.Group

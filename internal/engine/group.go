@@ -58,6 +58,9 @@ type group struct {
 	emptySince time.Time
 	// runningSince is when the current attempt's group last became Running.
 	runningSince time.Time
+	// runFor is how long the attempt was expected to run when it became Running (see
+	// runtimeOf), zero when unknown: its expected end is runningSince plus runFor.
+	runFor time.Duration
 	// handedOff is set when the group's state is kept by its owner from now on (see
 	// Engine.HandOff): the group leaves the engine with its last pod, without a cancel.
 	handedOff bool

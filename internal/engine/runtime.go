@@ -109,15 +109,19 @@ func (e *Engine) runtimeOf(g *group) (time.Duration, string) {
 }
 
 // expectedEnd returns when an admitted group is expected to release its nodes, and
-// false when that is unknown.
+// false when that is unknown. A running group keeps the run time it was expected to
+// have when it became Running.
 func (e *Engine) expectedEnd(g *group) (time.Time, bool) {
+	switch g.state.Phase() {
+	case lifecycle.Running, lifecycle.Recovering:
+		if g.runFor == 0 {
+			return time.Time{}, false
+		}
+		return g.runningSince.Add(g.runFor), true
+	}
 	d, _ := e.runtimeOf(g)
 	if d == 0 {
 		return time.Time{}, false
-	}
-	switch g.state.Phase() {
-	case lifecycle.Running, lifecycle.Recovering:
-		return g.runningSince.Add(d), true
 	}
 	return e.now.Add(d), true // not started yet: it runs for d from about now
 }

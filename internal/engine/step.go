@@ -231,6 +231,7 @@ func (e *Engine) step(g *group, ev lifecycle.Event, now time.Time, out *Output) 
 			}
 			if a.To == lifecycle.Running && a.From != lifecycle.Recovering {
 				g.runningSince = now
+				g.runFor = runtimeOnly(e.runtimeOf(g))
 			}
 			if a.To == lifecycle.Finished && !g.runningSince.IsZero() {
 				e.history.record(historyKey(g, e.queueOf(g)), now.Sub(g.runningSince))

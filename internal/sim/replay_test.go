@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -95,5 +96,31 @@ func TestPoliciesBehindSmallJob(t *testing.T) {
 				t.Errorf("got %+v\nwant %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestShortfall(t *testing.T) {
+	d := func(mins ...int) Summary {
+		var s Summary
+		for _, m := range mins {
+			s.Delays = append(s.Delays, time.Duration(m)*time.Minute)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		a, b     Summary
+		fraction float64
+		at       time.Duration
+	}{
+		{d(1, 2, 3, 4), d(1, 2, 3, 4), 0, 0},
+		{d(1, 1, 2, 3), d(1, 2, 3, 4), 0, 0},
+		// b has half its jobs started by 2 minutes, a a quarter.
+		{d(1, 3, 3, 4), d(1, 2, 3, 4), 0.25, 2 * time.Minute},
+		// Different counts: a's 2 of 3 by 5 minutes against b's 1 of 1 by 1 minute.
+		{d(1, 5, 9), d(1), 2.0 / 3, time.Minute},
+	} {
+		if f, at := Shortfall(tc.a, tc.b); math.Abs(f-tc.fraction) > 1e-9 || at != tc.at {
+			t.Errorf("Shortfall(%v, %v) = %v at %v, want %v at %v", tc.a.Delays, tc.b.Delays, f, at, tc.fraction, tc.at)
+		}
 	}
 }

@@ -195,3 +195,57 @@ func startErrorCell(s Summary) string {
 	}
 	return fmt.Sprintf("%s / %s (%d)", human(p50), human(p90), n)
 }
+
+// Shortfall compares two policies' queueing-delay CDFs: the largest fraction of jobs
+// by which a's CDF falls below b's, and the delay where it does; zero when a's CDF is at
+// or above b's over the whole range (at every delay, at least as large a fraction of
+// a's jobs had started). Delays must be sorted, as Summarise leaves them.
+func Shortfall(a, b Summary) (fraction float64, at time.Duration) {
+	da, db := a.Delays, b.Delays
+	if len(da) == 0 || len(db) == 0 {
+		return 0, 0
+	}
+	i, j := 0, 0
+	for i < len(da) || j < len(db) {
+		// The next delay of either, and every job of both that started by then.
+		x := db[min(j, len(db)-1)]
+		if j == len(db) || i < len(da) && da[i] < x {
+			x = da[i]
+		}
+		for i < len(da) && da[i] <= x {
+			i++
+		}
+		for j < len(db) && db[j] <= x {
+			j++
+		}
+		if gap := float64(j)/float64(len(db)) - float64(i)/float64(len(da)); gap > fraction {
+			fraction, at = gap, x
+		}
+	}
+	return fraction, at
+}
+
+// WriteDominance writes, for each policy but muster, whether muster's queueing-delay
+// CDF is at or above that policy's over the whole range, and where it falls furthest
+// below when it is not.
+func WriteDominance(out io.Writer, sums []Summary) {
+	var m *Summary
+	for i := range sums {
+		if sums[i].Policy == "muster" {
+			m = &sums[i]
+		}
+	}
+	if m == nil {
+		return
+	}
+	for _, s := range sums {
+		if s.Policy == m.Policy {
+			continue
+		}
+		if f, at := Shortfall(*m, s); f == 0 {
+			fmt.Fprintf(out, "muster's queueing-delay CDF is at or above %s's over its whole range\n", s.Policy)
+		} else {
+			fmt.Fprintf(out, "muster's queueing-delay CDF falls below %s's by up to %.2f%% of jobs (at %s)\n", s.Policy, 100*f, human(at))
+		}
+	}
+}
