@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/kubelet"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
@@ -179,4 +180,45 @@ func TestCleanupSecondsIncludeTheMembersStopping(t *testing.T) {
 		t.Errorf("cleanup took %.2f s; want at least the 5 s the members take to stop, and at most their 30 s grace period", took)
 	}
 	t.Logf("cleanup after the start timeout: %.2f s", took)
+}
+
+// TestExpectedStartOfAQueuedGroup: the first group runs and declares an hour; the
+// second, queued behind it for the same GPUs, gets its expected start from muster's
+// forecast, when the first is expected to end: in its status record, in explain step 4,
+// and in muster_group_expected_start_timestamp_seconds. muster's clock stands still
+// but for one advance of a minute, the most a new group waits for the next forecast.
+func TestExpectedStartOfAQueuedGroup(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "forecast", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	addr, m := startClockedMuster(t, env)
+	ns := namespace(t, env, "metrics-expected-start")
+	podGroup(t, env, ns, "first", 2, nil, nil)
+	createMembers(t, env, ns, "first", 2, 1, func(_ int, b *sandboxtest.PodBuilder) {
+		b.Annotate("muster.dev/expected-runtime", "1h")
+	})
+	waitExplain(t, env, "podgroup/first", ns, phase("Running"))
+	running := m.Now(t) // the clock has not moved since the first group became Running
+	podGroup(t, env, ns, "second", 2, nil, nil)
+	createMembers(t, env, ns, "second", 2, 1, nil)
+	waitExplain(t, env, "podgroup/second", ns, phase("Queued"))
+	m.AdvanceClock(t, time.Minute+time.Second)
+	r := waitExplain(t, env, "podgroup/second", ns, func(f explain.Facts) bool {
+		return f.Lifecycle != nil && f.Lifecycle.ExpectedStart != nil
+	})
+	f := gather(t, env, "podgroup/second", ns)
+	want := running.Add(time.Hour)
+	if got := f.Lifecycle.ExpectedStart.Time; got.Sub(want).Abs() > time.Second {
+		t.Errorf("second: expected start %v (%q); want %v, when the first is expected to end", got, f.Lifecycle.ExpectedStartUnknown, want)
+	}
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if line := "expected start: " + f.Lifecycle.ExpectedStart.UTC().Format(time.RFC3339); !strings.Contains(b.String(), line) {
+		t.Errorf("explain does not say %q:\n%s", line, b.String())
+	}
+	series := fmt.Sprintf(`muster_group_expected_start_timestamp_seconds{group="%s/second",queue="default"}`, ns)
+	if got := scrape(t, env, addr, series); got != float64(f.Lifecycle.ExpectedStart.Unix()) {
+		t.Errorf("%s = %v, want %d", series, got, f.Lifecycle.ExpectedStart.Unix())
+	}
 }
