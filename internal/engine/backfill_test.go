@@ -112,3 +112,44 @@ func TestEveryQueuedGroupHasAnExpectedStart(t *testing.T) {
 		}
 	}
 }
+
+// TestReservationWhereCapacityFreesFirst: three 2-GPU nodes. n-0 has a GPU free, and
+// its other held for 10 hours; n-1 and n-2 are full until an hour from now. A starving
+// gang of two 2-GPU members is reserved n-1 and n-2, where the forecast plans it (in an
+// hour), not the nodes with the most free now (n-0 and n-1, in 10 hours).
+func TestReservationWhereCapacityFreesFirst(t *testing.T) {
+	e := sim.NewEngineWith(0)
+	for i := range 3 {
+		e.SetNode(gt.Node(fmt.Sprintf("n-%d", i)).GPU(2).Obj())
+	}
+	now := sim.Epoch
+	run := func(name, node string, members int, d time.Duration) {
+		key := "Coscheduling/default/" + name
+		e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: name, MinMember: members})
+		for i := range members {
+			p := runningPod(fmt.Sprintf("%s-%d", name, i), node)
+			p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: d.String()}
+			e.SetPod(p, key)
+		}
+		e.Step(now)
+	}
+	run("long", "n-0", 1, 10*time.Hour)
+	run("b1", "n-1", 2, time.Hour)
+	run("b2", "n-2", 2, time.Hour)
+	gang := "Coscheduling/default/gang"
+	e.SetGroup(engine.GroupSpec{Key: gang, Source: engine.Coscheduling, Namespace: "default", Name: "gang", MinMember: 2})
+	for i := range 2 {
+		e.SetPod(gt.Pod(fmt.Sprintf("gang-%d", i)).GPU(2).Obj(), gang)
+	}
+	for _, d := range []time.Duration{time.Second, time.Minute + time.Second} {
+		now = sim.Epoch.Add(d)
+		e.Step(now)
+	}
+	// A pass after the forecast that planned the gang.
+	waitingGroup(e, "other", 0, false)
+	e.Step(now)
+	holder, start := e.ExpectedStart()
+	if holder != gang || !start.Equal(sim.Epoch.Add(time.Hour)) {
+		t.Errorf("reservation held by %q, expected to start at %v; want %s, at %v (on n-1 and n-2)", holder, start, gang, sim.Epoch.Add(time.Hour))
+	}
+}

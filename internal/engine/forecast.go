@@ -8,6 +8,7 @@ import (
 
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/forecast"
+	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/queue"
 )
 
@@ -30,6 +31,9 @@ type forecastState struct {
 	starts map[string]forecast.Start
 	// stale says the queue or the cluster changed since it was made.
 	stale bool
+	// nodes holds, by key, the nodes the latest forecast planned each group on: where a
+	// starving group's reservation goes (PlannedNodes).
+	nodes map[string][]string
 }
 
 // refreshForecast plans the queued groups again when the last forecast is stale and at
@@ -41,7 +45,11 @@ func (e *Engine) refreshForecast(now time.Time, out *Output) {
 		return
 	}
 	starts := e.planQueue(now)
+	f.nodes = make(map[string][]string, len(starts))
 	for key, s := range starts {
+		if len(s.Nodes) > 0 {
+			f.nodes[key] = s.Nodes
+		}
 		old, ok := f.starts[key]
 		if ok && !movedStart(old, s, now) {
 			starts[key] = old // what the group's status says stays until it moves enough
@@ -160,13 +168,23 @@ func withoutPods(r cluster.Resources) cluster.Resources {
 }
 
 // Forecast returns when the queued groups' starts were last forecast (zero before the
-// first forecast) and the expected start of each group that has one, by key.
+// first forecast) and the expected start of each group still queued that has one, by
+// key.
 func (e *Engine) Forecast() (time.Time, iter.Seq2[string, time.Time]) {
 	return e.forecast.at, func(yield func(string, time.Time) bool) {
 		for key, s := range e.forecast.starts {
-			if !s.At.IsZero() && !yield(key, s.At) {
+			g := e.groups[key]
+			if s.At.IsZero() || g == nil || !g.started || g.state.Phase() != lifecycle.Queued {
+				continue
+			}
+			if !yield(key, s.At) {
 				return
 			}
 		}
 	}
 }
+
+// PlannedNodes returns the nodes the latest forecast planned queued group key on,
+// those where it is expected to start soonest given the groups ahead of it, or nil
+// (queue.Estimator).
+func (e *Engine) PlannedNodes(key string) []string { return e.forecast.nodes[key] }

@@ -39,11 +39,14 @@ func (e *Engine) Step(now time.Time) Output {
 	}
 	clear(e.dirty)
 	e.nodesChanged = false
+	// The forecast comes before the pass, whose reservation goes where it planned the
+	// starving group (PlannedNodes); what the pass decides is in the next forecast.
+	e.refreshForecast(now, &out)
 	if e.schedule || (!e.nextStarve.IsZero() && !e.nextStarve.After(now)) {
 		e.admit(now, &out)
+		e.forecast.stale = true
 	}
 	e.placeReplacements(&out)
-	e.refreshForecast(now, &out)
 	out.WakeAt = e.wakeAt()
 	out.Dropped, e.dropped = e.dropped, nil
 	return out

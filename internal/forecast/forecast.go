@@ -56,6 +56,8 @@ type Start struct {
 	At time.Time
 	// Unknown says why At is zero.
 	Unknown string
+	// Nodes are the nodes the group is planned on at At, sorted.
+	Nodes []string
 }
 
 // Options bound a forecast's work.
@@ -84,11 +86,11 @@ func Plan(now time.Time, nodes []Node, releases []Release, groups []Group, opts 
 		case len(g.Members) == 0:
 			out[i].Unknown = "it has no member to place"
 		default:
-			at, why := p.plan(g, opts.Tries)
+			at, nodes, why := p.plan(g, opts.Tries)
 			if why != "" {
 				out[i].Unknown = why
 			} else {
-				out[i].At = time.Unix(0, at).UTC()
+				out[i].At, out[i].Nodes = time.Unix(0, at).UTC(), nodes
 			}
 		}
 	}
@@ -220,7 +222,7 @@ func addTo(dst, v []int64, sign int64) {
 
 // plan finds the earliest candidate time at which g's members fit for its run time,
 // takes their capacity in the profile, and returns that time; or why none was found.
-func (p *profile) plan(g Group, tries int) (int64, string) {
+func (p *profile) plan(g Group, tries int) (int64, []string, string) {
 	members := make([][]int64, len(g.Members))
 	need := make([]int64, len(p.dims))
 	for i, m := range g.Members {
@@ -229,10 +231,15 @@ func (p *profile) plan(g Group, tries int) (int64, string) {
 	}
 	for i := range need {
 		if need[i] > p.capacity[i] {
-			return 0, fmt.Sprintf("only %s of the %s %s its members ask for are free or expected to be freed: "+
+			return 0, nil, fmt.Sprintf("only %s of the %s %s its members ask for are free or expected to be freed: "+
 				"groups with no expected run time, or pods that are not muster's, hold the rest",
 				cluster.Format(p.dims[i], p.capacity[i]), cluster.Format(p.dims[i], need[i]), p.dims[i])
 		}
+	}
+	if !slices.ContainsFunc(need, func(v int64) bool { return v > 0 }) {
+		// It asks for nothing the profile counts (devices by claim, say): nothing here
+		// holds it back.
+		return p.now, nil, ""
 	}
 	// Larger members first, each on the node it fits most tightly (best fit by the
 	// first dimension the group asks most of), as placement packs.
@@ -291,7 +298,7 @@ func (p *profile) plan(g Group, tries int) (int64, string) {
 			continue // not enough of it free in all, whatever the nodes
 		}
 		if tries > 0 && tried == tries {
-			return 0, fmt.Sprintf("it fits none of the next %d times enough capacity is expected to be free in all", tries)
+			return 0, nil, fmt.Sprintf("it fits none of the next %d times enough capacity is expected to be free in all", tries)
 		}
 		tried++
 		if !computed {
@@ -325,13 +332,16 @@ func (p *profile) plan(g Group, tries int) (int64, string) {
 		if !pack(members, packing, lead, chosen) {
 			continue
 		}
+		var nodes []string
 		for mi, ni := range chosen {
 			p.take(ni, t, end, members[mi])
+			nodes = append(nodes, p.nodes[ni].name)
 		}
 		p.takeTotal(t, end, need)
-		return t, ""
+		slices.Sort(nodes)
+		return t, slices.Compact(nodes), ""
 	}
-	return 0, "it does not fit the capacity expected to be free: groups ahead of it, or groups running with no expected run time, hold it"
+	return 0, nil, "it does not fit the capacity expected to be free: groups ahead of it, or groups running with no expected run time, hold it"
 }
 
 // stepsIn appends to out the nodes, not yet marked in dirty, with a step in (from, to],

@@ -125,7 +125,7 @@ func TestPlanNeverOvercommits(t *testing.T) {
 		p := newProfile(t0, nodes, releases, groups)
 		ref := newProfile(t0, nodes, releases, groups)
 		for _, g := range groups {
-			at, why := p.plan(g, 0)
+			at, _, why := p.plan(g, 0)
 			if why == "" && at < p.now {
 				rt.Fatalf("%s starts at %d, before now", g.Key, at)
 			}
@@ -231,4 +231,20 @@ func (p *profile) plainPlan(g Group) (int64, bool) {
 		return t, true
 	}
 	return 0, false
+}
+
+// TestPlanNodes: a group is planned on the nodes that free first, not the ones with the
+// most free now: node a has half its GPUs free now but the rest for 10 hours; b and c
+// free all theirs in an hour.
+func TestPlanNodes(t *testing.T) {
+	nodes := []Node{{Name: "a", Free: gpus(4)}, {Name: "b", Free: gpus(0)}, {Name: "c", Free: gpus(0)}}
+	releases := []Release{
+		{Node: "a", At: at(10), Resources: gpus(4)},
+		{Node: "b", At: at(1), Resources: gpus(8)},
+		{Node: "c", At: at(1), Resources: gpus(8)},
+	}
+	got := Plan(t0, nodes, releases, []Group{gang("g", 2, 8, time.Hour)}, Options{})
+	if got[0].At != at(1) || !slices.Equal(got[0].Nodes, []string{"b", "c"}) {
+		t.Errorf("planned at %s on %v, want 1h0m0s on [b c]", got[0].At.Sub(t0), got[0].Nodes)
+	}
 }

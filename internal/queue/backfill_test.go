@@ -30,6 +30,9 @@ func (f fixedEnds) FreeAt(nodes []string) (time.Time, bool) {
 	return latest, true
 }
 
+// PlannedNodes plans nothing: reservations fall back to the nodes with the most free.
+func (fixedEnds) PlannedNodes(string) []string { return nil }
+
 // TestBackfillBeforeTheReservation: on two 2-GPU nodes, each half busy until t0+1h, a
 // starving gang of 4 GPUs reserves both nodes, expected to start at t0+1h. A one-GPU
 // group behind it that declares 30 minutes backfills; one that declares 2 hours, or

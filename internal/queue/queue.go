@@ -113,6 +113,10 @@ type Entry struct {
 // unknown. The engine knows the running groups' expected ends; the queue does not.
 type Estimator interface {
 	FreeAt(nodes []string) (time.Time, bool)
+	// PlannedNodes returns the nodes on which queued group key is expected to start
+	// soonest, from the capacity the running groups are expected to release, or nil
+	// when that is not known.
+	PlannedNodes(key string) []string
 }
 
 // Options configure a Manager.

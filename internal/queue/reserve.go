@@ -13,11 +13,23 @@ import (
 )
 
 // reservationNodes returns the nodes a starving group would use if the pods now on them
-// finished, chosen among the nodes with the most free scarce resource now, so that its
-// wait is the shortest: the group is placed on the empty cluster restricted to the k
+// finished, chosen so that its wait is the shortest: the nodes the estimator's forecast
+// planned it on, where the capacity it needs is expected to be free soonest, when the
+// group fits the empty cluster restricted to them; else among the nodes with the most
+// free scarce resource now, the group placed on the empty cluster restricted to the k
 // most-free nodes, for the smallest k that fits (by bisection). It returns nil when the
 // group does not fit the empty cluster at all.
-func reservationNodes(s *cluster.Snapshot, it *item) []string {
+func reservationNodes(s *cluster.Snapshot, it *item, est Estimator) []string {
+	if est != nil {
+		if planned := est.PlannedNodes(it.Key); len(planned) > 0 {
+			in := nodeSet(planned)
+			plan, _ := placement.Place(s.Empty(), it.Group, placement.Options{Exclude: func(node string) bool { return !in[node] }})
+			if plan != nil {
+				plan.Revert()
+				return nodesOf(plan)
+			}
+		}
+	}
 	scarce := scarceOf(it)
 	nodes := slices.Clone(s.Nodes()) // sorted by name, which breaks ties below
 	slices.SortStableFunc(nodes, func(a, b *cluster.NodeInfo) int {
@@ -50,8 +62,13 @@ func reservationNodes(s *cluster.Snapshot, it *item) []string {
 			lo = mid + 1
 		}
 	}
+	return nodesOf(best)
+}
+
+// nodesOf returns the plan's nodes, sorted, each once.
+func nodesOf(plan *placement.Plan) []string {
 	var out []string
-	for _, a := range best.Assignments {
+	for _, a := range plan.Assignments {
 		out = append(out, a.Node)
 	}
 	slices.Sort(out)

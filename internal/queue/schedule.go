@@ -369,7 +369,7 @@ func (p *pass) backfills(it *item) bool {
 // reserveFor gives it the reservation, or refreshes the one it holds, and excludes the
 // nodes for every group after it.
 func (p *pass) reserveFor(it *item) {
-	nodes := reservationNodes(p.snap, it)
+	nodes := reservationNodes(p.snap, it, p.m.est)
 	if nodes == nil {
 		if p.holds(it) {
 			p.m.reserve = nil

@@ -43,12 +43,14 @@ func heldPlot(sums []Summary, worlds []*World) (*plot.Plot, error) {
 }
 
 // startErrorPlot draws, per policy that predicts starts, the fraction of predicted
-// jobs whose start was within x hours of the prediction (magnitude), or nil when no
-// policy predicted any.
+// jobs whose start was within x minutes of the prediction (magnitude, on a log axis;
+// errors under a second are drawn at one), or nil when no policy predicted any.
 func startErrorPlot(sums []Summary) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = "Expected-start error (|actual − predicted start|)"
-	p.X.Label.Text = "hours"
+	p.Title.Text = "Expected-start error (|actual − first predicted start|)"
+	p.X.Label.Text = "minutes (log scale)"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Y.Label.Text = "fraction of predicted jobs"
 	p.Y.Min, p.Y.Max = 0, 1
 	p.Legend.Top, p.Legend.Left = false, false
@@ -59,10 +61,13 @@ func startErrorPlot(sums []Summary) (*plot.Plot, error) {
 			continue
 		}
 		drawn = true
+		const points = 2000
+		step := max(1, n/points)
 		var xys plotter.XYs
-		for k, e := range s.StartErrors {
-			xys = append(xys, plotter.XY{X: e.Abs().Hours(), Y: float64(k+1) / float64(n)})
+		for k := 0; k < n; k += step {
+			xys = append(xys, plotter.XY{X: max(s.StartErrors[k].Abs().Minutes(), 1.0/60), Y: float64(k+1) / float64(n)})
 		}
+		xys = append(xys, plotter.XY{X: max(s.StartErrors[n-1].Abs().Minutes(), 1.0/60), Y: 1})
 		l, err := plotter.NewLine(xys)
 		if err != nil {
 			return nil, fmt.Errorf("start error of %s: %w", s.Policy, err)
