@@ -97,7 +97,7 @@ func TestEveryQueuedGroupHasAnExpectedStart(t *testing.T) {
 	now = now.Add(time.Second)
 	out := e.Step(now)
 	st, _ := e.Group(long)
-	if !st.ExpectedStart.IsZero() || st.ExpectedStartUnknown != "not forecast yet: muster forecasts the queue at most once a minute" {
+	if !st.ExpectedStart.IsZero() || st.ExpectedStartUnknown != "not forecast yet: muster forecasts the queue at most every 1m0s" {
 		t.Errorf("long, queued since the last forecast: expected start %v (%q), want none yet", st.ExpectedStart, st.ExpectedStartUnknown)
 	}
 	now = now.Add(time.Minute)

@@ -21,6 +21,11 @@ type Config struct {
 	Policy lifecycle.Policy
 	// StarvationThreshold is how long a group may wait before capacity is reserved for it.
 	StarvationThreshold time.Duration
+	// ForecastEvery is how often, at most, the queues' expected starts are forecast
+	// again (DefaultForecastEvery when zero): a plan of up to 256 groups, so that a Step
+	// does not pay for one each time; a group queued in between gets its expected start
+	// at the next.
+	ForecastEvery time.Duration
 	// SizeOrder moves groups expected to hold much back in their queue's order, and
 	// groups expected to hold little ahead; the zero value keeps the order of queue time.
 	SizeOrder SizeOrder

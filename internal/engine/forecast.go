@@ -13,14 +13,21 @@ import (
 )
 
 // Forecast bounds: how many queued groups are planned, how many times capacity is
-// freed are tried per group, and how often the forecast is made again. A forecast made
-// more often than forecastEvery would cost a plan of the whole queue per Step; a group
-// queued in between gets its expected start at the next one.
+// freed are tried per group, and how often the forecast is made again by default (see
+// Config.ForecastEvery).
 const (
-	forecastDepth = 256
-	forecastTries = 512
-	forecastEvery = time.Minute
+	forecastDepth        = 256
+	forecastTries        = 512
+	DefaultForecastEvery = 10 * time.Second
 )
+
+// forecastEvery is how often the queues are forecast at most.
+func (e *Engine) forecastEvery() time.Duration {
+	if e.cfg.ForecastEvery > 0 {
+		return e.cfg.ForecastEvery
+	}
+	return DefaultForecastEvery
+}
 
 // forecastState is the last forecast of the queued groups' starts.
 type forecastState struct {
@@ -41,7 +48,7 @@ type forecastState struct {
 // enough to be worth a status write (see movedStart).
 func (e *Engine) refreshForecast(now time.Time, out *Output) {
 	f := &e.forecast
-	if !f.stale || (!f.at.IsZero() && now.Before(f.at.Add(forecastEvery))) {
+	if !f.stale || (!f.at.IsZero() && now.Before(f.at.Add(e.forecastEvery()))) {
 		return
 	}
 	starts := e.planQueue(now)
@@ -70,7 +77,7 @@ func (e *Engine) forecastWake() time.Time {
 	if !e.forecast.stale || e.forecast.at.IsZero() {
 		return time.Time{}
 	}
-	return e.forecast.at.Add(forecastEvery)
+	return e.forecast.at.Add(e.forecastEvery())
 }
 
 // movedStart reports whether a group's expected start changed enough to report: it

@@ -123,7 +123,7 @@ func (e *Engine) expectedStart(g *group) (time.Time, string) {
 	case len(e.forecast.starts) > forecastDepth:
 		return time.Time{}, fmt.Sprintf("muster forecasts the first %d groups in order, and it comes after them", forecastDepth)
 	}
-	return time.Time{}, "not forecast yet: muster forecasts the queue at most once a minute"
+	return time.Time{}, fmt.Sprintf("not forecast yet: muster forecasts the queue at most every %s", e.forecastEvery())
 }
 
 // Runtime returns how long the group is expected to run and where that comes from

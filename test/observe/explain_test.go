@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -327,7 +328,8 @@ func TestExplainPreempted(t *testing.T) {
 	waitExplain(t, env, "podgroup/prod", ns, phase("Running"))
 	// Preempted, the group is queued again at once in its place (no backoff), once muster
 	// has created its evicted members again (they have no controller), unbound.
+	// Its expected start comes with the next forecast, at most 10 s later.
 	golden(t, "preempted", waitExplain(t, env, "podgroup/research", ns, func(f explain.Facts) bool {
-		return phase("Queued")(f) && unboundMembers(f) == 2
+		return phase("Queued")(f) && unboundMembers(f) == 2 && !strings.HasPrefix(f.Lifecycle.ExpectedStartUnknown, "not forecast yet")
 	}), 4)
 }

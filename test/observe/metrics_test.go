@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/kubelet"
@@ -186,7 +187,8 @@ func TestCleanupSecondsIncludeTheMembersStopping(t *testing.T) {
 // second, queued behind it for the same GPUs, gets its expected start from muster's
 // forecast, when the first is expected to end: in its status record, in explain step 4,
 // and in muster_group_expected_start_timestamp_seconds. muster's clock stands still
-// but for one advance of a minute, the most a new group waits for the next forecast.
+// but for one advance past the forecast interval (engine.DefaultForecastEvery), the most
+// a new group waits for the next forecast.
 func TestExpectedStartOfAQueuedGroup(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "forecast", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
@@ -201,7 +203,7 @@ func TestExpectedStartOfAQueuedGroup(t *testing.T) {
 	podGroup(t, env, ns, "second", 2, nil, nil)
 	createMembers(t, env, ns, "second", 2, 1, nil)
 	waitExplain(t, env, "podgroup/second", ns, phase("Queued"))
-	m.AdvanceClock(t, time.Minute+time.Second)
+	m.AdvanceClock(t, engine.DefaultForecastEvery+time.Second)
 	r := waitExplain(t, env, "podgroup/second", ns, func(f explain.Facts) bool {
 		return f.Lifecycle != nil && f.Lifecycle.ExpectedStart != nil
 	})
