@@ -136,7 +136,8 @@ func (e *Engine) planQueue(now time.Time) map[string]forecast.Start {
 	var groups []forecast.Group
 	for ent := range e.queue.InOrder() {
 		g := e.groups[ent.Key]
-		if g == nil || !waitsForNodes(g) || e.preempting[ent.Key] != nil {
+		// A group preempting others is planned too: it takes what its victims release.
+		if g == nil || !waitsForNodes(g) && e.preempting[ent.Key] == nil {
 			continue
 		}
 		fg := forecast.Group{Key: ent.Key, Runtime: ent.Runtime}

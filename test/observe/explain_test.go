@@ -328,8 +328,9 @@ func TestExplainPreempted(t *testing.T) {
 	waitExplain(t, env, "podgroup/prod", ns, phase("Running"))
 	// Preempted, the group is queued again at once in its place (no backoff), once muster
 	// has created its evicted members again (they have no controller), unbound.
-	// Its expected start comes with the next forecast, at most 10 s later.
+	// Its expected start comes with a forecast made once prod holds the GPUs, at most
+	// 10 s after: unknown, since prod declares no run time.
 	golden(t, "preempted", waitExplain(t, env, "podgroup/research", ns, func(f explain.Facts) bool {
-		return phase("Queued")(f) && unboundMembers(f) == 2 && !strings.HasPrefix(f.Lifecycle.ExpectedStartUnknown, "not forecast yet")
+		return phase("Queued")(f) && unboundMembers(f) == 2 && strings.HasPrefix(f.Lifecycle.ExpectedStartUnknown, "only ")
 	}), 4)
 }
