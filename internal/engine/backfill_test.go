@@ -153,3 +153,28 @@ func TestReservationWhereCapacityFreesFirst(t *testing.T) {
 		t.Errorf("reservation held by %q, expected to start at %v; want %s, at %v (on n-1 and n-2)", holder, start, gang, sim.Epoch.Add(time.Hour))
 	}
 }
+
+// TestForecastCountsThePreemptor: one GPU, held by a group that vip, of higher priority,
+// preempts. While the victim's pod terminates, a group queued behind vip is not told it
+// starts when the victim's GPU is released: the forecast plans vip first, on that GPU,
+// and since vip declares no run time, the later group's start is unknown.
+func TestForecastCountsThePreemptor(t *testing.T) {
+	e := oneGPUEngine(1)
+	runningGroup(e, "victim", "n-0", 0)
+	e.Step(sim.Epoch)
+	now := sim.Epoch.Add(time.Minute)
+	vip := waitingGroup(e, "vip", 10, false)
+	if out := e.Step(now); len(out.Evictions) != 1 {
+		t.Fatalf("evictions %+v, want the victim's", out.Evictions)
+	}
+	later := declaring(e, "later", 1, 10*time.Minute)
+	now = now.Add(sim.SimForecastEvery + time.Second)
+	e.Step(now)
+	if st, _ := e.Group(vip); len(st.Preempting) != 1 {
+		t.Fatalf("vip: want it still waiting for its victim, found %+v", st)
+	}
+	st, _ := e.Group(later)
+	if !st.ExpectedStart.IsZero() || st.ExpectedStartUnknown == "" {
+		t.Errorf("later: expected start %v (%q), want unknown, since vip takes the GPU its victim releases", st.ExpectedStart, st.ExpectedStartUnknown)
+	}
+}
