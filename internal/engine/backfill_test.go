@@ -26,11 +26,9 @@ func declaring(e *engine.Engine, name string, members int, d time.Duration) stri
 	return key
 }
 
-// TestBackfillWithExpectedRuntimes: two 2-GPU nodes, each with a one-GPU group running
-// that declares an hour. A gang of 4 GPUs reserves both nodes (threshold 0) and is told
-// it starts when they end; a group that declares 30 minutes backfills a free GPU; one
-// that declares 2 hours, and one that declares nothing, wait.
-func TestBackfillWithExpectedRuntimes(t *testing.T) {
+// halfBusyFor1h returns an engine (starvation threshold 0) with two 2-GPU nodes, each
+// with a one-GPU group running since sim.Epoch that declares an hour, and the time.
+func halfBusyFor1h() (*engine.Engine, time.Time) {
 	e := sim.NewEngineWith(0)
 	for i := range 2 {
 		e.SetNode(gt.Node(fmt.Sprintf("n-%d", i)).GPU(2).Obj())
@@ -44,6 +42,15 @@ func TestBackfillWithExpectedRuntimes(t *testing.T) {
 		e.SetPod(p, key)
 		e.Step(now)
 	}
+	return e, now
+}
+
+// TestBackfillWithExpectedRuntimes: two 2-GPU nodes, each with a one-GPU group running
+// that declares an hour. A gang of 4 GPUs reserves both nodes (threshold 0) and is told
+// it starts when they end; a group that declares 30 minutes backfills a free GPU; one
+// that declares 2 hours, and one that declares nothing, wait.
+func TestBackfillWithExpectedRuntimes(t *testing.T) {
+	e, now := halfBusyFor1h()
 	gang := declaring(e, "gang", 4, time.Hour)
 	now = now.Add(time.Minute)
 	e.Step(now)
@@ -76,19 +83,7 @@ func TestBackfillWithExpectedRuntimes(t *testing.T) {
 // end, and the groups behind it after the gang, since they would overlap it before. A
 // group queued since the last forecast says so until the next, a minute later.
 func TestEveryQueuedGroupHasAnExpectedStart(t *testing.T) {
-	e := sim.NewEngineWith(0)
-	for i := range 2 {
-		e.SetNode(gt.Node(fmt.Sprintf("n-%d", i)).GPU(2).Obj())
-	}
-	now := sim.Epoch
-	for i := range 2 {
-		key := declaring(e, fmt.Sprintf("run%d", i), 1, time.Hour)
-		out := e.Step(now)
-		p := runningPod(fmt.Sprintf("run%d-0", i), out.Binds()[0].Node)
-		p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "1h"}
-		e.SetPod(p, key)
-		e.Step(now)
-	}
+	e, now := halfBusyFor1h()
 	gang := declaring(e, "gang", 4, time.Hour)
 	now = now.Add(time.Minute)
 	e.Step(now)

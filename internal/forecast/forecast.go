@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -347,13 +348,7 @@ func (p *profile) plan(g Group, tries int) (int64, []string, string) {
 // stepsIn appends to out the nodes, not yet marked in dirty, with a step in (from, to],
 // and marks them.
 func (p *profile) stepsIn(from, to int64, out []int, dirty []bool) []int {
-	k, _ := slices.BinarySearchFunc(p.events, from, func(e event, at int64) int {
-		if e.at <= at {
-			return -1
-		}
-		return 1
-	})
-	for ; k < len(p.events) && p.events[k].at <= to; k++ {
+	for k := firstAfter(p.events, from, func(e event) int64 { return e.at }); k < len(p.events) && p.events[k].at <= to; k++ {
 		if ni := p.events[k].node; !dirty[ni] {
 			dirty[ni] = true
 			out = append(out, ni)
@@ -376,13 +371,13 @@ func (p *profile) take(ni int, t, end int64, r []int64) {
 }
 
 func (p *profile) addEvent(e event) {
-	k, _ := slices.BinarySearchFunc(p.events, e.at, func(x event, at int64) int {
-		if x.at <= at {
-			return -1
-		}
-		return 1
-	})
-	p.events = slices.Insert(p.events, k, e)
+	p.events = slices.Insert(p.events, firstAfter(p.events, e.at, func(x event) int64 { return x.at }), e)
+}
+
+// firstAfter returns the index of the first element of s, sorted by at, whose at is
+// after at: where an element at at goes after those already there.
+func firstAfter[T any](s []T, at int64, atOf func(T) int64) int {
+	return sort.Search(len(s), func(i int) bool { return atOf(s[i]) > at })
 }
 
 // takeTotal removes need from the cluster-wide totals during [t, end), adding end as a
@@ -452,11 +447,5 @@ func (np *nodeProfile) availIn(t, end int64, dst, cur []int64) {
 }
 
 func (np *nodeProfile) insert(s step) {
-	i, _ := slices.BinarySearchFunc(np.steps, s.at, func(x step, at int64) int {
-		if x.at <= at {
-			return -1
-		}
-		return 1
-	})
-	np.steps = slices.Insert(np.steps, i, s)
+	np.steps = slices.Insert(np.steps, firstAfter(np.steps, s.at, func(x step) int64 { return x.at }), s)
 }
