@@ -109,6 +109,19 @@ type Snapshot struct {
 	// hosted kube-scheduler plugins with the configured arguments); the snapshot only
 	// carries it.
 	filters any
+	// layout counts the changes of the node set and of node objects: what an empty
+	// cluster is made of besides Objects.
+	layout uint64
+	// empty is the view Empty returned, kept while layout and the objects' generation are
+	// those it was made at.
+	empty *emptyView
+}
+
+// emptyView is the snapshot's empty cluster, with what placement learnt of it.
+type emptyView struct {
+	snap            *Snapshot
+	layout, objects uint64
+	fits            map[string]int
 }
 
 type boundPod struct {
@@ -145,6 +158,7 @@ func (s *Snapshot) Len() int { return len(s.nodes) }
 
 // SetNode adds a node or replaces its object, keeping what is bound to it.
 func (s *Snapshot) SetNode(n *corev1.Node) {
+	s.layout++
 	if info, ok := s.byName[n.Name]; ok {
 		s.change(info, func() {
 			info.Node = n
@@ -178,6 +192,7 @@ func (s *Snapshot) RemoveNode(name string) {
 	if !ok {
 		return
 	}
+	s.layout++
 	for _, x := range s.indexes {
 		x.remove(info)
 	}
@@ -324,7 +339,13 @@ func (s *Snapshot) Clone() *Snapshot {
 
 // Empty returns a copy of the snapshot's nodes with nothing bound: the cluster as it would
 // be if every pod finished. Placement uses it to tell Impossible from Unschedulable.
+//
+// The copy is kept and returned again until a node is set or removed or the objects
+// change, so a caller must revert whatever it assumes on it.
 func (s *Snapshot) Empty() *Snapshot {
+	if e := s.empty; e != nil && e.layout == s.layout && e.objects == s.storage.generation {
+		return e.snap
+	}
 	c := &Snapshot{
 		nodes:   make([]*NodeInfo, len(s.nodes)),
 		byName:  make(map[string]*NodeInfo, len(s.nodes)),
@@ -338,7 +359,16 @@ func (s *Snapshot) Empty() *Snapshot {
 		c.nodes[i] = cp
 		c.byName[cp.Name()] = cp
 	}
+	s.empty = &emptyView{snap: c, layout: s.layout, objects: s.storage.generation, fits: map[string]int{}}
 	return c
+}
+
+// EmptyFits is a memo for placement, kept with the snapshot Empty returns and dropped
+// with it: how many members of a group, by a key that names everything placement reads
+// of it, an empty cluster takes.
+func (s *Snapshot) EmptyFits() map[string]int {
+	s.Empty()
+	return s.empty.fits
 }
 
 // Usage returns the non-zero requested resources of every node, for tests and metrics.

@@ -99,6 +99,14 @@ func movedStart(old, cur forecast.Start, now time.Time) bool {
 // expected to end.
 func (e *Engine) planQueue(now time.Time) map[string]forecast.Start {
 	var nodes []forecast.Node
+	var releases []forecast.Release
+	// What each group's members release, and when, from the pods the snapshot counts on
+	// the nodes: bound, or being bound by the engine.
+	type end struct {
+		at    time.Time
+		known bool
+	}
+	ends := map[*group]end{}
 	for _, n := range e.snap.Nodes() {
 		if !n.Ready() || n.Node.Spec.Unschedulable {
 			continue
@@ -106,31 +114,22 @@ func (e *Engine) planQueue(now time.Time) map[string]forecast.Start {
 		free := n.Allocatable.Clone()
 		free.Sub(n.Requested)
 		nodes = append(nodes, forecast.Node{Name: n.Name(), Free: free})
-	}
-	var releases []forecast.Release
-	for _, g := range e.groups {
-		if !g.started {
-			continue
-		}
-		first := len(releases)
-		for key, p := range g.members {
-			if n := g.nodeOf(key, p); n != "" && !terminal(p) {
-				releases = append(releases, forecast.Release{Node: n, Resources: g.requests[key]})
+		for key := range n.Pods() {
+			g := e.groups[e.podGroup[key]]
+			if g == nil || !g.started || g.members[key] == nil || terminal(g.members[key]) {
+				continue
 			}
-		}
-		if len(releases) == first {
-			continue
-		}
-		end, ok := now, true
-		if len(g.evicting) == 0 {
-			end, ok = e.expectedEnd(g)
-		}
-		if !ok {
-			releases = releases[:first] // its capacity does not come back in the forecast
-			continue
-		}
-		for i := first; i < len(releases); i++ {
-			releases[i].At = end
+			en, ok := ends[g]
+			if !ok {
+				en = end{now, true}
+				if len(g.evicting) == 0 {
+					en.at, en.known = e.expectedEnd(g)
+				}
+				ends[g] = en
+			}
+			if en.known { // else its capacity does not come back in the forecast
+				releases = append(releases, forecast.Release{Node: n.Name(), Resources: g.requests[key], At: en.at})
+			}
 		}
 	}
 	var groups []forecast.Group

@@ -114,6 +114,34 @@ type profile struct {
 	// capacity is, per dimension, the most the nodes will have free in all: what is
 	// free now and every release.
 	capacity []int64
+	// work is plan's scratch space, reused from one group to the next.
+	work *work
+}
+
+// work is the scratch space of plan, sized for the profile's nodes and dimensions.
+type work struct {
+	avail, packing [][]int64
+	roomOf         []int
+	dirty          []bool
+	scratch        []int64
+	touched        []int
+	window         []int
+}
+
+func (p *profile) scratchSpace() *work {
+	if p.work != nil {
+		return p.work
+	}
+	n, d := len(p.nodes), len(p.dims)
+	rows := func() [][]int64 {
+		flat, out := make([]int64, n*d), make([][]int64, n)
+		for i := range out {
+			out[i] = flat[i*d : (i+1)*d : (i+1)*d]
+		}
+		return out
+	}
+	p.work = &work{avail: rows(), packing: rows(), roomOf: make([]int, n), dirty: make([]bool, n), scratch: make([]int64, d)}
+	return p.work
 }
 
 // nodeProfile is one node's free capacity: free from now until the first step, then
@@ -256,19 +284,13 @@ func (p *profile) plan(g Group, tries int) (int64, []string, string) {
 	// over; room counts the copies of the smallest member they have room for in the
 	// lead dimension, which rules most candidates out before the members are packed.
 	smallest := members[len(members)-1][lead]
-	avail := make([][]int64, len(p.nodes))
-	roomOf := make([]int, len(p.nodes))
-	for i := range avail {
-		avail[i] = make([]int64, len(p.dims))
-	}
-	packing := make([][]int64, len(p.nodes))
-	for i := range packing {
-		packing[i] = make([]int64, len(p.dims))
-	}
+	// Every node's avail and roomOf are computed on the first candidate tried; dirty is
+	// all false between candidates.
+	w := p.scratchSpace()
+	avail, packing, roomOf, dirty, scratch := w.avail, w.packing, w.roomOf, w.dirty, w.scratch
+	touched := w.touched[:0]
+	defer func() { w.touched = touched }()
 	chosen := make([]int, len(members))
-	scratch := make([]int64, len(p.dims))
-	dirty := make([]bool, len(p.nodes))
-	var touched []int
 	refresh := func(ni int, t, end int64) {
 		p.nodes[ni].availIn(t, end, avail[ni], scratch)
 		if smallest > 0 {
@@ -279,23 +301,24 @@ func (p *profile) plan(g Group, tries int) (int64, []string, string) {
 	var lastT, lastEnd int64
 	// The window [t, end) slides forward with t: the least total of the lead dimension
 	// in it is kept in a monotonic deque of time indexes (window minimum).
-	var window []int
-	j, tried := 0, 0
+	window := w.window[:0]
+	defer func() { w.window = window }()
+	j, tried, head := 0, 0, 0 // the deque is window[head:]
 	for i, t := range p.times {
 		end := int64(never)
 		if g.Runtime > 0 {
 			end = t + int64(g.Runtime)
 		}
 		for ; j < len(p.times) && p.times[j] < end; j++ {
-			for len(window) > 0 && p.total[window[len(window)-1]][lead] >= p.total[j][lead] {
+			for len(window) > head && p.total[window[len(window)-1]][lead] >= p.total[j][lead] {
 				window = window[:len(window)-1]
 			}
 			window = append(window, j)
 		}
-		for window[0] < i {
-			window = window[1:]
+		for window[head] < i {
+			head++
 		}
-		if p.total[window[0]][lead] < need[lead] {
+		if p.total[window[head]][lead] < need[lead] {
 			continue // not enough of it free in all, whatever the nodes
 		}
 		if tries > 0 && tried == tries {

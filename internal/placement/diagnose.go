@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/muster-sched/muster/internal/cluster"
@@ -92,6 +93,10 @@ func (p *placer) survey(s *shape, nodes []*cluster.NodeInfo) ShapeDiagnosis {
 // every node healthy and nothing reserved, and, when not, how many members it could take
 // and where the best attempt stopped.
 func (p *placer) fitsEmpty() (room int, blocked *Blocked, ok bool) {
+	key, memo := p.emptyKey(), p.snap.EmptyFits()
+	if n, ok := memo[key]; ok && key != "" {
+		return n, nil, true
+	}
 	empty := &placer{
 		snap:     p.snap.Empty(),
 		g:        p.g,
@@ -104,9 +109,28 @@ func (p *placer) fitsEmpty() (room int, blocked *Blocked, ok bool) {
 	if plan := empty.place(); plan != nil {
 		// Undone: the filters' state (volumes assumed, claims) outlives the copy.
 		plan.Revert()
+		if key != "" {
+			memo[key] = len(plan.Assignments)
+		}
 		return len(plan.Assignments), nil, true
 	}
 	return empty.best, empty.blocked, false
+}
+
+// emptyKey names what fitsEmpty reads of the group, for the snapshot's memo of groups
+// that fit the empty cluster: its shapes with their counts, MinMember and topology keys.
+// It is "" for groups whose members mount volumes or claim devices, whose fit on the
+// empty cluster also depends on the objects' state at the time.
+func (p *placer) emptyKey() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "min=%d;required=%s;preferred=%s", p.g.MinMember, p.g.Topology.Required, p.g.Topology.Preferred)
+	for _, s := range p.shapes {
+		if s.claims || s.devices {
+			return ""
+		}
+		fmt.Fprintf(&b, ";%d*%s", len(s.members), s.key)
+	}
+	return b.String()
 }
 
 // shortfall finds, for a shape that fits no eligible node even when empty, the resource

@@ -65,8 +65,8 @@ func taintText(t corev1.Taint) string {
 // member of shape s now: one reason per insufficient resource, as upstream NodeResourcesFit.
 func resourceReasons(n *cluster.NodeInfo, s *shape) []NodeReason {
 	var out []NodeReason
-	for _, name := range s.req.Names() {
-		if n.Free(name) >= s.req[name] {
+	for i, name := range s.names { // the order does not matter: callers count reasons
+		if n.Free(name) >= s.needs[i] {
 			continue
 		}
 		if name == corev1.ResourcePods {
