@@ -118,6 +118,31 @@ func TestAllOrNothing(t *testing.T) {
 	}
 }
 
+// TestEmptyVerdictFollowsTheNodes: what placement remembers of a group fitting the empty
+// cluster holds only while the nodes stay: once a node is removed or shrinks, the same
+// group is found Impossible, not Unschedulable.
+func TestEmptyVerdictFollowsTheNodes(t *testing.T) {
+	for _, change := range []struct {
+		name  string
+		apply func(*cluster.Snapshot)
+	}{
+		{"node removed", func(s *cluster.Snapshot) { s.RemoveNode("n-1") }},
+		{"node shrinks", func(s *cluster.Snapshot) { s.SetNode(gt.Node("n-1").GPU(4).Obj()) }},
+	} {
+		t.Run(change.name, func(t *testing.T) {
+			snap := cluster.New(gpuNodes("n", 2, 8), []*corev1.Pod{gt.Pod("other-0").GPU(8).Node("n-0").Obj()})
+			g := gt.Group("big").Members(2).GPU(8).Build()
+			if _, diag := placement.Place(snap, g, placement.Options{}); diag == nil || diag.Code != placement.Unschedulable {
+				t.Fatalf("2 × 8 GPUs with one of two 8-GPU nodes busy: diagnosis %v, want Unschedulable", diag)
+			}
+			change.apply(snap)
+			if _, diag := placement.Place(snap, g, placement.Options{}); diag == nil || diag.Code != placement.Impossible {
+				t.Fatalf("2 × 8 GPUs once the cluster cannot hold them: diagnosis %v, want Impossible", diag)
+			}
+		})
+	}
+}
+
 // TestMinMemberBelowMembers: an elastic group is placed when at least minMember fit; the
 // rest are listed as unplaced.
 func TestMinMemberBelowMembers(t *testing.T) {
