@@ -50,42 +50,40 @@ func (p *placer) noteBlocked(a *attempt, s *shape, tiers [][]*cluster.NodeInfo) 
 // survey counts, over nodes, why each cannot take one member of s now.
 func (p *placer) survey(s *shape, nodes []*cluster.NodeInfo) ShapeDiagnosis {
 	sd := ShapeDiagnosis{Shape: s.name(), Members: len(s.members), Requests: withoutPods(s.req), Nodes: len(nodes)}
-	hist := map[NodeReason]int{}
+	var hist tally
 	key, pinned := p.g.Topology.Required, p.g.Topology.Domain
 	for _, n := range nodes {
 		if key != "" {
 			v, ok := n.Node.Labels[key]
 			if !ok {
-				hist[NodeReason{Kind: MissingTopologyLabel, Detail: key}]++
+				hist.add(NodeReason{Kind: MissingTopologyLabel, Detail: key})
 				continue
 			}
 			if pinned != "" && v != pinned {
-				hist[NodeReason{Kind: OutsideDomain, Detail: key + "=" + pinned}]++
+				hist.add(NodeReason{Kind: OutsideDomain, Detail: key + "=" + pinned})
 				continue
 			}
 		}
 		if r, bad := p.rejectStatic(n, s); bad {
-			hist[r]++
+			hist.add(r)
 			continue
 		}
 		if rs := p.filterReasons(n, s); len(rs) > 0 {
 			for _, r := range rs {
-				hist[r]++
+				hist.add(r)
 			}
 			continue
 		}
 		k := s.fits(n)
 		if k == 0 {
-			for _, r := range resourceReasons(n, s) {
-				hist[r]++
-			}
+			addResourceReasons(&hist, n, s)
 			continue
 		}
 		sd.Available++
 		sd.Room += k
 	}
 	sd.Room = min(sd.Room, len(s.members))
-	sd.Reasons = countReasons(hist)
+	sd.Reasons = hist.sorted()
 	return sd
 }
 

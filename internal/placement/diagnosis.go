@@ -220,17 +220,31 @@ func nodesText(ok, total int, reasons []ReasonCount, word string) string {
 	return s + ": " + strings.Join(texts, ", ")
 }
 
-// countReasons turns a reason histogram into a sorted list: most nodes first, then text.
-func countReasons(h map[NodeReason]int) []ReasonCount {
-	out := make([]ReasonCount, 0, len(h))
-	for r, n := range h {
-		out = append(out, ReasonCount{NodeReason: r, Nodes: n})
+// tally counts nodes by reason. The reasons of one diagnosis are few, so a list
+// searched in turn is cheaper than a map.
+type tally []ReasonCount
+
+func (t *tally) add(r NodeReason) {
+	for i := range *t {
+		if (*t)[i].NodeReason == r {
+			(*t)[i].Nodes++
+			return
+		}
 	}
+	*t = append(*t, ReasonCount{NodeReason: r, Nodes: 1})
+}
+
+// sorted returns the counts sorted: most nodes first, then text.
+func (t tally) sorted() []ReasonCount {
+	out := slices.Clone(t)
 	slices.SortFunc(out, func(a, b ReasonCount) int {
 		if c := cmp.Compare(b.Nodes, a.Nodes); c != 0 {
 			return c
 		}
 		return strings.Compare(a.String(), b.String())
 	})
+	if out == nil {
+		out = []ReasonCount{}
+	}
 	return out
 }

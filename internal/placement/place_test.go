@@ -1,6 +1,7 @@
 package placement_test
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -386,5 +387,26 @@ func TestFitsOn(t *testing.T) {
 	big := placement.Member{Name: "default/big", Pod: gt.Pod("big").GPU(3).Obj()}
 	if r, ok := placement.FitsOn(snap, "n-0", big); ok || r.String() != "Insufficient nvidia.com/gpu" {
 		t.Errorf("3 GPUs on a node of 2: expected Insufficient nvidia.com/gpu, found fit %t, %s", ok, r)
+	}
+}
+
+// TestDiagnosisSame: two groups of one signature that fail for the same reason get
+// diagnoses Same says are equal, as their renderings for one group are; a different
+// reason is not the same.
+func TestDiagnosisSame(t *testing.T) {
+	snap := cluster.New(gpuNodes("n", 2, 8), []*corev1.Pod{gt.Pod("other-0").GPU(6).Node("n-0").Obj()})
+	a, b := gt.Group("a").Members(3).GPU(4).Build(), gt.Group("b").Members(3).GPU(4).Build()
+	_, da := placement.Place(snap, a, placement.Options{})
+	_, db := placement.Place(snap, b, placement.Options{})
+	if da == nil || db == nil {
+		t.Fatalf("3 × 4 GPUs with 10 GPUs free in pieces of 2 and 8: want two diagnoses, got %v and %v", da, db)
+	}
+	if !da.Same(db) || !reflect.DeepEqual(da.For(a), db.For(a)) {
+		t.Errorf("same signature, same failure: Same = %t, renderings %q and %q", da.Same(db), da.For(a), db.For(a))
+	}
+	snap.AddPod(gt.Pod("other-1").GPU(6).Node("n-1").Obj()) // 2 GPUs free on each node
+	_, dc := placement.Place(snap, b, placement.Options{})
+	if dc == nil || da.Same(dc) || reflect.DeepEqual(da.For(a), dc.For(a)) {
+		t.Errorf("another failure (%v) is the same as %v", dc, da)
 	}
 }

@@ -64,16 +64,25 @@ func taintText(t corev1.Taint) string {
 // resourceReasons lists why a node that passed the static checks cannot take one more
 // member of shape s now: one reason per insufficient resource, as upstream NodeResourcesFit.
 func resourceReasons(n *cluster.NodeInfo, s *shape) []NodeReason {
-	var out []NodeReason
-	for i, name := range s.names { // the order does not matter: callers count reasons
+	var t tally
+	addResourceReasons(&t, n, s)
+	out := make([]NodeReason, len(t))
+	for i, c := range t {
+		out[i] = c.NodeReason
+	}
+	return out
+}
+
+// addResourceReasons counts resourceReasons into t, in s's test order.
+func addResourceReasons(t *tally, n *cluster.NodeInfo, s *shape) {
+	for i, name := range s.names {
 		if n.Free(name) >= s.needs[i] {
 			continue
 		}
 		if name == corev1.ResourcePods {
-			out = append(out, NodeReason{Kind: TooManyPods})
+			t.add(NodeReason{Kind: TooManyPods})
 			continue
 		}
-		out = append(out, NodeReason{Kind: InsufficientResource, Detail: string(name)})
+		t.add(NodeReason{Kind: InsufficientResource, Detail: string(name)})
 	}
-	return out
 }

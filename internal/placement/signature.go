@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +56,35 @@ func (d *Diagnosis) For(g Group) *Diagnosis {
 		out.Blocked = &cp
 	}
 	return &out
+}
+
+// Same reports whether d and o, computed for groups of one Signature, say the same: what
+// For renders of each for one group is equal. It compares them without rendering.
+func (d *Diagnosis) Same(o *Diagnosis) bool {
+	a, b := d.anonymous(), o.anonymous()
+	return reflect.DeepEqual(&a, &b)
+}
+
+// anonymous is d without what For replaces: the group's name and size, and the shapes'
+// names, the blocked shape named by its place among them instead.
+func (d *Diagnosis) anonymous() Diagnosis {
+	out := *d
+	out.Group, out.Members = "", 0
+	out.Shapes = make([]ShapeDiagnosis, len(d.Shapes))
+	copy(out.Shapes, d.Shapes)
+	for i := range out.Shapes {
+		out.Shapes[i].Shape = ""
+	}
+	if b := d.Blocked; b != nil {
+		cp := *b
+		for i := range d.Shapes {
+			if d.Shapes[i].Shape == b.Shape.Shape {
+				cp.Shape.Shape = fmt.Sprintf("#%d", i)
+			}
+		}
+		out.Blocked = &cp
+	}
+	return out
 }
 
 // Scarce returns the resource Place packs g's members on: the extended resource they ask

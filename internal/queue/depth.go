@@ -382,7 +382,7 @@ func (sk *skip) commit(applies bool, bound time.Duration, variantOf func(*item) 
 					for _, it := range w.items {
 						sk.report(it, r)
 					}
-				case c.canon[v] != nil && sameReason(*c.canon[v], r, &w.items[0].Group):
+				case c.canon[v] != nil && sameReason(*c.canon[v], r):
 					unchanged[c.canon[v]] += len(w.items)
 				default:
 					for _, it := range w.items {
@@ -400,7 +400,7 @@ func (sk *skip) commit(applies bool, bound time.Duration, variantOf func(*item) 
 				it.variant = v
 				c.settled[v] = insertSorted(c.settled[v], it, bySettled)
 			}
-			if vd, ok := sk.verdicts[verdictKey{c, v}]; ok && (c.canon[v] == nil || !sameReason(*c.canon[v], vd.Reason, &vd.rep.Group)) {
+			if vd, ok := sk.verdicts[verdictKey{c, v}]; ok && (c.canon[v] == nil || !sameReason(*c.canon[v], vd.Reason)) {
 				r := vd.Reason
 				c.canon[v] = &r
 			}
@@ -413,7 +413,7 @@ func (sk *skip) commit(applies bool, bound time.Duration, variantOf func(*item) 
 		v := variantOf(it)
 		c := it.cls
 		r := sk.verdicts[verdictKey{c, v}].Reason
-		if it.lastReason != nil && sameReason(*it.lastReason, r, &it.Group) {
+		if it.lastReason != nil && sameReason(*it.lastReason, r) {
 			unchanged[c.canon[v]]++
 		} else {
 			sk.report(it, r)
@@ -462,9 +462,10 @@ func (sk *skip) list(unchanged map[*Reason]int) {
 	slices.SortFunc(p.res.Unchanged, func(a, b Unchanged) int { return strings.Compare(string(a.Reason.Kind), string(b.Reason.Kind)) })
 }
 
-// sameReason reports whether a and b say the same about a group of subject's signature:
-// the same fields, and the same diagnosis once rendered for the same group.
-func sameReason(a, b Reason, subject *placement.Group) bool {
+// sameReason reports whether a and b say the same about any group of one signature
+// (the groups of a class): the same fields, and the same diagnosis once rendered for
+// one group (placement.Diagnosis.Same).
+func sameReason(a, b Reason) bool {
 	da, db := a.Diagnosis, b.Diagnosis
 	a.Diagnosis, b.Diagnosis, a.subject, b.subject = nil, nil, nil, nil
 	if !reflect.DeepEqual(a, b) {
@@ -473,5 +474,5 @@ func sameReason(a, b Reason, subject *placement.Group) bool {
 	if da == nil || db == nil {
 		return da == db
 	}
-	return reflect.DeepEqual(da.For(*subject), db.For(*subject))
+	return da.Same(db)
 }
