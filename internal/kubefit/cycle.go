@@ -72,21 +72,41 @@ func (h *Host) Begin(snap *cluster.Snapshot, pod *corev1.Pod) (*Cycle, error) {
 	if err := h.load(snap); err != nil {
 		return nil, err
 	}
-	h.current.syncAll()
-	c := &Cycle{h: h, snap: snap, pod: pod, state: framework.NewCycleState()}
-	res, st, plugins := h.fw.RunPreFilterPlugins(background, c.state, pod)
+	c := &Cycle{h: h, snap: snap, pod: pod}
+	if err := c.preFilter(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// preFilter runs the PreFilter plugins on the snapshot as it is now, into a new cycle
+// state. The host's lock is held and the snapshot loaded.
+func (c *Cycle) preFilter() error {
+	c.h.current.syncAll()
+	c.state, c.rejected, c.allowed = framework.NewCycleState(), nil, nil
+	res, st, plugins := c.h.fw.RunPreFilterPlugins(background, c.state, c.pod)
 	switch {
 	case st.IsRejected():
 		v := verdictOf(st)
 		c.rejected = &v
 	case !st.IsSuccess():
-		return nil, fmt.Errorf("kube-scheduler's PreFilter for %s/%s: %w", pod.Namespace, pod.Name, st.AsError())
+		return fmt.Errorf("kube-scheduler's PreFilter for %s/%s: %w", c.pod.Namespace, c.pod.Name, st.AsError())
 	case !res.AllNodes():
 		c.allowed = res.NodeNames
 		c.outside = Verdict{Plugin: "PreFilter", Unresolvable: true,
 			Reasons: []string{fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(plugins))}}
 	}
-	return c, nil
+	return nil
+}
+
+// hardSpread reports whether pod has a topology spread constraint it must not violate.
+func hardSpread(pod *corev1.Pod) bool {
+	for _, tc := range pod.Spec.TopologySpreadConstraints {
+		if tc.WhenUnsatisfiable == corev1.DoNotSchedule {
+			return true
+		}
+	}
+	return false
 }
 
 // Filter is the plugins' verdict for the cycle's pod on node n of the cycle's snapshot,
@@ -107,7 +127,8 @@ func (c *Cycle) Filter(n *cluster.NodeInfo) Verdict {
 }
 
 // Added tells the cycle that pod was assumed on node n of its snapshot (after the
-// snapshot counts it), so that the pods placed after it see it.
+// snapshot counts it), so that the pods placed after it see it. The snapshot must
+// count pod already.
 func (c *Cycle) Added(pod *corev1.Pod, n *cluster.NodeInfo) error {
 	return c.extend(pod, n, true)
 }
@@ -125,6 +146,14 @@ func (c *Cycle) extend(pod *corev1.Pod, n *cluster.NodeInfo, add bool) error {
 	defer c.h.mu.Unlock()
 	if err := c.h.load(c.snap); err != nil {
 		return err
+	}
+	if hardSpread(c.pod) {
+		// PodTopologySpread keeps, per key, only the two domains with the fewest
+		// matching pods; its AddPod raises a count without finding the next smallest
+		// domain, so after a few members it would allow a skew that a fresh cycle
+		// refuses. A fresh PreFilter on the snapshot, which counts pod now, is what
+		// kube-scheduler's cycle for the next member would see.
+		return c.preFilter()
 	}
 	cp := pod.DeepCopy()
 	cp.Spec.NodeName = n.Name()
