@@ -298,7 +298,8 @@ func (p *profile) plan(g Group, tries int) (int64, []string, string) {
 		}
 	}
 	room, computed := 0, false
-	var lastT, lastEnd int64
+	var lastEnd int64
+	var fromT, fromEnd int
 	// The window [t, end) slides forward with t: the least total of the lead dimension
 	// in it is kept in a monotonic deque of time indexes (window minimum).
 	window := w.window[:0]
@@ -334,10 +335,13 @@ func (p *profile) plan(g Group, tries int) (int64, []string, string) {
 				room += r
 			}
 			computed = true
+			// The events after t and after end-1: both only move forward, and the
+			// events do not change until the group is planned.
+			fromT, fromEnd = p.firstEvent(t), p.firstEvent(end-1)
 		} else {
-			touched = p.stepsIn(lastT, t, touched[:0], dirty)
+			touched, fromT = p.stepsUpTo(fromT, t, touched[:0], dirty)
 			if lastEnd != never {
-				touched = p.stepsIn(lastEnd-1, end-1, touched, dirty)
+				touched, fromEnd = p.stepsUpTo(fromEnd, end-1, touched, dirty)
 			}
 			for _, ni := range touched {
 				dirty[ni] = false
@@ -346,7 +350,7 @@ func (p *profile) plan(g Group, tries int) (int64, []string, string) {
 				room += roomOf[ni]
 			}
 		}
-		lastT, lastEnd = t, end
+		lastEnd = end
 		if smallest > 0 && room < len(members) {
 			continue
 		}
@@ -368,16 +372,21 @@ func (p *profile) plan(g Group, tries int) (int64, []string, string) {
 	return 0, nil, "it does not fit the capacity expected to be free: groups ahead of it, or groups running with no expected run time, hold it"
 }
 
-// stepsIn appends to out the nodes, not yet marked in dirty, with a step in (from, to],
-// and marks them.
-func (p *profile) stepsIn(from, to int64, out []int, dirty []bool) []int {
-	for k := firstAfter(p.events, from, func(e event) int64 { return e.at }); k < len(p.events) && p.events[k].at <= to; k++ {
+// firstEvent is the index of the first event after at.
+func (p *profile) firstEvent(at int64) int {
+	return firstAfter(p.events, at, func(e event) int64 { return e.at })
+}
+
+// stepsUpTo appends to out the nodes, not yet marked in dirty, with an event from
+// index k up to time to, marks them, and returns the index of the first event after to.
+func (p *profile) stepsUpTo(k int, to int64, out []int, dirty []bool) ([]int, int) {
+	for ; k < len(p.events) && p.events[k].at <= to; k++ {
 		if ni := p.events[k].node; !dirty[ni] {
 			dirty[ni] = true
 			out = append(out, ni)
 		}
 	}
-	return out
+	return out, k
 }
 
 // take removes r from node ni's free capacity during [t, end).
