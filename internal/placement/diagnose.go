@@ -40,6 +40,12 @@ func (p *placer) noteBlocked(a *attempt, s *shape, tiers [][]*cluster.NodeInfo) 
 	if p.blocked != nil && p.blocked.Placed >= len(a.assignments) {
 		return
 	}
+	if _, ok := p.cycles[s]; !ok {
+		// No hosted filter judges s, so its survey would hold no reason of theirs and
+		// the diagnosis would drop it (ifFiltered): it is not made.
+		p.blocked = &Blocked{Placed: len(a.assignments)}
+		return
+	}
 	var nodes []*cluster.NodeInfo
 	for _, t := range tiers {
 		nodes = append(nodes, t...)
