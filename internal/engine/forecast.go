@@ -98,6 +98,29 @@ func movedStart(old, cur forecast.Start, now time.Time) bool {
 // order, on the capacity free now and what the running groups release when they are
 // expected to end.
 func (e *Engine) planQueue(now time.Time) map[string]forecast.Start {
+	var groups []forecast.Group
+	for ent := range e.queue.InOrder() {
+		g := e.groups[ent.Key]
+		// A group preempting others is planned too: it takes what its victims release.
+		if g == nil || !waitsForNodes(g) && e.preempting[ent.Key] == nil {
+			continue
+		}
+		fg := forecast.Group{Key: ent.Key, Runtime: ent.Runtime}
+		for _, m := range ent.Group.Members[:min(ent.Group.MinMember, len(ent.Group.Members))] {
+			req := m.Requests
+			if req == nil {
+				req = cluster.PodRequests(m.Pod)
+			}
+			fg.Members = append(fg.Members, withoutPods(req))
+		}
+		groups = append(groups, fg)
+		if len(groups) > forecastDepth {
+			break // the rest are unknown for the same reason
+		}
+	}
+	if len(groups) == 0 {
+		return map[string]forecast.Start{}
+	}
 	var nodes []forecast.Node
 	var releases []forecast.Release
 	// What each group's members release, and when, from the pods the snapshot counts on
@@ -130,26 +153,6 @@ func (e *Engine) planQueue(now time.Time) map[string]forecast.Start {
 			if en.known { // else its capacity does not come back in the forecast
 				releases = append(releases, forecast.Release{Node: n.Name(), Resources: g.requests[key], At: en.at})
 			}
-		}
-	}
-	var groups []forecast.Group
-	for ent := range e.queue.InOrder() {
-		g := e.groups[ent.Key]
-		// A group preempting others is planned too: it takes what its victims release.
-		if g == nil || !waitsForNodes(g) && e.preempting[ent.Key] == nil {
-			continue
-		}
-		fg := forecast.Group{Key: ent.Key, Runtime: ent.Runtime}
-		for _, m := range ent.Group.Members[:min(ent.Group.MinMember, len(ent.Group.Members))] {
-			req := m.Requests
-			if req == nil {
-				req = cluster.PodRequests(m.Pod)
-			}
-			fg.Members = append(fg.Members, withoutPods(req))
-		}
-		groups = append(groups, fg)
-		if len(groups) > forecastDepth {
-			break // the rest are unknown for the same reason
 		}
 	}
 	out := make(map[string]forecast.Start, len(groups))

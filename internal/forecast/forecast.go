@@ -421,10 +421,9 @@ func (p *profile) takeTotal(t, end int64, need []int64) {
 			p.total = slices.Insert(p.total, k, slices.Clone(p.total[k-1]))
 		}
 	}
-	for k := range p.times {
-		if p.times[k] >= t && p.times[k] < end {
-			addTo(p.total[k], need, -1)
-		}
+	k, _ := slices.BinarySearch(p.times, t) // t is one of the times
+	for ; k < len(p.times) && p.times[k] < end; k++ {
+		addTo(p.total[k], need, -1)
 	}
 }
 
