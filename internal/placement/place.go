@@ -17,6 +17,9 @@ type Options struct {
 	// Exclude, when set, reports nodes this group may not use: capacity reserved for a
 	// group that has waited past the starvation threshold.
 	Exclude func(node string) bool
+	// Held is capacity, by node, that this group may not use: counted as taken while it
+	// is placed. A held node without room left for a member is reported as reserved.
+	Held map[string]cluster.Resources
 }
 
 // Place computes a plan for at least g.MinMember members of g on the snapshot, in one
@@ -25,6 +28,9 @@ type Options struct {
 func Place(s *cluster.Snapshot, g Group, opts Options) (*Plan, *Diagnosis) {
 	if g.MinMember > len(g.Members) {
 		return nil, &Diagnosis{Code: Impossible, Group: g.Name, MinMember: g.MinMember, Members: len(g.Members)}
+	}
+	if len(opts.Held) > 0 {
+		defer hold(s, opts.Held)()
 	}
 	shapes := shapesOf(g.Members)
 	p := &placer{snap: s, g: g, shapes: shapes, opts: opts, health: checkHealth}
@@ -38,6 +44,21 @@ func Place(s *cluster.Snapshot, g Group, opts Options) (*Plan, *Diagnosis) {
 		return plan, nil
 	}
 	return nil, p.diagnose()
+}
+
+// hold counts held on the snapshot's nodes, and returns its undo.
+func hold(s *cluster.Snapshot, held map[string]cluster.Resources) func() {
+	var undo []func()
+	for name, r := range held {
+		if n := s.Node(name); n != nil {
+			undo = append(undo, s.Assume(n, r))
+		}
+	}
+	return func() {
+		for _, u := range undo {
+			u()
+		}
+	}
 }
 
 // placer carries one placement attempt.
@@ -422,6 +443,9 @@ func (p *placer) reject(n *cluster.NodeInfo, s *shape) (NodeReason, bool) {
 // rejectStatic applies the caller's exclusions and the static predicates.
 func (p *placer) rejectStatic(n *cluster.NodeInfo, s *shape) (NodeReason, bool) {
 	if p.opts.Exclude != nil && p.opts.Exclude(n.Name()) {
+		return NodeReason{Kind: Reserved}, true
+	}
+	if _, held := p.opts.Held[n.Name()]; held && s.fits(n) == 0 {
 		return NodeReason{Kind: Reserved}, true
 	}
 	return staticReason(n, s, p.health)

@@ -180,9 +180,19 @@ func (p *pass) placedStamp(closed []closedNodes) (string, bool) {
 	case len(closed) == 0:
 		return "", true
 	case len(closed) == 1 && !closed[0].preemption && p.m.reserve != nil:
-		return p.m.reserve.Key + "\x00" + strings.Join(p.m.reserve.Nodes, ","), true
+		return p.m.reserve.stamp(), true
 	}
 	return "", false
+}
+
+// stamp names the reservation's holder, nodes and shares.
+func (r *Reservation) stamp() string {
+	var b strings.Builder
+	b.WriteString(r.Key)
+	for _, n := range r.Nodes {
+		b.WriteString("\x00" + n + "=" + r.Shares[n].String())
+	}
+	return b.String()
 }
 
 // trySkip ends the walk when no group it has not reached can be admitted: every class
@@ -328,18 +338,15 @@ func (p *pass) verdict(it *item, excluded bool) (Reason, bool) {
 	if r, over := p.m.overQuota(q, it.least); over {
 		return r, false
 	}
-	opts, cacheKey := placement.Options{}, it.signature
+	var closedTo []closedNodes
+	cacheKey := it.signature
 	if excluded {
-		nodes := p.reserved
-		opts.Exclude = func(node string) bool { return nodes[node] }
+		closedTo = []closedNodes{{key: p.m.reserve.Key, nodes: p.reserved, held: p.m.reserve.Shares}}
 		cacheKey += "\x00" + p.m.reserve.Key
 	}
+	opts := closedOptions(closedTo)
 	if r, ok := p.failed[cacheKey]; ok {
 		return r, false
-	}
-	var closedTo []closedNodes
-	if excluded {
-		closedTo = []closedNodes{{key: p.m.reserve.Key, nodes: p.reserved}}
 	}
 	stamp, reusable := p.placedStamp(closedTo)
 	if r, ok := p.m.placedFailure(cacheKey, stamp, reusable); ok {

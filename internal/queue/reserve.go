@@ -13,20 +13,20 @@ import (
 )
 
 // reservationNodes returns the nodes a starving group would use if the pods now on them
-// finished, chosen so that its wait is the shortest: the nodes the estimator's forecast
+// finished, with what its plan takes on each, chosen so that its wait is the shortest: the nodes the estimator's forecast
 // planned it on, where the capacity it needs is expected to be free soonest, when the
 // group fits the empty cluster restricted to them; else among the nodes with the most
 // free scarce resource now, the group placed on the empty cluster restricted to the k
 // most-free nodes, for the smallest k that fits (by bisection). It returns nil when the
 // group does not fit the empty cluster at all.
-func reservationNodes(s *cluster.Snapshot, it *item, est Estimator) []string {
+func reservationNodes(s *cluster.Snapshot, it *item, est Estimator) ([]string, map[string]cluster.Resources) {
 	if est != nil {
 		if planned := est.PlannedNodes(it.Key); len(planned) > 0 {
 			in := nodeSet(planned)
 			plan, _ := placement.Place(s.Empty(), it.Group, placement.Options{Exclude: func(node string) bool { return !in[node] }})
 			if plan != nil {
 				plan.Revert()
-				return nodesOf(plan)
+				return nodesOf(plan), it.sharesOf(plan)
 			}
 		}
 	}
@@ -51,7 +51,7 @@ func reservationNodes(s *cluster.Snapshot, it *item, est Estimator) []string {
 	}
 	best := try(len(nodes))
 	if best == nil {
-		return nil
+		return nil, nil
 	}
 	lo, hi := 1, len(nodes) // the smallest k that fits is in [lo, hi]; best fits hi
 	for lo < hi {
@@ -62,7 +62,20 @@ func reservationNodes(s *cluster.Snapshot, it *item, est Estimator) []string {
 			lo = mid + 1
 		}
 	}
-	return nodesOf(best)
+	return nodesOf(best), it.sharesOf(best)
+}
+
+// sharesOf is what the plan's members ask of each node it uses: the part of a reserved
+// node that the starving group needs, the rest being open to the groups behind it.
+func (it *item) sharesOf(plan *placement.Plan) map[string]cluster.Resources {
+	out := map[string]cluster.Resources{}
+	for _, a := range plan.Assignments {
+		if out[a.Node] == nil {
+			out[a.Node] = cluster.Resources{}
+		}
+		out[a.Node].Add(it.requests[a.Member])
+	}
+	return out
 }
 
 // nodesOf returns the plan's nodes, sorted, each once.

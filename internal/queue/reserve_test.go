@@ -279,3 +279,47 @@ func TestPreemptorKeepsItsNodesWhileBlockedByAnother(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", d)
 	}
 }
+
+// TestReservationLeavesWhatTheGangDoesNotNeed: a starving gang of three 4-GPU members is
+// reserved two 8-GPU nodes, and needs only half of one of them; a group behind it that
+// may not backfill (it declares no run time) still uses the other half, as far as it is
+// free now, but no more.
+func TestReservationLeavesWhatTheGangDoesNotNeed(t *testing.T) {
+	busy := func() *cluster.Snapshot {
+		return cluster.New(gpuNodes("n", 2, 8), []*corev1.Pod{
+			gt.Pod("x0").GPU(6).Node("n-0").Obj(),
+			gt.Pod("x1").GPU(2).Node("n-1").Obj(),
+		})
+	}
+	withTwo := func() *cluster.Snapshot {
+		s := busy()
+		s.AddPod(gt.Pod("two-0").GPU(2).Node("n-1").Obj())
+		return s
+	}
+	const gangWaits = "wait gang #1: 1 of minMember 3 members can be placed now; gang-worker-0 ×3 {nvidia.com/gpu: 4}: 1/2 nodes are available: 1 Insufficient nvidia.com/gpu"
+	const reserved = "reserve gang since 5m0s: n-0,n-1"
+	push := func(e *entryBuilder) func(*queue.Manager) { return func(m *queue.Manager) { m.Push(e.build()) } }
+	m := newReserveManager(entry("gang", 3, 4))
+	runSteps(t, m, []reserveStep{{
+		snap: busy,
+		now:  5 * time.Minute,
+		want: []string{gangWaits, reserved},
+	}, {
+		do:   push(entry("three", 1, 3).at(6 * time.Minute)),
+		snap: busy,
+		now:  6 * time.Minute,
+		// n-1 has 6 GPUs free, of which the gang's plan needs 4: 2 are open.
+		want: []string{gangWaits, "wait three #2: fits only on nodes reserved for starving group gang", reserved},
+	}, {
+		do:   push(entry("two", 1, 2).at(7 * time.Minute)),
+		snap: busy,
+		now:  7 * time.Minute,
+		want: []string{"admit two {nvidia.com/gpu: 2} on n-1", gangWaits, "wait three #2: fits only on nodes reserved for starving group gang", reserved},
+	}, {
+		do:   push(entry("one", 1, 1).at(8 * time.Minute)),
+		snap: withTwo,
+		now:  8 * time.Minute,
+		want: []string{gangWaits, "wait three #2: fits only on nodes reserved for starving group gang",
+			"wait one #3: fits only on nodes reserved for starving group gang", reserved},
+	}})
+}

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -48,6 +49,11 @@ type Reservation struct {
 	// expected to be free (see Estimator); zero when unknown, because some group on
 	// them declares no run time and has no history.
 	Start time.Time
+	// Shares are, for a starving group's reservation, what its plan takes of each
+	// reserved node once the pods on them have finished; the groups behind it that may
+	// not backfill may still use the rest. Nil for a preemption's reservation, whose
+	// nodes are closed whole.
+	Shares map[string]cluster.Resources
 }
 
 // Result is what one Schedule call decided.
@@ -213,14 +219,9 @@ func (p *pass) decide(it *item) {
 	}
 	closed := p.closedTo(it)
 	excluded := len(closed) > 0
-	opts, cacheKey := placement.Options{}, it.signature
-	if excluded {
-		opts.Exclude = func(node string) bool {
-			return slices.ContainsFunc(closed, func(c closedNodes) bool { return c.nodes[node] })
-		}
-		for _, c := range closed {
-			cacheKey += "\x00" + c.key
-		}
+	opts, cacheKey := closedOptions(closed), it.signature
+	for _, c := range closed {
+		cacheKey += "\x00" + c.key
 	}
 	if r, ok := p.failed[cacheKey]; ok {
 		// The diagnosis is shared; it is rendered for this group only if read.
@@ -340,6 +341,36 @@ type closedNodes struct {
 	key        string
 	preemption bool
 	nodes      map[string]bool
+	// held, when set, is what of each node the reservation holds; the rest is open.
+	held map[string]cluster.Resources
+}
+
+// closedOptions keeps a group off closed nodes: what a starving group's reservation
+// holds of each, every node a preemption's reservation closes.
+func closedOptions(closed []closedNodes) placement.Options {
+	var opts placement.Options
+	var whole []closedNodes
+	for _, c := range closed {
+		switch {
+		case c.held == nil:
+			whole = append(whole, c)
+		case opts.Held == nil:
+			opts.Held = c.held
+		default:
+			opts.Held = maps.Clone(opts.Held)
+			for node, r := range c.held {
+				sum := r.Clone()
+				sum.Add(opts.Held[node])
+				opts.Held[node] = sum
+			}
+		}
+	}
+	if len(whole) > 0 {
+		opts.Exclude = func(node string) bool {
+			return slices.ContainsFunc(whole, func(c closedNodes) bool { return c.nodes[node] })
+		}
+	}
+	return opts
 }
 
 // closedTo returns the reservations whose nodes it may not use: the starving group's
@@ -348,7 +379,7 @@ type closedNodes struct {
 func (p *pass) closedTo(it *item) []closedNodes {
 	var out []closedNodes
 	if p.m.reserve != nil && p.behind && !p.holds(it) && !p.backfills(it) {
-		out = append(out, closedNodes{key: p.m.reserve.Key, nodes: p.reserved})
+		out = append(out, closedNodes{key: p.m.reserve.Key, nodes: p.reserved, held: p.m.reserve.Shares})
 	}
 	for _, r := range p.preempted {
 		if r.closes(it.Key, it.Priority) && p.m.preempt[r.Key] == r.Reservation { // not dropped in this pass
@@ -369,7 +400,7 @@ func (p *pass) backfills(it *item) bool {
 // reserveFor gives it the reservation, or refreshes the one it holds, and excludes the
 // nodes for every group after it.
 func (p *pass) reserveFor(it *item) {
-	nodes := reservationNodes(p.snap, it, p.m.est)
+	nodes, shares := reservationNodes(p.snap, it, p.m.est)
 	if nodes == nil {
 		if p.holds(it) {
 			p.m.reserve = nil
@@ -380,7 +411,7 @@ func (p *pass) reserveFor(it *item) {
 	if p.holds(it) {
 		since = p.m.reserve.Since
 	}
-	p.m.reserve = &Reservation{Key: it.Key, Nodes: nodes, Since: since}
+	p.m.reserve = &Reservation{Key: it.Key, Nodes: nodes, Since: since, Shares: shares}
 	if p.m.est != nil {
 		if start, ok := p.m.est.FreeAt(nodes); ok {
 			if start.Before(p.now) {
