@@ -2,7 +2,6 @@ package queue
 
 import (
 	"cmp"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -345,24 +344,16 @@ type closedNodes struct {
 	held map[string]cluster.Resources
 }
 
-// closedOptions keeps a group off closed nodes: what a starving group's reservation
-// holds of each, every node a preemption's reservation closes.
+// closedOptions keeps a group off closed nodes: what the starving group's reservation
+// (the one with shares) holds of each of its nodes, every node of a preemption's.
 func closedOptions(closed []closedNodes) placement.Options {
 	var opts placement.Options
 	var whole []closedNodes
 	for _, c := range closed {
-		switch {
-		case c.held == nil:
-			whole = append(whole, c)
-		case opts.Held == nil:
+		if c.held != nil {
 			opts.Held = c.held
-		default:
-			opts.Held = maps.Clone(opts.Held)
-			for node, r := range c.held {
-				sum := r.Clone()
-				sum.Add(opts.Held[node])
-				opts.Held[node] = sum
-			}
+		} else {
+			whole = append(whole, c)
 		}
 	}
 	if len(whole) > 0 {
