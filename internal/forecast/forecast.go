@@ -15,6 +15,7 @@ package forecast
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -39,9 +40,31 @@ type Release struct {
 	Resources cluster.Resources
 }
 
+// Quota is a queue's quota as the forecast sees it: what is left of it now, for each
+// resource it limits, and what its admitted groups give back when they are expected to
+// end. A group whose queue has one starts only when its charge fits what is left.
+type Quota struct {
+	Queue string
+	// Free is the quota less what the queue's admitted groups hold, for each resource
+	// the quota lists, zero included; a resource it does not list is not limited.
+	Free     cluster.Resources
+	Releases []QuotaRelease
+}
+
+// QuotaRelease is a charge an admitted group gives back to its queue's quota when it is
+// expected to end.
+type QuotaRelease struct {
+	At        time.Time
+	Resources cluster.Resources
+}
+
 // Group is a queued group to plan: the members that must start together.
 type Group struct {
 	Key string
+	// Queue and Charge are the group's queue and what it charges the queue's quota when
+	// admitted; without a Quota for the queue they do not matter.
+	Queue  string
+	Charge cluster.Resources
 	// Members are the requests of the members that must start together (MinMember of
 	// them).
 	Members []cluster.Resources
@@ -75,9 +98,11 @@ type Options struct {
 const never = math.MaxInt64
 
 // Plan predicts the start of each of groups, given in queue order, at time now, on
-// nodes with releases. It returns one Start per group, in the same order.
-func Plan(now time.Time, nodes []Node, releases []Release, groups []Group, opts Options) []Start {
+// nodes with releases, within the quotas of their queues. It returns one Start per
+// group, in the same order.
+func Plan(now time.Time, nodes []Node, releases []Release, quotas []Quota, groups []Group, opts Options) []Start {
 	p := newProfile(now, nodes, releases, groups)
+	p.addQuotas(quotas)
 	out := make([]Start, len(groups))
 	for i, g := range groups {
 		out[i].Key = g.Key
@@ -116,6 +141,95 @@ type profile struct {
 	capacity []int64
 	// work is plan's scratch space, reused from one group to the next.
 	work *work
+	// quotas are the queues' quotas over time, by queue: each a profile of its own
+	// dimensions, the resources the quota lists.
+	quotas map[string]*quotaProfile
+}
+
+// quotaProfile is what is left of one queue's quota over time.
+type quotaProfile struct {
+	queue string
+	dims  []corev1.ResourceName
+	left  *nodeProfile
+	// peak is the most that will ever be left: now, with every release.
+	peak []int64
+}
+
+// addQuotas adds the queues' quotas, and the times their releases give some back, to
+// the profile.
+func (p *profile) addQuotas(quotas []Quota) {
+	for _, q := range quotas {
+		qp := &quotaProfile{queue: q.Queue, dims: slices.Sorted(maps.Keys(q.Free)), left: &nodeProfile{name: q.Queue}}
+		vec := func(r cluster.Resources) []int64 {
+			v := make([]int64, len(qp.dims))
+			for i, name := range qp.dims {
+				v[i] = r[name]
+			}
+			return v
+		}
+		qp.left.free = vec(q.Free)
+		qp.peak = slices.Clone(qp.left.free)
+		for _, r := range q.Releases {
+			delta := vec(r.Resources)
+			addTo(qp.peak, delta, 1)
+			if at := r.At.UnixNano(); at > p.now {
+				qp.left.steps = append(qp.left.steps, step{at: at, delta: delta})
+				p.addTime(at)
+			} else {
+				addTo(qp.left.free, delta, 1)
+			}
+		}
+		slices.SortStableFunc(qp.left.steps, func(a, b step) int { return cmp.Compare(a.at, b.at) })
+		if p.quotas == nil {
+			p.quotas = map[string]*quotaProfile{}
+		}
+		p.quotas[q.Queue] = qp
+	}
+}
+
+// addTime makes at a candidate time, with the cluster-wide totals in force then.
+func (p *profile) addTime(at int64) {
+	if k, found := slices.BinarySearch(p.times, at); !found {
+		p.times = slices.Insert(p.times, k, at)
+		p.total = slices.Insert(p.total, k, slices.Clone(p.total[k-1]))
+	}
+}
+
+// charge is g's charge in its queue's quota dimensions, or nil when the queue has no
+// quota the forecast knows.
+func (p *profile) charge(g Group) (*quotaProfile, []int64) {
+	qp := p.quotas[g.Queue]
+	if qp == nil {
+		return nil, nil
+	}
+	need := make([]int64, len(qp.dims))
+	for i, name := range qp.dims {
+		need[i] = g.Charge[name]
+	}
+	return qp, need
+}
+
+// fitsQuota reports whether need fits what is left of the quota throughout [t, end);
+// a nil quota limits nothing.
+func (qp *quotaProfile) fitsQuota(need []int64, t, end int64, dst, scratch []int64) bool {
+	if qp == nil {
+		return true
+	}
+	qp.left.availIn(t, end, dst, scratch)
+	return covers(dst, need)
+}
+
+// takeQuota takes need from the quota during [t, end).
+func (qp *quotaProfile) takeQuota(need []int64, t, end int64) {
+	if qp == nil {
+		return
+	}
+	neg := make([]int64, len(need))
+	addTo(neg, need, -1)
+	qp.left.insert(step{at: t, delta: neg})
+	if end != never {
+		qp.left.insert(step{at: end, delta: slices.Clone(need)})
+	}
 }
 
 // work is the scratch space of plan, sized for the profile's nodes and dimensions.
@@ -265,10 +379,24 @@ func (p *profile) plan(g Group, tries int) (int64, []string, string) {
 				cluster.Format(p.dims[i], p.capacity[i]), cluster.Format(p.dims[i], need[i]), p.dims[i])
 		}
 	}
-	if !slices.ContainsFunc(need, func(v int64) bool { return v > 0 }) {
+	qp, charge := p.charge(g)
+	if qp != nil {
+		for i, v := range charge {
+			if v > qp.peak[i] {
+				return 0, nil, fmt.Sprintf("only %s of queue %s's quota of %s is left or expected to be given back, "+
+					"and it charges %s: groups with no expected run time hold the rest",
+					cluster.Format(qp.dims[i], qp.peak[i]), qp.queue, qp.dims[i], cluster.Format(qp.dims[i], v))
+			}
+		}
+	}
+	if qp == nil && !slices.ContainsFunc(need, func(v int64) bool { return v > 0 }) {
 		// It asks for nothing the profile counts (devices by claim, say): nothing here
 		// holds it back.
 		return p.now, nil, ""
+	}
+	var quotaLeft, quotaScratch []int64
+	if qp != nil {
+		quotaLeft, quotaScratch = make([]int64, len(qp.dims)), make([]int64, len(qp.dims))
 	}
 	// Larger members first, each on the node it fits most tightly (best fit by the
 	// first dimension the group asks most of), as placement packs.
@@ -322,6 +450,9 @@ func (p *profile) plan(g Group, tries int) (int64, []string, string) {
 		if p.total[window[head]][lead] < need[lead] {
 			continue // not enough of it free in all, whatever the nodes
 		}
+		if !qp.fitsQuota(charge, t, end, quotaLeft, quotaScratch) {
+			continue // its queue's quota is not enough then, whatever the nodes
+		}
 		if tries > 0 && tried == tries {
 			return 0, nil, fmt.Sprintf("it fits none of the next %d times enough capacity is expected to be free in all", tries)
 		}
@@ -366,8 +497,12 @@ func (p *profile) plan(g Group, tries int) (int64, []string, string) {
 			nodes = append(nodes, p.nodes[ni].name)
 		}
 		p.takeTotal(t, end, need)
+		qp.takeQuota(charge, t, end)
 		slices.Sort(nodes)
 		return t, slices.Compact(nodes), ""
+	}
+	if qp != nil {
+		return 0, nil, "it does not fit the capacity and quota expected to be free: groups ahead of it, or groups running with no expected run time, hold them"
 	}
 	return 0, nil, "it does not fit the capacity expected to be free: groups ahead of it, or groups running with no expected run time, hold it"
 }
@@ -416,10 +551,7 @@ func firstAfter[T any](s []T, at int64, atOf func(T) int64) int {
 // time at which capacity grows.
 func (p *profile) takeTotal(t, end int64, need []int64) {
 	if end != never {
-		if k, found := slices.BinarySearch(p.times, end); !found {
-			p.times = slices.Insert(p.times, k, end)
-			p.total = slices.Insert(p.total, k, slices.Clone(p.total[k-1]))
-		}
+		p.addTime(end)
 	}
 	k, _ := slices.BinarySearch(p.times, t) // t is one of the times
 	for ; k < len(p.times) && p.times[k] < end; k++ {

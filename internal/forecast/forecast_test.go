@@ -93,7 +93,7 @@ func TestPlan(t *testing.T) {
 		want:   "g unknown: it does not fit the capacity expected to be free: groups ahead of it, or groups running with no expected run time, hold it\n",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := render(Plan(t0, tc.nodes, tc.releases, tc.groups, tc.opts)); got != tc.want {
+			if got := render(Plan(t0, tc.nodes, tc.releases, nil, tc.groups, tc.opts)); got != tc.want {
 				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
 			}
 		})
@@ -122,8 +122,25 @@ func TestPlanNeverOvercommits(t *testing.T) {
 			groups = append(groups, gang(fmt.Sprintf("g%d", i), rapid.IntRange(1, 3).Draw(rt, "members"),
 				rapid.Int64Range(1, 8).Draw(rt, "each"), time.Duration(rapid.IntRange(0, 3).Draw(rt, "hours"))*time.Hour))
 		}
+		// Half the runs put the groups in a queue with a quota: what is left now, and
+		// what admitted groups give back.
+		var quotas []Quota
+		if rapid.Bool().Draw(rt, "quota") {
+			q := Quota{Queue: "q", Free: gpus(rapid.Int64Range(0, 12).Draw(rt, "quotaLeft"))}
+			for j := range rapid.IntRange(0, 3).Draw(rt, "quotaReleases") {
+				q.Releases = append(q.Releases, QuotaRelease{At: at(float64(rapid.IntRange(0, 6).Draw(rt, fmt.Sprint("qat", j)))),
+					Resources: gpus(rapid.Int64Range(1, 8).Draw(rt, "qr"))})
+			}
+			quotas = append(quotas, q)
+			for i := range groups {
+				groups[i].Queue = "q"
+				groups[i].Charge = gpus(int64(len(groups[i].Members)) * groups[i].Members[0][gpu])
+			}
+		}
 		p := newProfile(t0, nodes, releases, groups)
+		p.addQuotas(quotas)
 		ref := newProfile(t0, nodes, releases, groups)
+		ref.addQuotas(quotas)
 		for _, g := range groups {
 			at, _, why := p.plan(g, 0)
 			if why == "" && at < p.now {
@@ -147,9 +164,13 @@ func TestPlanNeverOvercommits(t *testing.T) {
 				rt.Fatalf("at %s: total %d free, the nodes have %d", time.Duration(tk-p.now), p.total[k][0], sum)
 			}
 		}
-		// Every node's free capacity, with every release and every take applied, stays
-		// at or above zero at every step.
-		for _, np := range p.nodes {
+		// Every node's free capacity, and what is left of the quota, with every release
+		// and every take applied, stays at or above zero at every step.
+		profiles := slices.Clone(p.nodes)
+		if qp := p.quotas["q"]; qp != nil {
+			profiles = append(profiles, qp.left)
+		}
+		for _, np := range profiles {
 			cur := np.free[0]
 			if cur < 0 {
 				rt.Fatalf("node %s: %d free now", np.name, cur)
@@ -190,7 +211,7 @@ func BenchmarkPlan(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		Plan(t0, nodes, releases, groups, Options{Depth: 256, Tries: 512})
+		Plan(t0, nodes, releases, nil, groups, Options{Depth: 256, Tries: 512})
 	}
 }
 
@@ -215,6 +236,10 @@ func (p *profile) plainPlan(g Group) (int64, bool) {
 		if g.Runtime > 0 {
 			end = t + int64(g.Runtime)
 		}
+		qp, charge := p.charge(g)
+		if qp != nil && !qp.fitsQuota(charge, t, end, make([]int64, len(charge)), make([]int64, len(charge))) {
+			continue
+		}
 		avail := make([][]int64, len(p.nodes))
 		for ni, np := range p.nodes {
 			avail[ni] = make([]int64, len(p.dims))
@@ -228,9 +253,31 @@ func (p *profile) plainPlan(g Group) (int64, bool) {
 			p.take(ni, t, end, members[mi])
 		}
 		p.takeTotal(t, end, need)
+		qp.takeQuota(charge, t, end)
 		return t, true
 	}
 	return 0, false
+}
+
+// TestPlanQuota: a queue whose quota of 4 GPUs is all held until an admitted group ends
+// in 2 hours starts its queued groups then, though the cluster has room now: two of 2
+// GPUs at 2 h, a third when the first of them ends, and a group of another queue at once.
+func TestPlanQuota(t *testing.T) {
+	nodes := []Node{{Name: "a", Free: gpus(8)}, {Name: "b", Free: gpus(8)}}
+	quotas := []Quota{{Queue: "q", Free: gpus(0), Releases: []QuotaRelease{{At: at(2), Resources: gpus(4)}}}}
+	inQ := func(g Group) Group { g.Queue, g.Charge = "q", gpus(int64(len(g.Members))*g.Members[0][gpu]); return g }
+	groups := []Group{inQ(gang("q1", 1, 2, time.Hour)), inQ(gang("q2", 1, 2, 3*time.Hour)), inQ(gang("q3", 1, 2, time.Hour)),
+		gang("other", 1, 2, time.Hour), inQ(gang("huge", 1, 6, time.Hour))}
+	got := Plan(t0, nodes, nil, quotas, groups, Options{})
+	want := []time.Time{at(2), at(2), at(3), t0, {}}
+	for i, s := range got {
+		if !s.At.Equal(want[i]) {
+			t.Errorf("%s: expected at %v (%q), want %v", s.Key, s.At.Sub(t0), s.Unknown, want[i].Sub(t0))
+		}
+	}
+	if why := got[4].Unknown; !strings.Contains(why, "only 4 of queue q's quota of nvidia.com/gpu") {
+		t.Errorf("huge: unknown because %q, want the quota named", why)
+	}
 }
 
 // TestPlanNodes: a group is planned on the nodes that free first, not the ones with the
@@ -243,7 +290,7 @@ func TestPlanNodes(t *testing.T) {
 		{Node: "b", At: at(1), Resources: gpus(8)},
 		{Node: "c", At: at(1), Resources: gpus(8)},
 	}
-	got := Plan(t0, nodes, releases, []Group{gang("g", 2, 8, time.Hour)}, Options{})
+	got := Plan(t0, nodes, releases, nil, []Group{gang("g", 2, 8, time.Hour)}, Options{})
 	if got[0].At != at(1) || !slices.Equal(got[0].Nodes, []string{"b", "c"}) {
 		t.Errorf("planned at %s on %v, want 1h0m0s on [b c]", got[0].At.Sub(t0), got[0].Nodes)
 	}
