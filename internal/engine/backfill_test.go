@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
 	gt "github.com/muster-sched/muster/internal/gangtest"
 	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/queue"
 	"github.com/muster-sched/muster/internal/sim"
 )
 
@@ -104,6 +106,27 @@ func TestEveryQueuedGroupHasAnExpectedStart(t *testing.T) {
 		}
 		if key != gang && !out.Changed[key] {
 			t.Errorf("%s: its expected start became known but it is not in Changed", key)
+		}
+	}
+}
+
+// TestExpectedStartOfAGroupWaitingForQuota: the queue's quota of 2 GPUs is held by the
+// two one-GPU groups running for an hour, though half the cluster is free: the groups
+// queued behind it wait for quota, and are expected to start when the quota comes back,
+// two at once in an hour and the third when one of those ends.
+func TestExpectedStartOfAGroupWaitingForQuota(t *testing.T) {
+	e, now := halfBusyFor1h()
+	e.SetQueue(engine.Queue{Queue: queue.Queue{Name: "default", Quota: cluster.Resources{gt.GPU: 2}}})
+	keys := []string{declaring(e, "q1", 1, 30*time.Minute), declaring(e, "q2", 1, 30*time.Minute), declaring(e, "q3", 1, 30*time.Minute)}
+	for range 2 {
+		now = now.Add(time.Minute)
+		e.Step(now)
+	}
+	for i, want := range []time.Duration{time.Hour, time.Hour, 90 * time.Minute} {
+		st, _ := e.Group(keys[i])
+		if st.Phase != lifecycle.Queued || st.WaitingKind != string(queue.QuotaExceeded) || !st.ExpectedStart.Equal(sim.Epoch.Add(want)) {
+			t.Errorf("%s: %s (%s), expected start %v (%q), want queued for quota, starting at %s",
+				keys[i], st.Phase, st.WaitingKind, st.ExpectedStart, st.ExpectedStartUnknown, want)
 		}
 	}
 }

@@ -102,10 +102,10 @@ func (e *Engine) planQueue(now time.Time) map[string]forecast.Start {
 	for ent := range e.queue.InOrder() {
 		g := e.groups[ent.Key]
 		// A group preempting others is planned too: it takes what its victims release.
-		if g == nil || !waitsForNodes(g) && e.preempting[ent.Key] == nil {
+		if g == nil || !e.forecastable(g) && e.preempting[ent.Key] == nil {
 			continue
 		}
-		fg := forecast.Group{Key: ent.Key, Runtime: ent.Runtime}
+		fg := forecast.Group{Key: ent.Key, Runtime: ent.Runtime, Queue: ent.Queue, Charge: e.queue.LeastCharge(ent.Key)}
 		for _, m := range ent.Group.Members[:min(ent.Group.MinMember, len(ent.Group.Members))] {
 			req := m.Requests
 			if req == nil {
@@ -125,10 +125,6 @@ func (e *Engine) planQueue(now time.Time) map[string]forecast.Start {
 	var releases []forecast.Release
 	// What each group's members release, and when, from the pods the snapshot counts on
 	// the nodes: bound, or being bound by the engine.
-	type end struct {
-		at    time.Time
-		known bool
-	}
 	ends := map[*group]end{}
 	for _, n := range e.snap.Nodes() {
 		if !n.Ready() || n.Node.Spec.Unschedulable {
@@ -144,10 +140,7 @@ func (e *Engine) planQueue(now time.Time) map[string]forecast.Start {
 			}
 			en, ok := ends[g]
 			if !ok {
-				en = end{now, true}
-				if len(g.evicting) == 0 {
-					en.at, en.known = e.expectedEnd(g)
-				}
+				en = e.endOf(g, now)
 				ends[g] = en
 			}
 			if en.known { // else its capacity does not come back in the forecast
@@ -156,16 +149,79 @@ func (e *Engine) planQueue(now time.Time) map[string]forecast.Start {
 		}
 	}
 	out := make(map[string]forecast.Start, len(groups))
-	for _, s := range forecast.Plan(now, nodes, releases, groups, forecast.Options{Depth: forecastDepth, Tries: forecastTries}) {
+	quotas := e.quotaOutlook(now, groups, ends)
+	for _, s := range forecast.Plan(now, nodes, releases, quotas, groups, forecast.Options{Depth: forecastDepth, Tries: forecastTries}) {
 		out[s.Key] = s
 	}
 	return out
 }
 
-// waitsForNodes reports whether a queued group waits for room, or has not been decided
-// yet: groups that wait for quota or are invalid take no capacity in the forecast.
-func waitsForNodes(g *group) bool {
-	return g.waiting == nil || g.waiting.Kind == queue.Placement || g.waiting.Kind == queue.Reserved
+// forecastable reports whether the forecast plans a queued group: it waits for room, or
+// for quota the forecast can tell the freeing of (a queue outside a cohort), or has not
+// been decided yet. Groups that are invalid, or can never fit their quota, take no
+// capacity in the forecast.
+func (e *Engine) forecastable(g *group) bool {
+	if g.waiting == nil {
+		return true
+	}
+	switch g.waiting.Kind {
+	case queue.Placement, queue.Reserved:
+		return true
+	case queue.QuotaExceeded:
+		_, _, ok := e.queue.QuotaLeft(g.waiting.Queue)
+		return ok
+	}
+	return false
+}
+
+// quotaOutlook is the quota of each queue of groups that has one the forecast can
+// follow: what is left now, and what each admitted group gives back when it is expected
+// to end (ends holds those already known, by group).
+func (e *Engine) quotaOutlook(now time.Time, groups []forecast.Group, ends map[*group]end) []forecast.Quota {
+	var out []forecast.Quota
+	seen := map[string]bool{}
+	for _, fg := range groups {
+		if seen[fg.Queue] {
+			continue
+		}
+		seen[fg.Queue] = true
+		left, holders, ok := e.queue.QuotaLeft(fg.Queue)
+		if !ok {
+			continue
+		}
+		q := forecast.Quota{Queue: fg.Queue, Free: left}
+		for key, charge := range holders {
+			g := e.groups[key]
+			if g == nil {
+				continue
+			}
+			en, ok := ends[g]
+			if !ok {
+				en = e.endOf(g, now)
+			}
+			if en.known {
+				q.Releases = append(q.Releases, forecast.QuotaRelease{At: en.at, Resources: charge})
+			}
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
+// end is when a group is expected to give back what it holds, if known.
+type end struct {
+	at    time.Time
+	known bool
+}
+
+// endOf is when g is expected to give back what it holds: now while it is being
+// evicted, else its expected end.
+func (e *Engine) endOf(g *group, now time.Time) end {
+	if len(g.evicting) > 0 {
+		return end{now, true}
+	}
+	at, known := e.expectedEnd(g)
+	return end{at, known}
 }
 
 func withoutPods(r cluster.Resources) cluster.Resources {

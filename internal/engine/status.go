@@ -111,8 +111,8 @@ func (e *Engine) expectedStart(g *group) (time.Time, string) {
 	if e.preempting[g.key] != nil {
 		return time.Time{}, "it waits for the groups preempted for it to release their nodes"
 	}
-	if !waitsForNodes(g) {
-		return time.Time{}, "it does not wait for nodes: " + string(g.waiting.Kind)
+	if !e.forecastable(g) {
+		return time.Time{}, "muster cannot tell when it can start: " + string(g.waiting.Kind)
 	}
 	s, ok := e.forecast.starts[g.key]
 	switch {

@@ -389,14 +389,24 @@ func (p *profile) plan(g Group, tries int) (int64, []string, string) {
 			}
 		}
 	}
-	if qp == nil && !slices.ContainsFunc(need, func(v int64) bool { return v > 0 }) {
-		// It asks for nothing the profile counts (devices by claim, say): nothing here
-		// holds it back.
-		return p.now, nil, ""
-	}
 	var quotaLeft, quotaScratch []int64
 	if qp != nil {
 		quotaLeft, quotaScratch = make([]int64, len(qp.dims)), make([]int64, len(qp.dims))
+	}
+	if !slices.ContainsFunc(need, func(v int64) bool { return v > 0 }) {
+		// It asks for nothing the profile's nodes count (devices by claim, say): only
+		// its queue's quota can hold it back.
+		for _, t := range p.times {
+			end := int64(never)
+			if g.Runtime > 0 {
+				end = t + int64(g.Runtime)
+			}
+			if qp.fitsQuota(charge, t, end, quotaLeft, quotaScratch) {
+				qp.takeQuota(charge, t, end)
+				return t, nil, ""
+			}
+		}
+		return 0, nil, "it does not fit the quota expected to be left: groups ahead of it, or groups running with no expected run time, hold it"
 	}
 	// Larger members first, each on the node it fits most tightly (best fit by the
 	// first dimension the group asks most of), as placement packs.

@@ -181,3 +181,35 @@ func (m *Manager) FitsQuotaWithout(key string, without []string) bool {
 	}
 	return !over
 }
+
+// QuotaLeft returns, for queue name with a quota and no cohort, what is left of the
+// quota now for each resource it lists (zero included, never below) and the charge each
+// admitted group holds against it, by key; ok is false for a queue without a quota, or
+// in a cohort, where what is left also depends on the other queues' borrowing.
+func (m *Manager) QuotaLeft(name string) (left cluster.Resources, holders map[string]cluster.Resources, ok bool) {
+	q, found := m.queues[name]
+	if !found || len(q.Quota) == 0 || q.Cohort != "" {
+		return nil, nil, false
+	}
+	used := m.usedBy(name)
+	left = cluster.Resources{}
+	for res, v := range q.Quota {
+		left[res] = max(v-used[res], 0)
+	}
+	holders = map[string]cluster.Resources{}
+	for key, c := range m.charges {
+		if c.queue == name {
+			holders[key] = c.res
+		}
+	}
+	return left, holders, true
+}
+
+// LeastCharge returns the least any plan of queued group key charges its queue, or nil
+// when it is not queued.
+func (m *Manager) LeastCharge(key string) cluster.Resources {
+	if it := m.entries[key]; it != nil {
+		return it.least
+	}
+	return nil
+}
