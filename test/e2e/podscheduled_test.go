@@ -217,7 +217,14 @@ func (s *statusRecorder) WriteHeader(code int) {
 func TestPodScheduledNeverUndoesABind(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	ns := env.Namespace(t)
-	env.CreateNodes(t, sandbox.NodePool{Name: "bindrace", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 2})
+	// The nodes are tainted for this test's pods alone: pending pods that earlier tests
+	// left in namespaces still being deleted, queued in muster before late, would
+	// otherwise take the capacity the holder frees, and late would never be bound.
+	own := corev1.Taint{Key: "muster.dev/test", Value: "bindrace", Effect: corev1.TaintEffectNoSchedule}
+	env.CreateNodes(t, sandbox.NodePool{Name: "bindrace", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 2, Taints: []corev1.Taint{own}})
+	tolerate := func(p *corev1.Pod) {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: own.Key, Value: own.Value, Effect: own.Effect})
+	}
 	c := newClient(t, env.Config)
 	proxy := env.StartProxy(t)
 	h := &heldPatch{
@@ -229,10 +236,10 @@ func TestPodScheduledNeverUndoesABind(t *testing.T) {
 	twoGPUs := func(name string) map[string]int64 {
 		return map[string]int64{name + "-master-0": 2, name + "-worker-0": 2}
 	}
-	holder := pytorchJob{ns: ns, name: "holder", workers: 1, gpus: twoGPUs("holder")}
+	holder := pytorchJob{ns: ns, name: "holder", workers: 1, gpus: twoGPUs("holder"), mutate: tolerate}
 	holder.create(t, env, c)
 	waitCondition(t, env, c, ns, "holder", "PodsReady", metav1.ConditionTrue)
-	late := pytorchJob{ns: ns, name: "late", workers: 1, gpus: twoGPUs("late")}
+	late := pytorchJob{ns: ns, name: "late", workers: 1, gpus: twoGPUs("late"), mutate: tolerate}
 	late.create(t, env, c)
 	select {
 	case <-h.held:
