@@ -168,8 +168,7 @@ func (e *Engine) forecastable(g *group) bool {
 	case queue.Placement, queue.Reserved:
 		return true
 	case queue.QuotaExceeded:
-		_, _, ok := e.queue.QuotaLeft(g.waiting.Queue)
-		return ok
+		return e.queue.OwnQuota(g.waiting.Queue)
 	}
 	return false
 }

@@ -122,9 +122,11 @@ func (p *placer) fitsEmpty() (room int, blocked *Blocked, ok bool) {
 }
 
 // emptyKey names what fitsEmpty reads of the group, for the snapshot's memo of groups
-// that fit the empty cluster: its shapes with their counts, MinMember and topology keys.
-// It is "" for groups whose members mount volumes or claim devices, whose fit on the
-// empty cluster also depends on the objects' state at the time.
+// that fit the empty cluster: Signature without the pinned domain (the empty placer
+// drops it), made from the shape keys the placer has already rather than rendering
+// every member again. It is "" for groups whose members mount volumes or claim devices,
+// whose fit on the empty cluster also depends on the objects' state at the time (and
+// whose shape keys, unlike Signature's, name pods).
 func (p *placer) emptyKey() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "min=%d;required=%s;preferred=%s", p.g.MinMember, p.g.Topology.Required, p.g.Topology.Preferred)

@@ -341,7 +341,7 @@ func (p *pass) verdict(it *item, excluded bool) (Reason, bool) {
 	var closedTo []closedNodes
 	cacheKey := it.signature
 	if excluded {
-		closedTo = []closedNodes{{key: p.m.reserve.Key, nodes: p.reserved, held: p.m.reserve.Shares}}
+		closedTo = []closedNodes{p.starvingClosed()}
 		cacheKey += "\x00" + p.m.reserve.Key
 	}
 	opts := closedOptions(closedTo)

@@ -187,10 +187,10 @@ func (m *Manager) FitsQuotaWithout(key string, without []string) bool {
 // admitted group holds against it, by key; ok is false for a queue without a quota, or
 // in a cohort, where what is left also depends on the other queues' borrowing.
 func (m *Manager) QuotaLeft(name string) (left cluster.Resources, holders map[string]cluster.Resources, ok bool) {
-	q, found := m.queues[name]
-	if !found || len(q.Quota) == 0 || q.Cohort != "" {
+	if !m.OwnQuota(name) {
 		return nil, nil, false
 	}
+	q := m.queues[name]
 	used := m.usedBy(name)
 	left = cluster.Resources{}
 	for res, v := range q.Quota {
@@ -203,6 +203,13 @@ func (m *Manager) QuotaLeft(name string) (left cluster.Resources, holders map[st
 		}
 	}
 	return left, holders, true
+}
+
+// OwnQuota reports whether queue name has a quota and no cohort: what is left of it
+// depends on its own admitted groups alone (see QuotaLeft).
+func (m *Manager) OwnQuota(name string) bool {
+	q, ok := m.queues[name]
+	return ok && len(q.Quota) > 0 && q.Cohort == ""
 }
 
 // LeastCharge returns the least any plan of queued group key charges its queue, or nil

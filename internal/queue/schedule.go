@@ -370,7 +370,7 @@ func closedOptions(closed []closedNodes) placement.Options {
 func (p *pass) closedTo(it *item) []closedNodes {
 	var out []closedNodes
 	if p.m.reserve != nil && p.behind && !p.holds(it) && !p.backfills(it) {
-		out = append(out, closedNodes{key: p.m.reserve.Key, nodes: p.reserved, held: p.m.reserve.Shares})
+		out = append(out, p.starvingClosed())
 	}
 	for _, r := range p.preempted {
 		if r.closes(it.Key, it.Priority) && p.m.preempt[r.Key] == r.Reservation { // not dropped in this pass
@@ -378,6 +378,12 @@ func (p *pass) closedTo(it *item) []closedNodes {
 		}
 	}
 	return out
+}
+
+// starvingClosed is what the starving group's reservation closes: its share of each of
+// its nodes.
+func (p *pass) starvingClosed() closedNodes {
+	return closedNodes{key: p.m.reserve.Key, nodes: p.reserved, held: p.m.reserve.Shares}
 }
 
 // backfills reports whether it may use the starving group's reserved nodes: it is
