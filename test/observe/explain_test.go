@@ -135,8 +135,12 @@ func TestExplainQuotaBound(t *testing.T) {
 		used := f.Queue != nil && f.Queue.Status.Used.Name("nvidia.com/gpu", resource.DecimalSI).Value() == 2
 		// And for the forecast made since: first declares no run time, so the quota
 		// it holds is not expected back.
+		// The group's record may not be written yet: phase checks it first.
+		if !phase("Queued")(f) {
+			return false
+		}
 		forecast := strings.HasPrefix(f.Lifecycle.ExpectedStartUnknown, "only ")
-		return phase("Queued")(f) && f.Lifecycle.WaitingKind == "QuotaExceeded" && used && forecast
+		return f.Lifecycle.WaitingKind == "QuotaExceeded" && used && forecast
 	})
 	golden(t, "quota-bound", r, 4)
 }
