@@ -62,6 +62,9 @@ func (c *Configuration) SetDefaults() {
 	if c.DashboardAddr == "" {
 		c.DashboardAddr = DisabledAddr
 	}
+	if c.PprofAddr == "" {
+		c.PprofAddr = DisabledAddr
+	}
 	if c.Visibility.BindAddress == "" {
 		c.Visibility.BindAddress = DisabledAddr
 	}

@@ -87,6 +87,11 @@ reconcilePeriod: 250ms
 			edit: func(c *Configuration) { c.DashboardAddr = "127.0.0.1:8090" },
 		},
 		{
+			name: "profiling on loopback",
+			yaml: header + "pprofAddr: 127.0.0.1:6060\n",
+			edit: func(c *Configuration) { c.PprofAddr = "127.0.0.1:6060" },
+		},
+		{
 			name: "visibility API served with a mounted certificate",
 			yaml: header + "visibility:\n  bindAddress: :8443\n  certDir: /etc/muster/visibility\n",
 			edit: func(c *Configuration) {
@@ -157,6 +162,8 @@ func TestParseConfigurationRejects(t *testing.T) {
 			[]string{`dashboardAddr: ":8090": expected a loopback host`}},
 		{"dashboard on a routable address", header + "dashboardAddr: 10.0.0.5:8090\n",
 			[]string{`dashboardAddr: "10.0.0.5:8090": expected a loopback host`}},
+		{"profiling on every interface", header + "pprofAddr: :6060\n",
+			[]string{`pprofAddr: ":6060": expected a loopback host`}},
 		{"visibility on any free port", header + "visibility:\n  bindAddress: :0\n",
 			[]string{`visibility.bindAddress: ":0": expected a fixed port`}},
 		{"visibility without a port", header + "visibility:\n  bindAddress: localhost\n",

@@ -107,6 +107,12 @@ type Configuration struct {
 	// reach it with kubectl port-forward.
 	DashboardAddr string `json:"dashboardAddr,omitempty"`
 
+	// pprofAddr is the host:port of Go's profiling endpoints (/debug/pprof/), or "0"
+	// for none. Defaults to "0". Profiles show the scheduler's internals and the
+	// server does not authenticate, so the host must be a loopback address
+	// (127.0.0.1:6060): reach it with kubectl port-forward.
+	PprofAddr string `json:"pprofAddr,omitempty"`
+
 	// visibility configures muster's visibility API (visibility.muster.dev), which
 	// answers what a tenant's `muster explain` may not read itself: the fit of its
 	// group on the cluster's nodes now, and its Queue.

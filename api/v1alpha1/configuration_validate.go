@@ -66,6 +66,7 @@ func (c *Configuration) Validate() error {
 	errs = append(errs, listenAddr("metricsAddr", c.MetricsAddr)...)
 	errs = append(errs, listenAddr("healthAddr", c.HealthAddr)...)
 	errs = append(errs, loopbackAddr("dashboardAddr", c.DashboardAddr)...)
+	errs = append(errs, loopbackAddr("pprofAddr", c.PprofAddr)...)
 	errs = append(errs, listenAddr("visibility.bindAddress", c.Visibility.BindAddress)...)
 	if c.Visibility.BindAddress != DisabledAddr && anyPort(c.Visibility.BindAddress) {
 		errs = append(errs, &FieldError{"visibility.bindAddress", fmt.Sprintf("%q", c.Visibility.BindAddress),
@@ -234,5 +235,5 @@ func loopbackAddr(path, addr string) []error {
 		return nil
 	}
 	return []error{&FieldError{path, fmt.Sprintf("%q", addr),
-		"expected a loopback host (127.0.0.1:PORT, [::1]:PORT or localhost:PORT): the dashboard does not authenticate its viewers yet; reach it with kubectl port-forward"}}
+		"expected a loopback host (127.0.0.1:PORT, [::1]:PORT or localhost:PORT): this server does not authenticate its clients; reach it with kubectl port-forward"}}
 }

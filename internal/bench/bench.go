@@ -87,7 +87,10 @@ type Options struct {
 	// ProfileDir, if set, receives a CPU profile of each run, from the first pod
 	// create to the last bind (or the window's end), named
 	// <scenario>-<runner>-<round>.pprof. Samples of the runner's goroutines carry
-	// the label runner=<name>.
+	// the label runner=<name>. The muster runners' `muster serve`, a process of its
+	// own, is profiled through its pprofAddr over its whole run, in consecutive
+	// profiles <scenario>-<runner>-<round>-serve-<k>.pprof (`go tool pprof` merges
+	// the files it is given).
 	ProfileDir string
 	// SoakDuration is how long the soak creates and deletes gangs; zero means 10 min.
 	// SoakSample is how often it samples muster's memory; zero means 10 s.
@@ -338,6 +341,9 @@ func runOne(ctx context.Context, client kubernetes.Interface, sc Scenario, name 
 		return Result{}, fmt.Errorf("creating namespace %s: %w", ns, err)
 	}
 	env.work, env.probe = sc.build(ns, r.podSpec()), probePod(ns, r.podSpec().schedulerName)
+	if opts.ProfileDir != "" {
+		env.serveProfile = filepath.Join(opts.ProfileDir, ns+"-serve")
+	}
 	if err := createGroups(ctx, client, env.work.groups); err != nil {
 		return Result{}, err
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -74,6 +76,9 @@ type runEnv struct {
 	probe *corev1.Pod
 	// log receives the scheduler's log lines; io.Discard drops them.
 	log io.Writer
+	// serveProfile, if set, is where `muster serve`'s CPU profiles go: the path
+	// without the "-<k>.pprof" of each.
+	serveProfile string
 }
 
 // runner is one scheduler under test.
@@ -207,12 +212,15 @@ func startMusterProcess(ctx context.Context, env runEnv, configure func(*musterv
 	if err != nil {
 		return nil, "", err
 	}
-	addrs, err := sandbox.FreeLoopbackAddrs(2)
+	addrs, err := sandbox.FreeLoopbackAddrs(3)
 	if err != nil {
 		return nil, "", err
 	}
 	metricsAddr := addrs[0]
 	cfg.MetricsAddr, cfg.HealthAddr = metricsAddr, addrs[1]
+	if env.serveProfile != "" {
+		cfg.PprofAddr = addrs[2]
+	}
 	cfg.Visibility.BindAddress = musterv1alpha1.DisabledAddr
 	if configure != nil {
 		configure(cfg)
@@ -222,6 +230,9 @@ func startMusterProcess(ctx context.Context, env runEnv, configure func(*musterv
 	})
 	if err != nil {
 		return nil, "", err
+	}
+	if env.serveProfile != "" {
+		go profileServe(ctx, cfg.PprofAddr, env.serveProfile, env.log)
 	}
 	go func() { // the process outlives no run
 		<-ctx.Done()
@@ -315,3 +326,44 @@ func firstFit(pods []*corev1.Pod, nodes []string, gpusPerNode int) (map[string]s
 
 // podKey returns namespace/name.
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// serveProfileChunk is the length of each CPU profile taken of `muster serve`.
+const serveProfileChunk = 20 * time.Second
+
+// profileServe takes CPU profiles of the `muster serve` whose pprof server is at addr,
+// one after the other until ctx ends, into prefix-1.pprof, prefix-2.pprof and so on.
+// The last is cut short when the run ends and is lost: at most one chunk.
+func profileServe(ctx context.Context, addr, prefix string, log io.Writer) {
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(serveProfileChunk/time.Second))
+	for k := 1; ctx.Err() == nil; k++ {
+		if err := fetchProfile(ctx, url, fmt.Sprintf("%s-%d.pprof", prefix, k)); err != nil {
+			if ctx.Err() == nil {
+				fmt.Fprintf(log, "profiling muster serve: %v\n", err)
+				select { // not up yet, say: try again shortly
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+		}
+	}
+}
+
+func fetchProfile(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, body, 0o644)
+}

@@ -96,6 +96,7 @@ func NewManager(opts Options) (manager.Manager, error) {
 		Logger:                  opts.Log,
 		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddr},
 		HealthProbeBindAddress:  cfg.HealthAddr,
+		PprofBindAddress:        cfg.PprofAddr,
 		LeaderElection:          *le.Enabled,
 		LeaderElectionID:        le.LeaseName,
 		LeaderElectionNamespace: le.LeaseNamespace,

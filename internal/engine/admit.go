@@ -75,9 +75,9 @@ func (e *Engine) noteWaiting(res queue.Result, now time.Time, out *Output) {
 		// waiting group on each pass, and most passes change nothing for most of them.
 		switch {
 		case w.Reason.Impossible():
-			e.step(g, lifecycle.Rejected{Impossible: true, Reason: w.Reason.String()}, now, out)
+			e.step(g, lifecycle.Rejected{Impossible: true, Reason: g.waitingString()}, now, out)
 		case changed:
-			text := w.Reason.String()
+			text := g.waitingString()
 			out.Events = append(out.Events, Event{Group: g.key, Type: eventType(w.Reason), Reason: kind, Message: text})
 			e.step(g, lifecycle.Rejected{Reason: text}, now, out)
 		}

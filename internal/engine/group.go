@@ -44,6 +44,10 @@ type group struct {
 	// waiting is why the group is not admitted, from the last admission pass.
 	waiting     *queue.Reason
 	waitingKind string
+	// waitingText is waiting rendered, for the waiting it was rendered from (see
+	// waitingString).
+	waitingText   string
+	waitingTextOf *queue.Reason
 	// invalid is the last reported list of spec problems, to report each once.
 	invalid string
 	// domain is the required-topology value the group's members use.
@@ -259,4 +263,17 @@ func (g *group) unassume(key string) {
 		undo()
 	}
 	delete(g.assumed, key)
+}
+
+// waitingString is g.waiting rendered. A status is read for every group once a
+// second, and a deep queue's reasons rarely change between two reads: the text is
+// rendered again only when the pass gave the group a new reason.
+func (g *group) waitingString() string {
+	if g.waiting == nil {
+		return ""
+	}
+	if g.waitingTextOf != g.waiting {
+		g.waitingText, g.waitingTextOf = g.waiting.String(), g.waiting
+	}
+	return g.waitingText
 }

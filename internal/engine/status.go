@@ -72,7 +72,7 @@ func (e *Engine) Group(key string) (Status, bool) {
 	}
 	if g.waiting != nil {
 		w := *g.waiting
-		st.Wait, st.Waiting = &w, w.String()
+		st.Wait, st.Waiting = &w, g.waitingString()
 	}
 	if st.Preempting, st.Reclaiming = e.preemptingFor(key); len(st.Preempting) > 0 && st.Waiting != "" {
 		whom := "of lower priority"

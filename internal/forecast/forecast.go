@@ -219,6 +219,7 @@ func newProfile(now time.Time, nodes []Node, releases []Release, groups []Group)
 	}
 	for _, np := range p.nodes {
 		slices.SortStableFunc(np.steps, func(a, b step) int { return cmp.Compare(a.at, b.at) })
+		np.steps = mergeSteps(np.steps)
 		peak := slices.Clone(np.free)
 		for _, s := range np.steps {
 			addTo(peak, s.delta, 1)
@@ -524,4 +525,18 @@ func (np *nodeProfile) availIn(t, end int64, dst, cur []int64) {
 
 func (np *nodeProfile) insert(s step) {
 	np.steps = slices.Insert(np.steps, firstAfter(np.steps, s.at, func(x step) int64 { return x.at }), s)
+}
+
+// mergeSteps merges the steps of a node, sorted by time, that happen at one instant:
+// the members of a group on one node end together.
+func mergeSteps(steps []step) []step {
+	out := steps[:0]
+	for _, st := range steps {
+		if n := len(out); n > 0 && out[n-1].at == st.at {
+			addTo(out[n-1].delta, st.delta, 1)
+			continue
+		}
+		out = append(out, st)
+	}
+	return out
 }
