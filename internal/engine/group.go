@@ -44,10 +44,11 @@ type group struct {
 	// waiting is why the group is not admitted, from the last admission pass.
 	waiting     *queue.Reason
 	waitingKind string
-	// waitingText is waiting rendered, for the waiting it was rendered from (see
-	// waitingString).
-	waitingText   string
-	waitingTextOf *queue.Reason
+	// resolved is waiting with its diagnosis for this group, and text it rendered, for
+	// the waiting they were made from (see resolvedWaiting).
+	resolved     queue.Reason
+	resolvedText string
+	resolvedOf   *queue.Reason
 	// invalid is the last reported list of spec problems, to report each once.
 	invalid string
 	// domain is the required-topology value the group's members use.
@@ -265,15 +266,23 @@ func (g *group) unassume(key string) {
 	delete(g.assumed, key)
 }
 
-// waitingString is g.waiting rendered. A status is read for every group once a
-// second, and a deep queue's reasons rarely change between two reads: the text is
-// rendered again only when the pass gave the group a new reason.
-func (g *group) waitingString() string {
+// resolvedWaiting is g.waiting with its diagnosis for g (queue.Reason.Resolved), and its
+// text. A status is read for every group once a second, and a deep queue's reasons rarely
+// change between two reads: both are made again only when the pass gave the group a new
+// reason.
+func (g *group) resolvedWaiting() (queue.Reason, string) {
 	if g.waiting == nil {
-		return ""
+		return queue.Reason{}, ""
 	}
-	if g.waitingTextOf != g.waiting {
-		g.waitingText, g.waitingTextOf = g.waiting.String(), g.waiting
+	if g.resolvedOf != g.waiting {
+		g.resolved = g.waiting.Resolved()
+		g.resolvedText, g.resolvedOf = g.resolved.String(), g.waiting
 	}
-	return g.waitingText
+	return g.resolved, g.resolvedText
+}
+
+// waitingString is g.waiting rendered (see resolvedWaiting).
+func (g *group) waitingString() string {
+	_, text := g.resolvedWaiting()
+	return text
 }

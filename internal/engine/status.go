@@ -71,8 +71,8 @@ func (e *Engine) Group(key string) (Status, bool) {
 		Placement: map[string]string{},
 	}
 	if g.waiting != nil {
-		w := *g.waiting
-		st.Wait, st.Waiting = &w, g.waitingString()
+		w, text := g.resolvedWaiting()
+		st.Wait, st.Waiting = &w, text
 	}
 	if st.Preempting, st.Reclaiming = e.preemptingFor(key); len(st.Preempting) > 0 && st.Waiting != "" {
 		whom := "of lower priority"

@@ -108,6 +108,13 @@ func (r Reason) Diagnosed() *placement.Diagnosis {
 	return r.Diagnosis
 }
 
+// Resolved returns r with its diagnosis for the group it is about (Diagnosed), which
+// costs nothing to read again.
+func (r Reason) Resolved() Reason {
+	r.Diagnosis, r.subject = r.Diagnosed(), nil
+	return r
+}
+
 // String renders the reason in one line.
 func (r Reason) String() string {
 	switch r.Kind {
