@@ -12,7 +12,8 @@
 //   - the binder (bind.go, room.go, plan.go) carries out each of the engine's plans as
 //     its ordered steps, on workers of its own;
 //   - the reporter (status.go, conditions.go, writer.go) writes each group's conditions
-//     and lifecycle record;
+//     and lifecycle record: those a pass changed, and every group once a second, a
+//     share on each pass (sweep.go);
 //   - the evictor (evict.go, replace.go) and the suspender (suspend.go) carry out
 //     evictions, by deleting pods or suspending the Job that owns them;
 //   - recovery (recover.go) settles, once at start, what a previous leader left in

@@ -179,21 +179,21 @@ func (w *podScheduled) groups(set map[string]struct{}) {
 
 // sync decides the condition of the unbound members of the groups an Event of the
 // pass names (a lifecycle transition, a new kind of wait: what changes the condition's
-// reason), or of every group when all is set (once per summaryPeriod, which also
+// reason), and of the groups swept (every group once per summaryPeriod, which also
 // carries a waiting group's newer message), and queues a write for each member that
 // does not carry it. Groups whose pods merely changed cost nothing here.
-func (w *podScheduled) sync(events []engine.Event, all bool) {
-	if all {
-		for _, key := range w.eng.Groups() {
-			w.syncGroup(key)
-		}
-		return
-	}
+func (w *podScheduled) sync(events []engine.Event, swept []string) {
 	seen := map[string]bool{}
 	for _, ev := range events {
 		if !seen[ev.Group] {
 			seen[ev.Group] = true
 			w.syncGroup(ev.Group)
+		}
+	}
+	for _, key := range swept {
+		if !seen[key] {
+			seen[key] = true
+			w.syncGroup(key)
 		}
 	}
 }

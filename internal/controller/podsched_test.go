@@ -216,12 +216,12 @@ func TestSyncWritesOncePerChange(t *testing.T) {
 	if st.Waiting == "" {
 		t.Fatalf("expected the group to wait, found phase %s", st.Phase)
 	}
-	f.w.sync(out.Events, false)
-	f.w.sync(nil, true)
+	f.w.sync(out.Events, nil)
+	f.w.sync(nil, f.eng.Groups())
 	if got := f.send(t, "1"); !cmp.Equal(got, map[string]podCond{"default/g-0": want, "default/g-1": want}) {
 		t.Fatalf("first pass: expected both members' Unschedulable, queued once, found %+v", got)
 	}
-	f.w.sync(nil, true)
+	f.w.sync(nil, f.eng.Groups())
 	if n := f.w.writes.Len(); n != 0 {
 		t.Errorf("a pass before the informer shows the writes queued %d more", n)
 	}
@@ -232,7 +232,7 @@ func TestSyncWritesOncePerChange(t *testing.T) {
 	other := f.pods[1].DeepCopy()
 	other.ResourceVersion = "3" // changed, and not by muster's write
 	f.w.mirror.members[f.key]["default/g-1"] = other
-	f.w.sync(nil, true)
+	f.w.sync(nil, f.eng.Groups())
 	if got := f.send(t, "3"); !cmp.Equal(got, map[string]podCond{"default/g-1": want}) {
 		t.Errorf("after the informer saw g-0 written and g-1 changed: expected g-1 queued again, found %+v", got)
 	}
@@ -243,7 +243,7 @@ func TestSyncWritesOncePerChange(t *testing.T) {
 	bound.Spec.NodeName = "n-0"
 	f.w.mirror.members[f.key]["default/g-1"] = bound
 	f.w.mirror.members[f.key]["default/g-0"] = seen
-	f.w.sync(nil, true)
+	f.w.sync(nil, f.eng.Groups())
 	if n, kept := f.w.writes.Len(), len(f.w.wanted[f.key]); n != 0 || kept != 0 {
 		t.Errorf("with g-0 written and g-1 bound: expected nothing queued or kept, found %d queued, %d kept", n, kept)
 	}

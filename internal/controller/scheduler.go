@@ -50,8 +50,10 @@ type scheduler struct {
 	dra bool
 	// observer, when set, is told of every Step (the dashboard's cost ledger).
 	observer StepObserver
-	// nextSummary is when the loop next reads every group's status (see report).
+	// nextSummary is when the loop next reads the queues' status and metrics, and sweep
+	// the groups it reads whole this period (see report).
 	nextSummary time.Time
+	sweep       sweep
 }
 
 var _ manager.LeaderElectionRunnable = (*scheduler)(nil)
@@ -186,25 +188,28 @@ func (s *scheduler) loop(ctx context.Context) {
 // reading them all on each pass would cost more than the decisions.
 const summaryPeriod = time.Second
 
-// report queues the status writes of the groups out changed and, once per
-// summaryPeriod, of every group, with the queues' status and metrics. It returns when
-// the loop must pass again: out.WakeAt, or the next summary if this pass made none.
+// report queues the status writes of the groups out changed and of the groups whose
+// turn in the sweep came (every group once per summaryPeriod), and, once per
+// summaryPeriod, the queues' status and metrics. It returns when the loop must pass
+// again: out.WakeAt, or the end of the sweep's round or the next summary if sooner.
 func (s *scheduler) report(ctx context.Context, out engine.Output) time.Time {
 	now := s.clock.Now()
-	all := !now.Before(s.nextSummary)
-	s.reporter.write(out.Changed, all)
-	s.podsched.sync(out.Events, all)
-	if !all {
-		if out.WakeAt.IsZero() || s.nextSummary.Before(out.WakeAt) {
-			return s.nextSummary
-		}
-		return out.WakeAt
+	swept := s.sweep.take(now, s.eng.Groups)
+	s.reporter.write(out.Changed, swept)
+	s.podsched.sync(out.Events, swept)
+	if !now.Before(s.nextSummary) {
+		s.metrics.SetQueues(s.eng)
+		s.metrics.TrackedGroups.Set(float64(s.trackedGroups()))
+		s.queues.writeStatuses(ctx)
+		s.nextSummary = now.Add(summaryPeriod)
 	}
-	s.metrics.SetQueues(s.eng)
-	s.metrics.TrackedGroups.Set(float64(s.trackedGroups()))
-	s.queues.writeStatuses(ctx)
-	s.nextSummary = now.Add(summaryPeriod)
-	return out.WakeAt
+	wakeAt := out.WakeAt
+	for _, at := range []time.Time{s.nextSummary, s.sweep.end()} {
+		if wakeAt.IsZero() || at.Before(wakeAt) {
+			wakeAt = at
+		}
+	}
+	return wakeAt
 }
 
 // sleep returns how long to wait for wakeAt, at most the reconcile period.

@@ -98,7 +98,7 @@ type groupWrite struct {
 // a group that has no object. It looks at the groups the pass changed, or at every
 // group when all is set. The writes are prepared here, in the loop, and sent by the
 // status writer; a write that fails is prepared again on the next pass.
-func (r *reporter) write(changed map[string]bool, all bool) {
+func (r *reporter) write(changed map[string]bool, swept []string) {
 	r.giveUp(r.writer.takeRefused())
 	failed := r.writer.takeFailed()
 	for _, key := range failed {
@@ -107,18 +107,18 @@ func (r *reporter) write(changed map[string]bool, all bool) {
 		delete(r.recorded, key)
 		delete(r.phases, key)
 	}
-	var order []string
-	if all {
-		order = r.eng.Groups()
-	} else {
-		keys := maps.Clone(changed)
-		if keys == nil {
-			keys = map[string]bool{}
+	keys := maps.Clone(changed)
+	if keys == nil {
+		keys = map[string]bool{}
+	}
+	for _, key := range failed {
+		keys[key] = true
+	}
+	order := sortedKeys(keys)
+	for _, key := range swept {
+		if !keys[key] {
+			order = append(order, key)
 		}
-		for _, key := range failed {
-			keys[key] = true
-		}
-		order = sortedKeys(keys)
 	}
 	for _, key := range order {
 		w, ok := r.prepareWrite(key)
