@@ -151,22 +151,26 @@ func (r *reporter) giveUp(refused []refusal) {
 
 // prepareWrite builds the write of one group's status, or reports that nothing changed.
 func (r *reporter) prepareWrite(key string) (groupWrite, bool) {
-	st, ok := r.eng.Group(key)
-	if !ok || !r.due(key, st) {
+	// Whether a write is due is decided on the brief status: most groups of a deep
+	// queue are read once a second and found not due.
+	brief, ok := r.eng.Brief(key)
+	if !ok || !r.due(key, brief) {
 		return groupWrite{}, false
 	}
-	if sig, refused := r.abandoned[key]; refused {
-		if sig == significance(st) {
+	sig := significance(brief)
+	if refusedSig, refused := r.abandoned[key]; refused {
+		if refusedSig == sig {
 			return groupWrite{}, false // refused for good; tried again once the state moves
 		}
 		delete(r.abandoned, key)
 	}
+	st, _ := r.eng.Group(key)
 	record, err := engine.EncodeRecord(st)
 	if err != nil {
 		r.log.Error(err, "encoding a lifecycle record", "group", key)
 		return groupWrite{}, false
 	}
-	w := groupWrite{key: key, record: record, significant: significance(st)}
+	w := groupWrite{key: key, record: record, significant: sig}
 	if r.mirror.object(key) == nil {
 		// The record goes on a member pod; pods created again after an eviction (the
 		// group kept its state for them) get it again.
@@ -204,12 +208,12 @@ const messageRefresh = 10 * time.Second
 // reasons, attempts, the kind of wait), or only its messages did and the last write is
 // older than messageRefresh. The loop passes at least every reconcilePeriod, so a
 // held-back message is written at most that late.
-func (r *reporter) due(key string, st engine.Status) bool {
+func (r *reporter) due(key string, st engine.Brief) bool {
 	return r.significant[key] != significance(st) || !r.wroteAt[key].Add(messageRefresh).After(r.clock.Now())
 }
 
 // significance renders what of a group's status must reach its object at once.
-func significance(st engine.Status) string {
+func significance(st engine.Brief) string {
 	return fmt.Sprintf("%s|%s|%s|%t|%d|%d|%s", st.Phase, st.Reason, st.WaitingKind, st.Invalid != "",
 		st.Attempt, st.Failures, st.WakeAt.Format(time.RFC3339Nano))
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -46,6 +47,25 @@ func (w *fuzzWorld) step() {
 			continue // admitted and preempted in one Step: a known waste, not a partial group
 		}
 		w.checkAdmitted(a.Group, failed[a.Group])
+	}
+	w.checkBriefs()
+}
+
+// checkBriefs fails the target unless every group's Brief has the same fields as its
+// Status: the status writer decides from the Brief whether a group's Status is due.
+func (w *fuzzWorld) checkBriefs() {
+	for _, key := range w.e.Groups() {
+		st, ok := w.e.Group(key)
+		b, bok := w.e.Brief(key)
+		if !ok || !bok {
+			w.t.Fatalf("group %s listed but Group found %t, Brief found %t", key, ok, bok)
+		}
+		want := engine.Brief{Namespace: st.Spec.Namespace, Name: st.Spec.Name, Queue: st.Queue, Phase: st.Phase,
+			Reason: st.Reason, Invalid: st.Invalid, WaitingKind: st.WaitingKind, WakeAt: st.WakeAt,
+			Attempt: st.Attempt, Failures: st.Failures, ExpectedStart: st.ExpectedStart}
+		if d := cmp.Diff(want, b); d != "" {
+			w.t.Fatalf("group %s: Brief differs from Status (-status +brief):\n%s", key, d)
+		}
 	}
 }
 

@@ -200,7 +200,7 @@ func (m *Metrics) SetQueues(e *engine.Engine) {
 	m.ExpectedStart.Reset()
 	m.StartUnknown.Reset()
 	for _, key := range e.Groups() {
-		st, ok := e.Group(key)
+		st, ok := e.Brief(key)
 		if !ok {
 			continue
 		}
@@ -208,7 +208,7 @@ func (m *Metrics) SetQueues(e *engine.Engine) {
 			if st.ExpectedStart.IsZero() {
 				m.StartUnknown.WithLabelValues(st.Queue).Inc()
 			} else {
-				m.ExpectedStart.WithLabelValues(st.Queue, st.Spec.Namespace+"/"+st.Spec.Name).Set(float64(st.ExpectedStart.Unix()))
+				m.ExpectedStart.WithLabelValues(st.Queue, st.Namespace+"/"+st.Name).Set(float64(st.ExpectedStart.Unix()))
 			}
 		}
 		state := string(st.Phase)
