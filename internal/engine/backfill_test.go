@@ -54,7 +54,7 @@ func halfBusyFor1h() (*engine.Engine, time.Time) {
 func TestBackfillWithExpectedRuntimes(t *testing.T) {
 	e, now := halfBusyFor1h()
 	gang := declaring(e, "gang", 4, time.Hour)
-	now = now.Add(time.Minute)
+	now = now.Add(sim.SimForecastEvery)
 	e.Step(now)
 	st, _ := e.Group(gang)
 	if want := sim.Epoch.Add(time.Hour); !st.ExpectedStart.Equal(want) {
@@ -83,7 +83,7 @@ func TestBackfillWithExpectedRuntimes(t *testing.T) {
 // TestBackfillWithExpectedRuntimes, every queued group gets an expected start from the
 // forecast, not only the one holding the reservation: the gang when the running groups
 // end, and the groups behind it after the gang, since they would overlap it before. A
-// group queued since the last forecast says so until the next, a minute later.
+// group queued since the last forecast says so until the next, sim.SimForecastEvery later.
 func TestEveryQueuedGroupHasAnExpectedStart(t *testing.T) {
 	e, now := halfBusyFor1h()
 	gang := declaring(e, "gang", 4, time.Hour)
@@ -94,10 +94,10 @@ func TestEveryQueuedGroupHasAnExpectedStart(t *testing.T) {
 	now = now.Add(time.Second)
 	out := e.Step(now)
 	st, _ := e.Group(long)
-	if !st.ExpectedStart.IsZero() || st.ExpectedStartUnknown != "not forecast yet: muster forecasts the queue at most every 1m0s" {
+	if !st.ExpectedStart.IsZero() || st.ExpectedStartUnknown != "not forecast yet: muster forecasts the queue at most every "+sim.SimForecastEvery.String() {
 		t.Errorf("long, queued since the last forecast: expected start %v (%q), want none yet", st.ExpectedStart, st.ExpectedStartUnknown)
 	}
-	now = now.Add(time.Minute)
+	now = now.Add(sim.SimForecastEvery)
 	out = e.Step(now)
 	for key, want := range map[string]time.Duration{gang: time.Hour, long: 2 * time.Hour, unknown: 2 * time.Hour} {
 		st, _ := e.Group(key)
@@ -119,7 +119,7 @@ func TestExpectedStartOfAGroupWaitingForQuota(t *testing.T) {
 	e.SetQueue(engine.Queue{Queue: queue.Queue{Name: "default", Quota: cluster.Resources{gt.GPU: 2}}})
 	keys := []string{declaring(e, "q1", 1, 30*time.Minute), declaring(e, "q2", 1, 30*time.Minute), declaring(e, "q3", 1, 30*time.Minute)}
 	for range 2 {
-		now = now.Add(time.Minute)
+		now = now.Add(sim.SimForecastEvery)
 		e.Step(now)
 	}
 	for i, want := range []time.Duration{time.Hour, time.Hour, 90 * time.Minute} {

@@ -26,6 +26,10 @@ type Config struct {
 	// does not pay for one each time; a group queued in between gets its expected start
 	// at the next.
 	ForecastEvery time.Duration
+	// ReservationEvery is how often, at most, the nodes of the starving group that holds
+	// the reservation are planned again between two forecasts (ForecastEvery when zero):
+	// a plan of the groups ahead of it and itself, most often itself alone.
+	ReservationEvery time.Duration
 	// SizeOrder moves groups expected to hold much back in their queue's order, and
 	// groups expected to hold little ahead; the zero value keeps the order of queue time.
 	SizeOrder SizeOrder

@@ -21,6 +21,14 @@ const (
 	DefaultForecastEvery = 10 * time.Second
 )
 
+// reservationEvery is how often the starving group's nodes are planned at most.
+func (e *Engine) reservationEvery() time.Duration {
+	if e.cfg.ReservationEvery > 0 {
+		return e.cfg.ReservationEvery
+	}
+	return e.forecastEvery()
+}
+
 // forecastEvery is how often the queues are forecast at most.
 func (e *Engine) forecastEvery() time.Duration {
 	if e.cfg.ForecastEvery > 0 {
@@ -41,6 +49,13 @@ type forecastState struct {
 	// nodes holds, by key, the nodes the latest forecast planned each group on: where a
 	// starving group's reservation goes (PlannedNodes).
 	nodes map[string][]string
+	// headAt is when the starving group's nodes were last planned (see refreshHead),
+	// and headStale says the queue or the cluster changed since.
+	headAt    time.Time
+	headStale bool
+	// planned holds the keys of the groups the latest plan, whole or of the head,
+	// planned.
+	planned map[string]bool
 }
 
 // refreshForecast plans the queued groups again when the last forecast is stale and at
@@ -49,9 +64,15 @@ type forecastState struct {
 func (e *Engine) refreshForecast(now time.Time, out *Output) {
 	f := &e.forecast
 	if !f.stale || (!f.at.IsZero() && now.Before(f.at.Add(e.forecastEvery()))) {
+		e.refreshHead(now)
 		return
 	}
-	starts := e.planQueue(now)
+	starts := e.planQueue(now, nil)
+	f.headAt, f.headStale = now, false
+	f.planned = make(map[string]bool, len(starts))
+	for key := range starts {
+		f.planned[key] = true
+	}
 	f.nodes = make(map[string][]string, len(starts))
 	for key, s := range starts {
 		if len(s.Nodes) > 0 {
@@ -72,12 +93,60 @@ func (e *Engine) refreshForecast(now time.Time, out *Output) {
 	f.at, f.starts, f.stale = now, starts, false
 }
 
+// refreshHead plans again, when they are stale and at least reservationEvery old, the
+// nodes of the starving group that holds the reservation: the groups ahead of it in
+// order are planned too (conservative backfill plans each group on what those ahead of
+// it left), but none behind it, which the whole forecast plans at its own pace.
+func (e *Engine) refreshHead(now time.Time) {
+	f := &e.forecast
+	holder := e.queue.Starving()
+	// A group that took the reservation since the last plan did not have its nodes
+	// planned then: they are planned at once.
+	covered := holder == "" || f.planned[holder]
+	if !f.headStale || (covered && !f.headAt.IsZero() && now.Before(f.headAt.Add(e.reservationEvery()))) {
+		return
+	}
+	thr, next := e.cfg.StarvationThreshold, now.Add(e.reservationEvery())
+	if holder == "" && thr > 0 && (e.nextStarve.IsZero() || e.nextStarve.After(next)) {
+		return // no group is starving, nor will be before the next plan is due
+	}
+	f.headAt, f.headStale = now, false
+	// The reservation goes to the holder, or the first group in order that waited past
+	// the threshold and does not fit: planned up to the later of the holder and the
+	// first group that will have waited past it by the next plan.
+	seenHolder := holder == ""
+	last := func(ent *queue.Entry) bool {
+		seenHolder = seenHolder || ent.Key == holder
+		return seenHolder && !ent.QueuedAt.Add(thr).After(next)
+	}
+	if f.nodes == nil {
+		f.nodes, f.planned = map[string][]string{}, map[string]bool{}
+	}
+	clear(f.planned)
+	for key, s := range e.planQueue(now, last) {
+		f.planned[key] = true
+		if len(s.Nodes) > 0 {
+			f.nodes[key] = s.Nodes
+		} else {
+			delete(f.nodes, key)
+		}
+	}
+}
+
 // forecastWake is when the next forecast is due, or zero.
 func (e *Engine) forecastWake() time.Time {
-	if !e.forecast.stale || e.forecast.at.IsZero() {
-		return time.Time{}
+	f := &e.forecast
+	var at time.Time
+	if f.stale && !f.at.IsZero() {
+		at = f.at.Add(e.forecastEvery())
 	}
-	return e.forecast.at.Add(e.forecastEvery())
+	// With no holder, the next starvation wakes the engine, and the head is planned then.
+	if f.headStale && !f.headAt.IsZero() && e.queue.Starving() != "" {
+		if h := f.headAt.Add(e.reservationEvery()); at.IsZero() || h.Before(at) {
+			at = h
+		}
+	}
+	return at
 }
 
 // movedStart reports whether a group's expected start changed enough to report: it
@@ -97,7 +166,7 @@ func movedStart(old, cur forecast.Start, now time.Time) bool {
 // planQueue forecasts the starts of the queued groups that wait for nodes, in queue
 // order, on the capacity free now and what the running groups release when they are
 // expected to end.
-func (e *Engine) planQueue(now time.Time) map[string]forecast.Start {
+func (e *Engine) planQueue(now time.Time, last func(*queue.Entry) bool) map[string]forecast.Start {
 	var groups []forecast.Group
 	for ent := range e.queue.InOrder() {
 		g := e.groups[ent.Key]
@@ -114,7 +183,7 @@ func (e *Engine) planQueue(now time.Time) map[string]forecast.Start {
 			fg.Members = append(fg.Members, withoutPods(req))
 		}
 		groups = append(groups, fg)
-		if len(groups) > forecastDepth {
+		if len(groups) > forecastDepth || last != nil && last(ent) {
 			break // the rest are unknown for the same reason
 		}
 	}

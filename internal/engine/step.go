@@ -21,7 +21,7 @@ func (e *Engine) Step(now time.Time) Output {
 	var out Output
 	e.now = now
 	if len(e.dirty) > 0 || e.nodesChanged || e.schedule {
-		e.forecast.stale = true
+		e.forecast.stale, e.forecast.headStale = true, true
 	}
 	if e.nodesChanged {
 		for key, g := range e.groups {
@@ -44,7 +44,7 @@ func (e *Engine) Step(now time.Time) Output {
 	e.refreshForecast(now, &out)
 	if e.schedule || (!e.nextStarve.IsZero() && !e.nextStarve.After(now)) {
 		e.admit(now, &out)
-		e.forecast.stale = true
+		e.forecast.stale, e.forecast.headStale = true, true
 	}
 	e.placeReplacements(&out)
 	out.WakeAt = e.wakeAt()

@@ -188,3 +188,11 @@ func (r *Reservation) clone() Reservation {
 	c.Nodes = slices.Clone(r.Nodes)
 	return c
 }
+
+// Starving returns the key of the starving group that holds the reservation, or "".
+func (m *Manager) Starving() string {
+	if m.reserve == nil || m.entries[m.reserve.Key] == nil {
+		return ""
+	}
+	return m.reserve.Key
+}

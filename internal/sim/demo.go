@@ -31,10 +31,15 @@ func TwoJobs(sched Scheduler, horizon time.Duration) *World {
 // as the demo and the simulator use it.
 func NewEngine() *engine.Engine { return NewEngineWith(10 * time.Minute) }
 
-// SimForecastEvery is how often the simulated engine forecasts its queue: a minute, not
-// muster serve's 10 s, since a replay steps through a month of arrivals (a prediction is
-// then up to a minute late).
-const SimForecastEvery = time.Minute
+// SimForecastEvery is how often the simulated engine forecasts every queued group's
+// start: five minutes, not muster serve's 10 s, since a replay steps through a month of
+// arrivals (a job's first prediction is then up to five minutes late).
+const SimForecastEvery = 5 * time.Minute
+
+// SimReservationEvery is how often the simulated engine plans the starving group's
+// nodes between two forecasts: where its reservation goes decides how long it and the
+// groups behind it wait.
+const SimReservationEvery = time.Minute
 
 // NewEngineWith is NewEngine with the given starvation threshold.
 func NewEngineWith(starve time.Duration) *engine.Engine {
@@ -44,7 +49,7 @@ func NewEngineWith(starve time.Duration) *engine.Engine {
 // NewEngineOrdered is NewEngineWith with the queue ordered by size (engine.SizeOrder).
 func NewEngineOrdered(starve time.Duration, order engine.SizeOrder) *engine.Engine {
 	e := engine.New(engine.Config{DefaultQueue: "default", Policy: lifecycle.DefaultPolicy(), StarvationThreshold: starve,
-		SizeOrder: order, ForecastEvery: SimForecastEvery})
+		SizeOrder: order, ForecastEvery: SimForecastEvery, ReservationEvery: SimReservationEvery})
 	e.SetQueue(engine.Queue{Queue: queue.Queue{Name: "default"}})
 	return e
 }
