@@ -4,8 +4,6 @@ import (
 	"iter"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/forecast"
 	"github.com/muster-sched/muster/internal/lifecycle"
@@ -111,7 +109,7 @@ func (e *Engine) planQueue(now time.Time) map[string]forecast.Start {
 			if req == nil {
 				req = cluster.PodRequests(m.Pod)
 			}
-			fg.Members = append(fg.Members, withoutPods(req))
+			fg.Members = append(fg.Members, req) // the forecast ignores its pods count
 		}
 		groups = append(groups, fg)
 		if len(groups) > forecastDepth {
@@ -130,12 +128,14 @@ func (e *Engine) planQueue(now time.Time) map[string]forecast.Start {
 		if !n.Ready() || n.Node.Spec.Unschedulable {
 			continue
 		}
-		free := n.Allocatable.Clone()
-		free.Sub(n.Requested)
-		nodes = append(nodes, forecast.Node{Name: n.Name(), Free: free})
+		// The forecast only reads them: no copy.
+		nodes = append(nodes, forecast.Node{Name: n.Name(), Free: n.Allocatable, Used: n.Requested})
 		for key := range n.Pods() {
 			g := e.groups[e.podGroup[key]]
-			if g == nil || !g.started || g.members[key] == nil || terminal(g.members[key]) {
+			if g == nil || !g.started {
+				continue
+			}
+			if p := g.members[key]; p == nil || terminal(p) {
 				continue
 			}
 			en, ok := ends[g]
@@ -221,15 +221,6 @@ func (e *Engine) endOf(g *group, now time.Time) end {
 	}
 	at, known := e.expectedEnd(g)
 	return end{at, known}
-}
-
-func withoutPods(r cluster.Resources) cluster.Resources {
-	if _, ok := r[corev1.ResourcePods]; !ok {
-		return r
-	}
-	c := r.Clone()
-	delete(c, corev1.ResourcePods)
-	return c
 }
 
 // Forecast returns when the queued groups' starts were last forecast (zero before the

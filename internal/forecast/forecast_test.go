@@ -153,35 +153,27 @@ func TestPlanNeverOvercommits(t *testing.T) {
 			}
 		}
 		// The cluster-wide totals that rule candidates out are the nodes' sums.
-		for k, tk := range p.times {
+		for k, tk := range p.total.at {
 			var sum int64
-			for _, np := range p.nodes {
+			for ni := range p.nodes {
 				a := make([]int64, 1)
-				np.availIn(tk, tk+1, a, make([]int64, 1))
+				p.nodes[ni].minIn(tk, tk+1, a)
 				sum += a[0]
 			}
-			if p.total[k][0] != sum {
-				rt.Fatalf("at %s: total %d free, the nodes have %d", time.Duration(tk-p.now), p.total[k][0], sum)
+			if p.total.level(k)[0] != sum {
+				rt.Fatalf("at %s: total %d free, the nodes have %d", time.Duration(tk-p.now), p.total.level(k)[0], sum)
 			}
 		}
 		// Every node's free capacity, and what is left of the quota, with every release
-		// and every take applied, stays at or above zero at every step.
+		// and every take applied, stays at or above zero throughout.
 		profiles := slices.Clone(p.nodes)
 		if qp := p.quotas["q"]; qp != nil {
 			profiles = append(profiles, qp.left)
 		}
-		for _, np := range profiles {
-			cur := np.free[0]
-			if cur < 0 {
-				rt.Fatalf("node %s: %d free now", np.name, cur)
-			}
-			for i, s := range np.steps {
-				cur += s.delta[0]
-				if i+1 < len(np.steps) && np.steps[i+1].at == s.at {
-					continue // steps at one instant apply together
-				}
-				if cur < 0 {
-					rt.Fatalf("node %s over-committed from %s: %d free", np.name, time.Duration(s.at-p.now), cur)
+		for i, l := range profiles {
+			for k, at := range l.at {
+				if v := l.level(k)[0]; v < 0 {
+					rt.Fatalf("profile %d over-committed from %s: %d free", i, time.Duration(at-p.now), v)
 				}
 			}
 		}
@@ -218,41 +210,37 @@ func BenchmarkPlan(b *testing.B) {
 // plainPlan is plan without its shortcuts: every candidate time, every node computed
 // afresh, the same packing.
 func (p *profile) plainPlan(g Group) (int64, bool) {
-	members := make([][]int64, len(g.Members))
-	need := make([]int64, len(p.dims))
+	d := len(p.dims)
+	members, need := make([]int64, len(g.Members)*d), make([]int64, d)
+	var order []int
 	for i, m := range g.Members {
-		members[i] = p.vector(m)
-		addTo(need, members[i], 1)
+		p.read(members[i*d:(i+1)*d], m, 1)
+		addTo(need, members[i*d:(i+1)*d], 1)
+		order = append(order, i)
 	}
-	lead := 0
-	for i := range need {
-		if need[i] > 0 && (need[lead] == 0 || cluster.IsExtended(p.dims[i]) && !cluster.IsExtended(p.dims[lead])) {
-			lead = i
-		}
-	}
-	slices.SortStableFunc(members, func(a, b []int64) int { return cmp.Compare(b[lead], a[lead]) })
-	for _, t := range p.times {
+	lead := leadOf(p.dims, need)
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(members[b*d+lead], members[a*d+lead]) })
+	for _, t := range p.total.at {
 		end := int64(never)
 		if g.Runtime > 0 {
 			end = t + int64(g.Runtime)
 		}
 		qp, charge := p.charge(g)
-		if qp != nil && !qp.fitsQuota(charge, t, end, make([]int64, len(charge)), make([]int64, len(charge))) {
+		if qp != nil && !qp.fitsQuota(charge, t, end, make([]int64, len(charge))) {
 			continue
 		}
-		avail := make([][]int64, len(p.nodes))
-		for ni, np := range p.nodes {
-			avail[ni] = make([]int64, len(p.dims))
-			np.availIn(t, end, avail[ni], make([]int64, len(p.dims)))
+		avail := make([]int64, len(p.nodes)*d)
+		for ni := range p.nodes {
+			p.nodes[ni].minIn(t, end, avail[ni*d:(ni+1)*d])
 		}
-		chosen := make([]int, len(members))
-		if !pack(members, avail, lead, chosen) {
+		chosen := make([]int, len(order))
+		if !pack(members, order, avail, d, lead, chosen) {
 			continue
 		}
-		for mi, ni := range chosen {
-			p.take(ni, t, end, members[mi])
+		for pos, ni := range chosen {
+			p.take(ni, t, end, members[order[pos]*d:(order[pos]+1)*d])
 		}
-		p.takeTotal(t, end, need)
+		p.total.take(t, end, need)
 		qp.takeQuota(charge, t, end)
 		return t, true
 	}
