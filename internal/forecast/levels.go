@@ -1,5 +1,7 @@
 package forecast
 
+import "slices"
+
 // levels is a resource vector over time, kept as the value in force between each two
 // instants at which it changes rather than as the changes themselves: what is free
 // throughout a window is then the least of the window's levels, without adding up
@@ -37,13 +39,22 @@ func (l *levels) index(t int64) int {
 
 // minIn writes into dst the least of each dimension throughout [t, end).
 func (l *levels) minIn(t, end int64, dst []int64) {
-	k := l.index(t)
+	l.minFrom(l.index(t), end, dst)
+}
+
+// minFrom writes into dst the least of each dimension from level k until end.
+func (l *levels) minFrom(k int, end int64, dst []int64) {
 	copy(dst, l.level(k))
 	for k++; k < len(l.at) && l.at[k] < end; k++ {
 		for i, v := range l.level(k) {
 			dst[i] = min(dst[i], v)
 		}
 	}
+}
+
+// negative reports whether some level is below zero in some dimension.
+func (l *levels) negative() bool {
+	return slices.ContainsFunc(l.vals, func(v int64) bool { return v < 0 })
 }
 
 // split makes t, which is after at[0], an instant of l, with the level in force before

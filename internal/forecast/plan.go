@@ -23,8 +23,6 @@ type work struct {
 	roomOf  []int
 	dirty   []bool
 	touched []int
-	// window is the deque of time indexes of the least total in the window.
-	window []int
 	// members holds the group's members' requests, flat; order are their indexes,
 	// largest first in the lead dimension, and chosen the node of each in that order.
 	members       []int64
@@ -156,24 +154,21 @@ func (s *search) quotaOnly() (int64, []string, string) {
 func (s *search) run(tries int) (int64, []string, string) {
 	p, w, d, lead := s.p, s.w, len(s.p.dims), s.lead
 	times, total, need := p.total.at, p.total.vals, w.need
-	// The window [t, end) slides forward with t: the least total of the lead dimension
-	// in it is kept in a monotonic deque of time indexes (window minimum).
-	window := w.window[:0]
-	defer func() { w.window = window }()
-	j, tried, head := 0, 0, 0 // the deque is window[head:]
-	for i, t := range times {
+	// A candidate whose window [t, end) holds a time at which the nodes have less than
+	// need of the lead dimension in all is ruled out, whatever the nodes, and so is
+	// every later candidate up to that time: clear is the first time index, from i on,
+	// not known to leave enough in all. Each index is compared once.
+	tried, clear := 0, 0
+	for i := 0; i < len(times); i++ {
+		t := times[i]
 		end := s.endOf(t)
-		for ; j < len(times) && times[j] < end; j++ {
-			for len(window) > head && total[window[len(window)-1]*d+lead] >= total[j*d+lead] {
-				window = window[:len(window)-1]
-			}
-			window = append(window, j)
+		clear = max(clear, i)
+		for clear < len(times) && times[clear] < end && total[clear*d+lead] >= need[lead] {
+			clear++
 		}
-		for window[head] < i {
-			head++
-		}
-		if total[window[head]*d+lead] < need[lead] {
-			continue // not enough of it free in all, whatever the nodes
+		if clear < len(times) && times[clear] < end {
+			i = clear // and on past it
+			continue
 		}
 		if !s.qp.fitsQuota(s.charge, t, end, s.quotaLeft) {
 			continue // its queue's quota is not enough then, whatever the nodes
@@ -227,10 +222,20 @@ func (s *search) refresh(t, end int64) {
 	s.lastEnd = end
 }
 
+// refreshNode brings node ni's avail and roomOf to the window [t, end).
 func (s *search) refreshNode(ni int, t, end int64) {
-	d := len(s.p.dims)
+	d, l := len(s.p.dims), &s.p.nodes[ni]
 	avail := s.w.avail[ni*d : (ni+1)*d]
-	s.p.nodes[ni].minIn(t, end, avail)
+	k := l.index(t)
+	if v := l.vals[k*d+s.lead]; v < s.smallest && !s.p.overcommitted[ni] {
+		// Short of the smallest member at t, it has room for none in the window, and
+		// fits no member; its least in the window, between zero and v, does not matter.
+		// Most nodes are full at most candidates: this spares the window's levels. The
+		// node stays short as long as it has no instant the window moves over.
+		avail[s.lead], s.w.roomOf[ni] = v, 0
+		return
+	}
+	l.minFrom(k, end, avail)
 	if s.smallest > 0 {
 		s.w.roomOf[ni] = int(avail[s.lead] / s.smallest)
 	}

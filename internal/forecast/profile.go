@@ -19,6 +19,10 @@ type profile struct {
 	// names and nodes are the nodes' names, sorted, and their free capacity over time.
 	names []string
 	nodes []levels
+	// overcommitted marks the nodes with less than nothing free at some time when the
+	// profile was built (pods that are not muster's may ask for more than allocatable).
+	// The others never go below zero: a take takes only what is free throughout.
+	overcommitted []bool
 	// total is what all nodes have free together over time, to rule candidates out
 	// before nodes are looked at; its instants are those at which some node's free
 	// capacity or some quota changes, from now on: the candidate starts.
@@ -188,6 +192,10 @@ func (p *profile) buildNodes(free []int64, later []release, deltas []int64) {
 			l.vals = append(l.vals, l.vals[len(l.vals)-d:]...)
 		}
 		addTo(l.vals[len(l.vals)-d:], deltas[r.slot*d:(r.slot+1)*d], 1)
+	}
+	p.overcommitted = make([]bool, n)
+	for ni := range p.nodes {
+		p.overcommitted[ni] = p.nodes[ni].negative()
 	}
 }
 
