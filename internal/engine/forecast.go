@@ -4,6 +4,8 @@ import (
 	"iter"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/forecast"
 	"github.com/muster-sched/muster/internal/lifecycle"
@@ -39,6 +41,39 @@ type forecastState struct {
 	// nodes holds, by key, the nodes the latest forecast planned each group on: where a
 	// starving group's reservation goes (PlannedNodes).
 	nodes map[string][]string
+	// pods holds what the forecasts read of each node's pods, kept while the node's
+	// generation stays the same (see membersOn); pass counts the forecasts, to drop the
+	// nodes one did not read.
+	pods map[*cluster.NodeInfo]*nodePods
+	pass uint64
+	// nodesBuf and releasesBuf are the inputs of the last forecast, whose backing
+	// arrays the next reuses (forecast.Plan keeps neither); reads is what a forecast
+	// reads of each group with members on the nodes, cleared after it, kept for its
+	// buckets.
+	nodesBuf    []forecast.Node
+	releasesBuf []forecast.Release
+	reads       map[*group]groupRead
+}
+
+// nodePods is what a forecast read of a node's pods, at the node's generation gen.
+type nodePods struct {
+	gen, pass uint64
+	members   []memberOn
+}
+
+// memberOn is a member of a group on a node: its group, its member object and requests.
+type memberOn struct {
+	group    *group
+	pod      *corev1.Pod
+	requests cluster.Resources
+}
+
+// groupRead is what a forecast reads of a group with members on the nodes, once: live
+// says it is still the engine's group under its key and started; end is then when it
+// is expected to give its capacity back.
+type groupRead struct {
+	live bool
+	end  end
 }
 
 // refreshForecast plans the queued groups again when the last forecast is stale and at
@@ -119,41 +154,98 @@ func (e *Engine) planQueue(now time.Time) map[string]forecast.Start {
 	if len(groups) == 0 {
 		return map[string]forecast.Start{}
 	}
-	var nodes []forecast.Node
-	var releases []forecast.Release
+	f := &e.forecast
+	f.pass++
+	nodes, releases := f.nodesBuf[:0], f.releasesBuf[:0]
 	// What each group's members release, and when, from the pods the snapshot counts on
 	// the nodes: bound, or being bound by the engine.
-	ends := map[*group]end{}
+	if f.reads == nil {
+		f.reads = map[*group]groupRead{}
+	}
+	reads := f.reads
 	for _, n := range e.snap.Nodes() {
 		if !n.Ready() || n.Node.Spec.Unschedulable {
 			continue
 		}
 		// The forecast only reads them: no copy.
 		nodes = append(nodes, forecast.Node{Name: n.Name(), Free: n.Allocatable, Used: n.Requested})
-		for key := range n.Pods() {
-			g := e.groups[e.podGroup[key]]
-			if g == nil || !g.started {
+		for _, m := range e.membersOn(n) {
+			if terminal(m.pod) {
 				continue
 			}
-			if p := g.members[key]; p == nil || terminal(p) {
-				continue
-			}
-			en, ok := ends[g]
+			r, ok := reads[m.group]
 			if !ok {
-				en = e.endOf(g, now)
-				ends[g] = en
+				r = e.readGroup(m.group, now)
+				reads[m.group] = r
 			}
-			if en.known { // else its capacity does not come back in the forecast
-				releases = append(releases, forecast.Release{Node: n.Name(), Resources: g.requests[key], At: en.at})
+			if r.live && r.end.known { // else its capacity does not come back in the forecast
+				releases = append(releases, forecast.Release{Node: n.Name(), Resources: m.requests, At: r.end.at})
 			}
 		}
 	}
+	f.dropUnread()
 	out := make(map[string]forecast.Start, len(groups))
-	quotas := e.quotaOutlook(now, groups, ends)
+	quotas := e.quotaOutlook(now, groups, reads)
 	for _, s := range forecast.Plan(now, nodes, releases, quotas, groups, forecast.Options{Depth: forecastDepth, Tries: forecastTries}) {
 		out[s.Key] = s
 	}
+	clear(nodes)
+	clear(releases)
+	clear(reads)
+	f.nodesBuf, f.releasesBuf = nodes, releases
 	return out
+}
+
+// membersOn returns the members of groups among the pods the snapshot counts on node
+// n, with their groups, member objects and requests as they were when the node last
+// changed: a forecast reads every pod on every node, and few nodes change between two
+// forecasts. The node's generation moves on with every change of its pods, and a pod's
+// group, member object and requests change only with its SetPod or RemovePod, which
+// change the snapshot's record of it, and so its node: the pods the snapshot counts at
+// a forecast are bound, since placements revert what they assume within the admission
+// pass. A group dropped or replaced since, which leaves the nodes alone, is not live
+// (readGroup).
+func (e *Engine) membersOn(n *cluster.NodeInfo) []memberOn {
+	f := &e.forecast
+	c := f.pods[n]
+	if c == nil {
+		if f.pods == nil {
+			f.pods = map[*cluster.NodeInfo]*nodePods{}
+		}
+		c = &nodePods{}
+		f.pods[n] = c
+	}
+	c.pass = f.pass
+	if c.gen == n.Generation() && c.gen != 0 {
+		return c.members
+	}
+	c.gen, c.members = n.Generation(), c.members[:0]
+	for key := range n.Pods() {
+		if g := e.groups[e.podGroup[key]]; g != nil && g.members[key] != nil {
+			c.members = append(c.members, memberOn{group: g, pod: g.members[key], requests: g.requests[key]})
+		}
+	}
+	return c.members
+}
+
+// readGroup reads g for the forecast: whether it is still the group the engine keeps
+// under its key and started, and then its expected end. A group leaves the engine only
+// once it has no member left, and members are added to the group under its key: a group
+// with a member is the engine's, without looking its key up.
+func (e *Engine) readGroup(g *group, now time.Time) groupRead {
+	if len(g.members) == 0 || !g.started {
+		return groupRead{}
+	}
+	return groupRead{live: true, end: e.endOf(g, now)}
+}
+
+// dropUnread forgets the nodes the forecast did not read: gone, or not taking pods.
+func (f *forecastState) dropUnread() {
+	for n, c := range f.pods {
+		if c.pass != f.pass {
+			delete(f.pods, n)
+		}
+	}
 }
 
 // forecastable reports whether the forecast plans a queued group: it waits for room, or
@@ -175,8 +267,8 @@ func (e *Engine) forecastable(g *group) bool {
 
 // quotaOutlook is the quota of each queue of groups that has one the forecast can
 // follow: what is left now, and what each admitted group gives back when it is expected
-// to end (ends holds those already known, by group).
-func (e *Engine) quotaOutlook(now time.Time, groups []forecast.Group, ends map[*group]end) []forecast.Quota {
+// to end (reads holds those already known, by group).
+func (e *Engine) quotaOutlook(now time.Time, groups []forecast.Group, reads map[*group]groupRead) []forecast.Quota {
 	var out []forecast.Quota
 	seen := map[string]bool{}
 	for _, fg := range groups {
@@ -194,8 +286,9 @@ func (e *Engine) quotaOutlook(now time.Time, groups []forecast.Group, ends map[*
 			if g == nil {
 				continue
 			}
-			en, ok := ends[g]
-			if !ok {
+			r := reads[g]
+			en := r.end
+			if !r.live {
 				en = e.endOf(g, now)
 			}
 			if en.known {
