@@ -25,6 +25,14 @@ func (l *levels) level(k int) []int64 {
 // index is the index of the level in force at t, which is not before at[0]. Written
 // out rather than with sort.Search: it runs for every node and candidate.
 func (l *levels) index(t int64) int {
+	if len(l.at) <= 8 {
+		// A node has a few instants: a scan is cheaper than a binary search.
+		k := 0
+		for k+1 < len(l.at) && l.at[k+1] <= t {
+			k++
+		}
+		return k
+	}
 	lo, hi := 0, len(l.at)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)

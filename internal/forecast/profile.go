@@ -59,7 +59,7 @@ func newProfile(now time.Time, nodes []Node, releases []Release, groups []Group)
 	free := p.addNodes(nodes)
 	// Releases at or before now are free now; the rest, by time, are the nodes'
 	// instants and the cluster's.
-	var later []release
+	later := make([]release, 0, len(releases))
 	deltas := make([]int64, len(releases)*d)
 	last := -1
 	for i, r := range releases {
@@ -79,6 +79,12 @@ func newProfile(now time.Time, nodes []Node, releases []Release, groups []Group)
 	slices.SortFunc(later, func(a, b release) int {
 		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.node, b.node))
 	})
+	// Each member planned adds at most two events.
+	members := 0
+	for _, g := range groups {
+		members += len(g.Members)
+	}
+	p.events = make([]event, 0, len(later)+2*members)
 	p.buildTotal(free, later, deltas)
 	p.buildNodes(free, later, deltas)
 	return p
