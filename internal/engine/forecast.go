@@ -53,6 +53,11 @@ type forecastState struct {
 	nodesBuf    []forecast.Node
 	releasesBuf []forecast.Release
 	reads       map[*group]groupRead
+	// groupsBuf and membersBuf are the groups the last forecast planned, and their
+	// members' requests, kept likewise; planner keeps the forecast's own memory.
+	groupsBuf  []forecast.Group
+	membersBuf []cluster.Resources
+	planner    forecast.Planner
 }
 
 // nodePods is what a forecast read of a node's pods, at the node's generation gen.
@@ -131,38 +136,66 @@ func movedStart(old, cur forecast.Start, now time.Time) bool {
 // order, on the capacity free now and what the running groups release when they are
 // expected to end.
 func (e *Engine) planQueue(now time.Time) map[string]forecast.Start {
-	var groups []forecast.Group
+	f := &e.forecast
+	groups := e.queuedGroups()
+	if len(groups) == 0 {
+		return map[string]forecast.Start{}
+	}
+	if f.reads == nil {
+		f.reads = map[*group]groupRead{}
+	}
+	nodes, releases := e.releases(now, f.reads)
+	out := make(map[string]forecast.Start, len(groups))
+	quotas := e.quotaOutlook(now, groups, f.reads)
+	for _, s := range f.planner.Plan(now, nodes, releases, quotas, groups, forecast.Options{Depth: forecastDepth, Tries: forecastTries}) {
+		out[s.Key] = s
+	}
+	// The inputs' arrays are kept for the next forecast, without what they point to.
+	clear(nodes)
+	clear(releases)
+	clear(groups)
+	clear(f.membersBuf)
+	clear(f.reads)
+	f.nodesBuf, f.releasesBuf, f.groupsBuf = nodes, releases, groups
+	return out
+}
+
+// queuedGroups returns the queued groups the forecast plans, in queue order: those
+// waiting for room, and those preempting others, which take what their victims release.
+func (e *Engine) queuedGroups() []forecast.Group {
+	f := &e.forecast
+	groups, members := f.groupsBuf[:0], f.membersBuf[:0]
 	for ent := range e.queue.InOrder() {
 		g := e.groups[ent.Key]
-		// A group preempting others is planned too: it takes what its victims release.
 		if g == nil || !e.forecastable(g) && e.preempting[ent.Key] == nil {
 			continue
 		}
 		fg := forecast.Group{Key: ent.Key, Runtime: ent.Runtime, Queue: ent.Queue, Charge: e.queue.LeastCharge(ent.Key)}
+		from := len(members)
 		for _, m := range ent.Group.Members[:min(ent.Group.MinMember, len(ent.Group.Members))] {
 			req := m.Requests
 			if req == nil {
 				req = cluster.PodRequests(m.Pod)
 			}
-			fg.Members = append(fg.Members, req) // the forecast ignores its pods count
+			members = append(members, req) // the forecast ignores its pods count
 		}
+		fg.Members = members[from:len(members):len(members)]
 		groups = append(groups, fg)
 		if len(groups) > forecastDepth {
 			break // the rest are unknown for the same reason
 		}
 	}
-	if len(groups) == 0 {
-		return map[string]forecast.Start{}
-	}
+	f.membersBuf = members
+	return groups
+}
+
+// releases returns the nodes that take pods, and what each group's members release
+// there, and when, from the pods the snapshot counts on the nodes: bound, or being
+// bound by the engine. reads receives what was read of each group.
+func (e *Engine) releases(now time.Time, reads map[*group]groupRead) ([]forecast.Node, []forecast.Release) {
 	f := &e.forecast
 	f.pass++
 	nodes, releases := f.nodesBuf[:0], f.releasesBuf[:0]
-	// What each group's members release, and when, from the pods the snapshot counts on
-	// the nodes: bound, or being bound by the engine.
-	if f.reads == nil {
-		f.reads = map[*group]groupRead{}
-	}
-	reads := f.reads
 	for _, n := range e.snap.Nodes() {
 		if !n.Ready() || n.Node.Spec.Unschedulable {
 			continue
@@ -184,16 +217,7 @@ func (e *Engine) planQueue(now time.Time) map[string]forecast.Start {
 		}
 	}
 	f.dropUnread()
-	out := make(map[string]forecast.Start, len(groups))
-	quotas := e.quotaOutlook(now, groups, reads)
-	for _, s := range forecast.Plan(now, nodes, releases, quotas, groups, forecast.Options{Depth: forecastDepth, Tries: forecastTries}) {
-		out[s.Key] = s
-	}
-	clear(nodes)
-	clear(releases)
-	clear(reads)
-	f.nodesBuf, f.releasesBuf = nodes, releases
-	return out
+	return nodes, releases
 }
 
 // membersOn returns the members of groups among the pods the snapshot counts on node

@@ -80,7 +80,21 @@ const never = math.MaxInt64
 // nodes with releases, within the quotas of their queues. It returns one Start per
 // group, in the same order.
 func Plan(now time.Time, nodes []Node, releases []Release, quotas []Quota, groups []Group, opts Options) []Start {
-	p := newProfile(now, nodes, releases, groups)
+	var pl Planner
+	return pl.Plan(now, nodes, releases, quotas, groups, opts)
+}
+
+// Planner plans as Plan does, in the memory of its last plan: a scheduler forecasts its
+// queue every few seconds, on much the same nodes. The zero Planner is ready to use; it
+// is not safe for concurrent use, and keeps none of its arguments.
+type Planner struct {
+	p profile
+}
+
+// Plan is Plan in the planner's memory.
+func (pl *Planner) Plan(now time.Time, nodes []Node, releases []Release, quotas []Quota, groups []Group, opts Options) []Start {
+	p := &pl.p
+	p.reset(now, nodes, releases, groups)
 	p.addQuotas(quotas)
 	out := make([]Start, len(groups))
 	for i, g := range groups {

@@ -3,6 +3,7 @@ package forecast
 import (
 	"cmp"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -104,6 +105,8 @@ func TestPlan(t *testing.T) {
 // instant where anything changes, that no node is given more than it has free then,
 // and that every group found a start no earlier than now.
 func TestPlanNeverOvercommits(t *testing.T) {
+	// One planner for every run: what it kept of the last must not show in the next.
+	var planner Planner
 	rapid.Check(t, func(rt *rapid.T) {
 		nNodes := rapid.IntRange(1, 4).Draw(rt, "nodes")
 		var nodes []Node
@@ -122,8 +125,12 @@ func TestPlanNeverOvercommits(t *testing.T) {
 			groups = append(groups, gang(fmt.Sprintf("g%d", i), rapid.IntRange(1, 3).Draw(rt, "members"),
 				rapid.Int64Range(1, 8).Draw(rt, "each"), time.Duration(rapid.IntRange(0, 3).Draw(rt, "hours"))*time.Hour))
 		}
-		// Half the runs put the groups in a queue with a quota: what is left now, and
-		// what admitted groups give back.
+		// The groups are in queue q; half the runs give it a quota: what is left now,
+		// and what admitted groups give back.
+		for i := range groups {
+			groups[i].Queue = "q"
+			groups[i].Charge = gpus(int64(len(groups[i].Members)) * groups[i].Members[0][gpu])
+		}
 		var quotas []Quota
 		if rapid.Bool().Draw(rt, "quota") {
 			q := Quota{Queue: "q", Free: gpus(rapid.Int64Range(0, 12).Draw(rt, "quotaLeft"))}
@@ -132,10 +139,9 @@ func TestPlanNeverOvercommits(t *testing.T) {
 					Resources: gpus(rapid.Int64Range(1, 8).Draw(rt, "qr"))})
 			}
 			quotas = append(quotas, q)
-			for i := range groups {
-				groups[i].Queue = "q"
-				groups[i].Charge = gpus(int64(len(groups[i].Members)) * groups[i].Members[0][gpu])
-			}
+		}
+		if got, want := planner.Plan(t0, nodes, releases, quotas, groups, Options{}), Plan(t0, nodes, releases, quotas, groups, Options{}); !reflect.DeepEqual(got, want) {
+			rt.Fatalf("a planner reused plans\n%v\na new one\n%v", got, want)
 		}
 		p := newProfile(t0, nodes, releases, groups)
 		p.addQuotas(quotas)

@@ -32,8 +32,7 @@ type work struct {
 
 func (p *profile) scratchSpace() *work {
 	w := &p.work
-	if w.avail == nil {
-		n, d := len(p.nodes), len(p.dims)
+	if n, d := len(p.nodes), len(p.dims); len(w.avail) != n*d || len(w.roomOf) != n || len(w.need) != d {
 		*w = work{avail: make([]int64, n*d), packing: make([]int64, n*d), roomOf: make([]int, n), dirty: make([]bool, n),
 			need: make([]int64, d)}
 	}

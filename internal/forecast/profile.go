@@ -38,6 +38,12 @@ type profile struct {
 	// quotas are the queues' quotas over time, by queue: each a profile of its own
 	// dimensions, the resources the quota lists.
 	quotas map[string]*quotaProfile
+	// buf holds the arrays reset works in, kept for the next forecast (Planner).
+	buf struct {
+		free, deltas, at, vals []int64
+		later                  []release
+		count                  []int
+	}
 }
 
 // event says node (an index into profile.nodes) changes at at.
@@ -54,13 +60,23 @@ type release struct {
 }
 
 func newProfile(now time.Time, nodes []Node, releases []Release, groups []Group) *profile {
-	p := &profile{now: now.UnixNano(), dims: dimsOf(groups)}
+	p := &profile{}
+	p.reset(now, nodes, releases, groups)
+	return p
+}
+
+// reset makes p the profile of nodes with releases, for groups, at now, in the arrays
+// of its last forecast where they are large enough.
+func (p *profile) reset(now time.Time, nodes []Node, releases []Release, groups []Group) {
+	p.now, p.dims = now.UnixNano(), dimsOf(p.dims[:0], groups)
+	clear(p.quotas)
 	d := len(p.dims)
 	free := p.addNodes(nodes)
 	// Releases at or before now are free now; the rest, by time, are the nodes'
 	// instants and the cluster's.
-	later := make([]release, 0, len(releases))
-	deltas := make([]int64, len(releases)*d)
+	later := p.buf.later[:0]
+	deltas := resize(p.buf.deltas, len(releases)*d)
+	p.buf.later, p.buf.deltas = later, deltas
 	last := -1
 	for i, r := range releases {
 		if last < 0 || p.names[last] != r.Node {
@@ -76,6 +92,7 @@ func newProfile(now time.Time, nodes []Node, releases []Release, groups []Group)
 			addTo(free[last*d:(last+1)*d], delta, 1)
 		}
 	}
+	p.buf.later = later
 	slices.SortFunc(later, func(a, b release) int {
 		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.node, b.node))
 	})
@@ -84,16 +101,24 @@ func newProfile(now time.Time, nodes []Node, releases []Release, groups []Group)
 	for _, g := range groups {
 		members += len(g.Members)
 	}
-	p.events = make([]event, 0, len(later)+2*members)
+	p.events = slices.Grow(p.events[:0], len(later)+2*members)
 	p.buildTotal(free, later, deltas)
 	p.buildNodes(free, later, deltas)
-	return p
 }
 
-// dimsOf is the resources groups' members ask for, but pods, sorted: the profile's
-// dimensions. A node's pod count is left to the placement.
-func dimsOf(groups []Group) []corev1.ResourceName {
-	var dims []corev1.ResourceName
+// resize returns s with length n, zeroed, in its array if it is large enough.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// dimsOf appends to dims the resources groups' members ask for, but pods, sorted: the
+// profile's dimensions. A node's pod count is left to the placement.
+func dimsOf(dims []corev1.ResourceName, groups []Group) []corev1.ResourceName {
 	for _, g := range groups {
 		for _, m := range g.Members {
 			for name := range m {
@@ -116,10 +141,11 @@ func (p *profile) addNodes(nodes []Node) []int64 {
 		slices.SortStableFunc(nodes, byName)
 	}
 	d := len(p.dims)
-	free := make([]int64, len(nodes)*d)
-	p.names = make([]string, len(nodes))
+	free := resize(p.buf.free, len(nodes)*d)
+	p.buf.free = free
+	p.names = p.names[:0]
 	for i, n := range nodes {
-		p.names[i] = n.Name
+		p.names = append(p.names, n.Name)
 		p.read(free[i*d:(i+1)*d], n.Free, 1)
 		p.read(free[i*d:(i+1)*d], n.Used, -1)
 	}
@@ -148,7 +174,7 @@ func (p *profile) read(dst []int64, r cluster.Resources, sign int64) {
 // later releases, by time, and the most the nodes will have free in all.
 func (p *profile) buildTotal(free []int64, later []release, deltas []int64) {
 	d := len(p.dims)
-	p.total = levels{d: d, at: []int64{p.now}, vals: make([]int64, d, (len(later)+1)*d)}
+	p.total = levels{d: d, at: append(p.total.at[:0], p.now), vals: resize(p.total.vals, d)}
 	for ni := range p.names {
 		addTo(p.total.vals, free[ni*d:(ni+1)*d], 1)
 	}
@@ -159,7 +185,7 @@ func (p *profile) buildTotal(free []int64, later []release, deltas []int64) {
 		}
 		addTo(p.total.vals[len(p.total.vals)-d:], deltas[r.slot*d:(r.slot+1)*d], 1)
 	}
-	p.capacity = slices.Clone(p.total.vals[len(p.total.vals)-d:])
+	p.capacity = append(p.capacity[:0], p.total.vals[len(p.total.vals)-d:]...)
 }
 
 // buildNodes sets each node's levels, from what it has free now and the later
@@ -168,7 +194,8 @@ func (p *profile) buildTotal(free []int64, later []release, deltas []int64) {
 func (p *profile) buildNodes(free []int64, later []release, deltas []int64) {
 	d, n := len(p.dims), len(p.names)
 	// count[ni] is node ni's instants, then where they start in the backing slices.
-	count := make([]int, n+1)
+	count := resize(p.buf.count, n+1)
+	p.buf.count = count
 	for i, r := range later {
 		if i == 0 || later[i-1].at != r.at || later[i-1].node != r.node {
 			count[r.node]++
@@ -182,8 +209,9 @@ func (p *profile) buildNodes(free []int64, later []release, deltas []int64) {
 		start += c
 	}
 	count[n] = start
-	at, vals := make([]int64, start), make([]int64, start*d)
-	p.nodes = make([]levels, n)
+	at, vals := resize(p.buf.at, start), resize(p.buf.vals, start*d)
+	p.buf.at, p.buf.vals = at, vals
+	p.nodes = resize(p.nodes, n)
 	for ni := range p.nodes {
 		lo, hi := count[ni], count[ni+1]
 		at[lo] = p.now
@@ -199,7 +227,7 @@ func (p *profile) buildNodes(free []int64, later []release, deltas []int64) {
 		}
 		addTo(l.vals[len(l.vals)-d:], deltas[r.slot*d:(r.slot+1)*d], 1)
 	}
-	p.overcommitted = make([]bool, n)
+	p.overcommitted = resize(p.overcommitted, n)
 	for ni := range p.nodes {
 		p.overcommitted[ni] = p.nodes[ni].negative()
 	}
