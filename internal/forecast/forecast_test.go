@@ -289,3 +289,36 @@ func TestPlanNodes(t *testing.T) {
 		t.Errorf("planned at %s on %v, want 1h0m0s on [b c]", got[0].At.Sub(t0), got[0].Nodes)
 	}
 }
+
+// TestPlanFromTheLastGroupsWindow plans queues of groups alike, whose searches start
+// from the window the last one left the nodes at (fromKept), and checks each start
+// against a plain search.
+func TestPlanFromTheLastGroupsWindow(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		var nodes []Node
+		var releases []Release
+		for i := range rapid.IntRange(1, 6).Draw(rt, "nodes") {
+			name := fmt.Sprintf("n%d", i)
+			nodes = append(nodes, Node{Name: name, Free: gpus(rapid.Int64Range(0, 4).Draw(rt, "free"))})
+			for j := range rapid.IntRange(0, 4).Draw(rt, "releases") {
+				releases = append(releases, Release{Node: name, At: at(float64(rapid.IntRange(0, 12).Draw(rt, fmt.Sprint("at", j)))),
+					Resources: gpus(rapid.Int64Range(1, 4).Draw(rt, "r"))})
+			}
+		}
+		each := rapid.Int64Range(1, 2).Draw(rt, "each")
+		var groups []Group
+		// Groups that end leave dips in the nodes' capacity, which the window's end
+		// moves over.
+		for i := range rapid.IntRange(2, 24).Draw(rt, "groups") {
+			groups = append(groups, gang(fmt.Sprintf("g%d", i), rapid.IntRange(1, 2).Draw(rt, "members"), each,
+				time.Duration(rapid.IntRange(1, 8).Draw(rt, "hours"))*time.Hour))
+		}
+		p, ref := newProfile(t0, nodes, releases, groups), newProfile(t0, nodes, releases, groups)
+		for _, g := range groups {
+			at, _, why := p.plan(g, 0)
+			if want, ok := ref.plainPlan(g); ok != (why == "") || ok && want != at {
+				rt.Fatalf("%s: planned at %s (%q), a plain search finds %s (%v)", g.Key, time.Duration(at-p.now), why, time.Duration(want-p.now), ok)
+			}
+		}
+	})
+}

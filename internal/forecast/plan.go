@@ -28,6 +28,21 @@ type work struct {
 	members       []int64
 	order, chosen []int
 	need          []int64
+	// kept is the window avail and roomOf were last brought to, which the next group
+	// starts from if it packs by the same lead dimension and smallest member; taken are
+	// the nodes planned on since.
+	kept  keptWindow
+	taken []int
+}
+
+// keptWindow is a window avail and roomOf hold, for a lead dimension and a smallest
+// member, with the room it left; the zero keptWindow holds none.
+type keptWindow struct {
+	valid    bool
+	lead     int
+	smallest int64
+	t, end   int64
+	room     int
 }
 
 func (p *profile) scratchSpace() *work {
@@ -197,11 +212,14 @@ func (s *search) run(tries int) (int64, []string, string) {
 func (s *search) refresh(t, end int64) {
 	p, w := s.p, s.w
 	if !s.computed {
-		s.room = 0
-		for ni := range p.nodes {
-			s.refreshNode(ni, t, end)
-			s.room += w.roomOf[ni]
+		if !s.fromKept(t, end) {
+			s.room = 0
+			for ni := range p.nodes {
+				s.refreshNode(ni, t, end)
+				s.room += w.roomOf[ni]
+			}
 		}
+		w.taken = w.taken[:0]
 		s.computed = true
 		s.fromT, s.fromEnd = p.firstEvent(t), p.firstEvent(end-1)
 	} else {
@@ -219,6 +237,54 @@ func (s *search) refresh(t, end int64) {
 		w.touched = touched
 	}
 	s.lastEnd = end
+	w.kept = keptWindow{valid: true, lead: s.lead, smallest: s.smallest, t: t, end: end, room: s.room}
+}
+
+// fromKept brings avail and room to the window [t, end) from the window the last
+// group's search left them at, and reports whether it could: the groups of a queue
+// are much alike, and a node keeps what it has free throughout unless it has an instant
+// the window moved over or was planned on since. It cannot when the last group packed
+// by another lead dimension or smallest member, or when the windows are far enough
+// apart that computing every node is cheaper.
+func (s *search) fromKept(t, end int64) bool {
+	p, w, k := s.p, s.w, s.w.kept
+	if !k.valid || k.lead != s.lead || k.smallest != s.smallest || s.smallest <= 0 {
+		return false
+	}
+	// The events at which the window's start moved, (min, max] of the two starts, and
+	// those its end moved over, the same of the two ends less one.
+	a0, a1 := p.firstEvent(min(k.t, t)), p.firstEvent(max(k.t, t))
+	b0, b1 := 0, 0
+	if k.end != never || end != never {
+		b0, b1 = p.firstEvent(min(k.end, end)-1), p.firstEvent(max(k.end, end)-1)
+	}
+	if a1-a0+b1-b0+len(w.taken) > len(p.nodes) {
+		return false
+	}
+	touched := w.touched[:0]
+	mark := func(ni int) {
+		if !w.dirty[ni] {
+			w.dirty[ni] = true
+			touched = append(touched, ni)
+		}
+	}
+	for _, ni := range w.taken {
+		mark(ni)
+	}
+	for _, r := range [][2]int{{a0, a1}, {b0, b1}} {
+		for _, e := range p.events[r[0]:r[1]] {
+			mark(e.node)
+		}
+	}
+	s.room = k.room
+	for _, ni := range touched {
+		w.dirty[ni] = false
+		s.room -= w.roomOf[ni]
+		s.refreshNode(ni, t, end)
+		s.room += w.roomOf[ni]
+	}
+	w.touched = touched
+	return true
 }
 
 // refreshNode brings node ni's avail and roomOf to the window [t, end).
@@ -250,6 +316,7 @@ func (s *search) take(t, end int64) []string {
 		p.take(ni, t, end, w.members[m*d:(m+1)*d])
 		nodes = append(nodes, p.names[ni])
 	}
+	w.taken = append(w.taken, w.chosen...)
 	p.total.take(t, end, w.need)
 	s.qp.takeQuota(s.charge, t, end)
 	slices.Sort(nodes)

@@ -70,6 +70,7 @@ func newProfile(now time.Time, nodes []Node, releases []Release, groups []Group)
 func (p *profile) reset(now time.Time, nodes []Node, releases []Release, groups []Group) {
 	p.now, p.dims = now.UnixNano(), dimsOf(p.dims[:0], groups)
 	clear(p.quotas)
+	p.work.kept, p.work.taken = keptWindow{}, p.work.taken[:0]
 	d := len(p.dims)
 	free := p.addNodes(nodes)
 	// Releases at or before now are free now; the rest, by time, are the nodes'
