@@ -75,7 +75,7 @@ func (p *profile) reset(now time.Time, nodes []Node, releases []Release, groups 
 	free := p.addNodes(nodes)
 	// Releases at or before now are free now; the rest, by time, are the nodes'
 	// instants and the cluster's.
-	later := p.buf.later[:0]
+	later := slices.Grow(p.buf.later[:0], len(releases))
 	deltas := resize(p.buf.deltas, len(releases)*d)
 	p.buf.later, p.buf.deltas = later, deltas
 	last := -1
@@ -144,7 +144,7 @@ func (p *profile) addNodes(nodes []Node) []int64 {
 	d := len(p.dims)
 	free := resize(p.buf.free, len(nodes)*d)
 	p.buf.free = free
-	p.names = p.names[:0]
+	p.names = slices.Grow(p.names[:0], len(nodes))
 	for i, n := range nodes {
 		p.names = append(p.names, n.Name)
 		p.read(free[i*d:(i+1)*d], n.Free, 1)
@@ -175,7 +175,8 @@ func (p *profile) read(dst []int64, r cluster.Resources, sign int64) {
 // later releases, by time, and the most the nodes will have free in all.
 func (p *profile) buildTotal(free []int64, later []release, deltas []int64) {
 	d := len(p.dims)
-	p.total = levels{d: d, at: append(p.total.at[:0], p.now), vals: resize(p.total.vals, d)}
+	p.total = levels{d: d, at: append(slices.Grow(p.total.at[:0], len(later)+1), p.now),
+		vals: resize(slices.Grow(p.total.vals[:0], (len(later)+1)*d), d)}
 	for ni := range p.names {
 		addTo(p.total.vals, free[ni*d:(ni+1)*d], 1)
 	}
