@@ -49,6 +49,23 @@ type forecastState struct {
 	// nodes holds, by key, the nodes the latest forecast planned each group on: where a
 	// starving group's reservation goes (PlannedNodes).
 	nodes map[string][]string
+	// pods holds what the forecasts read of each node's pods, kept while the node's
+	// generation stays the same (see membersOn); pass counts the forecasts, to drop the
+	// nodes one did not read.
+	pods map[*cluster.NodeInfo]*nodePods
+	pass uint64
+	// nodesBuf and releasesBuf are the inputs of the last forecast, whose backing
+	// arrays the next reuses (forecast.Plan keeps neither); reads is what a forecast
+	// reads of each group with members on the nodes, cleared after it, kept for its
+	// buckets.
+	nodesBuf    []forecast.Node
+	releasesBuf []forecast.Release
+	reads       map[*group]groupRead
+	// groupsBuf and membersBuf are the groups the last forecast planned, and their
+	// members' requests, kept likewise; planner keeps the forecast's own memory.
+	groupsBuf  []forecast.Group
+	membersBuf []cluster.Resources
+	planner    forecast.Planner
 	// headAt is when the starving group's nodes were last planned (see refreshHead),
 	// and headStale says the queue or the cluster changed since.
 	headAt    time.Time
@@ -56,6 +73,27 @@ type forecastState struct {
 	// planned holds the keys of the groups the latest plan, whole or of the head,
 	// planned.
 	planned map[string]bool
+}
+
+// nodePods is what a forecast read of a node's pods, at the node's generation gen.
+type nodePods struct {
+	gen, pass uint64
+	members   []memberOn
+}
+
+// memberOn is a member of a group on a node: its group, its member object and requests.
+type memberOn struct {
+	group    *group
+	pod      *corev1.Pod
+	requests cluster.Resources
+}
+
+// groupRead is what a forecast reads of a group with members on the nodes, once: live
+// says it is still the engine's group under its key and started; end is then when it
+// is expected to give its capacity back.
+type groupRead struct {
+	live bool
+	end  end
 }
 
 // refreshForecast plans the queued groups again when the last forecast is stale and at
@@ -167,62 +205,141 @@ func movedStart(old, cur forecast.Start, now time.Time) bool {
 // order, on the capacity free now and what the running groups release when they are
 // expected to end.
 func (e *Engine) planQueue(now time.Time, last func(*queue.Entry) bool) map[string]forecast.Start {
-	var groups []forecast.Group
+	f := &e.forecast
+	groups := e.queuedGroups(last)
+	if len(groups) == 0 {
+		return map[string]forecast.Start{}
+	}
+	if f.reads == nil {
+		f.reads = map[*group]groupRead{}
+	}
+	nodes, releases := e.releases(now, f.reads)
+	out := make(map[string]forecast.Start, len(groups))
+	quotas := e.quotaOutlook(now, groups, f.reads)
+	for _, s := range f.planner.Plan(now, nodes, releases, quotas, groups, forecast.Options{Depth: forecastDepth, Tries: forecastTries}) {
+		out[s.Key] = s
+	}
+	// The inputs' arrays are kept for the next forecast, without what they point to.
+	clear(nodes)
+	clear(releases)
+	clear(groups)
+	clear(f.membersBuf)
+	clear(f.reads)
+	f.nodesBuf, f.releasesBuf, f.groupsBuf = nodes, releases, groups
+	return out
+}
+
+// queuedGroups returns the queued groups the forecast plans, in queue order: those
+// waiting for room, and those preempting others, which take what their victims release;
+// up to the first for which last, if given, is true.
+func (e *Engine) queuedGroups(last func(*queue.Entry) bool) []forecast.Group {
+	f := &e.forecast
+	groups, members := f.groupsBuf[:0], f.membersBuf[:0]
 	for ent := range e.queue.InOrder() {
 		g := e.groups[ent.Key]
-		// A group preempting others is planned too: it takes what its victims release.
 		if g == nil || !e.forecastable(g) && e.preempting[ent.Key] == nil {
 			continue
 		}
 		fg := forecast.Group{Key: ent.Key, Runtime: ent.Runtime, Queue: ent.Queue, Charge: e.queue.LeastCharge(ent.Key)}
+		from := len(members)
 		for _, m := range ent.Group.Members[:min(ent.Group.MinMember, len(ent.Group.Members))] {
 			req := m.Requests
 			if req == nil {
 				req = cluster.PodRequests(m.Pod)
 			}
-			fg.Members = append(fg.Members, withoutPods(req))
+			members = append(members, req) // the forecast ignores its pods count
 		}
+		fg.Members = members[from:len(members):len(members)]
 		groups = append(groups, fg)
 		if len(groups) > forecastDepth || last != nil && last(ent) {
 			break // the rest are unknown for the same reason
 		}
 	}
-	if len(groups) == 0 {
-		return map[string]forecast.Start{}
-	}
-	var nodes []forecast.Node
-	var releases []forecast.Release
-	// What each group's members release, and when, from the pods the snapshot counts on
-	// the nodes: bound, or being bound by the engine.
-	ends := map[*group]end{}
+	f.membersBuf = members
+	return groups
+}
+
+// releases returns the nodes that take pods, and what each group's members release
+// there, and when, from the pods the snapshot counts on the nodes: bound, or being
+// bound by the engine. reads receives what was read of each group.
+func (e *Engine) releases(now time.Time, reads map[*group]groupRead) ([]forecast.Node, []forecast.Release) {
+	f := &e.forecast
+	f.pass++
+	nodes, releases := f.nodesBuf[:0], f.releasesBuf[:0]
 	for _, n := range e.snap.Nodes() {
 		if !n.Ready() || n.Node.Spec.Unschedulable {
 			continue
 		}
-		free := n.Allocatable.Clone()
-		free.Sub(n.Requested)
-		nodes = append(nodes, forecast.Node{Name: n.Name(), Free: free})
-		for key := range n.Pods() {
-			g := e.groups[e.podGroup[key]]
-			if g == nil || !g.started || g.members[key] == nil || terminal(g.members[key]) {
+		// The forecast only reads them: no copy.
+		nodes = append(nodes, forecast.Node{Name: n.Name(), Free: n.Allocatable, Used: n.Requested})
+		for _, m := range e.membersOn(n) {
+			if terminal(m.pod) {
 				continue
 			}
-			en, ok := ends[g]
+			r, ok := reads[m.group]
 			if !ok {
-				en = e.endOf(g, now)
-				ends[g] = en
+				r = e.readGroup(m.group, now)
+				reads[m.group] = r
 			}
-			if en.known { // else its capacity does not come back in the forecast
-				releases = append(releases, forecast.Release{Node: n.Name(), Resources: g.requests[key], At: en.at})
+			if r.live && r.end.known { // else its capacity does not come back in the forecast
+				releases = append(releases, forecast.Release{Node: n.Name(), Resources: m.requests, At: r.end.at})
 			}
 		}
 	}
-	out := make(map[string]forecast.Start, len(groups))
-	quotas := e.quotaOutlook(now, groups, ends)
-	for _, s := range forecast.Plan(now, nodes, releases, quotas, groups, forecast.Options{Depth: forecastDepth, Tries: forecastTries}) {
-		out[s.Key] = s
+	f.dropUnread()
+	return nodes, releases
+}
+
+// membersOn returns the members of groups among the pods the snapshot counts on node
+// n, with their groups, member objects and requests as they were when the node last
+// changed: a forecast reads every pod on every node, and few nodes change between two
+// forecasts. The node's generation moves on with every change of its pods, and a pod's
+// group, member object and requests change only with its SetPod or RemovePod, which
+// change the snapshot's record of it, and so its node: the pods the snapshot counts at
+// a forecast are bound, since placements revert what they assume within the admission
+// pass. A group dropped or replaced since, which leaves the nodes alone, is not live
+// (readGroup).
+func (e *Engine) membersOn(n *cluster.NodeInfo) []memberOn {
+	f := &e.forecast
+	c := f.pods[n]
+	if c == nil {
+		if f.pods == nil {
+			f.pods = map[*cluster.NodeInfo]*nodePods{}
+		}
+		c = &nodePods{}
+		f.pods[n] = c
 	}
-	return out
+	c.pass = f.pass
+	if c.gen == n.Generation() && c.gen != 0 {
+		return c.members
+	}
+	c.gen, c.members = n.Generation(), c.members[:0]
+	for key := range n.Pods() {
+		if g := e.groups[e.podGroup[key]]; g != nil && g.members[key] != nil {
+			c.members = append(c.members, memberOn{group: g, pod: g.members[key], requests: g.requests[key]})
+		}
+	}
+	return c.members
+}
+
+// readGroup reads g for the forecast: whether it is still the group the engine keeps
+// under its key and started, and then its expected end. A group leaves the engine only
+// once it has no member left, and members are added to the group under its key: a group
+// with a member is the engine's, without looking its key up.
+func (e *Engine) readGroup(g *group, now time.Time) groupRead {
+	if len(g.members) == 0 || !g.started {
+		return groupRead{}
+	}
+	return groupRead{live: true, end: e.endOf(g, now)}
+}
+
+// dropUnread forgets the nodes the forecast did not read: gone, or not taking pods.
+func (f *forecastState) dropUnread() {
+	for n, c := range f.pods {
+		if c.pass != f.pass {
+			delete(f.pods, n)
+		}
+	}
 }
 
 // forecastable reports whether the forecast plans a queued group: it waits for room, or
@@ -244,8 +361,8 @@ func (e *Engine) forecastable(g *group) bool {
 
 // quotaOutlook is the quota of each queue of groups that has one the forecast can
 // follow: what is left now, and what each admitted group gives back when it is expected
-// to end (ends holds those already known, by group).
-func (e *Engine) quotaOutlook(now time.Time, groups []forecast.Group, ends map[*group]end) []forecast.Quota {
+// to end (reads holds those already known, by group).
+func (e *Engine) quotaOutlook(now time.Time, groups []forecast.Group, reads map[*group]groupRead) []forecast.Quota {
 	var out []forecast.Quota
 	seen := map[string]bool{}
 	for _, fg := range groups {
@@ -263,8 +380,9 @@ func (e *Engine) quotaOutlook(now time.Time, groups []forecast.Group, ends map[*
 			if g == nil {
 				continue
 			}
-			en, ok := ends[g]
-			if !ok {
+			r := reads[g]
+			en := r.end
+			if !r.live {
 				en = e.endOf(g, now)
 			}
 			if en.known {
@@ -290,15 +408,6 @@ func (e *Engine) endOf(g *group, now time.Time) end {
 	}
 	at, known := e.expectedEnd(g)
 	return end{at, known}
-}
-
-func withoutPods(r cluster.Resources) cluster.Resources {
-	if _, ok := r[corev1.ResourcePods]; !ok {
-		return r
-	}
-	c := r.Clone()
-	delete(c, corev1.ResourcePods)
-	return c
 }
 
 // Forecast returns when the queued groups' starts were last forecast (zero before the

@@ -3,6 +3,7 @@ package forecast
 import (
 	"cmp"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -104,6 +105,8 @@ func TestPlan(t *testing.T) {
 // instant where anything changes, that no node is given more than it has free then,
 // and that every group found a start no earlier than now.
 func TestPlanNeverOvercommits(t *testing.T) {
+	// One planner for every run: what it kept of the last must not show in the next.
+	var planner Planner
 	rapid.Check(t, func(rt *rapid.T) {
 		nNodes := rapid.IntRange(1, 4).Draw(rt, "nodes")
 		var nodes []Node
@@ -122,8 +125,12 @@ func TestPlanNeverOvercommits(t *testing.T) {
 			groups = append(groups, gang(fmt.Sprintf("g%d", i), rapid.IntRange(1, 3).Draw(rt, "members"),
 				rapid.Int64Range(1, 8).Draw(rt, "each"), time.Duration(rapid.IntRange(0, 3).Draw(rt, "hours"))*time.Hour))
 		}
-		// Half the runs put the groups in a queue with a quota: what is left now, and
-		// what admitted groups give back.
+		// The groups are in queue q; half the runs give it a quota: what is left now,
+		// and what admitted groups give back.
+		for i := range groups {
+			groups[i].Queue = "q"
+			groups[i].Charge = gpus(int64(len(groups[i].Members)) * groups[i].Members[0][gpu])
+		}
 		var quotas []Quota
 		if rapid.Bool().Draw(rt, "quota") {
 			q := Quota{Queue: "q", Free: gpus(rapid.Int64Range(0, 12).Draw(rt, "quotaLeft"))}
@@ -132,10 +139,9 @@ func TestPlanNeverOvercommits(t *testing.T) {
 					Resources: gpus(rapid.Int64Range(1, 8).Draw(rt, "qr"))})
 			}
 			quotas = append(quotas, q)
-			for i := range groups {
-				groups[i].Queue = "q"
-				groups[i].Charge = gpus(int64(len(groups[i].Members)) * groups[i].Members[0][gpu])
-			}
+		}
+		if got, want := planner.Plan(t0, nodes, releases, quotas, groups, Options{}), Plan(t0, nodes, releases, quotas, groups, Options{}); !reflect.DeepEqual(got, want) {
+			rt.Fatalf("a planner reused plans\n%v\na new one\n%v", got, want)
 		}
 		p := newProfile(t0, nodes, releases, groups)
 		p.addQuotas(quotas)
@@ -153,35 +159,27 @@ func TestPlanNeverOvercommits(t *testing.T) {
 			}
 		}
 		// The cluster-wide totals that rule candidates out are the nodes' sums.
-		for k, tk := range p.times {
+		for k, tk := range p.total.at {
 			var sum int64
-			for _, np := range p.nodes {
+			for ni := range p.nodes {
 				a := make([]int64, 1)
-				np.availIn(tk, tk+1, a, make([]int64, 1))
+				p.nodes[ni].minIn(tk, tk+1, a)
 				sum += a[0]
 			}
-			if p.total[k][0] != sum {
-				rt.Fatalf("at %s: total %d free, the nodes have %d", time.Duration(tk-p.now), p.total[k][0], sum)
+			if p.total.level(k)[0] != sum {
+				rt.Fatalf("at %s: total %d free, the nodes have %d", time.Duration(tk-p.now), p.total.level(k)[0], sum)
 			}
 		}
 		// Every node's free capacity, and what is left of the quota, with every release
-		// and every take applied, stays at or above zero at every step.
+		// and every take applied, stays at or above zero throughout.
 		profiles := slices.Clone(p.nodes)
 		if qp := p.quotas["q"]; qp != nil {
 			profiles = append(profiles, qp.left)
 		}
-		for _, np := range profiles {
-			cur := np.free[0]
-			if cur < 0 {
-				rt.Fatalf("node %s: %d free now", np.name, cur)
-			}
-			for i, s := range np.steps {
-				cur += s.delta[0]
-				if i+1 < len(np.steps) && np.steps[i+1].at == s.at {
-					continue // steps at one instant apply together
-				}
-				if cur < 0 {
-					rt.Fatalf("node %s over-committed from %s: %d free", np.name, time.Duration(s.at-p.now), cur)
+		for i, l := range profiles {
+			for k, at := range l.at {
+				if v := l.level(k)[0]; v < 0 {
+					rt.Fatalf("profile %d over-committed from %s: %d free", i, time.Duration(at-p.now), v)
 				}
 			}
 		}
@@ -209,50 +207,54 @@ func BenchmarkPlan(b *testing.B) {
 			groups = append(groups, gang(fmt.Sprintf("one%d", i), 1, 1, time.Duration(1+i%5)*time.Hour))
 		}
 	}
-	b.ResetTimer()
-	for range b.N {
-		Plan(t0, nodes, releases, nil, groups, Options{Depth: 256, Tries: 512})
-	}
+	b.Run("new", func(b *testing.B) {
+		for range b.N {
+			Plan(t0, nodes, releases, nil, groups, Options{Depth: 256, Tries: 512})
+		}
+	})
+	// A Planner kept from one forecast to the next, as the engine keeps one.
+	b.Run("kept", func(b *testing.B) {
+		var pl Planner
+		for range b.N {
+			pl.Plan(t0, nodes, releases, nil, groups, Options{Depth: 256, Tries: 512})
+		}
+	})
 }
 
 // plainPlan is plan without its shortcuts: every candidate time, every node computed
 // afresh, the same packing.
 func (p *profile) plainPlan(g Group) (int64, bool) {
-	members := make([][]int64, len(g.Members))
-	need := make([]int64, len(p.dims))
+	d := len(p.dims)
+	members, need := make([]int64, len(g.Members)*d), make([]int64, d)
+	var order []int
 	for i, m := range g.Members {
-		members[i] = p.vector(m)
-		addTo(need, members[i], 1)
+		p.read(members[i*d:(i+1)*d], m, 1)
+		addTo(need, members[i*d:(i+1)*d], 1)
+		order = append(order, i)
 	}
-	lead := 0
-	for i := range need {
-		if need[i] > 0 && (need[lead] == 0 || cluster.IsExtended(p.dims[i]) && !cluster.IsExtended(p.dims[lead])) {
-			lead = i
-		}
-	}
-	slices.SortStableFunc(members, func(a, b []int64) int { return cmp.Compare(b[lead], a[lead]) })
-	for _, t := range p.times {
+	lead := leadOf(p.dims, need)
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(members[b*d+lead], members[a*d+lead]) })
+	for _, t := range p.total.at {
 		end := int64(never)
 		if g.Runtime > 0 {
 			end = t + int64(g.Runtime)
 		}
 		qp, charge := p.charge(g)
-		if qp != nil && !qp.fitsQuota(charge, t, end, make([]int64, len(charge)), make([]int64, len(charge))) {
+		if qp != nil && !qp.fitsQuota(charge, t, end, make([]int64, len(charge))) {
 			continue
 		}
-		avail := make([][]int64, len(p.nodes))
-		for ni, np := range p.nodes {
-			avail[ni] = make([]int64, len(p.dims))
-			np.availIn(t, end, avail[ni], make([]int64, len(p.dims)))
+		avail := make([]int64, len(p.nodes)*d)
+		for ni := range p.nodes {
+			p.nodes[ni].minIn(t, end, avail[ni*d:(ni+1)*d])
 		}
-		chosen := make([]int, len(members))
-		if !pack(members, avail, lead, chosen) {
+		chosen := make([]int, len(order))
+		if !pack(members, order, avail, d, lead, chosen) {
 			continue
 		}
-		for mi, ni := range chosen {
-			p.take(ni, t, end, members[mi])
+		for pos, ni := range chosen {
+			p.take(ni, t, end, members[order[pos]*d:(order[pos]+1)*d])
 		}
-		p.takeTotal(t, end, need)
+		p.total.take(t, end, need)
 		qp.takeQuota(charge, t, end)
 		return t, true
 	}
@@ -294,4 +296,37 @@ func TestPlanNodes(t *testing.T) {
 	if got[0].At != at(1) || !slices.Equal(got[0].Nodes, []string{"b", "c"}) {
 		t.Errorf("planned at %s on %v, want 1h0m0s on [b c]", got[0].At.Sub(t0), got[0].Nodes)
 	}
+}
+
+// TestPlanFromTheLastGroupsWindow plans queues of groups alike, whose searches start
+// from the window the last one left the nodes at (fromKept), and checks each start
+// against a plain search.
+func TestPlanFromTheLastGroupsWindow(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		var nodes []Node
+		var releases []Release
+		for i := range rapid.IntRange(1, 6).Draw(rt, "nodes") {
+			name := fmt.Sprintf("n%d", i)
+			nodes = append(nodes, Node{Name: name, Free: gpus(rapid.Int64Range(0, 4).Draw(rt, "free"))})
+			for j := range rapid.IntRange(0, 4).Draw(rt, "releases") {
+				releases = append(releases, Release{Node: name, At: at(float64(rapid.IntRange(0, 12).Draw(rt, fmt.Sprint("at", j)))),
+					Resources: gpus(rapid.Int64Range(1, 4).Draw(rt, "r"))})
+			}
+		}
+		each := rapid.Int64Range(1, 2).Draw(rt, "each")
+		var groups []Group
+		// Groups that end leave dips in the nodes' capacity, which the window's end
+		// moves over.
+		for i := range rapid.IntRange(2, 24).Draw(rt, "groups") {
+			groups = append(groups, gang(fmt.Sprintf("g%d", i), rapid.IntRange(1, 2).Draw(rt, "members"), each,
+				time.Duration(rapid.IntRange(1, 8).Draw(rt, "hours"))*time.Hour))
+		}
+		p, ref := newProfile(t0, nodes, releases, groups), newProfile(t0, nodes, releases, groups)
+		for _, g := range groups {
+			at, _, why := p.plan(g, 0)
+			if want, ok := ref.plainPlan(g); ok != (why == "") || ok && want != at {
+				rt.Fatalf("%s: planned at %s (%q), a plain search finds %s (%v)", g.Key, time.Duration(at-p.now), why, time.Duration(want-p.now), ok)
+			}
+		}
+	})
 }

@@ -1,7 +1,7 @@
 package forecast
 
 import (
-	"cmp"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -33,7 +33,7 @@ type QuotaRelease struct {
 type quotaProfile struct {
 	queue string
 	dims  []corev1.ResourceName
-	left  *nodeProfile
+	left  levels
 	// peak is the most that will ever be left: now, with every release.
 	peak []int64
 }
@@ -42,7 +42,7 @@ type quotaProfile struct {
 // the profile.
 func (p *profile) addQuotas(quotas []Quota) {
 	for _, q := range quotas {
-		qp := &quotaProfile{queue: q.Queue, dims: slices.Sorted(maps.Keys(q.Free)), left: &nodeProfile{name: q.Queue}}
+		qp := &quotaProfile{queue: q.Queue, dims: slices.Sorted(maps.Keys(q.Free))}
 		vec := func(r cluster.Resources) []int64 {
 			v := make([]int64, len(qp.dims))
 			for i, name := range qp.dims {
@@ -50,19 +50,17 @@ func (p *profile) addQuotas(quotas []Quota) {
 			}
 			return v
 		}
-		qp.left.free = vec(q.Free)
-		qp.peak = slices.Clone(qp.left.free)
+		qp.left = levels{d: len(qp.dims), at: []int64{p.now}, vals: vec(q.Free)}
+		qp.peak = slices.Clone(qp.left.vals)
 		for _, r := range q.Releases {
 			delta := vec(r.Resources)
 			addTo(qp.peak, delta, 1)
-			if at := r.At.UnixNano(); at > p.now {
-				qp.left.steps = append(qp.left.steps, step{at: at, delta: delta})
-				p.addTime(at)
-			} else {
-				addTo(qp.left.free, delta, 1)
+			at := r.At.UnixNano()
+			qp.left.add(at, delta)
+			if at > p.now {
+				p.total.split(at)
 			}
 		}
-		slices.SortStableFunc(qp.left.steps, func(a, b step) int { return cmp.Compare(a.at, b.at) })
 		if p.quotas == nil {
 			p.quotas = map[string]*quotaProfile{}
 		}
@@ -84,13 +82,29 @@ func (p *profile) charge(g Group) (*quotaProfile, []int64) {
 	return qp, need
 }
 
+// beyondPeak says why charge never fits the quota, or is empty; a nil quota limits
+// nothing.
+func (qp *quotaProfile) beyondPeak(charge []int64) string {
+	if qp == nil {
+		return ""
+	}
+	for i, v := range charge {
+		if v > qp.peak[i] {
+			return fmt.Sprintf("only %s of queue %s's quota of %s is left or expected to be given back, "+
+				"and it charges %s: groups with no expected run time hold the rest",
+				cluster.Format(qp.dims[i], qp.peak[i]), qp.queue, qp.dims[i], cluster.Format(qp.dims[i], v))
+		}
+	}
+	return ""
+}
+
 // fitsQuota reports whether need fits what is left of the quota throughout [t, end);
-// a nil quota limits nothing.
-func (qp *quotaProfile) fitsQuota(need []int64, t, end int64, dst, scratch []int64) bool {
+// dst is scratch of the quota's length. A nil quota limits nothing.
+func (qp *quotaProfile) fitsQuota(need []int64, t, end int64, dst []int64) bool {
 	if qp == nil {
 		return true
 	}
-	qp.left.availIn(t, end, dst, scratch)
+	qp.left.minIn(t, end, dst)
 	return covers(dst, need)
 }
 
@@ -99,10 +113,5 @@ func (qp *quotaProfile) takeQuota(need []int64, t, end int64) {
 	if qp == nil {
 		return
 	}
-	neg := make([]int64, len(need))
-	addTo(neg, need, -1)
-	qp.left.insert(step{at: t, delta: neg})
-	if end != never {
-		qp.left.insert(step{at: end, delta: slices.Clone(need)})
-	}
+	qp.left.take(t, end, need)
 }
