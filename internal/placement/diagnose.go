@@ -80,9 +80,8 @@ func (p *placer) survey(s *shape, nodes []*cluster.NodeInfo) ShapeDiagnosis {
 			}
 			continue
 		}
-		k := s.fits(n)
+		k := roomOrReasons(&hist, n, s)
 		if k == 0 {
-			addResourceReasons(&hist, n, s)
 			continue
 		}
 		sd.Available++

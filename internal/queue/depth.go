@@ -351,14 +351,14 @@ func (p *pass) verdict(it *item, excluded bool) (Reason, bool) {
 	if r, ok := p.m.placedFailure(cacheKey, stamp, reusable); ok {
 		return r, false
 	}
-	plan, diag := placement.Place(p.snap, it.Group, opts)
+	plan, diag := placement.Place(p.snap, it.keyed, opts)
 	if plan != nil {
 		plan.Revert()
 		return Reason{}, true
 	}
 	r := Reason{Kind: Placement, Diagnosis: diag}
 	if excluded && diag.Code == placement.Unschedulable {
-		if free, _ := placement.Place(p.snap, it.Group, placement.Options{}); free != nil {
+		if free := placement.Try(p.snap, it.keyed, placement.Options{}); free != nil {
 			free.Revert()
 			r = Reason{Kind: Reserved, ReservedFor: p.m.reserve.Key}
 		}
@@ -432,7 +432,7 @@ func (sk *skip) commit(applies bool, bound time.Duration, variantOf func(*item) 
 }
 
 func (sk *skip) report(it *item, r Reason) {
-	r.subject = &it.Group
+	r.subject = &it.keyed
 	sk.reasons[it] = r
 	sk.reports = append(sk.reports, it)
 }
@@ -457,6 +457,7 @@ func (sk *skip) list(unchanged map[*Reason]int) {
 		}
 		return byEntry(a, b)
 	})
+	p.res.Waiting = slices.Grow(p.res.Waiting, len(sk.reports))
 	for _, it := range sk.reports {
 		r := sk.reasons[it]
 		it.lastReason = &r

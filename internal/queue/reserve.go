@@ -23,7 +23,7 @@ func reservationNodes(s *cluster.Snapshot, it *item, est Estimator) ([]string, m
 	if est != nil {
 		if planned := est.PlannedNodes(it.Key); len(planned) > 0 {
 			in := nodeSet(planned)
-			plan, _ := placement.Place(s.Empty(), it.Group, placement.Options{Exclude: func(node string) bool { return !in[node] }})
+			plan := placement.Try(s.Empty(), it.keyed, placement.Options{Exclude: func(node string) bool { return !in[node] }})
 			if plan != nil {
 				plan.Revert()
 				return nodesOf(plan), it.sharesOf(plan)
@@ -41,7 +41,7 @@ func reservationNodes(s *cluster.Snapshot, it *item, est Estimator) ([]string, m
 	}
 	empty := s.Empty()
 	try := func(k int) *placement.Plan {
-		plan, _ := placement.Place(empty, it.Group, placement.Options{
+		plan := placement.Try(empty, it.keyed, placement.Options{
 			Exclude: func(node string) bool { return rank[node] >= k },
 		})
 		if plan != nil {

@@ -224,25 +224,25 @@ func (p *pass) decide(it *item) {
 	}
 	if r, ok := p.failed[cacheKey]; ok {
 		// The diagnosis is shared; it is rendered for this group only if read.
-		r.subject = &it.Group
+		r.subject = &it.keyed
 		p.fail(it, r)
 		return
 	}
 	stamp, reusable := p.placedStamp(closed)
 	if r, ok := p.m.placedFailure(cacheKey, stamp, reusable); ok {
 		p.failed[cacheKey] = r
-		r.subject = &it.Group
+		r.subject = &it.keyed
 		p.fail(it, r)
 		return
 	}
-	plan, diag := placement.Place(p.snap, it.Group, opts)
+	plan, diag := placement.Place(p.snap, it.keyed, opts)
 	if plan != nil {
 		p.admitWithinQuota(it, q, plan, opts)
 		return
 	}
 	r := Reason{Kind: Placement, Diagnosis: diag}
 	if excluded && diag.Code == placement.Unschedulable {
-		if free, _ := placement.Place(p.snap, it.Group, placement.Options{}); free != nil {
+		if free := placement.Try(p.snap, it.keyed, placement.Options{}); free != nil {
 			free.Revert()
 			r = Reason{Kind: Reserved, ReservedFor: closed[0].key, ForPreemption: closed[0].preemption}
 		}
@@ -261,9 +261,9 @@ func (p *pass) admitWithinQuota(it *item, q Queue, plan *placement.Plan, opts pl
 	r, over := p.m.overQuota(q, c)
 	if over && len(plan.Assignments) > it.Group.MinMember {
 		plan.Revert()
-		g := it.Group
+		g := it.keyed
 		g.Members = g.Members[:g.MinMember]
-		if plan, _ = placement.Place(p.snap, g, opts); plan == nil {
+		if plan = placement.Try(p.snap, g, opts); plan == nil {
 			// Cannot happen on a snapshot the larger plan fitted; wait as over quota.
 			p.wait(it, asExceeded(r))
 			return
