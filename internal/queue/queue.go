@@ -168,6 +168,8 @@ type Manager struct {
 	// by placement cache key (see ScheduleChanges).
 	placed        map[string]placedFailure
 	placedVersion uint64
+	// listed is how many waiting groups the last ScheduleChanges listed.
+	listed int
 }
 
 // SetEstimator gives the manager the expected ends of running groups: a starving
