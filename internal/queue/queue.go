@@ -170,6 +170,8 @@ type Manager struct {
 	placedVersion uint64
 	// listed is how many waiting groups the last ScheduleChanges listed.
 	listed int
+	// lastReserved is the last reservation's nodes computed (see reservationOf).
+	lastReserved reservedNodes
 }
 
 // SetEstimator gives the manager the expected ends of running groups: a starving

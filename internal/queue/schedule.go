@@ -420,7 +420,7 @@ func (p *pass) backfills(it *item) bool {
 // reserveFor gives it the reservation, or refreshes the one it holds, and excludes the
 // nodes for every group after it.
 func (p *pass) reserveFor(it *item) {
-	nodes, shares := reservationNodes(p.snap, it, p.m.est)
+	nodes, shares := p.reservationOf(it)
 	if nodes == nil {
 		if p.holds(it) {
 			p.m.reserve = nil
