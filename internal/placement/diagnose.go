@@ -1,7 +1,7 @@
 package placement
 
 import (
-	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/muster-sched/muster/internal/cluster"
@@ -80,9 +80,8 @@ func (p *placer) survey(s *shape, nodes []*cluster.NodeInfo) ShapeDiagnosis {
 			}
 			continue
 		}
-		k := s.fits(n)
+		k := roomOrReasons(&hist, n, s)
 		if k == 0 {
-			addResourceReasons(&hist, n, s)
 			continue
 		}
 		sd.Available++
@@ -129,12 +128,17 @@ func (p *placer) fitsEmpty() (room int, blocked *Blocked, ok bool) {
 // whose shape keys, unlike Signature's, name pods).
 func (p *placer) emptyKey() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "min=%d;required=%s;preferred=%s", p.g.MinMember, p.g.Topology.Required, p.g.Topology.Preferred)
+	for _, part := range []string{"min=", strconv.Itoa(p.g.MinMember), ";required=", p.g.Topology.Required, ";preferred=", p.g.Topology.Preferred} {
+		b.WriteString(part)
+	}
 	for _, s := range p.shapes {
 		if s.claims || s.devices {
 			return ""
 		}
-		fmt.Fprintf(&b, ";%d*%s", len(s.members), s.key)
+		b.WriteByte(';')
+		b.WriteString(strconv.Itoa(len(s.members)))
+		b.WriteByte('*')
+		b.WriteString(s.key)
 	}
 	return b.String()
 }

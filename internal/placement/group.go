@@ -32,7 +32,15 @@ type Member struct {
 	// Requests, when set, are Pod's requests as cluster.PodRequests computes them, for
 	// callers that keep them; placement reads them and never modifies them.
 	Requests cluster.Resources
+	// Key, when set, is the member's ShapeKey, for callers that place it many times:
+	// placement then groups members into shapes without rendering their pods again.
+	Key string
 }
+
+// ShapeKey renders everything about a member that placement reads: members with one key
+// are placed alike, as one shape. Callers that place a member many times keep it in
+// Member.Key.
+func ShapeKey(m Member) string { return shapeKey(m.Pod, m.requests()) }
 
 // requests returns the member's resource requests.
 func (m Member) requests() cluster.Resources {
@@ -159,7 +167,10 @@ func shapesOf(members []Member) []*shape {
 	byKey := map[string]*shape{}
 	for _, m := range members {
 		req := m.requests()
-		key := shapeKey(m.Pod, req)
+		key := m.Key
+		if key == "" {
+			key = shapeKey(m.Pod, req)
+		}
 		s := byKey[key]
 		if s == nil {
 			s = &shape{

@@ -3,6 +3,8 @@ package placement_test
 import (
 	"flag"
 	"fmt"
+	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -129,6 +131,20 @@ func TestAgainstOracle(t *testing.T) {
 		if !c.mixed && plan == nil && oracle(c) >= c.group.MinMember {
 			t.Fatalf("oracle places %d members (min %d) but Place failed: %v", oracle(c), c.group.MinMember, diag)
 		}
+		// Try is Place without the diagnosis, and a member's Key only spares rendering
+		// it: the same plan, or none.
+		if plan != nil {
+			plan.Revert()
+		}
+		keyed := c.group
+		keyed.Members = slices.Clone(keyed.Members)
+		for i := range keyed.Members {
+			keyed.Members[i].Key = placement.ShapeKey(keyed.Members[i])
+		}
+		tried := placement.Try(snap, keyed, placement.Options{})
+		if (tried == nil) != (plan == nil) || tried != nil && !reflect.DeepEqual(tried.Assignments, plan.Assignments) {
+			t.Fatalf("Try gave %+v where Place gave %+v", tried, plan)
+		}
 	})
 }
 
@@ -179,5 +195,110 @@ func checkPlan(t *rapid.T, c oracleCase, plan *placement.Plan) {
 			t.Fatalf("member %s does not fit node %s: free %v", a.Member, a.Node, n.Requested)
 		}
 		fresh.Assume(n, req)
+	}
+}
+
+// sameByReflection is Diagnosis.Same as it was first written: the diagnoses without what
+// For replaces, compared by reflect.DeepEqual. Same compares field by field instead.
+func sameByReflection(d, o *placement.Diagnosis) bool {
+	anonymous := func(d *placement.Diagnosis) placement.Diagnosis {
+		out := *d
+		out.Group, out.Members = "", 0
+		out.Shapes = slices.Clone(d.Shapes)
+		for i := range out.Shapes {
+			out.Shapes[i].Shape = ""
+		}
+		if b := d.Blocked; b != nil {
+			cp := *b
+			for i := range d.Shapes {
+				if d.Shapes[i].Shape == b.Shape.Shape {
+					cp.Shape.Shape = fmt.Sprintf("#%d", i)
+				}
+			}
+			out.Blocked = &cp
+		}
+		return out
+	}
+	a, b := anonymous(d), anonymous(o)
+	return reflect.DeepEqual(&a, &b)
+}
+
+// TestSameAgainstReflection: Same agrees with sameByReflection on the diagnoses of random
+// cases, those of one case placed twice under two names (the same) included.
+func TestSameAgainstReflection(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c, o := drawCase(t), drawCase(t)
+		_, d := placement.Place(cluster.New(c.nodes, c.bound), c.group, placement.Options{})
+		renamed := c.group
+		renamed.Name = "renamed"
+		_, r := placement.Place(cluster.New(c.nodes, c.bound), renamed, placement.Options{})
+		_, od := placement.Place(cluster.New(o.nodes, o.bound), o.group, placement.Options{})
+		if d == nil || od == nil {
+			return
+		}
+		for _, pair := range [][2]*placement.Diagnosis{{d, r}, {d, od}, {od, d}, {d, d}} {
+			if got, want := pair[0].Same(pair[1]), sameByReflection(pair[0], pair[1]); got != want {
+				t.Fatalf("Same(%v, %v) = %t, reflection says %t", pair[0], pair[1], got, want)
+			}
+		}
+	})
+}
+
+// TestSameComparesEveryField fails when a diagnosis type gains a field: Same compares them
+// by name, and must learn of it.
+func TestSameComparesEveryField(t *testing.T) {
+	for typ, want := range map[reflect.Type]int{
+		reflect.TypeFor[placement.Diagnosis]():      9,
+		reflect.TypeFor[placement.ShapeDiagnosis](): 8,
+		reflect.TypeFor[placement.Blocked]():        2,
+	} {
+		if typ.NumField() != want {
+			t.Errorf("%s has %d fields, Same compares %d: compare the new ones", typ, typ.NumField(), want)
+		}
+	}
+}
+
+// TestSameSeesEachField: a diagnosis differs from another, Same says, when any field For
+// keeps differs, and not when only what For replaces does.
+func TestSameSeesEachField(t *testing.T) {
+	base := func() *placement.Diagnosis {
+		shape := func() placement.ShapeDiagnosis {
+			return placement.ShapeDiagnosis{Shape: "g-0 ×2", Members: 2, Requests: cluster.Resources{"cpu": 1000}, Nodes: 4,
+				Available: 1, Room: 1, Reasons: []placement.ReasonCount{{NodeReason: placement.NodeReason{Kind: placement.TooManyPods}, Nodes: 3}},
+				Shortfall: &placement.Shortfall{Resource: "cpu", Need: 1000, Largest: 500, Eligible: 4}}
+		}
+		return &placement.Diagnosis{Code: placement.Unschedulable, Group: "g", MinMember: 2, Members: 2, Placed: 1,
+			Shapes: []placement.ShapeDiagnosis{shape()}, EmptyRoom: 1, Topology: "t", Blocked: &placement.Blocked{Placed: 1, Shape: shape()}}
+	}
+	for name, tc := range map[string]struct {
+		change func(d *placement.Diagnosis)
+		same   bool
+	}{
+		"group":         {func(d *placement.Diagnosis) { d.Group, d.Members = "h", 3 }, true},
+		"shape names":   {func(d *placement.Diagnosis) { d.Shapes[0].Shape, d.Blocked.Shape.Shape = "h-0 ×2", "h-0 ×2" }, true},
+		"code":          {func(d *placement.Diagnosis) { d.Code = placement.Impossible }, false},
+		"minMember":     {func(d *placement.Diagnosis) { d.MinMember++ }, false},
+		"placed":        {func(d *placement.Diagnosis) { d.Placed++ }, false},
+		"emptyRoom":     {func(d *placement.Diagnosis) { d.EmptyRoom++ }, false},
+		"topology":      {func(d *placement.Diagnosis) { d.Topology = "u" }, false},
+		"shapes":        {func(d *placement.Diagnosis) { d.Shapes = append(d.Shapes, d.Shapes[0]) }, false},
+		"members":       {func(d *placement.Diagnosis) { d.Shapes[0].Members++ }, false},
+		"requests":      {func(d *placement.Diagnosis) { d.Shapes[0].Requests["cpu"]++ }, false},
+		"nodes":         {func(d *placement.Diagnosis) { d.Shapes[0].Nodes++ }, false},
+		"available":     {func(d *placement.Diagnosis) { d.Shapes[0].Available++ }, false},
+		"room":          {func(d *placement.Diagnosis) { d.Shapes[0].Room++ }, false},
+		"reasons":       {func(d *placement.Diagnosis) { d.Shapes[0].Reasons[0].Nodes++ }, false},
+		"shortfall":     {func(d *placement.Diagnosis) { d.Shapes[0].Shortfall.Largest++ }, false},
+		"no shortfall":  {func(d *placement.Diagnosis) { d.Shapes[0].Shortfall = nil }, false},
+		"not blocked":   {func(d *placement.Diagnosis) { d.Blocked = nil }, false},
+		"blocked after": {func(d *placement.Diagnosis) { d.Blocked.Placed++ }, false},
+		"blocked shape": {func(d *placement.Diagnosis) { d.Blocked.Shape.Shape = "other" }, false},
+		"blocked room":  {func(d *placement.Diagnosis) { d.Blocked.Shape.Room++ }, false},
+	} {
+		d := base()
+		tc.change(d)
+		if got := base().Same(d); got != tc.same || sameByReflection(base(), d) != tc.same {
+			t.Errorf("%s changed: Same = %t, want %t", name, got, tc.same)
+		}
 	}
 }

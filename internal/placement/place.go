@@ -26,6 +26,20 @@ type Options struct {
 // decision. On success the plan's assignments are assumed on s (call Plan.Revert to undo
 // them). On failure s is exactly as before and the Diagnosis says why.
 func Place(s *cluster.Snapshot, g Group, opts Options) (*Plan, *Diagnosis) {
+	return place(s, g, opts, true)
+}
+
+// Try is Place for a what-if placement whose failure needs no explanation (will the group
+// fit on these nodes, or on the empty cluster): it returns Place's plan, or nil without
+// a Diagnosis. A diagnosis surveys every node for each shape, which costs more than
+// the failed attempt it explains.
+func Try(s *cluster.Snapshot, g Group, opts Options) *Plan {
+	plan, _ := place(s, g, opts, false)
+	return plan
+}
+
+// place is Place, diagnosing a failure when diagnosed is set.
+func place(s *cluster.Snapshot, g Group, opts Options, diagnosed bool) (*Plan, *Diagnosis) {
 	if g.MinMember > len(g.Members) {
 		return nil, &Diagnosis{Code: Impossible, Group: g.Name, MinMember: g.MinMember, Members: len(g.Members)}
 	}
@@ -40,7 +54,7 @@ func Place(s *cluster.Snapshot, g Group, opts Options) (*Plan, *Diagnosis) {
 	for _, sh := range shapes {
 		sh.testFirst(p.scarce)
 	}
-	if plan := p.place(); plan != nil {
+	if plan := p.place(); plan != nil || !diagnosed {
 		return plan, nil
 	}
 	return nil, p.diagnose()

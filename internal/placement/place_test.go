@@ -410,3 +410,33 @@ func TestDiagnosisSame(t *testing.T) {
 		t.Errorf("another failure (%v) is the same as %v", dc, da)
 	}
 }
+
+// TestForNamesShapes: For names each shape of the group it describes by that group's
+// first member of it, for a gang of one shape (named without its shapes being keyed)
+// as for one of two, whose members of one shape may come in another order.
+func TestForNamesShapes(t *testing.T) {
+	snap := cluster.New(gpuNodes("n", 1, 2), nil)
+	names := func(d *placement.Diagnosis) []string {
+		var out []string
+		for _, s := range d.Shapes {
+			out = append(out, s.Shape)
+		}
+		return out
+	}
+	one := gt.Group("a").Members(3).GPU(4).Build()
+	_, d := placement.Place(snap, one, placement.Options{})
+	if got, want := names(d.For(gt.Group("b").Members(3).GPU(4).Build())), []string{"b-worker-0 ×3"}; !slices.Equal(got, want) {
+		t.Errorf("one shape: For names %q, want %q", got, want)
+	}
+	cpu := gt.Pod("a-cpu").Req(corev1.ResourceCPU, "1").Obj()
+	two := gt.Group("a").Members(2).GPU(4).Plus("a-cpu", cpu).Build()
+	_, d = placement.Place(snap, two, placement.Options{})
+	other := gt.Group("b").Members(2).GPU(4).Plus("b-cpu", gt.Pod("b-cpu").Req(corev1.ResourceCPU, "1").Obj()).Build()
+	other.Members[1], other.Members[2] = other.Members[2], other.Members[1] // the workers
+	for i := range other.Members {
+		other.Members[i].Key = placement.ShapeKey(other.Members[i])
+	}
+	if got, want := names(d.For(other)), []string{"b-worker-1 ×2", "b-cpu"}; !slices.Equal(got, want) {
+		t.Errorf("two shapes: For names %q, want %q", got, want)
+	}
+}

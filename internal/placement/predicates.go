@@ -34,6 +34,9 @@ func staticReason(n *cluster.NodeInfo, s *shape, h health) (NodeReason, bool) {
 	if ok, err := s.affinity.Match(node); err != nil || !ok {
 		return NodeReason{Kind: NodeAffinityMismatch}, true
 	}
+	if len(node.Spec.Taints) == 0 {
+		return NodeReason{}, false // most nodes: no taint to look for a toleration of
+	}
 	taint, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints,
 		s.pod.Spec.Tolerations, hardTaint, true)
 	if untolerated {
@@ -65,7 +68,7 @@ func taintText(t corev1.Taint) string {
 // member of shape s now: one reason per insufficient resource, as upstream NodeResourcesFit.
 func resourceReasons(n *cluster.NodeInfo, s *shape) []NodeReason {
 	var t tally
-	addResourceReasons(&t, n, s)
+	roomOrReasons(&t, n, s)
 	out := make([]NodeReason, len(t))
 	for i, c := range t {
 		out[i] = c.NodeReason
@@ -73,16 +76,26 @@ func resourceReasons(n *cluster.NodeInfo, s *shape) []NodeReason {
 	return out
 }
 
-// addResourceReasons counts resourceReasons into t, in s's test order.
-func addResourceReasons(t *tally, n *cluster.NodeInfo, s *shape) {
+// roomOrReasons is how many members of s the node can take now (s.fits), and when none,
+// counts resourceReasons into t, in s's test order. A survey needs both of every node:
+// reading each free amount once for both halves its lookups.
+func roomOrReasons(t *tally, n *cluster.NodeInfo, s *shape) int {
+	count, short := int64(1<<31-1), false
 	for i, name := range s.names {
-		if n.Free(name) >= s.needs[i] {
-			continue
-		}
-		if name == corev1.ResourcePods {
+		free := n.Free(name)
+		switch {
+		case free >= s.needs[i]:
+			count = min(count, free/s.needs[i])
+		case name == corev1.ResourcePods:
 			t.add(NodeReason{Kind: TooManyPods})
-			continue
+			short = true
+		default:
+			t.add(NodeReason{Kind: InsufficientResource, Detail: string(name)})
+			short = true
 		}
-		t.add(NodeReason{Kind: InsufficientResource, Detail: string(name)})
 	}
+	if short {
+		return 0
+	}
+	return int(count)
 }

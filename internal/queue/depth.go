@@ -219,8 +219,8 @@ func (p *pass) trySkip() bool {
 		return open
 	}
 	// Verdicts hold until a group is admitted or the reservation changes.
-	if stamp := (skipStamp{len(p.res.Admitted), m.reserve}); p.verdicts == nil || stamp != p.stamp {
-		p.verdicts, p.stamp = map[verdictKey]verdictOf{}, stamp
+	if stamp := p.skipStamp(); p.verdicts == nil || stamp != p.stamp {
+		p.verdicts, p.stamp = map[verdictKey]*verdictOf{}, stamp
 	}
 	sk := skip{p: p, verdicts: p.verdicts}
 	for _, c := range m.classes {
@@ -300,9 +300,18 @@ type skipStamp struct {
 // skip is one trySkip: the verdict of each class and variant, then what it reports.
 type skip struct {
 	p        *pass
-	verdicts map[verdictKey]verdictOf
-	reports  []*item
-	reasons  map[*item]Reason
+	verdicts map[verdictKey]*verdictOf
+	reports  []report
+}
+
+// report is a group whose reason changed, with what list orders it by, computed once
+// rather than on each comparison of the sort.
+type report struct {
+	it *item
+	// reason is the verdict of the group's class and variant, shared by its groups.
+	reason *Reason
+	qprio  int32
+	share  float64
 }
 
 // need computes the verdict of c's groups of variant v, with rep as their
@@ -312,7 +321,7 @@ func (sk *skip) need(c *class, rep *item, v int) bool {
 	vd, ok := sk.verdicts[k]
 	if !ok {
 		r, fits := sk.p.verdict(rep, v == closed)
-		vd = verdictOf{r, rep, fits}
+		vd = &verdictOf{r, rep, fits}
 		sk.verdicts[k] = vd
 	}
 	if vd.fits {
@@ -351,20 +360,46 @@ func (p *pass) verdict(it *item, excluded bool) (Reason, bool) {
 	if r, ok := p.m.placedFailure(cacheKey, stamp, reusable); ok {
 		return r, false
 	}
-	plan, diag := placement.Place(p.snap, it.Group, opts)
+	plan, diag := placement.Place(p.snap, it.keyed, opts)
 	if plan != nil {
 		plan.Revert()
 		return Reason{}, true
 	}
 	r := Reason{Kind: Placement, Diagnosis: diag}
 	if excluded && diag.Code == placement.Unschedulable {
-		if free, _ := placement.Place(p.snap, it.Group, placement.Options{}); free != nil {
+		if free := placement.Try(p.snap, it.keyed, placement.Options{}); free != nil {
 			free.Revert()
 			r = Reason{Kind: Reserved, ReservedFor: p.m.reserve.Key}
 		}
 	}
 	p.m.notePlacedFailure(cacheKey, stamp, reusable, r)
+	p.noteFresh(cacheKey, r)
 	return r, false
+}
+
+// skipStamp is what holds while the snapshot and the reservation stay as they are in a
+// pass: no group admitted since, the same reservation.
+func (p *pass) skipStamp() skipStamp { return skipStamp{len(p.res.Admitted), p.m.reserve} }
+
+// noteFresh records a failure verdict placed, for freshFailure. A trySkip that finds
+// some class could be admitted leaves the walk to decide the groups before that class
+// one by one, and verdict has placed most of their classes already, on the snapshot
+// as it still is.
+func (p *pass) noteFresh(key string, r Reason) {
+	if st := p.skipStamp(); p.fresh == nil || st != p.freshStamp {
+		p.fresh, p.freshStamp = map[string]Reason{}, st
+	}
+	p.fresh[key] = r
+}
+
+// freshFailure returns the failure verdict recorded for placement cache key key, if no
+// group was admitted and the reservation stayed since.
+func (p *pass) freshFailure(key string) (Reason, bool) {
+	if p.fresh == nil || p.skipStamp() != p.freshStamp {
+		return Reason{}, false
+	}
+	r, ok := p.fresh[key]
+	return r, ok
 }
 
 // commit reports the groups whose reason changed, counts the others, and files every
@@ -372,7 +407,6 @@ func (p *pass) verdict(it *item, excluded bool) (Reason, bool) {
 // class and variant.
 func (sk *skip) commit(applies bool, bound time.Duration, variantOf func(*item) int) {
 	p, m := sk.p, sk.p.m
-	sk.reasons = map[*item]Reason{}
 	unchanged := map[*Reason]int{}
 	for _, c := range m.classes {
 		var moved [2][]*item // the groups whose variant changed, by the one they have now
@@ -381,14 +415,14 @@ func (sk *skip) commit(applies bool, bound time.Duration, variantOf func(*item) 
 				if len(w.items) == 0 {
 					continue
 				}
-				r := sk.verdicts[verdictKey{c, w.variant}].Reason
+				r := &sk.verdicts[verdictKey{c, w.variant}].Reason
 				switch {
 				case w.variant != v:
 					moved[w.variant] = append(moved[w.variant], w.items...) // a copy
 					for _, it := range w.items {
 						sk.report(it, r)
 					}
-				case c.canon[v] != nil && sameReason(*c.canon[v], r):
+				case c.canon[v] != nil && sameReason(*c.canon[v], *r):
 					unchanged[c.canon[v]] += len(w.items)
 				default:
 					for _, it := range w.items {
@@ -407,8 +441,7 @@ func (sk *skip) commit(applies bool, bound time.Duration, variantOf func(*item) 
 				c.settled[v] = insertSorted(c.settled[v], it, bySettled)
 			}
 			if vd, ok := sk.verdicts[verdictKey{c, v}]; ok && (c.canon[v] == nil || !sameReason(*c.canon[v], vd.Reason)) {
-				r := vd.Reason
-				c.canon[v] = &r
+				c.canon[v] = &vd.Reason // verdicts are not changed once made
 			}
 		}
 	}
@@ -418,8 +451,8 @@ func (sk *skip) commit(applies bool, bound time.Duration, variantOf func(*item) 
 		}
 		v := variantOf(it)
 		c := it.cls
-		r := sk.verdicts[verdictKey{c, v}].Reason
-		if it.lastReason != nil && sameReason(*it.lastReason, r) {
+		r := &sk.verdicts[verdictKey{c, v}].Reason
+		if it.lastReason != nil && sameReason(*it.lastReason, *r) {
 			unchanged[c.canon[v]]++
 		} else {
 			sk.report(it, r)
@@ -431,10 +464,9 @@ func (sk *skip) commit(applies bool, bound time.Duration, variantOf func(*item) 
 	sk.list(unchanged)
 }
 
-func (sk *skip) report(it *item, r Reason) {
-	r.subject = &it.Group
-	sk.reasons[it] = r
-	sk.reports = append(sk.reports, it)
+func (sk *skip) report(it *item, r *Reason) {
+	p := sk.p
+	sk.reports = append(sk.reports, report{it: it, reason: r, qprio: p.m.queues[it.Queue].Priority, share: p.share(it.Queue)})
 }
 
 // list appends the reported groups to the pass's Waiting in the order the walk would
@@ -442,25 +474,27 @@ func (sk *skip) report(it *item, r Reason) {
 // they are), and the counts of the others.
 func (sk *skip) list(unchanged map[*Reason]int) {
 	p := sk.p
-	qprio := func(it *item) int32 { return p.m.queues[it.Queue].Priority }
-	slices.SortFunc(sk.reports, func(a, b *item) int {
-		if c := cmp.Compare(qprio(b), qprio(a)); c != 0 {
+	slices.SortFunc(sk.reports, func(a, b report) int {
+		if c := cmp.Compare(b.qprio, a.qprio); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+		if c := cmp.Compare(b.it.Priority, a.it.Priority); c != 0 {
 			return c
 		}
-		if a.Queue != b.Queue {
-			if c := cmp.Compare(p.share(a.Queue), p.share(b.Queue)); c != 0 {
+		if a.it.Queue != b.it.Queue {
+			if c := cmp.Compare(a.share, b.share); c != 0 {
 				return c
 			}
 		}
-		return byEntry(a, b)
+		return byEntry(a.it, b.it)
 	})
-	for _, it := range sk.reports {
-		r := sk.reasons[it]
-		it.lastReason = &r
-		p.res.Waiting = append(p.res.Waiting, Waiting{Entry: it.Entry, Reason: r})
+	// Grown once, so that each group's lastReason points into it, as wait's do.
+	p.res.Waiting = slices.Grow(p.res.Waiting, len(sk.reports))
+	for _, rep := range sk.reports {
+		w := Waiting{Entry: rep.it.Entry, Reason: *rep.reason}
+		w.Reason.subject = &rep.it.keyed
+		p.res.Waiting = append(p.res.Waiting, w)
+		rep.it.lastReason = &p.res.Waiting[len(p.res.Waiting)-1].Reason
 	}
 	for r, n := range unchanged {
 		p.res.Unchanged = append(p.res.Unchanged, Unchanged{Reason: *r, Count: n})

@@ -98,3 +98,16 @@ func TestManagerBookkeeping(t *testing.T) {
 		t.Errorf("Queues after release and removal (-want +got):\n%s", diff)
 	}
 }
+
+// TestPushAgainPlacesTheNewMembers: a group pushed again is placed as it is now, not by
+// the shapes its members had when first pushed (the queue keeps their shape keys).
+func TestPushAgainPlacesTheNewMembers(t *testing.T) {
+	m := queue.New(queue.Options{StarvationThreshold: time.Hour})
+	m.SetQueue(queue.Queue{Name: "team-a"})
+	m.Push(entry("g", 2, 1).build())
+	m.Push(entry("g", 2, 8).build()) // the same key, its members now asking 8 GPUs each
+	res := m.Schedule(cluster.New(gpuNodes("n", 2, 4), nil), t0)
+	if len(res.Admitted) != 0 || len(res.Waiting) != 1 || !res.Waiting[0].Reason.Impossible() {
+		t.Errorf("2 × 8 GPUs on nodes of 4: want g impossible, got %q", summary(res))
+	}
+}

@@ -168,6 +168,10 @@ type Manager struct {
 	// by placement cache key (see ScheduleChanges).
 	placed        map[string]placedFailure
 	placedVersion uint64
+	// listed is how many waiting groups the last ScheduleChanges listed.
+	listed int
+	// lastReserved is the last reservation's nodes computed (see reservationOf).
+	lastReserved reservedNodes
 }
 
 // SetEstimator gives the manager the expected ends of running groups: a starving
@@ -179,6 +183,10 @@ func (m *Manager) SetEstimator(est Estimator) { m.est = est }
 type item struct {
 	Entry
 	signature string
+	// keyed is Entry.Group with each member's placement.Member.Key set: every pass
+	// places the group again, and rendering its members' shape keys each time cost more
+	// than the placement of a gang of one shape.
+	keyed placement.Group
 	// requests is each member's request, by member name, without the pod count.
 	requests map[string]cluster.Resources
 	// least is a lower bound of the charge of any plan for the group.
@@ -280,7 +288,13 @@ func Borrowed(used, quota cluster.Resources) cluster.Resources {
 // Push queues a group, replacing a queued group of the same key.
 func (m *Manager) Push(e Entry) {
 	it := &item{Entry: e, signature: placement.Signature(e.Group), requests: map[string]cluster.Resources{}}
-	for _, mem := range e.Group.Members {
+	it.keyed = e.Group
+	it.keyed.Members = make([]placement.Member, len(e.Group.Members))
+	for i, mem := range e.Group.Members {
+		if mem.Key == "" {
+			mem.Key = placement.ShapeKey(mem)
+		}
+		it.keyed.Members[i] = mem
 		var r cluster.Resources
 		if mem.Requests != nil {
 			r = mem.Requests.Clone()

@@ -13,21 +13,19 @@ import (
 )
 
 // reservationNodes returns the nodes a starving group would use if the pods now on them
-// finished, with what its plan takes on each, chosen so that its wait is the shortest: the nodes the estimator's forecast
-// planned it on, where the capacity it needs is expected to be free soonest, when the
+// finished, with what its plan takes on each, chosen so that its wait is the shortest: the
+// nodes the estimator's forecast planned it on (planned), where the capacity it needs is expected to be free soonest, when the
 // group fits the empty cluster restricted to them; else among the nodes with the most
 // free scarce resource now, the group placed on the empty cluster restricted to the k
 // most-free nodes, for the smallest k that fits (by bisection). It returns nil when the
 // group does not fit the empty cluster at all.
-func reservationNodes(s *cluster.Snapshot, it *item, est Estimator) ([]string, map[string]cluster.Resources) {
-	if est != nil {
-		if planned := est.PlannedNodes(it.Key); len(planned) > 0 {
-			in := nodeSet(planned)
-			plan, _ := placement.Place(s.Empty(), it.Group, placement.Options{Exclude: func(node string) bool { return !in[node] }})
-			if plan != nil {
-				plan.Revert()
-				return nodesOf(plan), it.sharesOf(plan)
-			}
+func reservationNodes(s *cluster.Snapshot, it *item, planned []string) ([]string, map[string]cluster.Resources) {
+	if len(planned) > 0 {
+		in := nodeSet(planned)
+		plan := placement.Try(s.Empty(), it.keyed, placement.Options{Exclude: func(node string) bool { return !in[node] }})
+		if plan != nil {
+			plan.Revert()
+			return nodesOf(plan), it.sharesOf(plan)
 		}
 	}
 	scarce := scarceOf(it)
@@ -41,7 +39,7 @@ func reservationNodes(s *cluster.Snapshot, it *item, est Estimator) ([]string, m
 	}
 	empty := s.Empty()
 	try := func(k int) *placement.Plan {
-		plan, _ := placement.Place(empty, it.Group, placement.Options{
+		plan := placement.Try(empty, it.keyed, placement.Options{
 			Exclude: func(node string) bool { return rank[node] >= k },
 		})
 		if plan != nil {
@@ -63,6 +61,37 @@ func reservationNodes(s *cluster.Snapshot, it *item, est Estimator) ([]string, m
 		}
 	}
 	return nodesOf(best), it.sharesOf(best)
+}
+
+// reservedNodes is a starving group's reservation nodes computed on snapshot version
+// version before any admission of the pass, with the nodes its forecast planned it on.
+type reservedNodes struct {
+	it      *item
+	version uint64
+	planned []string
+	nodes   []string
+	shares  map[string]cluster.Resources
+}
+
+// reservationOf is reservationNodes, computed again only when the snapshot or the
+// forecast's plan changed: a starving group refreshes its reservation on every pass that
+// reaches it, and on a snapshot version of an earlier pass (before any admission) the
+// bisection of empty-cluster placements would find the same nodes.
+func (p *pass) reservationOf(it *item) ([]string, map[string]cluster.Resources) {
+	var planned []string
+	if p.m.est != nil {
+		planned = p.m.est.PlannedNodes(it.Key)
+	}
+	last := &p.m.lastReserved
+	reusable := p.versioned && len(p.res.Admitted) == 0
+	if reusable && last.it == it && last.version == p.m.placedVersion && slices.Equal(last.planned, planned) {
+		return last.nodes, last.shares
+	}
+	nodes, shares := reservationNodes(p.snap, it, planned)
+	if reusable {
+		*last = reservedNodes{it: it, version: p.m.placedVersion, planned: slices.Clone(planned), nodes: nodes, shares: shares}
+	}
+	return nodes, shares
 }
 
 // sharesOf is what the plan's members ask of each node it uses: the part of a reserved

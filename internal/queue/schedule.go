@@ -90,21 +90,18 @@ func (m *Manager) schedule(s *cluster.Snapshot, now time.Time, changes bool, ver
 	m.passes++
 	p := &pass{m: m, snap: s, now: now, id: m.passes, failed: map[string]Reason{}, shares: map[string]float64{},
 		versioned: changes}
-	if changes && version != m.placedVersion {
-		clear(m.placed)
-		m.placedVersion = version
-	}
-	if !changes {
-		p.res.Waiting = make([]Waiting, 0, len(m.entries))
-	}
-	for key, r := range m.preempt {
-		if m.entries[key] == nil {
-			delete(m.preempt, key)
-			continue
+	// Schedule lists every group; ScheduleChanges about as many as on its last pass.
+	// Grown from nothing, the list's copies of entries were a fifth of a pass's bytes.
+	listed := len(m.entries)
+	if changes {
+		listed = m.listed
+		if version != m.placedVersion {
+			clear(m.placed)
+			m.placedVersion = version
 		}
-		p.preempted = append(p.preempted, preemptedNodes{Reservation: r, nodes: nodeSet(r.Nodes)})
 	}
-	slices.SortFunc(p.preempted, func(a, b preemptedNodes) int { return strings.Compare(a.Key, b.Key) })
+	p.res.Waiting = make([]Waiting, 0, listed)
+	p.preempted = m.preemptedNodes()
 	if m.reserve != nil {
 		p.reserved = nodeSet(m.reserve.Nodes)
 	}
@@ -140,8 +137,26 @@ func (m *Manager) schedule(s *cluster.Snapshot, now time.Time, changes bool, ver
 			w.Position = positions[w.Queue]
 		}
 	}
+	if changes {
+		m.listed = len(p.res.Waiting)
+	}
 	p.res.Reservations = m.Reservations()
 	return p.res
+}
+
+// preemptedNodes returns the reservations for preemption with their node sets, by key,
+// dropping those of groups no longer queued.
+func (m *Manager) preemptedNodes() []preemptedNodes {
+	var out []preemptedNodes
+	for key, r := range m.preempt {
+		if m.entries[key] == nil {
+			delete(m.preempt, key)
+			continue
+		}
+		out = append(out, preemptedNodes{Reservation: r, nodes: nodeSet(r.Nodes)})
+	}
+	slices.SortFunc(out, func(a, b preemptedNodes) int { return strings.Compare(a.Key, b.Key) })
+	return out
 }
 
 // compareEntries orders two groups of queues of equal priority: priority, higher first;
@@ -179,8 +194,12 @@ type pass struct {
 	// reaches one of them.
 	blocker *class
 	// verdicts are trySkip's, valid while stamp holds.
-	verdicts map[verdictKey]verdictOf
+	verdicts map[verdictKey]*verdictOf
 	stamp    skipStamp
+	// fresh holds the placement failures verdict found, by cache key, for decide while
+	// freshStamp holds: until then they are what placing the group again would find.
+	fresh      map[string]Reason
+	freshStamp skipStamp
 	// failed caches placement failures by signature and exclusion.
 	failed map[string]Reason
 	// reserved is the starving group's reservation's node set.
@@ -224,25 +243,29 @@ func (p *pass) decide(it *item) {
 	}
 	if r, ok := p.failed[cacheKey]; ok {
 		// The diagnosis is shared; it is rendered for this group only if read.
-		r.subject = &it.Group
+		r.subject = &it.keyed
 		p.fail(it, r)
 		return
 	}
 	stamp, reusable := p.placedStamp(closed)
-	if r, ok := p.m.placedFailure(cacheKey, stamp, reusable); ok {
+	r, ok := p.m.placedFailure(cacheKey, stamp, reusable)
+	if !ok {
+		r, ok = p.freshFailure(cacheKey)
+	}
+	if ok {
 		p.failed[cacheKey] = r
-		r.subject = &it.Group
+		r.subject = &it.keyed
 		p.fail(it, r)
 		return
 	}
-	plan, diag := placement.Place(p.snap, it.Group, opts)
+	plan, diag := placement.Place(p.snap, it.keyed, opts)
 	if plan != nil {
 		p.admitWithinQuota(it, q, plan, opts)
 		return
 	}
-	r := Reason{Kind: Placement, Diagnosis: diag}
+	r = Reason{Kind: Placement, Diagnosis: diag}
 	if excluded && diag.Code == placement.Unschedulable {
-		if free, _ := placement.Place(p.snap, it.Group, placement.Options{}); free != nil {
+		if free := placement.Try(p.snap, it.keyed, placement.Options{}); free != nil {
 			free.Revert()
 			r = Reason{Kind: Reserved, ReservedFor: closed[0].key, ForPreemption: closed[0].preemption}
 		}
@@ -261,9 +284,9 @@ func (p *pass) admitWithinQuota(it *item, q Queue, plan *placement.Plan, opts pl
 	r, over := p.m.overQuota(q, c)
 	if over && len(plan.Assignments) > it.Group.MinMember {
 		plan.Revert()
-		g := it.Group
+		g := it.keyed
 		g.Members = g.Members[:g.MinMember]
-		if plan, _ = placement.Place(p.snap, g, opts); plan == nil {
+		if plan = placement.Try(p.snap, g, opts); plan == nil {
 			// Cannot happen on a snapshot the larger plan fitted; wait as over quota.
 			p.wait(it, asExceeded(r))
 			return
@@ -397,7 +420,7 @@ func (p *pass) backfills(it *item) bool {
 // reserveFor gives it the reservation, or refreshes the one it holds, and excludes the
 // nodes for every group after it.
 func (p *pass) reserveFor(it *item) {
-	nodes, shares := reservationNodes(p.snap, it, p.m.est)
+	nodes, shares := p.reservationOf(it)
 	if nodes == nil {
 		if p.holds(it) {
 			p.m.reserve = nil
