@@ -178,7 +178,8 @@ func (e *Engine) placeReplacements(out *Output) {
 		}
 		topo := g.spec.Topology
 		topo.Domain = g.domain
-		plan, _ := placement.Place(e.snap, placement.Group{Name: g.key, MinMember: 1, Members: members, Topology: topo}, placement.Options{})
+		// A member that does not fit is tried again on the next pass: no diagnosis.
+		plan := placement.Try(e.snap, placement.Group{Name: g.key, MinMember: 1, Members: members, Topology: topo}, placement.Options{})
 		if plan != nil {
 			e.bindPlan(g, plan, out)
 			e.dirty[g.key] = true

@@ -259,7 +259,7 @@ func fits(snap *cluster.Snapshot, g placement.Group, closed map[string]bool) boo
 	if len(closed) > 0 {
 		opts.Exclude = func(node string) bool { return closed[node] }
 	}
-	plan, _ := placement.Place(snap, g, opts)
+	plan := placement.Try(snap, g, opts)
 	if plan == nil {
 		return false
 	}
