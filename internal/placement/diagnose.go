@@ -106,6 +106,8 @@ func (p *placer) fitsEmpty() (room int, blocked *Blocked, ok bool) {
 		shapes:   p.shapes,
 		health:   ignoreHealth,
 		scarce:   p.scarce,
+		scarceID: p.scarceID,
+		cpuID:    p.cpuID,
 		withPods: p.withPods,
 	}
 	empty.g.Topology.Domain = ""
