@@ -120,6 +120,9 @@ type Snapshot struct {
 	// empty is the view Empty returned, kept while layout and the objects' generation are
 	// those it was made at.
 	empty *emptyView
+	// surveys is the memo Surveys returns, kept while layout is surveysLayout.
+	surveys       map[string]any
+	surveysLayout uint64
 }
 
 // emptyView is the snapshot's empty cluster, with what placement learnt of it.
@@ -380,6 +383,18 @@ func (s *Snapshot) Empty() *Snapshot {
 func (s *Snapshot) EmptyFits() map[string]int {
 	s.Empty()
 	return s.empty.fits
+}
+
+// Surveys is a memo for placement, kept with the snapshot (not its copies) by keys of
+// placement's own: what it found of each node for a kind of pod, to find again only on
+// the nodes whose Generation changed since. It is emptied whenever a node is added,
+// removed or has its object replaced, so that an entry's nodes are the snapshot's, in
+// order.
+func (s *Snapshot) Surveys() map[string]any {
+	if s.surveys == nil || s.surveysLayout != s.layout {
+		s.surveys, s.surveysLayout = map[string]any{}, s.layout
+	}
+	return s.surveys
 }
 
 // Usage returns the non-zero requested resources of every node, for tests and metrics.
