@@ -193,10 +193,14 @@ func shapesOf(members []Member) []*shape {
 				claims:   kubefit.HasClaims(m.Pod),
 				devices:  kubefit.HasResourceClaims(m.Pod),
 			}
-			for _, name := range s.req.Names() {
-				if s.req[name] > 0 {
+			// Sized once: shapes are made on every placement, and growing these showed.
+			names := s.req.Names()
+			s.names, s.needs = names[:0], make([]int64, 0, len(names))
+			s.ids = make([]cluster.ResourceID, 0, len(names))
+			for _, name := range names {
+				if v := s.req[name]; v > 0 {
 					s.names = append(s.names, name)
-					s.needs = append(s.needs, s.req[name])
+					s.needs = append(s.needs, v)
 				}
 			}
 			byKey[key] = s
