@@ -13,14 +13,15 @@ import (
 // the few nodes it takes rather than all of them.
 type freeIndex struct {
 	name corev1.ResourceName
+	id   ResourceID
 	// amounts are the free amounts some indexed node has, ascending.
 	amounts []int64
 	// nodes holds the indexed nodes by free amount, each list sorted by name.
 	nodes map[int64][]*NodeInfo
 }
 
-func newFreeIndex(name corev1.ResourceName, nodes []*NodeInfo) *freeIndex {
-	x := &freeIndex{name: name, nodes: map[int64][]*NodeInfo{}}
+func newFreeIndex(name corev1.ResourceName, id ResourceID, nodes []*NodeInfo) *freeIndex {
+	x := &freeIndex{name: name, id: id, nodes: map[int64][]*NodeInfo{}}
 	for _, n := range nodes {
 		x.add(n)
 	}
@@ -33,7 +34,7 @@ func (x *freeIndex) add(n *NodeInfo) {
 	if n.Allocatable[x.name] <= 0 {
 		return
 	}
-	free := n.Free(x.name)
+	free := n.FreeOf(x.id)
 	list, ok := x.nodes[free]
 	if !ok {
 		i, _ := slices.BinarySearch(x.amounts, free)
@@ -48,7 +49,7 @@ func (x *freeIndex) remove(n *NodeInfo) {
 	if n.Allocatable[x.name] <= 0 {
 		return
 	}
-	free := n.Free(x.name)
+	free := n.FreeOf(x.id)
 	list := x.nodes[free]
 	i, found := slices.BinarySearchFunc(list, n.Name(), byName)
 	if !found {
@@ -89,7 +90,7 @@ func (s *Snapshot) index(name corev1.ResourceName) *freeIndex {
 			return x
 		}
 	}
-	x := newFreeIndex(name, s.nodes)
+	x := newFreeIndex(name, s.ids.id(name), s.nodes)
 	s.indexes = append(s.indexes, x)
 	return x
 }

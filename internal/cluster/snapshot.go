@@ -24,6 +24,9 @@ type NodeInfo struct {
 	// built over it (the hosted kube-scheduler filters) know when to rebuild theirs.
 	pods       map[string]*corev1.Pod
 	generation uint64
+	// free is Allocatable less Requested by ResourceID of the snapshot, kept with them;
+	// ids numbered since the node last changed are beyond its end, and free none.
+	free []int64
 }
 
 // Pods returns the pods counted on the node that the snapshot has objects for, bound or
@@ -90,6 +93,8 @@ func (n *NodeInfo) Fits(req Resources) int {
 type Snapshot struct {
 	nodes  []*NodeInfo // sorted by name
 	byName map[string]*NodeInfo
+	// ids numbers the resource names of the nodes' free vectors; copies share it.
+	ids *resourceIDs
 	// bound records, for each pod key (namespace/name) counted in Requested, where and how
 	// much, so that removing a pod is exact.
 	bound map[string]boundPod
@@ -115,6 +120,9 @@ type Snapshot struct {
 	// empty is the view Empty returned, kept while layout and the objects' generation are
 	// those it was made at.
 	empty *emptyView
+	// surveys is the memo Surveys returns, kept while layout is surveysLayout.
+	surveys       map[string]any
+	surveysLayout uint64
 }
 
 // emptyView is the snapshot's empty cluster, with what placement learnt of it.
@@ -137,6 +145,7 @@ func New(nodes []*corev1.Node, pods []*corev1.Pod) *Snapshot {
 		byName:  make(map[string]*NodeInfo, len(nodes)),
 		bound:   make(map[string]boundPod, len(pods)),
 		storage: &Objects{},
+		ids:     newResourceIDs(),
 	}
 	for _, n := range nodes {
 		s.SetNode(n)
@@ -164,6 +173,7 @@ func (s *Snapshot) SetNode(n *corev1.Node) {
 			info.Node = n
 			info.Allocatable = FromList(n.Status.Allocatable)
 			info.ready = nodeReady(n)
+			info.refree(s.ids)
 		})
 		return
 	}
@@ -180,6 +190,7 @@ func (s *Snapshot) SetNode(n *corev1.Node) {
 			}
 		}
 	}
+	info.refree(s.ids)
 	for _, x := range s.indexes {
 		x.add(info)
 	}
@@ -227,7 +238,7 @@ func (s *Snapshot) AddPodRequests(p *corev1.Pod, requests Resources) bool {
 	}
 	if info := s.byName[b.node]; info != nil {
 		s.change(info, func() {
-			info.Requested.Add(b.requests)
+			info.request(s.ids, b.requests, 1)
 			info.pods[key] = p
 		})
 	}
@@ -246,7 +257,7 @@ func (s *Snapshot) RemovePod(key string) {
 	}
 	if info := s.byName[b.node]; info != nil {
 		s.change(info, func() {
-			info.Requested.Sub(b.requests)
+			info.request(s.ids, b.requests, -1)
 			delete(info.pods, key)
 		})
 	}
@@ -256,8 +267,8 @@ func (s *Snapshot) RemovePod(key string) {
 // returned revert function is called. It is how placement makes tentative assignments;
 // reverts must run last in, first out.
 func (s *Snapshot) Assume(n *NodeInfo, req Resources) (revert func()) {
-	s.change(n, func() { n.Requested.Add(req) })
-	return func() { s.change(n, func() { n.Requested.Sub(req) }) }
+	s.change(n, func() { n.request(s.ids, req, 1) })
+	return func() { s.change(n, func() { n.request(s.ids, req, -1) }) }
 }
 
 // AssumePod is Assume for a pod the snapshot should see on the node until the revert, as
@@ -272,7 +283,7 @@ func (s *Snapshot) AssumePod(n *NodeInfo, key string, pod *corev1.Pod, req Resou
 	}
 	anti := RequiresAntiAffinity(cp)
 	s.change(n, func() {
-		n.Requested.Add(req)
+		n.request(s.ids, req, 1)
 		n.pods[key] = cp
 	})
 	if anti {
@@ -283,7 +294,7 @@ func (s *Snapshot) AssumePod(n *NodeInfo, key string, pod *corev1.Pod, req Resou
 			s.antiAffinity--
 		}
 		s.change(n, func() {
-			n.Requested.Sub(req)
+			n.request(s.ids, req, -1)
 			delete(n.pods, key)
 		})
 	}
@@ -324,10 +335,11 @@ func (s *Snapshot) Clone() *Snapshot {
 		antiAffinity: s.antiAffinity,
 		storage:      s.storage,
 		filters:      s.filters,
+		ids:          s.ids,
 	}
 	for i, n := range s.nodes {
 		cp := &NodeInfo{Node: n.Node, Allocatable: n.Allocatable, Requested: n.Requested.Clone(), ready: n.ready,
-			pods: maps.Clone(n.pods), generation: 1}
+			pods: maps.Clone(n.pods), generation: 1, free: slices.Clone(n.free)}
 		c.nodes[i] = cp
 		c.byName[cp.Name()] = cp
 	}
@@ -352,10 +364,12 @@ func (s *Snapshot) Empty() *Snapshot {
 		bound:   map[string]boundPod{},
 		storage: s.storage.unallocated(),
 		filters: s.filters,
+		ids:     s.ids,
 	}
 	for i, n := range s.nodes {
 		cp := &NodeInfo{Node: n.Node, Allocatable: n.Allocatable, Requested: Resources{}, ready: n.ready,
 			pods: map[string]*corev1.Pod{}, generation: 1}
+		cp.refree(c.ids)
 		c.nodes[i] = cp
 		c.byName[cp.Name()] = cp
 	}
@@ -369,6 +383,18 @@ func (s *Snapshot) Empty() *Snapshot {
 func (s *Snapshot) EmptyFits() map[string]int {
 	s.Empty()
 	return s.empty.fits
+}
+
+// Surveys is a memo for placement, kept with the snapshot (not its copies) by keys of
+// placement's own: what it found of each node for a kind of pod, to find again only on
+// the nodes whose Generation changed since. It is emptied whenever a node is added,
+// removed or has its object replaced, so that an entry's nodes are the snapshot's, in
+// order.
+func (s *Snapshot) Surveys() map[string]any {
+	if s.surveys == nil || s.surveysLayout != s.layout {
+		s.surveys, s.surveysLayout = map[string]any{}, s.layout
+	}
+	return s.surveys
 }
 
 // Usage returns the non-zero requested resources of every node, for tests and metrics.

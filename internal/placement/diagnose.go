@@ -19,7 +19,7 @@ func (p *placer) diagnose() *Diagnosis {
 	}
 	for _, s := range p.shapes {
 		p.begin(s)
-		d.Shapes = append(d.Shapes, p.survey(s, p.snap.Nodes()))
+		d.Shapes = append(d.Shapes, p.surveyAll(s))
 		p.cycles = nil
 	}
 	d.Blocked = p.blocked.ifFiltered()
@@ -57,39 +57,42 @@ func (p *placer) noteBlocked(a *attempt, s *shape, tiers [][]*cluster.NodeInfo) 
 func (p *placer) survey(s *shape, nodes []*cluster.NodeInfo) ShapeDiagnosis {
 	sd := ShapeDiagnosis{Shape: s.name(), Members: len(s.members), Requests: withoutPods(s.req), Nodes: len(nodes)}
 	var hist tally
-	key, pinned := p.g.Topology.Required, p.g.Topology.Domain
 	for _, n := range nodes {
-		if key != "" {
-			v, ok := n.Node.Labels[key]
-			if !ok {
-				hist.add(NodeReason{Kind: MissingTopologyLabel, Detail: key})
-				continue
-			}
-			if pinned != "" && v != pinned {
-				hist.add(NodeReason{Kind: OutsideDomain, Detail: key + "=" + pinned})
-				continue
-			}
+		if k := p.surveyNode(&hist, n, s); k > 0 {
+			sd.Available++
+			sd.Room += k
 		}
-		if r, bad := p.rejectStatic(n, s); bad {
-			hist.add(r)
-			continue
-		}
-		if rs := p.filterReasons(n, s); len(rs) > 0 {
-			for _, r := range rs {
-				hist.add(r)
-			}
-			continue
-		}
-		k := roomOrReasons(&hist, n, s)
-		if k == 0 {
-			continue
-		}
-		sd.Available++
-		sd.Room += k
 	}
 	sd.Room = min(sd.Room, len(s.members))
 	sd.Reasons = hist.sorted()
 	return sd
+}
+
+// surveyNode is how many members of s node n can take now, and when none, counts why
+// into t.
+func (p *placer) surveyNode(t *tally, n *cluster.NodeInfo, s *shape) int {
+	if key := p.g.Topology.Required; key != "" {
+		v, ok := n.Node.Labels[key]
+		if !ok {
+			t.add(NodeReason{Kind: MissingTopologyLabel, Detail: key})
+			return 0
+		}
+		if pinned := p.g.Topology.Domain; pinned != "" && v != pinned {
+			t.add(NodeReason{Kind: OutsideDomain, Detail: key + "=" + pinned})
+			return 0
+		}
+	}
+	if r, bad := p.rejectStatic(n, s); bad {
+		t.add(r)
+		return 0
+	}
+	if rs := p.filterReasons(n, s); len(rs) > 0 {
+		for _, r := range rs {
+			t.add(r)
+		}
+		return 0
+	}
+	return roomOrReasons(t, n, s)
 }
 
 // fitsEmpty reports whether the group could be placed on the cluster with nothing bound,
@@ -106,6 +109,8 @@ func (p *placer) fitsEmpty() (room int, blocked *Blocked, ok bool) {
 		shapes:   p.shapes,
 		health:   ignoreHealth,
 		scarce:   p.scarce,
+		scarceID: p.scarceID,
+		cpuID:    p.cpuID,
 		withPods: p.withPods,
 	}
 	empty.g.Topology.Domain = ""

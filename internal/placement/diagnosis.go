@@ -224,14 +224,20 @@ func nodesText(ok, total int, reasons []ReasonCount, word string) string {
 // searched in turn is cheaper than a map.
 type tally []ReasonCount
 
-func (t *tally) add(r NodeReason) {
+func (t *tally) add(r NodeReason) { t.addN(r, 1) }
+
+// addN counts n more nodes for r, or fewer when n is negative: a reason no node has any
+// more is dropped, so that a survey kept up to date reports what a new one would.
+func (t *tally) addN(r NodeReason, n int) {
 	for i := range *t {
 		if (*t)[i].NodeReason == r {
-			(*t)[i].Nodes++
+			if (*t)[i].Nodes += n; (*t)[i].Nodes == 0 {
+				*t = append((*t)[:i], (*t)[i+1:]...)
+			}
 			return
 		}
 	}
-	*t = append(*t, ReasonCount{NodeReason: r, Nodes: 1})
+	*t = append(*t, ReasonCount{NodeReason: r, Nodes: n})
 }
 
 // sorted returns the counts sorted: most nodes first, then text.

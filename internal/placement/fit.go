@@ -19,6 +19,7 @@ func FitsOn(s *cluster.Snapshot, name string, m Member) (reason NodeReason, ok b
 		return NodeReason{Kind: NodeNotFound, Detail: name}, false
 	}
 	sh := shapesOf([]Member{m})[0]
+	sh.resolve(s)
 	if r, failed := staticReason(n, sh, checkHealth); failed {
 		return r, false
 	}

@@ -135,9 +135,11 @@ type shape struct {
 	// claims when the pods mount PersistentVolumeClaims, and devices when they ask for
 	// DRA devices through ResourceClaims (each such member is a shape of its own).
 	filters, claims, devices bool
-	// names and needs are req's positive amounts as parallel slices, for fits.
+	// names and needs are req's positive amounts as parallel slices, for fits; ids
+	// number names in the snapshot being placed on (see resolve).
 	names []corev1.ResourceName
 	needs []int64
+	ids   []cluster.ResourceID
 }
 
 // testFirst moves name to the front of the resources fits tests, if s asks for it: the
@@ -150,8 +152,17 @@ func (s *shape) testFirst(name corev1.ResourceName) {
 	}
 }
 
+// resolve numbers s's resources in snap, whose nodes (and its copies') fits then reads
+// by slice index rather than by name. It runs once the test order is set (testFirst).
+func (s *shape) resolve(snap *cluster.Snapshot) {
+	s.ids = s.ids[:0]
+	for _, name := range s.names {
+		s.ids = append(s.ids, snap.ResourceID(name))
+	}
+}
+
 // fits is how many members of s the node can take now.
-func (s *shape) fits(n *cluster.NodeInfo) int { return n.FitsVector(s.names, s.needs) }
+func (s *shape) fits(n *cluster.NodeInfo) int { return n.FitsIDs(s.ids, s.needs) }
 
 // name describes a shape for diagnoses: its first member and how many it stands for.
 func (s *shape) name() string {
@@ -182,10 +193,14 @@ func shapesOf(members []Member) []*shape {
 				claims:   kubefit.HasClaims(m.Pod),
 				devices:  kubefit.HasResourceClaims(m.Pod),
 			}
-			for _, name := range s.req.Names() {
-				if s.req[name] > 0 {
+			// Sized once: shapes are made on every placement, and growing these showed.
+			names := s.req.Names()
+			s.names, s.needs = names[:0], make([]int64, 0, len(names))
+			s.ids = make([]cluster.ResourceID, 0, len(names))
+			for _, name := range names {
+				if v := s.req[name]; v > 0 {
 					s.names = append(s.names, name)
-					s.needs = append(s.needs, s.req[name])
+					s.needs = append(s.needs, v)
 				}
 			}
 			byKey[key] = s

@@ -51,8 +51,10 @@ func place(s *cluster.Snapshot, g Group, opts Options, diagnosed bool) (*Plan, *
 	p.withPods = s.HasRequiredAntiAffinity() || slices.ContainsFunc(shapes, func(sh *shape) bool { return sh.filters })
 	p.scarce = scarceResource(shapes)
 	orderShapes(shapes, p.scarce)
+	p.scarceID, p.cpuID = s.ResourceID(p.scarce), s.ResourceID(corev1.ResourceCPU)
 	for _, sh := range shapes {
 		sh.testFirst(p.scarce)
+		sh.resolve(s)
 	}
 	if plan := p.place(); plan != nil || !diagnosed {
 		return plan, nil
@@ -83,6 +85,8 @@ type placer struct {
 	opts   Options
 	health health
 	scarce corev1.ResourceName
+	// scarceID and cpuID number scarce and cpu in snap and its copies.
+	scarceID, cpuID cluster.ResourceID
 
 	best     int    // most members any attempt placed, for the diagnosis
 	topology string // why no required domain worked
@@ -422,9 +426,9 @@ func (p *placer) tightest(s *shape, need int64, wanted int) []candidate {
 // members that do not need the scarce resource go where there is none of it.
 func (p *placer) rank(s *shape, c candidate) candidate {
 	if s.req[p.scarce] > 0 {
-		c.first = c.node.Free(p.scarce)
+		c.first = c.node.FreeOf(p.scarceID)
 	} else {
-		c.first, c.second = c.node.Allocatable[p.scarce], c.node.Free(corev1.ResourceCPU)
+		c.first, c.second = c.node.Allocatable[p.scarce], c.node.FreeOf(p.cpuID)
 	}
 	return c
 }
