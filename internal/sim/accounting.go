@@ -71,7 +71,9 @@ func (w *World) refresh() {
 		w.total.useful += j.rates.useful - old.useful
 		w.total.starting += j.rates.starting - old.starting
 		w.total.held += j.rates.held - old.held
-		if j.rates.held > 0 || j.rates.beforeReady > 0 || j.rates.useful > 0 {
+		// Only held capacity accrues per job; useful time accrues in the total alone. A
+		// month's replay has hundreds of jobs training at a time and a handful holding.
+		if j.rates.held > 0 || j.rates.beforeReady > 0 {
 			w.accruing[j] = true
 		} else {
 			delete(w.accruing, j)
@@ -186,11 +188,10 @@ type Reserver interface {
 // noteReservations applies a Reserver's changes after a Step.
 func (w *World) noteReservations() {
 	w.notePrediction()
-	r, ok := w.sched.(Reserver)
-	if !ok {
+	if w.reserver == nil {
 		return
 	}
-	for key, gpus := range r.ReservationChanges() {
+	for key, gpus := range w.reserver.ReservationChanges() {
 		if j := w.jobs[shortKey(key)]; j != nil && j.GroupKey() == key {
 			j.reserved = gpus
 			w.touch(j)
@@ -209,18 +210,31 @@ type Predictor interface {
 // the first start predicted for it, to measure against the start it got
 // (Summary.StartError).
 func (w *World) notePrediction() {
-	p, ok := w.sched.(Predictor)
-	if !ok {
+	if w.predictor == nil {
 		return
 	}
-	made, starts := p.Forecast()
+	made, starts := w.predictor.Forecast()
 	if made.IsZero() || made.Equal(w.forecastSeen) {
 		return
 	}
 	w.forecastSeen = made
+	if len(w.unpredicted) == 0 {
+		return
+	}
 	for key, start := range starts {
-		if j := w.jobs[shortKey(key)]; j != nil && j.GroupKey() == key && j.Predicted.IsZero() && j.Whole.IsZero() {
+		if j := w.unpredicted[key]; j != nil {
 			j.Predicted = start
+			delete(w.unpredicted, key)
+			if len(w.unpredicted) == 0 {
+				break
+			}
 		}
+	}
+}
+
+// stopPredicting drops j from the jobs notePrediction looks for.
+func (w *World) stopPredicting(j *Job) {
+	if key := j.GroupKey(); w.unpredicted[key] == j {
+		delete(w.unpredicted, key)
 	}
 }

@@ -1,8 +1,8 @@
 package sim
 
 import (
-	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,8 +53,8 @@ type Job struct {
 	Evictions int
 	Cancelled bool
 
-	pods    map[int]string // worker index → current pod key
-	gen     map[int]int    // worker index → recreation count
+	pods    []string // worker index → current pod key
+	gen     []int    // worker index → recreation count
 	started bool
 	// run counts starts of useful work; a finish timer of an earlier run is void.
 	run int
@@ -62,6 +62,9 @@ type Job struct {
 	reserved int64
 	// rates is what the job contributes to the world's measures now.
 	rates rates
+	// requests is what each of the job's pods requests and is limited to, made once: the
+	// pods share it, and nobody writes a pod's spec after creation.
+	requests corev1.ResourceList
 }
 
 // GroupKey is the key of the job's group.
@@ -80,8 +83,11 @@ func (w *World) SubmitInterleaved(jobs ...*Job) {
 			j.MinMember = j.Workers
 		}
 		j.Submitted = w.now
-		j.pods, j.gen = map[int]string{}, map[int]int{}
+		j.pods, j.gen = make([]string, j.Workers), make([]int, j.Workers)
 		w.jobs[j.Name] = j
+		if w.predictor != nil {
+			w.unpredicted[j.GroupKey()] = j
+		}
 		w.sched.SetGroup(w.groupSpec(j))
 		w.logf("%s: submitted, %d workers × %d GPU, minMember %d", j.Name, j.Workers, j.GPU, j.MinMember)
 		most = max(most, j.Workers)
@@ -126,17 +132,21 @@ func compareStrings(a, b string) int {
 }
 
 func (w *World) createPod(j *Job, i int) {
-	name := fmt.Sprintf("%s-%d", j.Name, i)
+	name := j.Name + "-" + strconv.Itoa(i)
 	if g := j.gen[i]; g > 0 {
-		name = fmt.Sprintf("%s-%d-r%d", j.Name, i, g)
+		name += "-r" + strconv.Itoa(g)
 	}
-	q := resource.MustParse(fmt.Sprint(j.GPU))
+	if j.requests == nil {
+		j.requests = corev1.ResourceList{GPU: resource.MustParse(strconv.FormatInt(j.GPU, 10))}
+	}
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+		// Generation 1, as the API server sets it on create: the engine reuses the
+		// requests it computed for a pod while its spec generation stays the same.
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), Generation: 1},
 		Spec: corev1.PodSpec{
 			SchedulerName: "muster",
 			Containers: []corev1.Container{{Name: "worker", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{GPU: q}, Limits: corev1.ResourceList{GPU: q},
+				Requests: j.requests, Limits: j.requests,
 			}}},
 		},
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
@@ -154,33 +164,38 @@ func (w *World) createPod(j *Job, i int) {
 
 // apply carries out a scheduler's decisions: binds start the simulated kubelet, evictions
 // delete pods and let the job controller recreate them.
-func (w *World) apply(out engine.Output) {
-	bound := map[string]int{}
-	for _, b := range out.Binds() {
+func (w *World) apply(binds []engine.Bind, evictions []engine.Eviction) {
+	// The counts are for the timeline only: a quiet replay does not build them.
+	var bound, evicted map[string]int
+	var reasons map[string]string
+	if !w.opts.Quiet {
+		bound, evicted, reasons = map[string]int{}, map[string]int{}, map[string]string{}
+	}
+	for _, b := range binds {
 		p := w.pods[b.Pod]
 		if p == nil || p.Spec.NodeName != "" {
 			continue
 		}
-		p = p.DeepCopy()
+		p = revise(p)
 		p.Spec.NodeName = b.Node
 		w.pods[b.Pod] = p
 		w.sched.SetPod(p, b.Group)
 		if j, _ := w.jobOf(b.Pod); j != nil {
 			w.touch(j)
 		}
-		bound[shortKey(b.Group)]++
+		if bound != nil {
+			bound[shortKey(b.Group)]++
+		}
 		w.startKubelet(b.Pod)
 	}
 	for _, name := range sortedCounts(bound) {
 		w.logf("%s: %d pods bound", name, bound[name])
 	}
-	evicted := map[string]int{}
-	reasons := map[string]string{}
-	for _, ev := range out.Evictions {
+	for _, ev := range evictions {
 		if j, _ := w.jobOf(ev.Pod); j != nil {
 			j.Evictions++
 		}
-		if w.deletePod(ev.Pod) {
+		if w.deletePod(ev.Pod) && evicted != nil {
 			evicted[shortKey(ev.Group)]++
 			reasons[shortKey(ev.Group)] = ev.Reason
 		}
@@ -191,6 +206,9 @@ func (w *World) apply(out engine.Output) {
 }
 
 func sortedCounts(m map[string]int) []string {
+	if len(m) == 0 {
+		return nil
+	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -243,7 +261,7 @@ func (j *Job) boundGPUs(w *World) (int64, int) {
 		if p == nil || p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		gpus += gpusOf(p)
+		gpus += j.GPU // every pod of a job requests j.GPU (createPod)
 		n++
 	}
 	return gpus, n

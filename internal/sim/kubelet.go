@@ -22,7 +22,7 @@ func (w *World) startKubelet(key string) {
 		if p == nil || p.UID != uid || p.Status.Phase != corev1.PodPending {
 			return
 		}
-		p = p.DeepCopy()
+		p = revise(p)
 		switch {
 		case failStart:
 			p.Status.Phase = corev1.PodFailed
@@ -52,6 +52,7 @@ func (w *World) checkProgress(j *Job) {
 	w.touch(j)
 	if _, bound := j.boundGPUs(w); bound >= j.MinMember && j.Whole.IsZero() {
 		j.Whole = w.now
+		w.stopPredicting(j) // the start it got is known: too late to predict it
 	}
 	ready := 0
 	for _, key := range j.pods {
@@ -88,7 +89,7 @@ func (w *World) finish(j *Job) {
 		if p == nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		p = p.DeepCopy()
+		p = revise(p)
 		p.Status.Phase = corev1.PodSucceeded
 		p.Status.Conditions = nil
 		w.pods[key] = p
@@ -132,7 +133,7 @@ func (w *World) failPod(key, reason string) {
 	if p == nil {
 		return
 	}
-	p = p.DeepCopy()
+	p = revise(p)
 	p.Status.Phase = corev1.PodFailed
 	p.Status.Reason = reason
 	p.Status.Conditions = nil
@@ -186,6 +187,7 @@ func (w *World) Cancel(job string) {
 	}
 	j.Cancelled = true
 	j.started = false
+	w.stopPredicting(j)
 	for _, key := range j.pods {
 		w.deletePod(key)
 	}

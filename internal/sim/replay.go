@@ -140,7 +140,7 @@ func (w *World) RunUntilIdle(limit time.Time) {
 		if !next.After(w.now) {
 			next = time.Time{}
 		}
-		if w.events.Len() > 0 && (next.IsZero() || w.events[0].at.Before(next)) {
+		if len(w.events) > 0 && (next.IsZero() || w.events[0].at.Before(next)) {
 			next = w.events[0].at
 		}
 		if next.IsZero() || next.After(limit) {

@@ -9,7 +9,6 @@
 package sim
 
 import (
-	"container/heap"
 	"fmt"
 	"slices"
 	"strings"
@@ -47,17 +46,26 @@ type World struct {
 	jobs  map[string]*Job
 	// forecastSeen is when the scheduler made the last forecast notePrediction read.
 	forecastSeen time.Time
-	podJob       map[string]member
-	events       events
-	seq          int
+	// predictor and reserver are sched as a Predictor and a Reserver, or nil.
+	predictor Predictor
+	reserver  Reserver
+	// unpredicted holds, by group key, the jobs notePrediction still looks for in a new
+	// forecast: submitted, neither predicted nor whole yet. A forecast covers the whole
+	// queue, most of it predicted by earlier forecasts already; with none left to find,
+	// the forecast is not read at all.
+	unpredicted map[string]*Job
+	podJob      map[string]member
+	events      events
+	seq         int
 	// Timeline collects what happened, one line each, for tests and the demo.
 	Timeline []string
 	// wake is the scheduler's requested wake-up.
 	wake time.Time
 
 	opts Options
-	// touched holds jobs whose rates must be recomputed; accruing, jobs whose rates are
-	// not all zero. Together they keep the per-event cost independent of the job count.
+	// touched holds jobs whose rates must be recomputed; accruing, jobs that hold
+	// capacity (rates.held or rates.beforeReady not zero). Together they keep the
+	// per-event cost independent of the job count.
 	touched, accruing map[*Job]bool
 	total             rates
 	usefulGPUSeconds  float64
@@ -73,17 +81,21 @@ func New(sched Scheduler) *World { return NewWithOptions(sched, Options{}) }
 
 // NewWithOptions returns an empty world at Epoch driven by sched, adjusted by opts.
 func NewWithOptions(sched Scheduler, opts Options) *World {
-	return &World{
-		now:      Epoch,
-		sched:    sched,
-		nodes:    map[string]*corev1.Node{},
-		pods:     map[string]*corev1.Pod{},
-		jobs:     map[string]*Job{},
-		podJob:   map[string]member{},
-		touched:  map[*Job]bool{},
-		accruing: map[*Job]bool{},
-		opts:     opts,
+	w := &World{
+		now:         Epoch,
+		sched:       sched,
+		nodes:       map[string]*corev1.Node{},
+		pods:        map[string]*corev1.Pod{},
+		jobs:        map[string]*Job{},
+		podJob:      map[string]member{},
+		touched:     map[*Job]bool{},
+		accruing:    map[*Job]bool{},
+		unpredicted: map[string]*Job{},
+		opts:        opts,
 	}
+	w.predictor, _ = sched.(Predictor)
+	w.reserver, _ = sched.(Reserver)
+	return w
 }
 
 // Now returns the simulated time.
@@ -131,7 +143,7 @@ func fmtDur(d time.Duration) string {
 // at schedules f at t.
 func (w *World) at(t time.Time, f func()) {
 	w.seq++
-	heap.Push(&w.events, event{at: t, seq: w.seq, do: f})
+	w.events.push(event{at: t, seq: w.seq, do: f})
 }
 
 // RunFor advances simulated time by d, running every event and scheduler wake-up due.
@@ -142,18 +154,18 @@ func (w *World) RunUntil(t time.Time) {
 	w.settle()
 	for {
 		next := t
-		if w.events.Len() > 0 && w.events[0].at.Before(next) {
+		if len(w.events) > 0 && w.events[0].at.Before(next) {
 			next = w.events[0].at
 		}
 		if wake := w.wake; !wake.IsZero() && wake.After(w.now) && wake.Before(next) {
 			next = wake
 		}
-		if !next.After(w.now) && (w.events.Len() == 0 || w.events[0].at.After(w.now)) {
+		if !next.After(w.now) && (len(w.events) == 0 || w.events[0].at.After(w.now)) {
 			break
 		}
 		w.advance(next)
-		for w.events.Len() > 0 && !w.events[0].at.After(w.now) {
-			heap.Pop(&w.events).(event).do()
+		for len(w.events) > 0 && !w.events[0].at.After(w.now) {
+			w.events.pop().do()
 		}
 		w.settle()
 		if !w.now.Before(t) {
@@ -170,17 +182,20 @@ func (w *World) settle() {
 		out := w.sched.Step(w.now)
 		w.wake = out.WakeAt
 		w.noteReservations()
-		for _, ev := range out.Events {
-			w.logf("%s %s: %s", shortKey(ev.Group), ev.Reason, ev.Message)
+		if !w.opts.Quiet {
+			for _, ev := range out.Events {
+				w.logf("%s %s: %s", shortKey(ev.Group), ev.Reason, ev.Message)
+			}
 		}
-		if len(out.Binds()) == 0 && len(out.Evictions) == 0 {
+		binds := out.Binds()
+		if len(binds) == 0 && len(out.Evictions) == 0 {
 			if len(w.done) == 0 {
 				return
 			}
 			w.collect()
 			continue
 		}
-		w.apply(out)
+		w.apply(binds, out.Evictions)
 	}
 }
 
@@ -192,6 +207,8 @@ func shortKey(key string) string {
 }
 
 // events is a time-ordered heap of world events; seq keeps insertion order among equals.
+// It is typed rather than a container/heap: boxing each event in an interface to push
+// and pop it was an allocation per event.
 type events []event
 
 type event struct {
@@ -200,20 +217,51 @@ type event struct {
 	do  func()
 }
 
-func (e events) Len() int { return len(e) }
-func (e events) Less(i, j int) bool {
+func (e events) less(i, j int) bool {
 	if !e[i].at.Equal(e[j].at) {
 		return e[i].at.Before(e[j].at)
 	}
 	return e[i].seq < e[j].seq
 }
-func (e events) Swap(i, j int) { e[i], e[j] = e[j], e[i] }
-func (e *events) Push(x any)   { *e = append(*e, x.(event)) }
-func (e *events) Pop() any {
-	old := *e
-	x := old[len(old)-1]
-	*e = old[:len(old)-1]
-	return x
+
+// push adds ev, keeping the heap ordered.
+func (e *events) push(ev event) {
+	*e = append(*e, ev)
+	h := *e
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h.less(i, parent) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+// pop removes and returns the earliest event.
+func (e *events) pop() event {
+	h := *e
+	top := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	h[n] = event{} // let the closure go
+	h = h[:n]
+	for i := 0; ; {
+		least, l, r := i, 2*i+1, 2*i+2
+		if l < n && h.less(l, least) {
+			least = l
+		}
+		if r < n && h.less(r, least) {
+			least = r
+		}
+		if least == i {
+			break
+		}
+		h[i], h[least] = h[least], h[i]
+		i = least
+	}
+	*e = h
+	return top
 }
 
 // gpusOf returns the GPUs a pod requests.
