@@ -228,13 +228,7 @@ func (s *search) refresh(t, end int64) {
 		if s.lastEnd != never {
 			touched, s.fromEnd = p.stepsUpTo(s.fromEnd, end-1, touched, w.dirty)
 		}
-		for _, ni := range touched {
-			w.dirty[ni] = false
-			s.room -= w.roomOf[ni]
-			s.refreshNode(ni, t, end)
-			s.room += w.roomOf[ni]
-		}
-		w.touched = touched
+		s.refreshTouched(touched, t, end)
 	}
 	s.lastEnd = end
 	w.kept = keptWindow{valid: true, lead: s.lead, smallest: s.smallest, t: t, end: end, room: s.room}
@@ -277,6 +271,14 @@ func (s *search) fromKept(t, end int64) bool {
 		}
 	}
 	s.room = k.room
+	s.refreshTouched(touched, t, end)
+	return true
+}
+
+// refreshTouched brings the touched nodes, marked in dirty, to the window [t, end),
+// unmarks them, and keeps room's count of them current; touched is kept as scratch.
+func (s *search) refreshTouched(touched []int, t, end int64) {
+	w := s.w
 	for _, ni := range touched {
 		w.dirty[ni] = false
 		s.room -= w.roomOf[ni]
@@ -284,7 +286,6 @@ func (s *search) fromKept(t, end int64) bool {
 		s.room += w.roomOf[ni]
 	}
 	w.touched = touched
-	return true
 }
 
 // refreshNode brings node ni's avail and roomOf to the window [t, end).
