@@ -108,11 +108,9 @@ func (e *Engine) refreshForecast(now time.Time, out *Output) {
 	starts := e.planQueue(now, nil)
 	f.headAt, f.headStale = now, false
 	f.planned = make(map[string]bool, len(starts))
-	for key := range starts {
-		f.planned[key] = true
-	}
 	f.nodes = make(map[string][]string, len(starts))
 	for key, s := range starts {
+		f.planned[key] = true
 		if len(s.Nodes) > 0 {
 			f.nodes[key] = s.Nodes
 		}
