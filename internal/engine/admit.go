@@ -31,7 +31,8 @@ func (e *Engine) admit(now time.Time, out *Output) {
 		plan := e.bindPlan(g, a.Plan, out)
 		out.Admitted = append(out.Admitted, Admission{Group: g.key, Queue: a.Entry.Queue, Waited: now.Sub(g.queuedAt)})
 		out.decision("admitted")
-		g.queued, g.waiting, g.waitingKind = false, nil, ""
+		g.queued = false
+		g.clearWaiting()
 		e.step(g, lifecycle.Admitted{Planned: len(a.Plan.Assignments)}, now, out)
 		out.Plans[plan].Attempt = g.attempt()
 		e.arm(g)
@@ -61,16 +62,16 @@ func (e *Engine) noteWaiting(res queue.Result, now time.Time, out *Output) {
 		out.decisions(decisionOf(u.Reason), u.Count)
 		e.skipped += u.Count
 	}
-	for _, w := range res.Waiting {
-		g := e.groups[w.Entry.Key]
+	for i := range res.Waiting {
+		w := &res.Waiting[i]
+		g := e.groups[w.Key]
 		if g == nil {
 			continue
 		}
 		kind := waitingKind(w.Reason)
 		out.decision(decisionOf(w.Reason))
-		reason := w.Reason
 		changed := kind != g.waitingKind
-		g.waiting, g.waitingKind = &reason, kind
+		g.setWaiting(&w.Reason, kind)
 		// Texts are rendered only when they are reported: a long queue re-decides every
 		// waiting group on each pass, and most passes change nothing for most of them.
 		switch {

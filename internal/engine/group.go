@@ -41,14 +41,17 @@ type group struct {
 	queued   bool
 	requeued bool
 	queuedAt time.Time
-	// waiting is why the group is not admitted, from the last admission pass.
+	// waiting is why the group is not admitted, from the last admission pass: nil, or
+	// waitingOf, which holds it without a heap copy per pass (see setWaiting).
 	waiting     *queue.Reason
+	waitingOf   queue.Reason
 	waitingKind string
-	// resolved is waiting with its diagnosis for this group, and text it rendered, for
-	// the waiting they were made from (see resolvedWaiting).
+	// resolved is waiting with its diagnosis for this group, and the text it rendered,
+	// when resolvedOK says they were made from the waiting the group has now (see
+	// resolvedWaiting).
 	resolved     queue.Reason
 	resolvedText string
-	resolvedOf   *queue.Reason
+	resolvedOK   bool
 	// invalid is the last reported list of spec problems, to report each once.
 	invalid string
 	// domain is the required-topology value the group's members use.
@@ -274,11 +277,21 @@ func (g *group) resolvedWaiting() (queue.Reason, string) {
 	if g.waiting == nil {
 		return queue.Reason{}, ""
 	}
-	if g.resolvedOf != g.waiting {
+	if !g.resolvedOK {
 		g.resolved = g.waiting.Resolved()
-		g.resolvedText, g.resolvedOf = g.resolved.String(), g.waiting
+		g.resolvedText, g.resolvedOK = g.resolved.String(), true
 	}
 	return g.resolved, g.resolvedText
+}
+
+// setWaiting records why the group waits, of the given kind (waitingKind).
+func (g *group) setWaiting(r *queue.Reason, kind string) {
+	g.waitingOf, g.waiting, g.waitingKind, g.resolvedOK = *r, &g.waitingOf, kind, false
+}
+
+// clearWaiting records that the group no longer waits.
+func (g *group) clearWaiting() {
+	g.waitingOf, g.waiting, g.waitingKind, g.resolvedOK = queue.Reason{}, nil, "", false
 }
 
 // waitingString is g.waiting rendered (see resolvedWaiting).

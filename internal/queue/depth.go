@@ -488,13 +488,11 @@ func (sk *skip) list(unchanged map[*Reason]int) {
 		}
 		return byEntry(a.it, b.it)
 	})
-	// Grown once, so that each group's lastReason points into it, as wait's do.
 	p.res.Waiting = slices.Grow(p.res.Waiting, len(sk.reports))
 	for _, rep := range sk.reports {
-		w := Waiting{Entry: rep.it.Entry, Reason: *rep.reason}
-		w.Reason.subject = &rep.it.keyed
-		p.res.Waiting = append(p.res.Waiting, w)
-		rep.it.lastReason = &p.res.Waiting[len(p.res.Waiting)-1].Reason
+		p.res.Waiting = append(p.res.Waiting, Waiting{Entry: &rep.it.Entry, Reason: *rep.reason})
+		p.res.Waiting[len(p.res.Waiting)-1].Reason.subject = &rep.it.keyed
+		rep.it.lastReason = rep.reason
 	}
 	for r, n := range unchanged {
 		p.res.Unchanged = append(p.res.Unchanged, Unchanged{Reason: *r, Count: n})

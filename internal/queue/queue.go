@@ -168,8 +168,8 @@ type Manager struct {
 	// by placement cache key (see ScheduleChanges).
 	placed        map[string]placedFailure
 	placedVersion uint64
-	// listed is how many waiting groups the last ScheduleChanges listed.
-	listed int
+	// waiting is the array of the last pass's Result.Waiting, which the next reuses.
+	waiting []Waiting
 	// lastReserved is the last reservation's nodes computed (see reservationOf).
 	lastReserved reservedNodes
 }
@@ -193,11 +193,13 @@ type item struct {
 	least cluster.Resources
 	// cls is the item's class; settled says it is filed in cls.settled[variant] with
 	// the reason of its class, else it is in Manager.unsettled with lastReason, the
-	// reason it was last given (nil before its first pass).
+	// reason it was last given (nil before its first pass): last, or the verdict of its
+	// class that trySkip gave it, which is not changed once made.
 	cls        *class
 	variant    int
 	settled    bool
 	lastReason *Reason
+	last       Reason
 	// pass is the last pass that decided the item.
 	pass uint64
 }

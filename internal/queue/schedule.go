@@ -20,9 +20,10 @@ type Admission struct {
 	Charge cluster.Resources
 }
 
-// Waiting is a group that stays queued after Schedule, with why.
+// Waiting is a group that stays queued after Schedule, with why. Its Entry is the
+// Manager's record of the group: read it, do not change it.
 type Waiting struct {
-	Entry
+	*Entry
 	Reason Reason
 	// Position is the group's place, from 1, among the waiting groups of its queue.
 	Position int
@@ -59,7 +60,9 @@ type Reservation struct {
 type Result struct {
 	// Admitted lists the groups admitted, in order; they have left the queue.
 	Admitted []Admission
-	// Waiting lists the groups still queued, in order, with why.
+	// Waiting lists the groups still queued, in order, with why. Its array is the
+	// Manager's, reused by the next Schedule or ScheduleChanges: a caller that keeps
+	// the list past that copies it.
 	Waiting []Waiting
 	// Reservations are the reservations in force after the call (see
 	// Manager.Reservations).
@@ -90,17 +93,13 @@ func (m *Manager) schedule(s *cluster.Snapshot, now time.Time, changes bool, ver
 	m.passes++
 	p := &pass{m: m, snap: s, now: now, id: m.passes, failed: map[string]Reason{}, shares: map[string]float64{},
 		versioned: changes}
-	// Schedule lists every group; ScheduleChanges about as many as on its last pass.
-	// Grown from nothing, the list's copies of entries were a fifth of a pass's bytes.
-	listed := len(m.entries)
-	if changes {
-		listed = m.listed
-		if version != m.placedVersion {
-			clear(m.placed)
-			m.placedVersion = version
-		}
+	if changes && version != m.placedVersion {
+		clear(m.placed)
+		m.placedVersion = version
 	}
-	p.res.Waiting = make([]Waiting, 0, listed)
+	// The list reuses the last pass's array: made anew, it was a third of the bytes a
+	// replay allocated.
+	p.res.Waiting = m.waiting[:0]
 	p.preempted = m.preemptedNodes()
 	if m.reserve != nil {
 		p.reserved = nodeSet(m.reserve.Nodes)
@@ -137,9 +136,7 @@ func (m *Manager) schedule(s *cluster.Snapshot, now time.Time, changes bool, ver
 			w.Position = positions[w.Queue]
 		}
 	}
-	if changes {
-		m.listed = len(p.res.Waiting)
-	}
+	m.waiting = p.res.Waiting
 	p.res.Reservations = m.Reservations()
 	return p.res
 }
@@ -331,9 +328,10 @@ func (p *pass) fail(it *item, r Reason) {
 // but room (it does not fit, fits only on nodes reserved for another, or waits for the
 // quota it reclaims) loses its reservations, since nodes would not help it.
 func (p *pass) wait(it *item, r Reason) {
-	p.res.Waiting = append(p.res.Waiting, Waiting{Entry: it.Entry, Reason: r})
+	p.res.Waiting = append(p.res.Waiting, Waiting{Entry: &it.Entry, Reason: r})
 	p.m.unsettle(it)
-	it.lastReason, it.pass = &p.res.Waiting[len(p.res.Waiting)-1].Reason, p.id
+	it.last = r
+	it.lastReason, it.pass = &it.last, p.id
 	if r.Kind != Placement && r.Kind != Reserved && !r.Reclaimable {
 		p.m.Unreserve(it.Key)
 	}
