@@ -4,8 +4,8 @@
 package cluster
 
 import (
-	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -113,6 +113,19 @@ func (r Resources) IsZero() bool {
 
 // Format renders one amount of a resource the way kubectl would ("500m", "8Gi", "4").
 func Format(name corev1.ResourceName, v int64) string {
+	// Counts below a thousand, and whole cpus below a thousand, render as the integer:
+	// messages render them often, and a Quantity's String allocates.
+	switch name {
+	case corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+	case corev1.ResourceCPU:
+		if v%1000 == 0 && v > -1000_000 && v < 1000_000 {
+			return strconv.FormatInt(v/1000, 10)
+		}
+	default:
+		if v > -1000 && v < 1000 {
+			return strconv.FormatInt(v, 10)
+		}
+	}
 	q := Quantity(name, v)
 	return q.String()
 }
@@ -120,15 +133,22 @@ func Format(name corev1.ResourceName, v int64) string {
 // String renders r as "{cpu: 4, nvidia.com/gpu: 1}", with names sorted.
 func (r Resources) String() string {
 	var b strings.Builder
+	r.Render(&b)
+	return b.String()
+}
+
+// Render writes String's text to b.
+func (r Resources) Render(b *strings.Builder) {
 	b.WriteByte('{')
 	for i, name := range r.Names() {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s: %s", name, Format(name, r[name]))
+		b.WriteString(string(name))
+		b.WriteString(": ")
+		b.WriteString(Format(name, r[name]))
 	}
 	b.WriteByte('}')
-	return b.String()
 }
 
 // IsExtended reports whether name is an extended resource such as nvidia.com/gpu, as

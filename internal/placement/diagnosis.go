@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -164,24 +165,40 @@ func (b *Blocked) text() string {
 // Error makes a Diagnosis usable as an error.
 func (d *Diagnosis) Error() string { return d.String() }
 
-// String renders the diagnosis in one line per shape, joined by "; ".
+// String renders the diagnosis in one line per shape, joined by "; ". A queue renders
+// the diagnosis of each group whose kind of reason changes, so the common case, an
+// Unschedulable group, is written without fmt.
 func (d *Diagnosis) String() string {
-	var parts []string
+	var b strings.Builder
 	if d.Code == Impossible {
-		parts = d.impossibleText()
+		b.WriteString(strings.Join(d.impossibleText(), "; "))
 	} else {
-		parts = append(parts, fmt.Sprintf("%d of minMember %d members can be placed now", d.Placed, d.MinMember))
+		b.WriteString(strconv.Itoa(d.Placed))
+		b.WriteString(" of minMember ")
+		b.WriteString(strconv.Itoa(d.MinMember))
+		b.WriteString(" members can be placed now")
 		for _, s := range d.Shapes {
-			parts = append(parts, fmt.Sprintf("%s %s: %s", s.Shape, s.Requests, nodesText(s.Available, s.Nodes, s.Reasons, "available")))
+			b.WriteString("; ")
+			b.WriteString(s.Shape)
+			b.WriteByte(' ')
+			s.Requests.Render(&b)
+			b.WriteString(": ")
+			writeNodesText(&b, s.Available, s.Nodes, s.Reasons, "available")
 		}
 	}
 	if d.Blocked != nil {
-		parts = append(parts, d.Blocked.text())
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(d.Blocked.text())
 	}
 	if d.Topology != "" {
-		parts = append(parts, d.Topology)
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(d.Topology)
 	}
-	return strings.Join(parts, "; ")
+	return b.String()
 }
 
 func (d *Diagnosis) impossibleText() []string {
@@ -209,15 +226,28 @@ func (d *Diagnosis) impossibleText() []string {
 // nodesText renders "0/8 nodes are available: 4 Insufficient nvidia.com/gpu, 4 node(s) had
 // untolerated taint {gpu: a100}", as kube-scheduler's FitError does.
 func nodesText(ok, total int, reasons []ReasonCount, word string) string {
-	s := fmt.Sprintf("%d/%d nodes are %s", ok, total, word)
-	if len(reasons) == 0 {
-		return s
-	}
-	texts := make([]string, len(reasons))
+	var b strings.Builder
+	writeNodesText(&b, ok, total, reasons, word)
+	return b.String()
+}
+
+// writeNodesText writes nodesText to b.
+func writeNodesText(b *strings.Builder, ok, total int, reasons []ReasonCount, word string) {
+	b.WriteString(strconv.Itoa(ok))
+	b.WriteByte('/')
+	b.WriteString(strconv.Itoa(total))
+	b.WriteString(" nodes are ")
+	b.WriteString(word)
 	for i, r := range reasons {
-		texts[i] = fmt.Sprintf("%d %s", r.Nodes, r.NodeReason)
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(r.Nodes))
+		b.WriteByte(' ')
+		b.WriteString(r.NodeReason.String())
 	}
-	return s + ": " + strings.Join(texts, ", ")
 }
 
 // tally counts nodes by reason. The reasons of one diagnosis are few, so a list
