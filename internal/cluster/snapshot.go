@@ -123,6 +123,10 @@ type Snapshot struct {
 	// surveys is the memo Surveys returns, kept while layout is surveysLayout.
 	surveys       map[string]any
 	surveysLayout uint64
+	// allocatable is the memo Allocatable returns, kept while layout is
+	// allocatableLayout.
+	allocatable       Resources
+	allocatableLayout uint64
 }
 
 // emptyView is the snapshot's empty cluster, with what placement learnt of it.
@@ -395,6 +399,20 @@ func (s *Snapshot) Surveys() map[string]any {
 		s.surveys, s.surveysLayout = map[string]any{}, s.layout
 	}
 	return s.surveys
+}
+
+// Allocatable returns the sum of the nodes' allocatable, kept while no node is added,
+// removed or has its object replaced: a queue orders its queues by their share of it on
+// every pass. The result is shared: callers must not modify it.
+func (s *Snapshot) Allocatable() Resources {
+	if s.allocatable == nil || s.allocatableLayout != s.layout {
+		total := Resources{}
+		for _, n := range s.nodes {
+			total.Add(n.Allocatable)
+		}
+		s.allocatable, s.allocatableLayout = total, s.layout
+	}
+	return s.allocatable
 }
 
 // Usage returns the non-zero requested resources of every node, for tests and metrics.

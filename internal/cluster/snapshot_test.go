@@ -107,3 +107,29 @@ func nodeNames(s *cluster.Snapshot) []string {
 	}
 	return out
 }
+
+// TestAllocatableFollowsNodes checks that the summed allocatable is made again when a
+// node is added, replaced or removed, and not changed by pods.
+func TestAllocatableFollowsNodes(t *testing.T) {
+	s := cluster.New([]*corev1.Node{gt.Node("n-0").GPU(8).Obj()}, nil)
+	gpus := func() int64 { return s.Allocatable()[gt.GPU] }
+	if got := gpus(); got != 8 {
+		t.Fatalf("allocatable GPUs = %d, want 8", got)
+	}
+	s.AddPod(gt.Pod("run").GPU(2).Node("n-0").Obj())
+	if got := gpus(); got != 8 {
+		t.Errorf("with a pod bound: allocatable GPUs = %d, want 8", got)
+	}
+	s.SetNode(gt.Node("n-1").GPU(4).Obj())
+	if got := gpus(); got != 12 {
+		t.Errorf("with n-1 added: allocatable GPUs = %d, want 12", got)
+	}
+	s.SetNode(gt.Node("n-0").GPU(2).Obj())
+	if got := gpus(); got != 6 {
+		t.Errorf("with n-0 replaced: allocatable GPUs = %d, want 6", got)
+	}
+	s.RemoveNode("n-1")
+	if got := gpus(); got != 2 {
+		t.Errorf("with n-1 removed: allocatable GPUs = %d, want 2", got)
+	}
+}

@@ -67,10 +67,7 @@ func (p *pass) share(queue string) float64 {
 	if s, ok := p.shares[queue]; ok {
 		return s
 	}
-	if p.capacity == nil {
-		p.capacity = capacityOf(p.snap)
-	}
-	s := WeightedShare(p.m.usedBy(queue), p.capacity, p.m.queues[queue].Weight)
+	s := WeightedShare(p.m.usedBy(queue), p.snap.Allocatable(), p.m.queues[queue].Weight)
 	p.shares[queue] = s
 	return s
 }
@@ -78,19 +75,10 @@ func (p *pass) share(queue string) float64 {
 // Shares returns each queue's weighted share of snapshot s's allocatable: the share by
 // which Schedule orders the queues of one priority.
 func (m *Manager) Shares(s *cluster.Snapshot) map[string]float64 {
-	capacity := capacityOf(s)
+	capacity := s.Allocatable()
 	out := make(map[string]float64, len(m.queues))
 	for name, q := range m.queues {
 		out[name] = WeightedShare(m.usedBy(name), capacity, q.Weight)
-	}
-	return out
-}
-
-// capacityOf sums the allocatable of s's nodes.
-func capacityOf(s *cluster.Snapshot) cluster.Resources {
-	out := cluster.Resources{}
-	for _, n := range s.Nodes() {
-		out.Add(n.Allocatable)
 	}
 	return out
 }

@@ -206,8 +206,6 @@ type pass struct {
 	behind bool
 	// preempted are the reservations for preemption, by key, with their node sets.
 	preempted []preemptedNodes
-	// capacity is the snapshot's allocatable, summed on first use (see share).
-	capacity cluster.Resources
 	// shares caches each queue's weighted share until its usage changes.
 	shares map[string]float64
 	res    Result
