@@ -222,7 +222,7 @@ func (p *pass) trySkip() bool {
 	if stamp := p.skipStamp(); p.verdicts == nil || stamp != p.stamp {
 		p.verdicts, p.stamp = map[verdictKey]*verdictOf{}, stamp
 	}
-	sk := skip{p: p, verdicts: p.verdicts}
+	sk := skip{p: p, verdicts: p.verdicts, reports: m.reports[:0]}
 	for _, c := range m.classes {
 		for v := range 2 {
 			for _, w := range splitVariants(c.settled[v], applies, bound) {
@@ -494,6 +494,8 @@ func (sk *skip) list(unchanged map[*Reason]int) {
 		p.res.Waiting[len(p.res.Waiting)-1].Reason.subject = &rep.it.keyed
 		rep.it.lastReason = rep.reason
 	}
+	clear(sk.reports) // kept for the next pass, without the items
+	p.m.reports = sk.reports[:0]
 	for r, n := range unchanged {
 		p.res.Unchanged = append(p.res.Unchanged, Unchanged{Reason: *r, Count: n})
 	}

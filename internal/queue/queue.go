@@ -168,8 +168,11 @@ type Manager struct {
 	// by placement cache key (see ScheduleChanges).
 	placed        map[string]placedFailure
 	placedVersion uint64
-	// waiting is the array of the last pass's Result.Waiting, which the next reuses.
-	waiting []Waiting
+	// waiting and unchanged are the arrays of the last pass's Result.Waiting and
+	// Result.Unchanged, and reports trySkip's, which the next pass reuses.
+	waiting   []Waiting
+	unchanged []Unchanged
+	reports   []report
 	// lastReserved is the last reservation's nodes computed (see reservationOf).
 	lastReserved reservedNodes
 }

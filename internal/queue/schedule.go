@@ -69,7 +69,7 @@ type Result struct {
 	Reservations []Reservation
 	// Unchanged counts, by reason, the waiting groups ScheduleChanges did not list in
 	// Waiting because they wait for the same reason as before; Schedule lists every
-	// group.
+	// group. Like Waiting's, its array is reused by the next call.
 	Unchanged []Unchanged
 }
 
@@ -99,7 +99,7 @@ func (m *Manager) schedule(s *cluster.Snapshot, now time.Time, changes bool, ver
 	}
 	// The list reuses the last pass's array: made anew, it was a third of the bytes a
 	// replay allocated.
-	p.res.Waiting = m.waiting[:0]
+	p.res.Waiting, p.res.Unchanged = m.waiting[:0], m.unchanged[:0]
 	p.preempted = m.preemptedNodes()
 	if m.reserve != nil {
 		p.reserved = nodeSet(m.reserve.Nodes)
@@ -136,7 +136,7 @@ func (m *Manager) schedule(s *cluster.Snapshot, now time.Time, changes bool, ver
 			w.Position = positions[w.Queue]
 		}
 	}
-	m.waiting = p.res.Waiting
+	m.waiting, m.unchanged = p.res.Waiting, p.res.Unchanged
 	p.res.Reservations = m.Reservations()
 	return p.res
 }
