@@ -42,8 +42,23 @@ type profile struct {
 	buf struct {
 		free, deltas, at, vals []int64
 		later                  []release
-		count                  []int
+		count, seen            []int
 	}
+	// reads holds what the plans read of each node, by name, in the dimensions readDims,
+	// for the next plan of the node under the same Gen; readOf is the record of each of
+	// the nodes, by index, in this plan.
+	reads    map[string]*nodeRead
+	readDims []corev1.ResourceName
+	readOf   []*nodeRead
+}
+
+// nodeRead is what a plan read of node name under Gen gen: what it has free now, and the
+// resources of its releases, flat, in the order they were given.
+type nodeRead struct {
+	name   string
+	gen    uint64
+	free   []int64
+	deltas []int64
 }
 
 // event says node (an index into profile.nodes) changes at at.
@@ -78,6 +93,9 @@ func (p *profile) reset(now time.Time, nodes []Node, releases []Release, groups 
 	later := slices.Grow(p.buf.later[:0], len(releases))
 	deltas := resize(p.buf.deltas, len(releases)*d)
 	p.buf.later, p.buf.deltas = later, deltas
+	// seen counts each node's releases so far: the index of the next in its nodeRead.
+	seen := resize(p.buf.seen, len(p.names))
+	p.buf.seen = seen
 	last := -1
 	for i, r := range releases {
 		if last < 0 || p.names[last] != r.Node {
@@ -86,7 +104,11 @@ func (p *profile) reset(now time.Time, nodes []Node, releases []Release, groups 
 			}
 		}
 		delta := deltas[i*d : (i+1)*d : (i+1)*d]
-		p.read(delta, r.Resources, 1)
+		p.readRelease(delta, r.Resources, last, seen[last])
+		seen[last]++
+		if r.Held {
+			continue
+		}
 		if at := r.At.UnixNano(); at > p.now {
 			later = append(later, release{at: at, node: last, slot: i})
 		} else {
@@ -94,9 +116,7 @@ func (p *profile) reset(now time.Time, nodes []Node, releases []Release, groups 
 		}
 	}
 	p.buf.later = later
-	slices.SortFunc(later, func(a, b release) int {
-		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.node, b.node))
-	})
+	slices.SortFunc(later, byTimeAndNode)
 	// Each member planned adds at most two events.
 	members := 0
 	for _, g := range groups {
@@ -105,6 +125,15 @@ func (p *profile) reset(now time.Time, nodes []Node, releases []Release, groups 
 	p.events = slices.Grow(p.events[:0], len(later)+2*members)
 	p.buildTotal(free, later, deltas)
 	p.buildNodes(free, later, deltas)
+}
+
+// byTimeAndNode orders releases by time, then node. Written out rather than with
+// cmp.Or, which compares the nodes of every pair: a forecast sorts hundreds.
+func byTimeAndNode(a, b release) int {
+	if a.at != b.at {
+		return cmp.Compare(a.at, b.at)
+	}
+	return cmp.Compare(a.node, b.node)
 }
 
 // resize returns s with length n, zeroed, in its array if it is large enough.
@@ -133,24 +162,77 @@ func dimsOf(dims []corev1.ResourceName, groups []Group) []corev1.ResourceName {
 	return dims
 }
 
-// addNodes sets the profile's nodes' names, sorted, and returns what each has free
-// now, flat.
+// addNodes sets the profile's nodes' names, sorted, and their records (readOf), and
+// returns what each has free now, flat.
 func (p *profile) addNodes(nodes []Node) []int64 {
 	byName := func(a, b Node) int { return strings.Compare(a.Name, b.Name) }
 	if !slices.IsSortedFunc(nodes, byName) {
 		nodes = slices.Clone(nodes)
 		slices.SortStableFunc(nodes, byName)
 	}
+	if !slices.Equal(p.readDims, p.dims) {
+		p.readDims = append(p.readDims[:0], p.dims...)
+		clear(p.reads)
+	}
 	d := len(p.dims)
 	free := resize(p.buf.free, len(nodes)*d)
 	p.buf.free = free
 	p.names = slices.Grow(p.names[:0], len(nodes))
+	p.readOf = slices.Grow(p.readOf[:0], len(nodes))
 	for i, n := range nodes {
 		p.names = append(p.names, n.Name)
-		p.read(free[i*d:(i+1)*d], n.Free, 1)
-		p.read(free[i*d:(i+1)*d], n.Used, -1)
+		p.readOf = append(p.readOf, p.readNode(free[i*d:(i+1)*d], n))
 	}
+	p.dropGone()
 	return free
+}
+
+// dropGone forgets the records of the nodes gone since they were read: those not
+// among this plan's, when there are more records than its nodes.
+func (p *profile) dropGone() {
+	if len(p.reads) <= len(p.readOf) {
+		return
+	}
+	keep := make(map[string]*nodeRead, len(p.readOf))
+	for _, r := range p.readOf {
+		keep[r.name] = r
+	}
+	p.reads = keep
+}
+
+// readNode writes into free what node n has free now, from its record if it was read
+// under the same Gen, and returns its record, made current.
+func (p *profile) readNode(free []int64, n Node) *nodeRead {
+	r := p.reads[n.Name]
+	if r == nil {
+		if p.reads == nil {
+			p.reads = map[string]*nodeRead{}
+		}
+		r = &nodeRead{name: n.Name}
+		p.reads[n.Name] = r
+	}
+	if n.Gen != 0 && r.gen == n.Gen {
+		copy(free, r.free)
+		return r
+	}
+	p.read(free, n.Free, 1)
+	p.read(free, n.Used, -1)
+	r.gen, r.free, r.deltas = n.Gen, append(r.free[:0], free...), r.deltas[:0]
+	return r
+}
+
+// readRelease writes into delta the resources res of release k of node ni, from the
+// node's record when it holds them, else read and added to it.
+func (p *profile) readRelease(delta []int64, res cluster.Resources, ni, k int) {
+	r, d := p.readOf[ni], len(delta)
+	if (k+1)*d <= len(r.deltas) {
+		copy(delta, r.deltas[k*d:(k+1)*d])
+		return
+	}
+	p.read(delta, res, 1)
+	if k*d == len(r.deltas) {
+		r.deltas = append(r.deltas, delta...)
+	}
 }
 
 // nodeIndex is the index of the node named name, or -1.
