@@ -333,11 +333,13 @@ func TestPlanFromTheLastGroupsWindow(t *testing.T) {
 
 // TestPlannerReadsNodesOnce plans a run of forecasts on nodes whose releases keep
 // their resources under a Gen while their times and Held flags change, and nodes that
-// change under a new Gen, and checks that a planner that reuses what it read plans each
-// as a new planner does; and that a Held release gives nothing back.
+// change under a new Gen, and checks that a planner that reuses what it read, and the
+// order of the releases, builds the profile and plans each as a new planner does; and
+// that a Held release gives nothing back.
 func TestPlannerReadsNodesOnce(t *testing.T) {
-	// One planner for every run, and Gens that differ across them.
+	// One planner and profile for every run, and Gens that differ across them.
 	var planner Planner
+	var reused profile
 	var next uint64
 	newGen := func() uint64 { next++; return next }
 	rapid.Check(t, func(rt *rapid.T) {
@@ -377,6 +379,13 @@ func TestPlannerReadsNodesOnce(t *testing.T) {
 			fresh := slices.Clone(nodes)
 			for i := range fresh {
 				fresh[i].Gen = 0
+			}
+			reused.reset(t0, nodes, releases, groups)
+			ref := newProfile(t0, fresh, kept, groups)
+			if !reflect.DeepEqual(reused.nodes, ref.nodes) || !reflect.DeepEqual(reused.total, ref.total) ||
+				!reflect.DeepEqual(reused.events, ref.events) || !slices.Equal(reused.capacity, ref.capacity) {
+				rt.Fatalf("round %d: a profile that kept what it read is\n%+v %+v %v\none that reads all\n%+v %+v %v",
+					round, reused.nodes, reused.total, reused.events, ref.nodes, ref.total, ref.events)
 			}
 			got := planner.Plan(t0, nodes, releases, nil, groups, Options{})
 			if want := Plan(t0, fresh, kept, nil, groups, Options{}); !reflect.DeepEqual(got, want) {

@@ -1,7 +1,6 @@
 package forecast
 
 import (
-	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -42,7 +41,7 @@ type profile struct {
 	buf struct {
 		free, deltas, at, vals []int64
 		later                  []release
-		count, seen            []int
+		count                  []int
 	}
 	// reads holds what the plans read of each node, by name, in the dimensions readDims,
 	// for the next plan of the node under the same Gen; readOf is the record of each of
@@ -50,15 +49,22 @@ type profile struct {
 	reads    map[string]*nodeRead
 	readDims []corev1.ResourceName
 	readOf   []*nodeRead
+	// pass counts the plans, to tell the records of this plan's nodes (nodeRead.pass).
+	pass uint64
+	// order is the order the last plan put its later releases in (see orderLater).
+	order order
 }
 
 // nodeRead is what a plan read of node name under Gen gen: what it has free now, and the
-// resources of its releases, flat, in the order they were given.
+// resources of its releases, flat, in the order they were given. pass is the last plan
+// of the node, and slots the indexes of its releases among that plan's.
 type nodeRead struct {
 	name   string
 	gen    uint64
 	free   []int64
 	deltas []int64
+	pass   uint64
+	slots  []int
 }
 
 // event says node (an index into profile.nodes) changes at at.
@@ -84,6 +90,7 @@ func newProfile(now time.Time, nodes []Node, releases []Release, groups []Group)
 // of its last forecast where they are large enough.
 func (p *profile) reset(now time.Time, nodes []Node, releases []Release, groups []Group) {
 	p.now, p.dims = now.UnixNano(), dimsOf(p.dims[:0], groups)
+	p.pass++
 	clear(p.quotas)
 	p.work.kept, p.work.taken = keptWindow{}, p.work.taken[:0]
 	d := len(p.dims)
@@ -93,30 +100,27 @@ func (p *profile) reset(now time.Time, nodes []Node, releases []Release, groups 
 	later := slices.Grow(p.buf.later[:0], len(releases))
 	deltas := resize(p.buf.deltas, len(releases)*d)
 	p.buf.later, p.buf.deltas = later, deltas
-	// seen counts each node's releases so far: the index of the next in its nodeRead.
-	seen := resize(p.buf.seen, len(p.names))
-	p.buf.seen = seen
+	o := &p.order
+	o.startPlan(len(releases))
 	last := -1
 	for i, r := range releases {
-		if last < 0 || p.names[last] != r.Node {
-			if last = p.nodeIndex(r.Node); last < 0 {
-				continue
-			}
+		if last = p.nodeAfter(last, r.Node); last < 0 {
+			continue
 		}
 		delta := deltas[i*d : (i+1)*d : (i+1)*d]
-		p.readRelease(delta, r.Resources, last, seen[last])
-		seen[last]++
+		p.readRelease(delta, r.Resources, last, i)
 		if r.Held {
 			continue
 		}
 		if at := r.At.UnixNano(); at > p.now {
+			o.pos[i] = len(later)
 			later = append(later, release{at: at, node: last, slot: i})
 		} else {
 			addTo(free[last*d:(last+1)*d], delta, 1)
 		}
 	}
 	p.buf.later = later
-	slices.SortFunc(later, byTimeAndNode)
+	later = p.orderLater(later)
 	// Each member planned adds at most two events.
 	members := 0
 	for _, g := range groups {
@@ -125,15 +129,6 @@ func (p *profile) reset(now time.Time, nodes []Node, releases []Release, groups 
 	p.events = slices.Grow(p.events[:0], len(later)+2*members)
 	p.buildTotal(free, later, deltas)
 	p.buildNodes(free, later, deltas)
-}
-
-// byTimeAndNode orders releases by time, then node. Written out rather than with
-// cmp.Or, which compares the nodes of every pair: a forecast sorts hundreds.
-func byTimeAndNode(a, b release) int {
-	if a.at != b.at {
-		return cmp.Compare(a.at, b.at)
-	}
-	return cmp.Compare(a.node, b.node)
 }
 
 // resize returns s with length n, zeroed, in its array if it is large enough.
@@ -211,6 +206,7 @@ func (p *profile) readNode(free []int64, n Node) *nodeRead {
 		r = &nodeRead{name: n.Name}
 		p.reads[n.Name] = r
 	}
+	r.pass, r.slots = p.pass, r.slots[:0]
 	if n.Gen != 0 && r.gen == n.Gen {
 		copy(free, r.free)
 		return r
@@ -221,10 +217,14 @@ func (p *profile) readNode(free []int64, n Node) *nodeRead {
 	return r
 }
 
-// readRelease writes into delta the resources res of release k of node ni, from the
-// node's record when it holds them, else read and added to it.
-func (p *profile) readRelease(delta []int64, res cluster.Resources, ni, k int) {
+// readRelease writes into delta the resources res of the release in slot i, the next
+// of node ni, from the node's record when it holds them, else read and added to it; and
+// adds the slot to the record.
+func (p *profile) readRelease(delta []int64, res cluster.Resources, ni, i int) {
 	r, d := p.readOf[ni], len(delta)
+	k := len(r.slots)
+	r.slots = append(r.slots, i)
+	p.order.k[i] = k
 	if (k+1)*d <= len(r.deltas) {
 		copy(delta, r.deltas[k*d:(k+1)*d])
 		return
@@ -233,6 +233,18 @@ func (p *profile) readRelease(delta []int64, res cluster.Resources, ni, k int) {
 	if k*d == len(r.deltas) {
 		r.deltas = append(r.deltas, delta...)
 	}
+}
+
+// nodeAfter is the index of the node named name, or -1, given that of the node named
+// by the release before it, last: releases come by node, often in the nodes' order.
+func (p *profile) nodeAfter(last int, name string) int {
+	switch {
+	case last >= 0 && p.names[last] == name:
+		return last
+	case last+1 < len(p.names) && p.names[last+1] == name:
+		return last + 1
+	}
+	return p.nodeIndex(name)
 }
 
 // nodeIndex is the index of the node named name, or -1.
