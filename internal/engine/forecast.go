@@ -51,16 +51,15 @@ type forecastState struct {
 	nodes map[string][]string
 	// pods holds what the forecasts read of each node's pods, kept while the node's
 	// generation stays the same (see membersOn); pass counts the forecasts, to drop the
-	// nodes one did not read.
-	pods map[*cluster.NodeInfo]*nodePods
-	pass uint64
+	// nodes one did not read, and reads the times a node's pods were read, to number
+	// each reading (the forecast.Node's Gen).
+	pods  map[*cluster.NodeInfo]*nodePods
+	pass  uint64
+	reads uint64
 	// nodesBuf and releasesBuf are the inputs of the last forecast, whose backing
-	// arrays the next reuses (forecast.Plan keeps neither); reads is what a forecast
-	// reads of each group with members on the nodes, cleared after it, kept for its
-	// buckets.
+	// arrays the next reuses (forecast.Plan keeps neither).
 	nodesBuf    []forecast.Node
 	releasesBuf []forecast.Release
-	reads       map[*group]groupRead
 	// groupsBuf and membersBuf are the groups the last forecast planned, and their
 	// members' requests, kept likewise; planner keeps the forecast's own memory.
 	groupsBuf  []forecast.Group
@@ -75,10 +74,12 @@ type forecastState struct {
 	planned map[string]bool
 }
 
-// nodePods is what a forecast read of a node's pods, at the node's generation gen.
+// nodePods is what a forecast read of a node's pods, at the node's generation gen; read
+// numbers that reading among all nodes' (a node's generation alone does not tell two
+// nodes of the same name apart, as a snapshot's copies are numbered afresh).
 type nodePods struct {
-	gen, pass uint64
-	members   []memberOn
+	gen, pass, read uint64
+	members         []memberOn
 }
 
 // memberOn is a member of a group on a node: its group, its member object and requests.
@@ -88,9 +89,9 @@ type memberOn struct {
 	requests cluster.Resources
 }
 
-// groupRead is what a forecast reads of a group with members on the nodes, once: live
-// says it is still the engine's group under its key and started; end is then when it
-// is expected to give its capacity back.
+// groupRead is what a forecast reads of a group with members on the nodes: live says
+// it is still the engine's group under its key and started; end is then when it is
+// expected to give its capacity back.
 type groupRead struct {
 	live bool
 	end  end
@@ -208,12 +209,9 @@ func (e *Engine) planQueue(now time.Time, last func(*queue.Entry) bool) map[stri
 	if len(groups) == 0 {
 		return map[string]forecast.Start{}
 	}
-	if f.reads == nil {
-		f.reads = map[*group]groupRead{}
-	}
-	nodes, releases := e.releases(now, f.reads)
+	nodes, releases := e.releases(now)
 	out := make(map[string]forecast.Start, len(groups))
-	quotas := e.quotaOutlook(now, groups, f.reads)
+	quotas := e.quotaOutlook(now, groups)
 	for _, s := range f.planner.Plan(now, nodes, releases, quotas, groups, forecast.Options{Depth: forecastDepth, Tries: forecastTries}) {
 		out[s.Key] = s
 	}
@@ -222,7 +220,6 @@ func (e *Engine) planQueue(now time.Time, last func(*queue.Entry) bool) map[stri
 	clear(releases)
 	clear(groups)
 	clear(f.membersBuf)
-	clear(f.reads)
 	f.nodesBuf, f.releasesBuf, f.groupsBuf = nodes, releases, groups
 	return out
 }
@@ -259,8 +256,10 @@ func (e *Engine) queuedGroups(last func(*queue.Entry) bool) []forecast.Group {
 
 // releases returns the nodes that take pods, and what each group's members release
 // there, and when, from the pods the snapshot counts on the nodes: bound, or being
-// bound by the engine. reads receives what was read of each group.
-func (e *Engine) releases(now time.Time, reads map[*group]groupRead) ([]forecast.Node, []forecast.Release) {
+// bound by the engine. Each member of a group is listed, in the order membersOn keeps,
+// so that a node's releases are the same while its pods are (forecast.Node's Gen): those
+// whose capacity does not come back in the forecast are Held.
+func (e *Engine) releases(now time.Time) ([]forecast.Node, []forecast.Release) {
 	f := &e.forecast
 	f.pass++
 	nodes, releases := f.nodesBuf[:0], f.releasesBuf[:0]
@@ -268,36 +267,29 @@ func (e *Engine) releases(now time.Time, reads map[*group]groupRead) ([]forecast
 		if !n.Ready() || n.Node.Spec.Unschedulable {
 			continue
 		}
+		c := e.membersOn(n)
 		// The forecast only reads them: no copy.
-		nodes = append(nodes, forecast.Node{Name: n.Name(), Free: n.Allocatable, Used: n.Requested})
-		for _, m := range e.membersOn(n) {
-			if terminal(m.pod) {
-				continue
-			}
-			r, ok := reads[m.group]
-			if !ok {
-				r = e.readGroup(m.group, now)
-				reads[m.group] = r
-			}
-			if r.live && r.end.known { // else its capacity does not come back in the forecast
-				releases = append(releases, forecast.Release{Node: n.Name(), Resources: m.requests, At: r.end.at})
-			}
+		nodes = append(nodes, forecast.Node{Name: n.Name(), Free: n.Allocatable, Used: n.Requested, Gen: c.read})
+		for _, m := range c.members {
+			r := e.readGroup(m.group, now)
+			held := terminal(m.pod) || !r.live || !r.end.known
+			releases = append(releases, forecast.Release{Node: n.Name(), Resources: m.requests, At: r.end.at, Held: held})
 		}
 	}
 	f.dropUnread()
 	return nodes, releases
 }
 
-// membersOn returns the members of groups among the pods the snapshot counts on node
-// n, with their groups, member objects and requests as they were when the node last
-// changed: a forecast reads every pod on every node, and few nodes change between two
-// forecasts. The node's generation moves on with every change of its pods, and a pod's
+// membersOn returns the record of the members of groups among the pods the snapshot
+// counts on node n, with their groups, member objects and requests as they were when
+// the node last changed: a forecast reads every pod on every node, and few nodes change
+// between two forecasts. The node's generation moves on with every change of its pods, and a pod's
 // group, member object and requests change only with its SetPod or RemovePod, which
 // change the snapshot's record of it, and so its node: the pods the snapshot counts at
 // a forecast are bound, since placements revert what they assume within the admission
 // pass. A group dropped or replaced since, which leaves the nodes alone, is not live
 // (readGroup).
-func (e *Engine) membersOn(n *cluster.NodeInfo) []memberOn {
+func (e *Engine) membersOn(n *cluster.NodeInfo) *nodePods {
 	f := &e.forecast
 	c := f.pods[n]
 	if c == nil {
@@ -309,15 +301,16 @@ func (e *Engine) membersOn(n *cluster.NodeInfo) []memberOn {
 	}
 	c.pass = f.pass
 	if c.gen == n.Generation() && c.gen != 0 {
-		return c.members
+		return c
 	}
-	c.gen, c.members = n.Generation(), c.members[:0]
+	f.reads++
+	c.gen, c.read, c.members = n.Generation(), f.reads, c.members[:0]
 	for key := range n.Pods() {
 		if g := e.groups[e.podGroup[key]]; g != nil && g.members[key] != nil {
 			c.members = append(c.members, memberOn{group: g, pod: g.members[key], requests: g.requests[key]})
 		}
 	}
-	return c.members
+	return c
 }
 
 // readGroup reads g for the forecast: whether it is still the group the engine keeps
@@ -359,8 +352,8 @@ func (e *Engine) forecastable(g *group) bool {
 
 // quotaOutlook is the quota of each queue of groups that has one the forecast can
 // follow: what is left now, and what each admitted group gives back when it is expected
-// to end (reads holds those already known, by group).
-func (e *Engine) quotaOutlook(now time.Time, groups []forecast.Group, reads map[*group]groupRead) []forecast.Quota {
+// to end.
+func (e *Engine) quotaOutlook(now time.Time, groups []forecast.Group) []forecast.Quota {
 	var out []forecast.Quota
 	seen := map[string]bool{}
 	for _, fg := range groups {
@@ -378,12 +371,7 @@ func (e *Engine) quotaOutlook(now time.Time, groups []forecast.Group, reads map[
 			if g == nil {
 				continue
 			}
-			r := reads[g]
-			en := r.end
-			if !r.live {
-				en = e.endOf(g, now)
-			}
-			if en.known {
+			if en := e.endOf(g, now); en.known {
 				q.Releases = append(q.Releases, forecast.QuotaRelease{At: en.at, Resources: charge})
 			}
 		}

@@ -15,7 +15,7 @@ func ForecastReadsAgree(e *Engine) string {
 		if !n.Ready() || n.Node.Spec.Unschedulable {
 			continue
 		}
-		for _, m := range e.membersOn(n) {
+		for _, m := range e.membersOn(n).members {
 			if !terminal(m.pod) && e.readGroup(m.group, e.now).live {
 				kept = append(kept, fmt.Sprintf("%s %s %p %v", n.Name(), m.group.key, m.pod, m.requests))
 			}

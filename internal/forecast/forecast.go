@@ -27,6 +27,11 @@ type Node struct {
 	Name string
 	Free cluster.Resources
 	Used cluster.Resources
+	// Gen, when not zero, stands for the node's Free and Used and the Resources of the
+	// releases on it, in the order given, Held or not: a Planner given a node under the
+	// Gen of an earlier plan's node of the same name reuses what it read of them then.
+	// A scheduler forecasts every few seconds, and few nodes change in between.
+	Gen uint64
 }
 
 // Release is capacity a running group gives back on one node when it is expected to
@@ -35,6 +40,10 @@ type Release struct {
 	Node      string
 	At        time.Time
 	Resources cluster.Resources
+	// Held says the capacity does not come back in the forecast (its group's end is
+	// unknown): the release is listed only so that a node's releases stay the same
+	// under its Gen.
+	Held bool
 }
 
 // Group is a queued group to plan: the members that must start together.

@@ -330,3 +330,67 @@ func TestPlanFromTheLastGroupsWindow(t *testing.T) {
 		}
 	})
 }
+
+// TestPlannerReadsNodesOnce plans a run of forecasts on nodes whose releases keep
+// their resources under a Gen while their times and Held flags change, and nodes that
+// change under a new Gen, and checks that a planner that reuses what it read, and the
+// order of the releases, builds the profile and plans each as a new planner does; and
+// that a Held release gives nothing back.
+func TestPlannerReadsNodesOnce(t *testing.T) {
+	// One planner and profile for every run, and Gens that differ across them.
+	var planner Planner
+	var reused profile
+	var next uint64
+	newGen := func() uint64 { next++; return next }
+	rapid.Check(t, func(rt *rapid.T) {
+		nNodes := rapid.IntRange(1, 4).Draw(rt, "nodes")
+		gens := make([]uint64, nNodes)
+		sizes := make([][]int64, nNodes)
+		for i := range nNodes {
+			gens[i] = newGen()
+			for range rapid.IntRange(0, 3).Draw(rt, "releases") {
+				sizes[i] = append(sizes[i], rapid.Int64Range(1, 4).Draw(rt, "r"))
+			}
+		}
+		for round := range rapid.IntRange(1, 4).Draw(rt, "rounds") {
+			var nodes []Node
+			var releases, kept []Release
+			for i := range nNodes {
+				if round > 0 && rapid.Bool().Draw(rt, "changed") {
+					gens[i] = newGen()
+					sizes[i] = append(sizes[i], rapid.Int64Range(1, 4).Draw(rt, "r"))
+				}
+				name := fmt.Sprintf("n%d", i)
+				nodes = append(nodes, Node{Name: name, Free: gpus(8), Used: gpus(int64(len(sizes[i]))), Gen: gens[i]})
+				for j, size := range sizes[i] {
+					r := Release{Node: name, At: at(float64(rapid.IntRange(0, 6).Draw(rt, fmt.Sprint("at", j)))), Resources: gpus(size),
+						Held: rapid.Bool().Draw(rt, "held")}
+					releases = append(releases, r)
+					if !r.Held {
+						kept = append(kept, r)
+					}
+				}
+			}
+			var groups []Group
+			for i := range rapid.IntRange(1, 4).Draw(rt, "groups") {
+				groups = append(groups, gang(fmt.Sprintf("g%d", i), rapid.IntRange(1, 3).Draw(rt, "members"),
+					rapid.Int64Range(1, 8).Draw(rt, "each"), time.Duration(rapid.IntRange(0, 3).Draw(rt, "hours"))*time.Hour))
+			}
+			fresh := slices.Clone(nodes)
+			for i := range fresh {
+				fresh[i].Gen = 0
+			}
+			reused.reset(t0, nodes, releases, groups)
+			ref := newProfile(t0, fresh, kept, groups)
+			if !reflect.DeepEqual(reused.nodes, ref.nodes) || !reflect.DeepEqual(reused.total, ref.total) ||
+				!reflect.DeepEqual(reused.events, ref.events) || !slices.Equal(reused.capacity, ref.capacity) {
+				rt.Fatalf("round %d: a profile that kept what it read is\n%+v %+v %v\none that reads all\n%+v %+v %v",
+					round, reused.nodes, reused.total, reused.events, ref.nodes, ref.total, ref.events)
+			}
+			got := planner.Plan(t0, nodes, releases, nil, groups, Options{})
+			if want := Plan(t0, fresh, kept, nil, groups, Options{}); !reflect.DeepEqual(got, want) {
+				rt.Fatalf("round %d: a planner that kept what it read plans\n%v\none that reads all, without the held releases\n%v", round, got, want)
+			}
+		}
+	})
+}

@@ -1,7 +1,6 @@
 package forecast
 
 import (
-	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -44,6 +43,28 @@ type profile struct {
 		later                  []release
 		count                  []int
 	}
+	// reads holds what the plans read of each node, by name, in the dimensions readDims,
+	// for the next plan of the node under the same Gen; readOf is the record of each of
+	// the nodes, by index, in this plan.
+	reads    map[string]*nodeRead
+	readDims []corev1.ResourceName
+	readOf   []*nodeRead
+	// pass counts the plans, to tell the records of this plan's nodes (nodeRead.pass).
+	pass uint64
+	// order is the order the last plan put its later releases in (see orderLater).
+	order order
+}
+
+// nodeRead is what a plan read of node name under Gen gen: what it has free now, and the
+// resources of its releases, flat, in the order they were given. pass is the last plan
+// of the node, and slots the indexes of its releases among that plan's.
+type nodeRead struct {
+	name   string
+	gen    uint64
+	free   []int64
+	deltas []int64
+	pass   uint64
+	slots  []int
 }
 
 // event says node (an index into profile.nodes) changes at at.
@@ -69,6 +90,7 @@ func newProfile(now time.Time, nodes []Node, releases []Release, groups []Group)
 // of its last forecast where they are large enough.
 func (p *profile) reset(now time.Time, nodes []Node, releases []Release, groups []Group) {
 	p.now, p.dims = now.UnixNano(), dimsOf(p.dims[:0], groups)
+	p.pass++
 	clear(p.quotas)
 	p.work.kept, p.work.taken = keptWindow{}, p.work.taken[:0]
 	d := len(p.dims)
@@ -78,25 +100,27 @@ func (p *profile) reset(now time.Time, nodes []Node, releases []Release, groups 
 	later := slices.Grow(p.buf.later[:0], len(releases))
 	deltas := resize(p.buf.deltas, len(releases)*d)
 	p.buf.later, p.buf.deltas = later, deltas
+	o := &p.order
+	o.startPlan(len(releases))
 	last := -1
 	for i, r := range releases {
-		if last < 0 || p.names[last] != r.Node {
-			if last = p.nodeIndex(r.Node); last < 0 {
-				continue
-			}
+		if last = p.nodeAfter(last, r.Node); last < 0 {
+			continue
 		}
 		delta := deltas[i*d : (i+1)*d : (i+1)*d]
-		p.read(delta, r.Resources, 1)
+		p.readRelease(delta, r.Resources, last, i)
+		if r.Held {
+			continue
+		}
 		if at := r.At.UnixNano(); at > p.now {
+			o.pos[i] = len(later)
 			later = append(later, release{at: at, node: last, slot: i})
 		} else {
 			addTo(free[last*d:(last+1)*d], delta, 1)
 		}
 	}
 	p.buf.later = later
-	slices.SortFunc(later, func(a, b release) int {
-		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.node, b.node))
-	})
+	later = p.orderLater(later)
 	// Each member planned adds at most two events.
 	members := 0
 	for _, g := range groups {
@@ -133,24 +157,94 @@ func dimsOf(dims []corev1.ResourceName, groups []Group) []corev1.ResourceName {
 	return dims
 }
 
-// addNodes sets the profile's nodes' names, sorted, and returns what each has free
-// now, flat.
+// addNodes sets the profile's nodes' names, sorted, and their records (readOf), and
+// returns what each has free now, flat.
 func (p *profile) addNodes(nodes []Node) []int64 {
 	byName := func(a, b Node) int { return strings.Compare(a.Name, b.Name) }
 	if !slices.IsSortedFunc(nodes, byName) {
 		nodes = slices.Clone(nodes)
 		slices.SortStableFunc(nodes, byName)
 	}
+	if !slices.Equal(p.readDims, p.dims) {
+		p.readDims = append(p.readDims[:0], p.dims...)
+		clear(p.reads)
+	}
 	d := len(p.dims)
 	free := resize(p.buf.free, len(nodes)*d)
 	p.buf.free = free
 	p.names = slices.Grow(p.names[:0], len(nodes))
+	p.readOf = slices.Grow(p.readOf[:0], len(nodes))
 	for i, n := range nodes {
 		p.names = append(p.names, n.Name)
-		p.read(free[i*d:(i+1)*d], n.Free, 1)
-		p.read(free[i*d:(i+1)*d], n.Used, -1)
+		p.readOf = append(p.readOf, p.readNode(free[i*d:(i+1)*d], n))
 	}
+	p.dropGone()
 	return free
+}
+
+// dropGone forgets the records of the nodes gone since they were read: those not
+// among this plan's, when there are more records than its nodes.
+func (p *profile) dropGone() {
+	if len(p.reads) <= len(p.readOf) {
+		return
+	}
+	keep := make(map[string]*nodeRead, len(p.readOf))
+	for _, r := range p.readOf {
+		keep[r.name] = r
+	}
+	p.reads = keep
+}
+
+// readNode writes into free what node n has free now, from its record if it was read
+// under the same Gen, and returns its record, made current.
+func (p *profile) readNode(free []int64, n Node) *nodeRead {
+	r := p.reads[n.Name]
+	if r == nil {
+		if p.reads == nil {
+			p.reads = map[string]*nodeRead{}
+		}
+		r = &nodeRead{name: n.Name}
+		p.reads[n.Name] = r
+	}
+	r.pass, r.slots = p.pass, r.slots[:0]
+	if n.Gen != 0 && r.gen == n.Gen {
+		copy(free, r.free)
+		return r
+	}
+	p.read(free, n.Free, 1)
+	p.read(free, n.Used, -1)
+	r.gen, r.free, r.deltas = n.Gen, append(r.free[:0], free...), r.deltas[:0]
+	return r
+}
+
+// readRelease writes into delta the resources res of the release in slot i, the next
+// of node ni, from the node's record when it holds them, else read and added to it; and
+// adds the slot to the record.
+func (p *profile) readRelease(delta []int64, res cluster.Resources, ni, i int) {
+	r, d := p.readOf[ni], len(delta)
+	k := len(r.slots)
+	r.slots = append(r.slots, i)
+	p.order.k[i] = k
+	if (k+1)*d <= len(r.deltas) {
+		copy(delta, r.deltas[k*d:(k+1)*d])
+		return
+	}
+	p.read(delta, res, 1)
+	if k*d == len(r.deltas) {
+		r.deltas = append(r.deltas, delta...)
+	}
+}
+
+// nodeAfter is the index of the node named name, or -1, given that of the node named
+// by the release before it, last: releases come by node, often in the nodes' order.
+func (p *profile) nodeAfter(last int, name string) int {
+	switch {
+	case last >= 0 && p.names[last] == name:
+		return last
+	case last+1 < len(p.names) && p.names[last+1] == name:
+		return last + 1
+	}
+	return p.nodeIndex(name)
 }
 
 // nodeIndex is the index of the node named name, or -1.
