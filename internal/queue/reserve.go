@@ -20,13 +20,8 @@ import (
 // most-free nodes, for the smallest k that fits (by bisection). It returns nil when the
 // group does not fit the empty cluster at all.
 func reservationNodes(s *cluster.Snapshot, it *item, planned []string) ([]string, map[string]cluster.Resources) {
-	if len(planned) > 0 {
-		in := nodeSet(planned)
-		plan := placement.Try(s.Empty(), it.keyed, placement.Options{Exclude: func(node string) bool { return !in[node] }})
-		if plan != nil {
-			plan.Revert()
-			return nodesOf(plan), it.sharesOf(plan)
-		}
+	if nodes, shares := plannedReservation(s, it, planned); nodes != nil {
+		return nodes, shares
 	}
 	scarce := scarceOf(it)
 	nodes := slices.Clone(s.Nodes()) // sorted by name, which breaks ties below
@@ -63,14 +58,34 @@ func reservationNodes(s *cluster.Snapshot, it *item, planned []string) ([]string
 	return nodesOf(best), it.sharesOf(best)
 }
 
+// plannedReservation returns the reservation on the nodes the forecast planned the group
+// on, when it fits the empty cluster restricted to them, else nil. It reads only the empty
+// cluster (Snapshot.Empty), not what is bound now.
+func plannedReservation(s *cluster.Snapshot, it *item, planned []string) ([]string, map[string]cluster.Resources) {
+	if len(planned) == 0 {
+		return nil, nil
+	}
+	in := nodeSet(planned)
+	plan := placement.Try(s.Empty(), it.keyed, placement.Options{Exclude: func(node string) bool { return !in[node] }})
+	if plan == nil {
+		return nil, nil
+	}
+	plan.Revert()
+	return nodesOf(plan), it.sharesOf(plan)
+}
+
 // reservedNodes is a starving group's reservation nodes computed on snapshot version
 // version before any admission of the pass, with the nodes its forecast planned it on.
+// When they are those nodes (onPlanned), they were found on the empty cluster alone,
+// and hold while it stays the same view (empty).
 type reservedNodes struct {
-	it      *item
-	version uint64
-	planned []string
-	nodes   []string
-	shares  map[string]cluster.Resources
+	it        *item
+	version   uint64
+	planned   []string
+	onPlanned bool
+	empty     *cluster.Snapshot
+	nodes     []string
+	shares    map[string]cluster.Resources
 }
 
 // reservationOf is reservationNodes, computed again only when the snapshot or the
@@ -84,12 +99,18 @@ func (p *pass) reservationOf(it *item) ([]string, map[string]cluster.Resources) 
 	}
 	last := &p.m.lastReserved
 	reusable := p.versioned && len(p.res.Admitted) == 0
-	if reusable && last.it == it && last.version == p.m.placedVersion && slices.Equal(last.planned, planned) {
+	if last.it == it && slices.Equal(last.planned, planned) &&
+		(last.onPlanned && last.empty == p.snap.Empty() || reusable && last.version == p.m.placedVersion) {
 		return last.nodes, last.shares
 	}
-	nodes, shares := reservationNodes(p.snap, it, planned)
-	if reusable {
-		*last = reservedNodes{it: it, version: p.m.placedVersion, planned: slices.Clone(planned), nodes: nodes, shares: shares}
+	nodes, shares := plannedReservation(p.snap, it, planned)
+	onPlanned := nodes != nil
+	if !onPlanned {
+		nodes, shares = reservationNodes(p.snap, it, nil)
+	}
+	if reusable || onPlanned {
+		*last = reservedNodes{it: it, version: p.m.placedVersion, planned: slices.Clone(planned), onPlanned: onPlanned,
+			empty: p.snap.Empty(), nodes: nodes, shares: shares}
 	}
 	return nodes, shares
 }
