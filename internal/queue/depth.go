@@ -25,13 +25,66 @@ import (
 
 // class is the groups that get the same verdict at the same point of a pass.
 type class struct {
-	key   string
+	key string
+	// at is the class's place in classSet.list.
+	at    int
 	count int
 	// settled holds, by variant, the groups whose last reason is canon of their variant
 	// and that were not decided one by one since, sorted by runtimeKey.
 	settled [2][]*item
 	// canon is, by variant, the reason the settled groups were last given.
 	canon [2]*Reason
+}
+
+// classSet holds the classes by key, and in a list that a pass walks without a map's
+// iteration: trySkip goes over every class twice.
+type classSet struct {
+	byKey map[string]*class
+	list  []*class
+}
+
+// get returns the class of key, made if there is none.
+func (s *classSet) get(key string) *class {
+	c := s.byKey[key]
+	if c == nil {
+		c = &class{key: key, at: len(s.list)}
+		s.byKey[key] = c
+		s.list = append(s.list, c)
+	}
+	return c
+}
+
+// remove forgets c.
+func (s *classSet) remove(c *class) {
+	delete(s.byKey, c.key)
+	last := s.list[len(s.list)-1]
+	s.list[c.at], last.at = last, c.at
+	s.list[len(s.list)-1] = nil
+	s.list = s.list[:len(s.list)-1]
+}
+
+// itemSet is the items decided one by one, in a list (see item.unsettledAt).
+type itemSet []*item
+
+// add adds it unless it is in the set.
+func (s *itemSet) add(it *item) {
+	if it.unsettledAt == 0 {
+		*s = append(*s, it)
+		it.unsettledAt = len(*s)
+	}
+}
+
+// remove takes it out of the set if it is in it.
+func (s *itemSet) remove(it *item) {
+	i := it.unsettledAt
+	if i == 0 {
+		return
+	}
+	last := (*s)[len(*s)-1]
+	(*s)[i-1], last.unsettledAt = last, i
+	(*s)[len(*s)-1] = nil
+	*s = (*s)[:len(*s)-1]
+	it.unsettledAt = 0
 }
 
 // Variants of a class's groups.
@@ -85,15 +138,10 @@ func bySettled(a, b *item) int {
 
 // track files a pushed item in its class, to be decided on the next pass.
 func (m *Manager) track(it *item) {
-	key := classKey(it)
-	c := m.classes[key]
-	if c == nil {
-		c = &class{key: key}
-		m.classes[key] = c
-	}
+	c := m.classes.get(classKey(it))
 	c.count++
 	it.cls = c
-	m.unsettled[it] = struct{}{}
+	m.unsettled.add(it)
 	m.order.add(it)
 }
 
@@ -106,10 +154,10 @@ func (m *Manager) untrack(it *item) {
 // forgetAdmitted forgets an item that left the queue, except in the walk's lanes.
 func (m *Manager) forgetAdmitted(it *item) {
 	m.unsettle(it)
-	delete(m.unsettled, it)
+	m.unsettled.remove(it)
 	m.order.removeFromQueued(it)
 	if it.cls.count--; it.cls.count == 0 {
-		delete(m.classes, it.cls.key)
+		m.classes.remove(it.cls)
 	}
 }
 
@@ -120,7 +168,7 @@ func (m *Manager) unsettle(it *item) {
 		c.settled[it.variant] = removeSorted(c.settled[it.variant], it, bySettled)
 		it.settled = false
 	}
-	m.unsettled[it] = struct{}{}
+	m.unsettled.add(it)
 }
 
 // ScheduleChanges decides as Schedule does, with the same admissions, reservations and
@@ -223,7 +271,7 @@ func (p *pass) trySkip() bool {
 		p.verdicts, p.stamp = map[verdictKey]*verdictOf{}, stamp
 	}
 	sk := skip{p: p, verdicts: p.verdicts, reports: m.reports[:0]}
-	for _, c := range m.classes {
+	for _, c := range m.classes.list {
 		for v := range 2 {
 			for _, w := range splitVariants(c.settled[v], applies, bound) {
 				if len(w.items) > 0 && !sk.need(c, w.items[0], w.variant) {
@@ -232,7 +280,7 @@ func (p *pass) trySkip() bool {
 			}
 		}
 	}
-	for it := range m.unsettled {
+	for _, it := range m.unsettled {
 		if it.pass != p.id && !sk.need(it.cls, it, variantOf(it)) {
 			return false
 		}
@@ -408,7 +456,7 @@ func (p *pass) freshFailure(key string) (Reason, bool) {
 func (sk *skip) commit(applies bool, bound time.Duration, variantOf func(*item) int) {
 	p, m := sk.p, sk.p.m
 	unchanged := map[*Reason]int{}
-	for _, c := range m.classes {
+	for _, c := range m.classes.list {
 		var moved [2][]*item // the groups whose variant changed, by the one they have now
 		for v := range 2 {
 			for _, w := range splitVariants(c.settled[v], applies, bound) {
@@ -445,8 +493,12 @@ func (sk *skip) commit(applies bool, bound time.Duration, variantOf func(*item) 
 			}
 		}
 	}
-	for it := range m.unsettled {
+	// The groups the walk decided stay unsettled; the others are settled now.
+	kept := m.unsettled[:0]
+	for _, it := range m.unsettled {
 		if it.pass == p.id {
+			kept = append(kept, it)
+			it.unsettledAt = len(kept)
 			continue
 		}
 		v := variantOf(it)
@@ -457,10 +509,12 @@ func (sk *skip) commit(applies bool, bound time.Duration, variantOf func(*item) 
 		} else {
 			sk.report(it, r)
 		}
-		delete(m.unsettled, it)
+		it.unsettledAt = 0
 		it.variant, it.settled = v, true
 		c.settled[v] = insertSorted(c.settled[v], it, bySettled)
 	}
+	clear(m.unsettled[len(kept):])
+	m.unsettled = kept
 	sk.list(unchanged)
 }
 

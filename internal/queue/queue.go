@@ -160,8 +160,8 @@ type Manager struct {
 	// order keeps the entries in walk order; classes and unsettled group them for
 	// ScheduleChanges (see depth.go).
 	order     order
-	classes   map[string]*class
-	unsettled map[*item]struct{}
+	classes   classSet
+	unsettled itemSet
 	// passes counts Schedule calls, to tell the groups a pass decided.
 	passes uint64
 	// placed holds the placement failures recorded on snapshot version placedVersion,
@@ -201,6 +201,8 @@ type item struct {
 	cls        *class
 	variant    int
 	settled    bool
+	// unsettledAt is the item's place in Manager.unsettled, from 1, or 0.
+	unsettledAt int
 	lastReason *Reason
 	last       Reason
 	// pass is the last pass that decided the item.
@@ -224,8 +226,7 @@ func New(opts Options) *Manager {
 		preempt: map[string]*Reservation{},
 
 		order:     newOrder(),
-		classes:   map[string]*class{},
-		unsettled: map[*item]struct{}{},
+		classes:   classSet{byKey: map[string]*class{}},
 		placed:    map[string]placedFailure{},
 	}
 }
