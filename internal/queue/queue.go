@@ -198,13 +198,13 @@ type item struct {
 	// the reason of its class, else it is in Manager.unsettled with lastReason, the
 	// reason it was last given (nil before its first pass): last, or the verdict of its
 	// class that trySkip gave it, which is not changed once made.
-	cls        *class
-	variant    int
-	settled    bool
+	cls     *class
+	variant int
+	settled bool
 	// unsettledAt is the item's place in Manager.unsettled, from 1, or 0.
 	unsettledAt int
-	lastReason *Reason
-	last       Reason
+	lastReason  *Reason
+	last        Reason
 	// pass is the last pass that decided the item.
 	pass uint64
 }
@@ -225,9 +225,9 @@ func New(opts Options) *Manager {
 		used:    map[string]cluster.Resources{},
 		preempt: map[string]*Reservation{},
 
-		order:     newOrder(),
-		classes:   classSet{byKey: map[string]*class{}},
-		placed:    map[string]placedFailure{},
+		order:   newOrder(),
+		classes: classSet{byKey: map[string]*class{}},
+		placed:  map[string]placedFailure{},
 	}
 }
 
