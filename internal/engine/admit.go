@@ -62,6 +62,9 @@ func (e *Engine) noteWaiting(res queue.Result, now time.Time, out *Output) {
 		out.decisions(decisionOf(u.Reason), u.Count)
 		e.skipped += u.Count
 	}
+	// The list comes in runs of one decision: each run is counted once.
+	var run decisionRun
+	defer run.flush(out)
 	for i := range res.Waiting {
 		w := &res.Waiting[i]
 		g := e.groups[w.Key]
@@ -69,7 +72,7 @@ func (e *Engine) noteWaiting(res queue.Result, now time.Time, out *Output) {
 			continue
 		}
 		kind := waitingKind(w.Reason)
-		out.decision(decisionOf(w.Reason))
+		run.add(decisionOf(w.Reason), out)
 		changed := kind != g.waitingKind
 		g.setWaiting(&w.Reason, kind)
 		// Texts are rendered only when they are reported: a long queue re-decides every
@@ -84,6 +87,29 @@ func (e *Engine) noteWaiting(res queue.Result, now time.Time, out *Output) {
 		}
 		e.arm(g)
 	}
+}
+
+// decisionRun counts a run of equal decisions before they go to Output.Decisions.
+type decisionRun struct {
+	decision string
+	n        int
+}
+
+// add counts one decision, flushing the run before it if it differs.
+func (r *decisionRun) add(decision string, out *Output) {
+	if decision != r.decision {
+		r.flush(out)
+		r.decision = decision
+	}
+	r.n++
+}
+
+// flush adds the run to out and starts a new one.
+func (r *decisionRun) flush(out *Output) {
+	if r.n > 0 {
+		out.decisions(r.decision, r.n)
+	}
+	r.n = 0
 }
 
 // fullPassNeeded reports whether the admission pass must list every waiting group: for

@@ -56,8 +56,10 @@ type group struct {
 	invalid string
 	// domain is the required-topology value the group's members use.
 	domain string
-	// heldReported is the HeldBeforeReady already reported in an Output.
+	// heldReported is the HeldBeforeReady already reported in an Output, read when its
+	// count of changes was heldSeen.
 	heldReported map[corev1.ResourceName]float64
+	heldSeen     uint64
 	// awaitsPods is set when muster evicted every member of a group defined by its pods
 	// (Labels, Single) and cleared when the group is admitted again: the pods are
 	// expected back, created again by their owner (or by muster, for pods without one).

@@ -54,6 +54,19 @@ func (e *Engine) Step(now time.Time) Output {
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
+// reportHeld adds to out what g held before Ready since it was last reported.
+func (e *Engine) reportHeld(g *group, out *Output) {
+	for name, v := range g.state.HeldBeforeReady() {
+		if d := v - g.heldReported[name]; d > 0 {
+			out.held(name, d)
+			if g.heldReported == nil {
+				g.heldReported = map[corev1.ResourceName]float64{}
+			}
+			g.heldReported[name] = v
+		}
+	}
+}
+
 // advance feeds one group's news to its state machine.
 func (e *Engine) advance(g *group, now time.Time, out *Output) {
 	if g.definedByPods() {
@@ -205,14 +218,9 @@ func (e *Engine) step(g *group, ev lifecycle.Event, now time.Time, out *Output) 
 	var actions []lifecycle.Action
 	out.touch(g.key)
 	g.state, actions = lifecycle.Step(g.state, g.policy, ev, now)
-	for name, v := range g.state.HeldBeforeReady() {
-		if d := v - g.heldReported[name]; d > 0 {
-			out.held(name, d)
-			if g.heldReported == nil {
-				g.heldReported = map[corev1.ResourceName]float64{}
-			}
-			g.heldReported[name] = v
-		}
+	if n := g.state.HeldBeforeReadyChanges(); n != g.heldSeen {
+		g.heldSeen = n
+		e.reportHeld(g, out)
 	}
 	for _, a := range actions {
 		switch a := a.(type) {

@@ -92,8 +92,9 @@ func (s State) advance(now time.Time) State {
 		}
 		return s
 	}
-	if !s.readyInAttempt {
+	if !s.readyInAttempt && len(s.held) > 0 {
 		s.heldBeforeReady = s.heldBeforeReady.plusIntegral(s.held, now.Sub(s.clock))
+		s.heldChanges++
 	}
 	s.clock = now
 	return s

@@ -34,6 +34,7 @@ type State struct {
 	everReady       bool
 	timeToReady     time.Duration
 	heldBeforeReady amounts
+	heldChanges     uint64 // how many times heldBeforeReady changed
 
 	cleanupFrom   time.Time // the EvictAll a cleanup is measured from; zero when none is pending
 	cleanupReason string
@@ -161,6 +162,10 @@ func (s State) TimeToReady() (time.Duration, bool) { return s.timeToReady, s.eve
 // exact; each value is rounded to float64 once, here. The map is empty if the group
 // never held anything before it was Ready.
 func (s State) HeldBeforeReady() map[corev1.ResourceName]float64 { return s.heldBeforeReady.floats() }
+
+// HeldBeforeReadyChanges counts the changes of HeldBeforeReady: a caller that read it
+// when the count was the same has its amounts. Reading them converts every amount.
+func (s State) HeldBeforeReadyChanges() uint64 { return s.heldChanges }
 
 // LastCleanup returns the time from the most recent completed cleanup's EvictAll until an
 // observation showed nothing bound and nothing held, and whether any cleanup completed.
