@@ -293,6 +293,9 @@ func Borrowed(used, quota cluster.Resources) cluster.Resources {
 
 // Push queues a group, replacing a queued group of the same key.
 func (m *Manager) Push(e Entry) {
+	if old := m.entries[e.Key]; old != nil && sameEntry(&old.Entry, &e) {
+		return // it keeps its place, class and the reason it was last given
+	}
 	it := &item{Entry: e, signature: placement.Signature(e.Group), requests: map[string]cluster.Resources{}}
 	it.keyed = e.Group
 	it.keyed.Members = make([]placement.Member, len(e.Group.Members))
@@ -317,6 +320,26 @@ func (m *Manager) Push(e Entry) {
 	}
 	m.entries[e.Key] = it
 	m.track(it)
+}
+
+// sameEntry reports whether a and b ask the same of the queue: every field equal, the
+// members' pods the same objects. An engine offers a group again whenever it advances
+// it, most often unchanged. TestSameEntryNamesEveryField fails when Entry, Group or
+// Member gains a field this does not compare.
+func sameEntry(a, b *Entry) bool {
+	return a.Key == b.Key && a.Queue == b.Queue && a.Priority == b.Priority && a.QueuedAt.Equal(b.QueuedAt) &&
+		a.Handicap == b.Handicap && a.Requeued == b.Requeued && a.Runtime == b.Runtime && a.Namespace == b.Namespace &&
+		slices.Equal(a.Candidates, b.Candidates) && a.MinCharge.Equal(b.MinCharge) &&
+		maps.EqualFunc(a.Devices, b.Devices, cluster.Resources.Equal) && sameGroup(&a.Group, &b.Group)
+}
+
+// sameGroup reports whether a and b are the same placement request (see sameEntry).
+func sameGroup(a, b *placement.Group) bool {
+	return a.Name == b.Name && a.MinMember == b.MinMember && a.Topology == b.Topology &&
+		slices.EqualFunc(a.Members, b.Members, func(x, y placement.Member) bool {
+			return x.Name == y.Name && x.Pod == y.Pod && x.Key == y.Key &&
+				(x.Requests == nil) == (y.Requests == nil) && x.Requests.Equal(y.Requests)
+		})
 }
 
 // Remove takes a group out of the queue, and drops its reservations.
