@@ -83,3 +83,29 @@ func TestSameEntryNamesEveryField(t *testing.T) {
 		t.Error("sameEntry does not tell empty Member.Requests from none")
 	}
 }
+
+// TestByEntryIsCompareEntries checks that items order as their entries do, with the
+// queue time plus handicap each item adds once.
+func TestByEntryIsCompareEntries(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	var items []*item
+	for _, prio := range []int32{0, 5} {
+		for _, requeued := range []bool{false, true} {
+			for _, at := range []time.Duration{0, time.Minute} {
+				for _, handicap := range []time.Duration{0, 30 * time.Second, 2 * time.Minute} {
+					for _, key := range []string{"a", "b"} {
+						e := Entry{Key: key, Priority: prio, Requeued: requeued, QueuedAt: t0.Add(at), Handicap: handicap}
+						items = append(items, &item{Entry: e, ordered: e.QueuedAt.Add(e.Handicap)})
+					}
+				}
+			}
+		}
+	}
+	for _, a := range items {
+		for _, b := range items {
+			if got, want := byEntry(a, b), compareEntries(&a.Entry, &b.Entry); got != want {
+				t.Fatalf("byEntry(%+v, %+v) = %d, compareEntries %d", a.Entry, b.Entry, got, want)
+			}
+		}
+	}
+}

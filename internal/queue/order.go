@@ -32,7 +32,23 @@ type lane struct {
 
 func newOrder() order { return order{lanes: map[laneKey]*lane{}} }
 
-func byEntry(a, b *item) int { return compareEntries(&a.Entry, &b.Entry) }
+// byEntry is compareEntries of the items' entries, with each one's queue time plus
+// handicap added once, at Push: passes sort and insert items by it many times.
+func byEntry(a, b *item) int {
+	if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+		return c
+	}
+	if a.Requeued != b.Requeued {
+		if a.Requeued {
+			return 1
+		}
+		return -1
+	}
+	if c := a.ordered.Compare(b.ordered); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Key, b.Key)
+}
 
 func byQueuedAt(a, b *item) int {
 	if c := a.QueuedAt.Compare(b.QueuedAt); c != 0 {

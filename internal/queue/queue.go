@@ -185,6 +185,8 @@ func (m *Manager) SetEstimator(est Estimator) { m.est = est }
 // item is a queued entry with what Schedule needs of it, computed once at Push.
 type item struct {
 	Entry
+	// ordered is QueuedAt plus Handicap, where the item's queue orders it (byEntry).
+	ordered   time.Time
 	signature string
 	// keyed is Entry.Group with each member's placement.Member.Key set: every pass
 	// places the group again, and rendering its members' shape keys each time cost more
@@ -296,7 +298,7 @@ func (m *Manager) Push(e Entry) {
 	if old := m.entries[e.Key]; old != nil && sameEntry(&old.Entry, &e) {
 		return // it keeps its place, class and the reason it was last given
 	}
-	it := &item{Entry: e, signature: placement.Signature(e.Group), requests: map[string]cluster.Resources{}}
+	it := &item{Entry: e, ordered: e.QueuedAt.Add(e.Handicap), signature: placement.Signature(e.Group), requests: map[string]cluster.Resources{}}
 	it.keyed = e.Group
 	it.keyed.Members = make([]placement.Member, len(e.Group.Members))
 	for i, mem := range e.Group.Members {
