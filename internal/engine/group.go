@@ -41,16 +41,18 @@ type group struct {
 	queued   bool
 	requeued bool
 	queuedAt time.Time
-	// waiting is why the group is not admitted, from the last admission pass: nil, or
-	// waitingOf, which holds it without a heap copy per pass (see setWaiting).
+	// waiting is why the group is not admitted, as the last admission pass that listed
+	// it said: nil, or waitingOf, which holds it without a heap copy per pass (see
+	// setWaiting). A pass lists a group when its kind of reason changes; while it is
+	// queued, the queue has the reason it has now (see Engine.waitingNow).
 	waiting     *queue.Reason
 	waitingOf   queue.Reason
 	waitingKind string
-	// resolved is waiting with its diagnosis for this group, and the text it rendered,
-	// when resolvedOK says they were made from the waiting the group has now (see
-	// resolvedWaiting).
+	// resolved is resolvedOf with its diagnosis for this group, and the text it
+	// rendered, when resolvedOK (see resolve).
 	resolved     queue.Reason
 	resolvedText string
+	resolvedOf   queue.Reason
 	resolvedOK   bool
 	// invalid is the last reported list of spec problems, to report each once.
 	invalid string
@@ -271,33 +273,30 @@ func (g *group) unassume(key string) {
 	delete(g.assumed, key)
 }
 
-// resolvedWaiting is g.waiting with its diagnosis for g (queue.Reason.Resolved), and its
-// text. A status is read for every group once a second, and a deep queue's reasons rarely
-// change between two reads: both are made again only when the pass gave the group a new
-// reason.
-func (g *group) resolvedWaiting() (queue.Reason, string) {
-	if g.waiting == nil {
-		return queue.Reason{}, ""
-	}
-	if !g.resolvedOK {
-		g.resolved = g.waiting.Resolved()
-		g.resolvedText, g.resolvedOK = g.resolved.String(), true
+// resolve returns r with its diagnosis for g (queue.Reason.Resolved), and its text. A
+// status is read for every group once a second, and a deep queue's reasons rarely change
+// between two reads: both are made again only when r says something else than the reason
+// they were made from.
+func (g *group) resolve(r queue.Reason) (queue.Reason, string) {
+	if !g.resolvedOK || !g.resolvedOf.Same(r) {
+		g.resolved = r.Resolved()
+		g.resolvedText, g.resolvedOf, g.resolvedOK = g.resolved.String(), r, true
 	}
 	return g.resolved, g.resolvedText
 }
 
 // setWaiting records why the group waits, of the given kind (waitingKind).
 func (g *group) setWaiting(r *queue.Reason, kind string) {
-	g.waitingOf, g.waiting, g.waitingKind, g.resolvedOK = *r, &g.waitingOf, kind, false
+	g.waitingOf, g.waiting, g.waitingKind = *r, &g.waitingOf, kind
 }
 
 // clearWaiting records that the group no longer waits.
 func (g *group) clearWaiting() {
-	g.waitingOf, g.waiting, g.waitingKind, g.resolvedOK = queue.Reason{}, nil, "", false
+	g.waitingOf, g.waiting, g.waitingKind = queue.Reason{}, nil, ""
 }
 
-// waitingString is g.waiting rendered (see resolvedWaiting).
+// waitingString is g.waiting rendered (see resolve).
 func (g *group) waitingString() string {
-	_, text := g.resolvedWaiting()
+	_, text := g.resolve(*g.waiting)
 	return text
 }

@@ -71,7 +71,7 @@ func (e *Engine) Group(key string) (Status, bool) {
 		Placement: map[string]string{},
 	}
 	if g.waiting != nil {
-		w, text := g.resolvedWaiting()
+		w, text := e.waitingNow(g)
 		st.Wait, st.Waiting = &w, text
 	}
 	if st.Preempting, st.Reclaiming = e.preemptingFor(key); len(st.Preempting) > 0 && st.Waiting != "" {
@@ -201,3 +201,13 @@ func (e *Engine) noteReservation(out *Output) {
 
 // Groups returns the keys of every group the engine tracks, sorted.
 func (e *Engine) Groups() []string { return sortedKeys(e.groups) }
+
+// waitingNow returns why g waits now, with its diagnosis for g, and its text: the queue's
+// reason while g is queued (a pass lists a group only when its kind of reason changes),
+// else the one the last pass that listed it gave. g.waiting must be set.
+func (e *Engine) waitingNow(g *group) (queue.Reason, string) {
+	if r, ok := e.queue.Reason(g.key); ok {
+		return g.resolve(r)
+	}
+	return g.resolve(*g.waiting)
+}

@@ -179,13 +179,22 @@ func (e *Engine) forget(g *group) {
 	}
 }
 
+// unqueue takes g out of the admission queue, keeping the reason it waited for there
+// last: its status says it until the group is queued again.
+func (e *Engine) unqueue(g *group) {
+	if r, ok := e.queue.Reason(g.key); ok && g.waiting != nil {
+		g.setWaiting(&r, g.waitingKind)
+	}
+	e.queue.Remove(g.key)
+}
+
 // drop removes a group from the engine and its queue.
 func (e *Engine) drop(g *group) {
 	for key := range g.assumed {
 		g.unassume(key)
 		e.snapVersion++
 	}
-	e.queue.Remove(g.key)
+	e.unqueue(g)
 	e.queue.Release(g.key)
 	delete(e.groups, g.key)
 	e.countPriority(g.spec.Priority, -1)
@@ -232,7 +241,7 @@ func (e *Engine) step(g *group, ev lifecycle.Event, now time.Time, out *Output) 
 			e.push(g)
 		case lifecycle.Dequeue:
 			g.queued = false
-			e.queue.Remove(g.key)
+			e.unqueue(g)
 		case lifecycle.EvictAll:
 			e.evictAll(g, a, out)
 		case lifecycle.Transition:
@@ -293,7 +302,7 @@ func (e *Engine) push(g *group) {
 	members := g.unplaced()
 	need := g.spec.MinMember - g.boundLive()
 	if len(members) < need {
-		e.queue.Remove(g.key)
+		e.unqueue(g)
 		return
 	}
 	e.queue.Push(queue.Entry{
@@ -327,7 +336,7 @@ func runtimeOnly(d time.Duration, _ string) time.Duration { return d }
 // moves on to Starting or Running at once.
 func (e *Engine) adopt(g *group, obs lifecycle.Observe, now time.Time, out *Output) {
 	g.queued = false
-	e.queue.Remove(g.key)
+	e.unqueue(g)
 	g.placed = map[string]bool{}
 	for key, p := range g.members {
 		if g.nodeOf(key, p) != "" {

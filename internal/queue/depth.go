@@ -450,9 +450,9 @@ func (p *pass) freshFailure(key string) (Reason, bool) {
 	return r, ok
 }
 
-// commit reports the groups whose reason changed, counts the others, and files every
-// group the walk did not reach as settled with the reason it has now: the canon of its
-// class and variant.
+// commit reports the groups whose kind of reason changed, counts the others, and files
+// every group the walk did not reach as settled with the reason it has now: the canon of
+// its class and variant.
 func (sk *skip) commit(applies bool, bound time.Duration, variantOf func(*item) int) {
 	p, m := sk.p, sk.p.m
 	unchanged := map[*Reason]int{}
@@ -464,18 +464,17 @@ func (sk *skip) commit(applies bool, bound time.Duration, variantOf func(*item) 
 					continue
 				}
 				r := &sk.verdicts[verdictKey{c, w.variant}].Reason
-				switch {
-				case w.variant != v:
+				if w.variant != v {
 					moved[w.variant] = append(moved[w.variant], w.items...) // a copy
-					for _, it := range w.items {
-						sk.report(it, r)
-					}
-				case c.canon[v] != nil && sameReason(*c.canon[v], *r):
-					unchanged[c.canon[v]] += len(w.items)
-				default:
-					for _, it := range w.items {
-						sk.report(it, r)
-					}
+				}
+				// A settled group's reason is its class's (item.reason): a new verdict
+				// of the same kind is the group's without a report.
+				if c.canon[v] != nil && sameKind(*c.canon[v], *r) {
+					unchanged[r] += len(w.items)
+					continue
+				}
+				for _, it := range w.items {
+					sk.report(it, r)
 				}
 			}
 		}
@@ -504,8 +503,8 @@ func (sk *skip) commit(applies bool, bound time.Duration, variantOf func(*item) 
 		v := variantOf(it)
 		c := it.cls
 		r := &sk.verdicts[verdictKey{c, v}].Reason
-		if it.lastReason != nil && sameReason(*it.lastReason, *r) {
-			unchanged[c.canon[v]]++
+		if it.lastReason != nil && sameKind(*it.lastReason, *r) {
+			unchanged[r]++
 		} else {
 			sk.report(it, r)
 		}
@@ -546,7 +545,6 @@ func (sk *skip) list(unchanged map[*Reason]int) {
 	for _, rep := range sk.reports {
 		p.res.Waiting = append(p.res.Waiting, Waiting{Entry: &rep.it.Entry, Reason: *rep.reason})
 		p.res.Waiting[len(p.res.Waiting)-1].Reason.subject = &rep.it.keyed
-		rep.it.lastReason = rep.reason
 	}
 	clear(sk.reports) // kept for the next pass, without the items
 	p.m.reports = sk.reports[:0]
@@ -555,6 +553,15 @@ func (sk *skip) list(unchanged map[*Reason]int) {
 	}
 	slices.SortFunc(p.res.Unchanged, func(a, b Unchanged) int { return strings.Compare(string(a.Reason.Kind), string(b.Reason.Kind)) })
 }
+
+// Same reports whether r and o say the same about one group: rendered for it, they are
+// the same text.
+func (r Reason) Same(o Reason) bool { return sameReason(r, o) }
+
+// sameKind reports whether a and b are reasons of one kind: the same ReasonKind, and
+// both impossible or neither. ScheduleChanges lists a group when its kind of reason
+// changes; Manager.Reason tells what it is now.
+func sameKind(a, b Reason) bool { return a.Kind == b.Kind && a.Impossible() == b.Impossible() }
 
 // sameReason reports whether a and b say the same about any group of one signature
 // (the groups of a class): the same fields, and the same diagnosis once rendered for

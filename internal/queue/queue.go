@@ -197,9 +197,8 @@ type item struct {
 	// least is a lower bound of the charge of any plan for the group.
 	least cluster.Resources
 	// cls is the item's class; settled says it is filed in cls.settled[variant] with
-	// the reason of its class, else it is in Manager.unsettled with lastReason, the
-	// reason it was last given (nil before its first pass): last, or the verdict of its
-	// class that trySkip gave it, which is not changed once made.
+	// the reason of its class, cls.canon[variant], else it is in Manager.unsettled with
+	// lastReason, the reason it was last given (nil before its first pass): last.
 	cls     *class
 	variant int
 	settled bool
@@ -342,6 +341,30 @@ func sameGroup(a, b *placement.Group) bool {
 			return x.Name == y.Name && x.Pod == y.Pod && x.Key == y.Key &&
 				(x.Requests == nil) == (y.Requests == nil) && x.Requests.Equal(y.Requests)
 		})
+}
+
+// reason returns the reason the item was last given: its class's for a settled item,
+// else its own; nil before its first pass.
+func (it *item) reason() *Reason {
+	if it.settled {
+		return it.cls.canon[it.variant]
+	}
+	return it.lastReason
+}
+
+// Reason returns why queued group key waits after the last pass, rendered for it, and
+// false when it is not queued or no pass decided it yet. ScheduleChanges lists a group
+// only when its kind of reason changes; this is the reason it has now.
+func (m *Manager) Reason(key string) (Reason, bool) {
+	it := m.entries[key]
+	if it == nil || it.reason() == nil {
+		return Reason{}, false
+	}
+	r := *it.reason()
+	if r.Diagnosis != nil && r.subject == nil && it.settled {
+		r.subject = &it.keyed // the class's diagnosis was made for another of its groups
+	}
+	return r, true
 }
 
 // Remove takes a group out of the queue, and drops its reservations.

@@ -326,7 +326,11 @@ func (p *pass) fail(it *item, r Reason) {
 // but room (it does not fit, fits only on nodes reserved for another, or waits for the
 // quota it reclaims) loses its reservations, since nodes would not help it.
 func (p *pass) wait(it *item, r Reason) {
-	p.res.Waiting = append(p.res.Waiting, Waiting{Entry: &it.Entry, Reason: r})
+	if last := it.reason(); !p.versioned || last == nil || !sameKind(*last, r) {
+		p.res.Waiting = append(p.res.Waiting, Waiting{Entry: &it.Entry, Reason: r})
+	} else {
+		p.res.Unchanged = append(p.res.Unchanged, Unchanged{Reason: r, Count: 1})
+	}
 	p.m.unsettle(it)
 	it.last = r
 	it.lastReason, it.pass = &it.last, p.id
