@@ -46,16 +46,11 @@ func place(s *cluster.Snapshot, g Group, opts Options, diagnosed bool) (*Plan, *
 	if len(opts.Held) > 0 {
 		defer hold(s, opts.Held)()
 	}
-	shapes := shapesOf(g.Members)
-	p := &placer{snap: s, g: g, shapes: shapes, opts: opts, health: checkHealth}
-	p.withPods = s.HasRequiredAntiAffinity() || slices.ContainsFunc(shapes, func(sh *shape) bool { return sh.filters })
-	p.scarce = scarceResource(shapes)
-	orderShapes(shapes, p.scarce)
+	set := shapeSetOf(g)
+	p := &placer{snap: s, g: g, opts: opts, health: checkHealth, scarce: set.scarce}
+	p.shapes = set.shapes(s, &p.store)
+	p.withPods = s.HasRequiredAntiAffinity() || set.filters
 	p.scarceID, p.cpuID = s.ResourceID(p.scarce), s.ResourceID(corev1.ResourceCPU)
-	for _, sh := range shapes {
-		sh.testFirst(p.scarce)
-		sh.resolve(s)
-	}
 	if plan := p.place(); plan != nil || !diagnosed {
 		return plan, nil
 	}
@@ -82,6 +77,7 @@ type placer struct {
 	snap   *cluster.Snapshot
 	g      Group
 	shapes []*shape
+	store  shapeStore // shapes' storage
 	opts   Options
 	health health
 	scarce corev1.ResourceName
@@ -470,29 +466,31 @@ func (p *placer) rejectStatic(n *cluster.NodeInfo, s *shape) (NodeReason, bool) 
 }
 
 // scarceResource is the resource placement packs on: the extended resource the group asks
-// most of in total (nvidia.com/gpu, typically), or cpu when it asks for none.
-func scarceResource(shapes []*shape) corev1.ResourceName {
-	totals := cluster.Resources{}
-	for _, s := range shapes {
-		for name, v := range s.req {
-			if cluster.IsExtended(name) {
-				totals[name] += v * int64(len(s.members))
-			}
-		}
-	}
+// most of in total (nvidia.com/gpu, typically), the first by name among equals, or cpu
+// when it asks for none. A resource some form asks for is totalled over every form, once.
+func scarceResource(forms []*form) corev1.ResourceName {
 	best, bestV := corev1.ResourceCPU, int64(0)
-	for _, name := range totals.Names() {
-		if totals[name] > bestV {
-			best, bestV = name, totals[name]
+	for i, f := range forms {
+		for _, name := range f.names {
+			if !cluster.IsExtended(name) || slices.ContainsFunc(forms[:i], func(e *form) bool { return slices.Contains(e.names, name) }) {
+				continue // not extended, or totalled already
+			}
+			var total int64
+			for _, g := range forms {
+				total += g.req[name] * int64(len(g.members))
+			}
+			if total > bestV || total == bestV && total > 0 && name < best {
+				best, bestV = name, total
+			}
 		}
 	}
 	return best
 }
 
-// orderShapes puts the biggest members first (on the scarce resource, then cpu), the
+// orderForms puts the biggest members first (on the scarce resource, then cpu), the
 // classic first-fit-decreasing order, keeping the given order among equals.
-func orderShapes(shapes []*shape, scarce corev1.ResourceName) {
-	slices.SortStableFunc(shapes, func(a, b *shape) int {
+func orderForms(forms []*form, scarce corev1.ResourceName) {
+	slices.SortStableFunc(forms, func(a, b *form) int {
 		if c := cmp.Compare(b.req[scarce], a.req[scarce]); c != 0 {
 			return c
 		}
