@@ -14,6 +14,7 @@ package placement
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -190,7 +191,7 @@ func (f *form) name() string {
 	if len(f.members) == 1 {
 		return f.members[0].Name
 	}
-	return fmt.Sprintf("%s ×%d", f.members[0].Name, len(f.members))
+	return f.members[0].Name + " ×" + strconv.Itoa(len(f.members))
 }
 
 // formsOf splits members into the forms of their shapes, keeping first-appearance order,

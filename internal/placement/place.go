@@ -96,10 +96,15 @@ type placer struct {
 	filterErr string
 	// next counts, per shape being filled one member at a time, the members placed.
 	next map[*shape]int
-	// blocked describes where the attempt that placed the most members stopped.
-	blocked *Blocked
+	// stopped is set once an attempt stopped short of placing every member, and
+	// mostPlaced is then the most members such an attempt placed; blocked describes where
+	// that attempt stopped when a hosted filter judged the member that fit no node.
+	stopped    bool
+	mostPlaced int
+	blocked    *Blocked
 
-	buf []candidate // candidates' storage, reused: each list is used up before the next
+	buf     []candidate            // candidates' storage, reused: each list is used up before the next
+	oneTier [1][]*cluster.NodeInfo // tiers' storage for one tier
 }
 
 // attempt is the outcome of filling some nodes with the group's members.
@@ -141,7 +146,8 @@ func (p *placer) tiers(nodes []*cluster.NodeInfo) [][]*cluster.NodeInfo {
 	if key := p.g.Topology.Preferred; key != "" {
 		return p.preferredTiers(key, nodes)
 	}
-	return [][]*cluster.NodeInfo{nodes}
+	p.oneTier[0] = nodes
+	return p.oneTier[:]
 }
 
 // placeInDomain tries every value of the required key and keeps the one whose placement
@@ -260,7 +266,9 @@ type candidate struct {
 // tightest node first within a tier. It assumes every assignment on the snapshot.
 func (p *placer) fill(tiers [][]*cluster.NodeInfo) *attempt {
 	a := &attempt{}
-	p.next = map[*shape]int{}
+	if p.withPods {
+		p.next = map[*shape]int{}
+	}
 	defer func() { p.cycles, p.next = nil, nil }()
 	for _, s := range p.shapes {
 		var left []Member
