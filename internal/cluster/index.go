@@ -18,7 +18,14 @@ type freeIndex struct {
 	amounts []int64
 	// nodes holds the indexed nodes by free amount, each list sorted by name.
 	nodes map[int64][]*NodeInfo
+	// spare holds the storage of lists emptied, for the next amount to need a list: a
+	// placement that assumes members on a node and reverts them empties a list and
+	// needs one again, twice.
+	spare [][]*NodeInfo
 }
+
+// maxSpare bounds the emptied lists an index keeps for reuse.
+const maxSpare = 8
 
 func newFreeIndex(name corev1.ResourceName, id ResourceID, nodes []*NodeInfo) *freeIndex {
 	x := &freeIndex{name: name, id: id, nodes: map[int64][]*NodeInfo{}}
@@ -39,6 +46,9 @@ func (x *freeIndex) add(n *NodeInfo) {
 	if !ok {
 		i, _ := slices.BinarySearch(x.amounts, free)
 		x.amounts = slices.Insert(x.amounts, i, free)
+		if k := len(x.spare); k > 0 {
+			list, x.spare = x.spare[k-1], x.spare[:k-1]
+		}
 	}
 	i, _ := slices.BinarySearchFunc(list, n.Name(), byName)
 	x.nodes[free] = slices.Insert(list, i, n)
@@ -61,6 +71,9 @@ func (x *freeIndex) remove(n *NodeInfo) {
 		return
 	}
 	delete(x.nodes, free)
+	if len(x.spare) < maxSpare {
+		x.spare = append(x.spare, list)
+	}
 	if j, ok := slices.BinarySearch(x.amounts, free); ok {
 		x.amounts = slices.Delete(x.amounts, j, j+1)
 	}

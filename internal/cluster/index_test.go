@@ -88,3 +88,20 @@ func TestByFreeStops(t *testing.T) {
 		t.Fatalf("ByFree visited (-want +got):\n%s", d)
 	}
 }
+
+// BenchmarkAssumeIndexed assumes a one-GPU member on each node of a 128-node snapshot
+// indexed by free GPUs and cpu, and reverts it, as placement does for a what-if.
+func BenchmarkAssumeIndexed(b *testing.B) {
+	nodes := gt.Nodes("n", 128, func(nb *gt.NodeBuilder) *gt.NodeBuilder { return nb.GPU(8).CPU("64") })
+	s := cluster.New(nodes, nil)
+	for _, name := range []corev1.ResourceName{gt.GPU, corev1.ResourceCPU} {
+		s.ByFree(name, 1, func(*cluster.NodeInfo) bool { return true })
+	}
+	req := cluster.Resources{gt.GPU: 1, corev1.ResourceCPU: 4000, corev1.ResourcePods: 1}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, n := range s.Nodes() {
+			s.Assume(n, req)()
+		}
+	}
+}

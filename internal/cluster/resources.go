@@ -91,13 +91,18 @@ func (r Resources) Scaled(n int64) Resources {
 
 // Names returns the resource names with a non-zero amount, sorted.
 func (r Resources) Names() []corev1.ResourceName {
-	names := make([]corev1.ResourceName, 0, len(r))
+	return r.appendNames(make([]corev1.ResourceName, 0, len(r)))
+}
+
+// appendNames appends Names to names.
+func (r Resources) appendNames(names []corev1.ResourceName) []corev1.ResourceName {
+	start := len(names)
 	for k, v := range r {
 		if v != 0 {
 			names = append(names, k)
 		}
 	}
-	slices.Sort(names)
+	slices.Sort(names[start:])
 	return names
 }
 
@@ -139,8 +144,10 @@ func (r Resources) String() string {
 
 // Render writes String's text to b.
 func (r Resources) Render(b *strings.Builder) {
+	// Requests name a few resources: their names are sorted on the stack.
+	var buf [8]corev1.ResourceName
 	b.WriteByte('{')
-	for i, name := range r.Names() {
+	for i, name := range r.appendNames(buf[:0]) {
 		if i > 0 {
 			b.WriteString(", ")
 		}

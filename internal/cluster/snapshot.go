@@ -121,7 +121,7 @@ type Snapshot struct {
 	// those it was made at.
 	empty *emptyView
 	// surveys is the memo Surveys returns, kept while layout is surveysLayout.
-	surveys       map[string]any
+	surveys       map[any]any
 	surveysLayout uint64
 	// allocatable is the memo Allocatable returns, kept while layout is
 	// allocatableLayout.
@@ -390,13 +390,13 @@ func (s *Snapshot) EmptyFits() map[string]int {
 }
 
 // Surveys is a memo for placement, kept with the snapshot (not its copies) by keys of
-// placement's own: what it found of each node for a kind of pod, to find again only on
+// placement's own (comparable values of its types): what it found of each node for a kind of pod, to find again only on
 // the nodes whose Generation changed since. It is emptied whenever a node is added,
 // removed or has its object replaced, so that an entry's nodes are the snapshot's, in
 // order.
-func (s *Snapshot) Surveys() map[string]any {
+func (s *Snapshot) Surveys() map[any]any {
 	if s.surveys == nil || s.surveysLayout != s.layout {
-		s.surveys, s.surveysLayout = map[string]any{}, s.layout
+		s.surveys, s.surveysLayout = map[any]any{}, s.layout
 	}
 	return s.surveys
 }

@@ -16,6 +16,7 @@ func (p *placer) diagnose() *Diagnosis {
 		Members:   len(p.g.Members),
 		Placed:    p.best,
 		Topology:  p.topology,
+		Shapes:    make([]ShapeDiagnosis, 0, len(p.shapes)),
 	}
 	for _, s := range p.shapes {
 		p.begin(s)
@@ -37,13 +38,13 @@ func (p *placer) diagnose() *Diagnosis {
 // noteBlocked records, for the attempt that placed the most members so far, why the next
 // member of s fits none of the tiers' nodes with the attempt's members assumed.
 func (p *placer) noteBlocked(a *attempt, s *shape, tiers [][]*cluster.NodeInfo) {
-	if p.blocked != nil && p.blocked.Placed >= len(a.assignments) {
+	if p.stopped && p.mostPlaced >= len(a.assignments) {
 		return
 	}
+	p.stopped, p.mostPlaced, p.blocked = true, len(a.assignments), nil
 	if _, ok := p.cycles[s]; !ok {
 		// No hosted filter judges s, so its survey would hold no reason of theirs and
 		// the diagnosis would drop it (ifFiltered): it is not made.
-		p.blocked = &Blocked{Placed: len(a.assignments)}
 		return
 	}
 	var nodes []*cluster.NodeInfo
@@ -133,6 +134,11 @@ func (p *placer) fitsEmpty() (room int, blocked *Blocked, ok bool) {
 // whose shape keys, unlike Signature's, name pods).
 func (p *placer) emptyKey() string {
 	var b strings.Builder
+	size := 64 + len(p.g.Topology.Required) + len(p.g.Topology.Preferred)
+	for _, s := range p.shapes {
+		size += len(s.key) + 8
+	}
+	b.Grow(size)
 	for _, part := range []string{"min=", strconv.Itoa(p.g.MinMember), ";required=", p.g.Topology.Required, ";preferred=", p.g.Topology.Preferred} {
 		b.WriteString(part)
 	}

@@ -101,7 +101,8 @@ type ShapeDiagnosis struct {
 	Shape string
 	// Members is the number of members of this shape.
 	Members int
-	// Requests is what one member asks of a node.
+	// Requests is what one member asks of a node. It may be shared with other diagnoses
+	// of the shape: it must not be modified, as Reasons.
 	Requests cluster.Resources
 	// Nodes is the number of nodes considered; Available of them could take one member now.
 	Nodes, Available int
@@ -170,6 +171,7 @@ func (d *Diagnosis) Error() string { return d.String() }
 // Unschedulable group, is written without fmt.
 func (d *Diagnosis) String() string {
 	var b strings.Builder
+	b.Grow(64 + 160*len(d.Shapes))
 	if d.Code == Impossible {
 		b.WriteString(strings.Join(d.impossibleText(), "; "))
 	} else {
@@ -273,14 +275,19 @@ func (t *tally) addN(r NodeReason, n int) {
 // sorted returns the counts sorted: most nodes first, then text.
 func (t tally) sorted() []ReasonCount {
 	out := slices.Clone(t)
-	slices.SortFunc(out, func(a, b ReasonCount) int {
+	tally(out).sort()
+	if out == nil {
+		out = []ReasonCount{}
+	}
+	return out
+}
+
+// sort sorts t in place, as sorted.
+func (t tally) sort() {
+	slices.SortFunc(t, func(a, b ReasonCount) int {
 		if c := cmp.Compare(b.Nodes, a.Nodes); c != 0 {
 			return c
 		}
 		return strings.Compare(a.String(), b.String())
 	})
-	if out == nil {
-		out = []ReasonCount{}
-	}
-	return out
 }

@@ -14,6 +14,7 @@ package placement
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,6 +74,19 @@ type Group struct {
 	Members []Member
 	// Topology constrains the members' nodes.
 	Topology Topology
+
+	// prepared, set by Prepare, is the shape set of Members.
+	prepared *shapeSet
+}
+
+// Prepare returns g with what placement derives from its members alone made once, for
+// callers that place the group many times (a queue places each waiting group on every
+// pass): Place and Try then skip grouping the members into shapes, ordering them and
+// choosing the resource to pack on. The members must not be modified afterwards; a copy
+// of the group given other members, or a part of them, is placed as if not prepared.
+func Prepare(g Group) Group {
+	g.prepared = newShapeSet(g.Members)
+	return g
 }
 
 // Assignment puts one member on one node.
@@ -124,8 +138,17 @@ func (p *Plan) NodeOf(member string) string {
 }
 
 // shape is a set of members with identical scheduling constraints; placement and diagnosis
-// work per shape, so a thousand identical workers cost as much as one.
+// work per shape, so a thousand identical workers cost as much as one. It is a form, the
+// same for every placement of the group, with what one placement adds to it.
 type shape struct {
+	*form
+	// ids number the form's names in the snapshot being placed on (see resolve), for fits.
+	ids []cluster.ResourceID
+}
+
+// form is what a shape is made of that depends on its members alone, made once for a
+// group that is placed many times (Prepare) and never modified after.
+type form struct {
 	key      string
 	pod      *corev1.Pod
 	req      cluster.Resources
@@ -135,25 +158,24 @@ type shape struct {
 	// claims when the pods mount PersistentVolumeClaims, and devices when they ask for
 	// DRA devices through ResourceClaims (each such member is a shape of its own).
 	filters, claims, devices bool
-	// names and needs are req's positive amounts as parallel slices, for fits; ids
-	// number names in the snapshot being placed on (see resolve).
+	// names and needs are req's positive amounts as parallel slices, in the order fits
+	// tests them.
 	names []corev1.ResourceName
 	needs []int64
-	ids   []cluster.ResourceID
 }
 
-// testFirst moves name to the front of the resources fits tests, if s asks for it: the
+// testFirst moves name to the front of the resources fits tests, if f asks for it: the
 // scarce resource is the one a busy node runs out of, so testing it first rejects a
 // full node on the first lookup.
-func (s *shape) testFirst(name corev1.ResourceName) {
-	if i := slices.Index(s.names, name); i > 0 {
-		s.names[0], s.names[i] = s.names[i], s.names[0]
-		s.needs[0], s.needs[i] = s.needs[i], s.needs[0]
+func (f *form) testFirst(name corev1.ResourceName) {
+	if i := slices.Index(f.names, name); i > 0 {
+		f.names[0], f.names[i] = f.names[i], f.names[0]
+		f.needs[0], f.needs[i] = f.needs[i], f.needs[0]
 	}
 }
 
 // resolve numbers s's resources in snap, whose nodes (and its copies') fits then reads
-// by slice index rather than by name. It runs once the test order is set (testFirst).
+// by slice index rather than by name.
 func (s *shape) resolve(snap *cluster.Snapshot) {
 	s.ids = s.ids[:0]
 	for _, name := range s.names {
@@ -165,26 +187,27 @@ func (s *shape) resolve(snap *cluster.Snapshot) {
 func (s *shape) fits(n *cluster.NodeInfo) int { return n.FitsIDs(s.ids, s.needs) }
 
 // name describes a shape for diagnoses: its first member and how many it stands for.
-func (s *shape) name() string {
-	if len(s.members) == 1 {
-		return s.members[0].Name
+func (f *form) name() string {
+	if len(f.members) == 1 {
+		return f.members[0].Name
 	}
-	return fmt.Sprintf("%s ×%d", s.members[0].Name, len(s.members))
+	return f.members[0].Name + " ×" + strconv.Itoa(len(f.members))
 }
 
-// shapesOf splits members into shapes, keeping first-appearance order.
-func shapesOf(members []Member) []*shape {
-	var out []*shape
-	byKey := map[string]*shape{}
+// formsOf splits members into the forms of their shapes, keeping first-appearance order,
+// with each form's resources in canonical order.
+func formsOf(members []Member) []*form {
+	var out []*form
+	byKey := map[string]*form{}
 	for _, m := range members {
 		req := m.requests()
 		key := m.Key
 		if key == "" {
 			key = shapeKey(m.Pod, req)
 		}
-		s := byKey[key]
-		if s == nil {
-			s = &shape{
+		f := byKey[key]
+		if f == nil {
+			f = &form{
 				key:      key,
 				pod:      m.Pod,
 				req:      req,
@@ -193,22 +216,86 @@ func shapesOf(members []Member) []*shape {
 				claims:   kubefit.HasClaims(m.Pod),
 				devices:  kubefit.HasResourceClaims(m.Pod),
 			}
-			// Sized once: shapes are made on every placement, and growing these showed.
-			names := s.req.Names()
-			s.names, s.needs = names[:0], make([]int64, 0, len(names))
-			s.ids = make([]cluster.ResourceID, 0, len(names))
+			names := f.req.Names()
+			f.names, f.needs = names[:0], make([]int64, 0, len(names))
 			for _, name := range names {
-				if v := s.req[name]; v > 0 {
-					s.names = append(s.names, name)
-					s.needs = append(s.needs, v)
+				if v := f.req[name]; v > 0 {
+					f.names = append(f.names, name)
+					f.needs = append(f.needs, v)
 				}
 			}
-			byKey[key] = s
-			out = append(out, s)
+			byKey[key] = f
+			out = append(out, f)
 		}
-		s.members = append(s.members, m)
+		f.members = append(f.members, m)
 	}
 	return out
+}
+
+// shapeSet is everything placement derives from a group's members alone: the forms of
+// their shapes in the order placement fills them, and the resource it packs on.
+type shapeSet struct {
+	// members is the slice the set was made from, to recognise it (see of).
+	members []Member
+	forms   []*form
+	scarce  corev1.ResourceName
+	// filters is set when the hosted filters must judge some form's pods.
+	filters bool
+}
+
+// newShapeSet makes the shape set of members: the forms with the biggest first (see
+// orderForms), each testing the scarce resource first.
+func newShapeSet(members []Member) *shapeSet {
+	forms := formsOf(members)
+	set := &shapeSet{members: members, forms: forms, scarce: scarceResource(forms)}
+	orderForms(forms, set.scarce)
+	for _, f := range forms {
+		f.testFirst(set.scarce)
+		set.filters = set.filters || f.filters
+	}
+	return set
+}
+
+// of reports whether set was made from members: the very slice, not a copy or a part of
+// it. A nil set was made from nothing.
+func (set *shapeSet) of(members []Member) bool {
+	return set != nil && len(set.members) == len(members) && (len(members) == 0 || &set.members[0] == &members[0])
+}
+
+// shapes returns the set's shapes for one placement on snap, their resources numbered
+// in it. They are the placement's own: the forms are shared, the ids are not. They are
+// kept in store while they fit it, as most groups' shapes do.
+func (set *shapeSet) shapes(snap *cluster.Snapshot, store *shapeStore) []*shape {
+	shapes, ids := store.shapes[:0], store.ids[:0]
+	for _, f := range set.forms {
+		start := len(ids)
+		for _, name := range f.names {
+			ids = append(ids, snap.ResourceID(name))
+		}
+		shapes = append(shapes, shape{form: f, ids: ids[start:len(ids):len(ids)]})
+	}
+	out := store.ptrs[:0]
+	for i := range shapes {
+		out = append(out, &shapes[i])
+	}
+	return out
+}
+
+// shapeStore holds the shapes of one placement of a group of one or two shapes, with
+// their ids, inside the placer rather than in allocations of their own.
+type shapeStore struct {
+	shapes [2]shape
+	ptrs   [2]*shape
+	ids    [8]cluster.ResourceID
+}
+
+// shapeSetOf returns g's prepared shape set when it was made from g's members, else a
+// new one.
+func shapeSetOf(g Group) *shapeSet {
+	if g.prepared.of(g.Members) {
+		return g.prepared
+	}
+	return newShapeSet(g.Members)
 }
 
 // shapeKey renders everything about a pod that placement reads, given its requests. Pods

@@ -46,16 +46,11 @@ func place(s *cluster.Snapshot, g Group, opts Options, diagnosed bool) (*Plan, *
 	if len(opts.Held) > 0 {
 		defer hold(s, opts.Held)()
 	}
-	shapes := shapesOf(g.Members)
-	p := &placer{snap: s, g: g, shapes: shapes, opts: opts, health: checkHealth}
-	p.withPods = s.HasRequiredAntiAffinity() || slices.ContainsFunc(shapes, func(sh *shape) bool { return sh.filters })
-	p.scarce = scarceResource(shapes)
-	orderShapes(shapes, p.scarce)
+	set := shapeSetOf(g)
+	p := &placer{snap: s, g: g, opts: opts, health: checkHealth, scarce: set.scarce}
+	p.shapes = set.shapes(s, &p.store)
+	p.withPods = s.HasRequiredAntiAffinity() || set.filters
 	p.scarceID, p.cpuID = s.ResourceID(p.scarce), s.ResourceID(corev1.ResourceCPU)
-	for _, sh := range shapes {
-		sh.testFirst(p.scarce)
-		sh.resolve(s)
-	}
 	if plan := p.place(); plan != nil || !diagnosed {
 		return plan, nil
 	}
@@ -82,6 +77,7 @@ type placer struct {
 	snap   *cluster.Snapshot
 	g      Group
 	shapes []*shape
+	store  shapeStore // shapes' storage
 	opts   Options
 	health health
 	scarce corev1.ResourceName
@@ -100,10 +96,15 @@ type placer struct {
 	filterErr string
 	// next counts, per shape being filled one member at a time, the members placed.
 	next map[*shape]int
-	// blocked describes where the attempt that placed the most members stopped.
-	blocked *Blocked
+	// stopped is set once an attempt stopped short of placing every member, and
+	// mostPlaced is then the most members such an attempt placed; blocked describes where
+	// that attempt stopped when a hosted filter judged the member that fit no node.
+	stopped    bool
+	mostPlaced int
+	blocked    *Blocked
 
-	buf []candidate // candidates' storage, reused: each list is used up before the next
+	buf     []candidate            // candidates' storage, reused: each list is used up before the next
+	oneTier [1][]*cluster.NodeInfo // tiers' storage for one tier
 }
 
 // attempt is the outcome of filling some nodes with the group's members.
@@ -145,7 +146,8 @@ func (p *placer) tiers(nodes []*cluster.NodeInfo) [][]*cluster.NodeInfo {
 	if key := p.g.Topology.Preferred; key != "" {
 		return p.preferredTiers(key, nodes)
 	}
-	return [][]*cluster.NodeInfo{nodes}
+	p.oneTier[0] = nodes
+	return p.oneTier[:]
 }
 
 // placeInDomain tries every value of the required key and keeps the one whose placement
@@ -264,7 +266,9 @@ type candidate struct {
 // tightest node first within a tier. It assumes every assignment on the snapshot.
 func (p *placer) fill(tiers [][]*cluster.NodeInfo) *attempt {
 	a := &attempt{}
-	p.next = map[*shape]int{}
+	if p.withPods {
+		p.next = map[*shape]int{}
+	}
 	defer func() { p.cycles, p.next = nil, nil }()
 	for _, s := range p.shapes {
 		var left []Member
@@ -470,29 +474,31 @@ func (p *placer) rejectStatic(n *cluster.NodeInfo, s *shape) (NodeReason, bool) 
 }
 
 // scarceResource is the resource placement packs on: the extended resource the group asks
-// most of in total (nvidia.com/gpu, typically), or cpu when it asks for none.
-func scarceResource(shapes []*shape) corev1.ResourceName {
-	totals := cluster.Resources{}
-	for _, s := range shapes {
-		for name, v := range s.req {
-			if cluster.IsExtended(name) {
-				totals[name] += v * int64(len(s.members))
-			}
-		}
-	}
+// most of in total (nvidia.com/gpu, typically), the first by name among equals, or cpu
+// when it asks for none. A resource some form asks for is totalled over every form, once.
+func scarceResource(forms []*form) corev1.ResourceName {
 	best, bestV := corev1.ResourceCPU, int64(0)
-	for _, name := range totals.Names() {
-		if totals[name] > bestV {
-			best, bestV = name, totals[name]
+	for i, f := range forms {
+		for _, name := range f.names {
+			if !cluster.IsExtended(name) || slices.ContainsFunc(forms[:i], func(e *form) bool { return slices.Contains(e.names, name) }) {
+				continue // not extended, or totalled already
+			}
+			var total int64
+			for _, g := range forms {
+				total += g.req[name] * int64(len(g.members))
+			}
+			if total > bestV || total == bestV && total > 0 && name < best {
+				best, bestV = name, total
+			}
 		}
 	}
 	return best
 }
 
-// orderShapes puts the biggest members first (on the scarce resource, then cpu), the
+// orderForms puts the biggest members first (on the scarce resource, then cpu), the
 // classic first-fit-decreasing order, keeping the given order among equals.
-func orderShapes(shapes []*shape, scarce corev1.ResourceName) {
-	slices.SortStableFunc(shapes, func(a, b *shape) int {
+func orderForms(forms []*form, scarce corev1.ResourceName) {
+	slices.SortStableFunc(forms, func(a, b *form) int {
 		if c := cmp.Compare(b.req[scarce], a.req[scarce]); c != 0 {
 			return c
 		}

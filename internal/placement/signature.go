@@ -60,13 +60,12 @@ func (d *Diagnosis) For(g Group) *Diagnosis {
 // every member is of it: its name needs no shape key rendered.
 func shapeNames(g Group, n int) []string {
 	if n == 1 && len(g.Members) > 0 {
-		return []string{(&shape{members: g.Members}).name()}
+		return []string{(&form{members: g.Members}).name()}
 	}
-	shapes := shapesOf(g.Members)
-	orderShapes(shapes, scarceResource(shapes))
-	names := make([]string, min(n, len(shapes)))
+	forms := shapeSetOf(g).forms
+	names := make([]string, min(n, len(forms)))
 	for i := range names {
-		names[i] = shapes[i].name()
+		names[i] = forms[i].name()
 	}
 	return names
 }
@@ -123,4 +122,4 @@ func (d *Diagnosis) blockedName() string {
 
 // Scarce returns the resource Place packs g's members on: the extended resource they ask
 // most of in total (nvidia.com/gpu, typically), or cpu when they ask for none.
-func Scarce(g Group) corev1.ResourceName { return scarceResource(shapesOf(g.Members)) }
+func Scarce(g Group) corev1.ResourceName { return shapeSetOf(g).scarce }
