@@ -315,6 +315,8 @@ func (m *Manager) Push(e Entry) {
 		r.Add(e.Devices[mem.Name])
 		it.requests[mem.Name] = r
 	}
+	// A pass places the group again and again: its shapes are made once.
+	it.keyed = placement.Prepare(it.keyed)
 	it.least = leastCharge(e.Group, it.requests, e.MinCharge)
 	if old := m.entries[e.Key]; old != nil {
 		m.untrack(old)
