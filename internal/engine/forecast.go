@@ -56,6 +56,10 @@ type forecastState struct {
 	pods  map[*cluster.NodeInfo]*nodePods
 	pass  uint64
 	reads uint64
+	// changed holds the groups that may read differently since the last forecast read
+	// the nodes (see noteChanged): the nodes with a member of one read their releases
+	// again.
+	changed map[*group]bool
 	// nodesBuf and releasesBuf are the inputs of the last forecast, whose backing
 	// arrays the next reuses (forecast.Plan keeps neither).
 	nodesBuf    []forecast.Node
@@ -80,6 +84,13 @@ type forecastState struct {
 type nodePods struct {
 	gen, pass, read uint64
 	members         []memberOn
+	// releases are the members' releases, in the same order, as the last forecast read
+	// them; fresh says the members were read since, and the releases must be too.
+	// moving indexes the releases whose time moves with the clock (endMoves), read again
+	// at every forecast.
+	releases []forecast.Release
+	fresh    bool
+	moving   []int
 }
 
 // memberOn is a member of a group on a node: its group, its member object and requests.
@@ -270,14 +281,69 @@ func (e *Engine) releases(now time.Time) ([]forecast.Node, []forecast.Release) {
 		c := e.membersOn(n)
 		// The forecast only reads them: no copy.
 		nodes = append(nodes, forecast.Node{Name: n.Name(), Free: n.Allocatable, Used: n.Requested, Gen: c.read})
-		for _, m := range c.members {
-			r := e.readGroup(m.group, now)
-			held := terminal(m.pod) || !r.live || !r.end.known
-			releases = append(releases, forecast.Release{Node: n.Name(), Resources: m.requests, At: r.end.at, Held: held})
+		if c.fresh || f.holdsChanged(c) {
+			e.readReleases(c, n.Name(), now)
+		} else {
+			e.readMoving(c, now)
 		}
+		releases = append(releases, c.releases...)
 	}
 	f.dropUnread()
+	clear(f.changed)
 	return nodes, releases
+}
+
+// noteChanged records that g may read differently in the next forecast: its phase,
+// members, eviction or start changed. The releases of a group that is running, or
+// whose members are all finished, stay the same until it does (endMoves).
+func (f *forecastState) noteChanged(g *group) {
+	if f.changed == nil {
+		f.changed = map[*group]bool{}
+	}
+	f.changed[g] = true
+}
+
+// holdsChanged reports whether a member of a group that changed since the last
+// forecast is on the node c records.
+func (f *forecastState) holdsChanged(c *nodePods) bool {
+	if len(f.changed) == 0 {
+		return false
+	}
+	for _, m := range c.members {
+		if f.changed[m.group] {
+			return true
+		}
+	}
+	return false
+}
+
+// readReleases reads the releases of the members c records on node, and notes those
+// whose time moves with the clock.
+func (e *Engine) readReleases(c *nodePods, node string, now time.Time) {
+	c.releases, c.moving, c.fresh = c.releases[:0], c.moving[:0], false
+	for i, m := range c.members {
+		c.releases = append(c.releases, e.releaseOf(m, node, now))
+		if !terminal(m.pod) && len(m.group.members) > 0 && m.group.started && endMoves(m.group) {
+			c.moving = append(c.moving, i)
+		}
+	}
+}
+
+// readMoving reads again the releases of c whose time moves with the clock; the others
+// are as the last forecast read them.
+func (e *Engine) readMoving(c *nodePods, now time.Time) {
+	for _, i := range c.moving {
+		rel := &c.releases[i]
+		*rel = e.releaseOf(c.members[i], rel.Node, now)
+	}
+}
+
+// releaseOf is what member m releases on node, and when: Held when its capacity does
+// not come back in the forecast.
+func (e *Engine) releaseOf(m memberOn, node string, now time.Time) forecast.Release {
+	r := e.readGroup(m.group, now)
+	held := terminal(m.pod) || !r.live || !r.end.known
+	return forecast.Release{Node: node, Resources: m.requests, At: r.end.at, Held: held}
 }
 
 // membersOn returns the record of the members of groups among the pods the snapshot
@@ -304,7 +370,7 @@ func (e *Engine) membersOn(n *cluster.NodeInfo) *nodePods {
 		return c
 	}
 	f.reads++
-	c.gen, c.read, c.members = n.Generation(), f.reads, c.members[:0]
+	c.gen, c.read, c.members, c.fresh = n.Generation(), f.reads, c.members[:0], true
 	for key := range n.Pods() {
 		if g := e.groups[e.podGroup[key]]; g != nil && g.members[key] != nil {
 			c.members = append(c.members, memberOn{group: g, pod: g.members[key], requests: g.requests[key]})

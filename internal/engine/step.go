@@ -34,6 +34,7 @@ func (e *Engine) Step(now time.Time) Output {
 	for _, key := range sortedKeys(e.dirty) {
 		out.touch(key)
 		if g := e.groups[key]; g != nil {
+			e.forecast.noteChanged(g) // its members or spec may have changed
 			e.advance(g, now, &out)
 		}
 	}
@@ -204,6 +205,7 @@ func (e *Engine) queueOf(g *group) string {
 func (e *Engine) step(g *group, ev lifecycle.Event, now time.Time, out *Output) {
 	var actions []lifecycle.Action
 	out.touch(g.key)
+	e.forecast.noteChanged(g)
 	g.state, actions = lifecycle.Step(g.state, g.policy, ev, now)
 	for name, v := range g.state.HeldBeforeReady() {
 		if d := v - g.heldReported[name]; d > 0 {
