@@ -117,7 +117,7 @@ func (e *Engine) refreshForecast(now time.Time, out *Output) {
 		e.refreshHead(now)
 		return
 	}
-	starts := e.planQueue(now, nil)
+	starts := startsByKey(e.planQueue(now, nil))
 	f.headAt, f.headStale = now, false
 	f.planned = make(map[string]bool, len(starts))
 	f.nodes = make(map[string][]string, len(starts))
@@ -171,14 +171,23 @@ func (e *Engine) refreshHead(now time.Time) {
 		f.nodes, f.planned = map[string][]string{}, map[string]bool{}
 	}
 	clear(f.planned)
-	for key, s := range e.planQueue(now, last) {
-		f.planned[key] = true
+	for _, s := range e.planQueue(now, last) {
+		f.planned[s.Key] = true
 		if len(s.Nodes) > 0 {
-			f.nodes[key] = s.Nodes
+			f.nodes[s.Key] = s.Nodes
 		} else {
-			delete(f.nodes, key)
+			delete(f.nodes, s.Key)
 		}
 	}
+}
+
+// startsByKey returns starts by key.
+func startsByKey(starts []forecast.Start) map[string]forecast.Start {
+	out := make(map[string]forecast.Start, len(starts))
+	for _, s := range starts {
+		out[s.Key] = s
+	}
+	return out
 }
 
 // forecastWake is when the next forecast is due, or zero.
@@ -213,19 +222,17 @@ func movedStart(old, cur forecast.Start, now time.Time) bool {
 
 // planQueue forecasts the starts of the queued groups that wait for nodes, in queue
 // order, on the capacity free now and what the running groups release when they are
-// expected to end.
-func (e *Engine) planQueue(now time.Time, last func(*queue.Entry) bool) map[string]forecast.Start {
+// expected to end. The starts are in queue order: a plan of the head needs them by key
+// only to note them.
+func (e *Engine) planQueue(now time.Time, last func(*queue.Entry) bool) []forecast.Start {
 	f := &e.forecast
 	groups := e.queuedGroups(last)
 	if len(groups) == 0 {
-		return map[string]forecast.Start{}
+		return nil
 	}
 	nodes, releases := e.releases(now)
-	out := make(map[string]forecast.Start, len(groups))
 	quotas := e.quotaOutlook(now, groups)
-	for _, s := range f.planner.Plan(now, nodes, releases, quotas, groups, forecast.Options{Depth: forecastDepth, Tries: forecastTries}) {
-		out[s.Key] = s
-	}
+	out := f.planner.Plan(now, nodes, releases, quotas, groups, forecast.Options{Depth: forecastDepth, Tries: forecastTries})
 	// The inputs' arrays are kept for the next forecast, without what they point to.
 	clear(nodes)
 	clear(releases)
