@@ -295,8 +295,12 @@ func (e *Engine) releases(now time.Time) ([]forecast.Node, []forecast.Release) {
 		}
 		releases = append(releases, c.releases...)
 	}
-	f.dropUnread()
-	clear(f.changed)
+	if len(f.pods) > len(nodes) {
+		f.dropUnread()
+	}
+	if len(f.changed) > 0 {
+		clear(f.changed)
+	}
 	return nodes, releases
 }
 
@@ -379,8 +383,12 @@ func (e *Engine) membersOn(n *cluster.NodeInfo) *nodePods {
 	f.reads++
 	c.gen, c.read, c.members, c.fresh = n.Generation(), f.reads, c.members[:0], true
 	for key := range n.Pods() {
-		if g := e.groups[e.podGroup[key]]; g != nil && g.members[key] != nil {
-			c.members = append(c.members, memberOn{group: g, pod: g.members[key], requests: g.requests[key]})
+		g := e.groups[e.podGroup[key]]
+		if g == nil {
+			continue
+		}
+		if p := g.members[key]; p != nil {
+			c.members = append(c.members, memberOn{group: g, pod: p, requests: g.requests[key]})
 		}
 	}
 	return c
@@ -398,6 +406,7 @@ func (e *Engine) readGroup(g *group, now time.Time) groupRead {
 }
 
 // dropUnread forgets the nodes the forecast did not read: gone, or not taking pods.
+// There are some only when more nodes are recorded than the forecast read.
 func (f *forecastState) dropUnread() {
 	for n, c := range f.pods {
 		if c.pass != f.pass {
