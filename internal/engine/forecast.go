@@ -58,7 +58,7 @@ type forecastState struct {
 	reads uint64
 	// changed holds the groups that may read differently since the last forecast read
 	// the nodes (see noteChanged): the nodes with a member of one read their releases
-	// again.
+	// again, and read its members again when their pods change.
 	changed map[*group]bool
 	// nodesBuf and releasesBuf are the inputs of the last forecast, whose backing
 	// arrays the next reuses (forecast.Plan keeps neither).
@@ -84,6 +84,8 @@ type forecastState struct {
 type nodePods struct {
 	gen, pass, read uint64
 	members         []memberOn
+	// spare is the array of the members read before, for the next reading.
+	spare []memberOn
 	// releases are the members' releases, in the same order, as the last forecast read
 	// them; fresh says the members were read since, and the releases must be too.
 	// moving indexes the releases whose time moves with the clock (endMoves), read again
@@ -93,8 +95,10 @@ type nodePods struct {
 	moving   []int
 }
 
-// memberOn is a member of a group on a node: its group, its member object and requests.
+// memberOn is a member of a group on a node: its pod's key, its group, its member
+// object and requests.
 type memberOn struct {
+	key      string
 	group    *group
 	pod      *corev1.Pod
 	requests cluster.Resources
@@ -305,7 +309,7 @@ func (e *Engine) releases(now time.Time) ([]forecast.Node, []forecast.Release) {
 }
 
 // noteChanged records that g may read differently in the next forecast: its phase,
-// members, eviction or start changed. The releases of a group that is running, or
+// members (their objects or requests), eviction or start changed. The releases of a group that is running, or
 // whose members are all finished, stay the same until it does (endMoves).
 func (f *forecastState) noteChanged(g *group) {
 	if f.changed == nil {
@@ -381,17 +385,38 @@ func (e *Engine) membersOn(n *cluster.NodeInfo) *nodePods {
 		return c
 	}
 	f.reads++
-	c.gen, c.read, c.members, c.fresh = n.Generation(), f.reads, c.members[:0], true
+	last := c.members
+	c.gen, c.read, c.members, c.fresh = n.Generation(), f.reads, c.spare[:0], true
 	for key := range n.Pods() {
+		if m, ok := f.unchangedMember(last, key); ok {
+			c.members = append(c.members, m)
+			continue
+		}
 		g := e.groups[e.podGroup[key]]
 		if g == nil {
 			continue
 		}
 		if p := g.members[key]; p != nil {
-			c.members = append(c.members, memberOn{group: g, pod: p, requests: g.requests[key]})
+			c.members = append(c.members, memberOn{key: key, group: g, pod: p, requests: g.requests[key]})
 		}
 	}
+	clear(last)
+	c.spare = last
 	return c
+}
+
+// unchangedMember returns the member of members under key if its group did not change
+// since they were read, which leaves it as it was: a pod's group, member object and
+// requests change only with SetPod or RemovePod, which note the groups concerned
+// (noteChanged), and a group leaves the engine only without members. It spares a
+// node whose pods changed looking up again the members that stayed.
+func (f *forecastState) unchangedMember(members []memberOn, key string) (memberOn, bool) {
+	for _, m := range members {
+		if m.key == key {
+			return m, !f.changed[m.group]
+		}
+	}
+	return memberOn{}, false
 }
 
 // readGroup reads g for the forecast: whether it is still the group the engine keeps
