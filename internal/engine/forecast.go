@@ -44,6 +44,8 @@ type forecastState struct {
 	// starts holds each queued group's predicted start, by key, as its status reports
 	// it: a new forecast replaces a start only when it moved enough (movedStart).
 	starts map[string]forecast.Start
+	// spareStarts is the map of the forecast before, which the next fills.
+	spareStarts map[string]forecast.Start
 	// stale says the queue or the cluster changed since it was made.
 	stale bool
 	// nodes holds, by key, the nodes the latest forecast planned each group on: where a
@@ -121,28 +123,39 @@ func (e *Engine) refreshForecast(now time.Time, out *Output) {
 		e.refreshHead(now)
 		return
 	}
-	starts := startsByKey(e.planQueue(now, nil))
+	planned := e.planQueue(now, nil)
 	f.headAt, f.headStale = now, false
-	f.planned = make(map[string]bool, len(starts))
-	f.nodes = make(map[string][]string, len(starts))
-	for key, s := range starts {
+	starts := emptied(f.spareStarts)
+	f.planned, f.nodes = emptied(f.planned), emptied(f.nodes)
+	for _, s := range planned {
+		key := s.Key
 		f.planned[key] = true
 		if len(s.Nodes) > 0 {
 			f.nodes[key] = s.Nodes
 		}
-		old, ok := f.starts[key]
-		if ok && !movedStart(old, s, now) {
-			starts[key] = old // what the group's status says stays until it moves enough
-			continue
+		if old, ok := f.starts[key]; ok && !movedStart(old, s, now) {
+			s = old // what the group's status says stays until it moves enough
+		} else {
+			out.touch(key)
 		}
-		out.touch(key)
+		starts[key] = s
 	}
 	for key := range f.starts {
 		if _, ok := starts[key]; !ok && e.groups[key] != nil {
 			out.touch(key)
 		}
 	}
-	f.at, f.starts, f.stale = now, starts, false
+	f.at, f.starts, f.spareStarts, f.stale = now, starts, f.starts, false
+}
+
+// emptied returns m emptied, or a new map if it is nil: the forecast's maps are filled
+// anew at every forecast, with about as many keys.
+func emptied[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return map[K]V{}
+	}
+	clear(m)
+	return m
 }
 
 // refreshHead plans again, when they are stale and at least reservationEvery old, the
@@ -172,9 +185,9 @@ func (e *Engine) refreshHead(now time.Time) {
 		return seenHolder && !ent.QueuedAt.Add(thr).After(next)
 	}
 	if f.nodes == nil {
-		f.nodes, f.planned = map[string][]string{}, map[string]bool{}
+		f.nodes = map[string][]string{}
 	}
-	clear(f.planned)
+	f.planned = emptied(f.planned)
 	for _, s := range e.planQueue(now, last) {
 		f.planned[s.Key] = true
 		if len(s.Nodes) > 0 {
@@ -183,15 +196,6 @@ func (e *Engine) refreshHead(now time.Time) {
 			delete(f.nodes, s.Key)
 		}
 	}
-}
-
-// startsByKey returns starts by key.
-func startsByKey(starts []forecast.Start) map[string]forecast.Start {
-	out := make(map[string]forecast.Start, len(starts))
-	for _, s := range starts {
-		out[s.Key] = s
-	}
-	return out
 }
 
 // forecastWake is when the next forecast is due, or zero.
