@@ -217,6 +217,7 @@ func (e *Engine) SetPod(p *corev1.Pod, groupKey string) {
 	g := e.groupFor(groupKey)
 	g.members[key] = p
 	g.requests[key] = requests
+	e.forecast.noteChanged(g)
 	if p.Spec.NodeName != "" {
 		delete(g.pending, key)
 		// Its claims were written before the bind: the snapshot shows them as assumed
@@ -287,6 +288,7 @@ func (e *Engine) dropMember(groupKey, podKey string) {
 			e.snapVersion++
 		}
 		delete(g.evicting, podKey)
+		e.forecast.noteChanged(g)
 		e.dirty[groupKey] = true
 	}
 }

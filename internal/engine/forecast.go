@@ -44,6 +44,8 @@ type forecastState struct {
 	// starts holds each queued group's predicted start, by key, as its status reports
 	// it: a new forecast replaces a start only when it moved enough (movedStart).
 	starts map[string]forecast.Start
+	// spareStarts is the map of the forecast before, which the next fills.
+	spareStarts map[string]forecast.Start
 	// stale says the queue or the cluster changed since it was made.
 	stale bool
 	// nodes holds, by key, the nodes the latest forecast planned each group on: where a
@@ -56,6 +58,10 @@ type forecastState struct {
 	pods  map[*cluster.NodeInfo]*nodePods
 	pass  uint64
 	reads uint64
+	// changed holds the groups that may read differently since the last forecast read
+	// the nodes (see noteChanged): the nodes with a member of one read their releases
+	// again, and read its members again when their pods change.
+	changed map[*group]bool
 	// nodesBuf and releasesBuf are the inputs of the last forecast, whose backing
 	// arrays the next reuses (forecast.Plan keeps neither).
 	nodesBuf    []forecast.Node
@@ -80,10 +86,21 @@ type forecastState struct {
 type nodePods struct {
 	gen, pass, read uint64
 	members         []memberOn
+	// spare is the array of the members read before, for the next reading.
+	spare []memberOn
+	// releases are the members' releases, in the same order, as the last forecast read
+	// them; fresh says the members were read since, and the releases must be too.
+	// moving indexes the releases whose time moves with the clock (endMoves), read again
+	// at every forecast.
+	releases []forecast.Release
+	fresh    bool
+	moving   []int
 }
 
-// memberOn is a member of a group on a node: its group, its member object and requests.
+// memberOn is a member of a group on a node: its pod's key, its group, its member
+// object and requests.
 type memberOn struct {
+	key      string
 	group    *group
 	pod      *corev1.Pod
 	requests cluster.Resources
@@ -106,28 +123,39 @@ func (e *Engine) refreshForecast(now time.Time, out *Output) {
 		e.refreshHead(now)
 		return
 	}
-	starts := e.planQueue(now, nil)
+	planned := e.planQueue(now, nil)
 	f.headAt, f.headStale = now, false
-	f.planned = make(map[string]bool, len(starts))
-	f.nodes = make(map[string][]string, len(starts))
-	for key, s := range starts {
+	starts := emptied(f.spareStarts)
+	f.planned, f.nodes = emptied(f.planned), emptied(f.nodes)
+	for _, s := range planned {
+		key := s.Key
 		f.planned[key] = true
 		if len(s.Nodes) > 0 {
 			f.nodes[key] = s.Nodes
 		}
-		old, ok := f.starts[key]
-		if ok && !movedStart(old, s, now) {
-			starts[key] = old // what the group's status says stays until it moves enough
-			continue
+		if old, ok := f.starts[key]; ok && !movedStart(old, s, now) {
+			s = old // what the group's status says stays until it moves enough
+		} else {
+			out.touch(key)
 		}
-		out.touch(key)
+		starts[key] = s
 	}
 	for key := range f.starts {
 		if _, ok := starts[key]; !ok && e.groups[key] != nil {
 			out.touch(key)
 		}
 	}
-	f.at, f.starts, f.stale = now, starts, false
+	f.at, f.starts, f.spareStarts, f.stale = now, starts, f.starts, false
+}
+
+// emptied returns m emptied, or a new map if it is nil: the forecast's maps are filled
+// anew at every forecast, with about as many keys.
+func emptied[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return map[K]V{}
+	}
+	clear(m)
+	return m
 }
 
 // refreshHead plans again, when they are stale and at least reservationEvery old, the
@@ -157,15 +185,15 @@ func (e *Engine) refreshHead(now time.Time) {
 		return seenHolder && !ent.QueuedAt.Add(thr).After(next)
 	}
 	if f.nodes == nil {
-		f.nodes, f.planned = map[string][]string{}, map[string]bool{}
+		f.nodes = map[string][]string{}
 	}
-	clear(f.planned)
-	for key, s := range e.planQueue(now, last) {
-		f.planned[key] = true
+	f.planned = emptied(f.planned)
+	for _, s := range e.planQueue(now, last) {
+		f.planned[s.Key] = true
 		if len(s.Nodes) > 0 {
-			f.nodes[key] = s.Nodes
+			f.nodes[s.Key] = s.Nodes
 		} else {
-			delete(f.nodes, key)
+			delete(f.nodes, s.Key)
 		}
 	}
 }
@@ -202,19 +230,17 @@ func movedStart(old, cur forecast.Start, now time.Time) bool {
 
 // planQueue forecasts the starts of the queued groups that wait for nodes, in queue
 // order, on the capacity free now and what the running groups release when they are
-// expected to end.
-func (e *Engine) planQueue(now time.Time, last func(*queue.Entry) bool) map[string]forecast.Start {
+// expected to end. The starts are in queue order: a plan of the head needs them by key
+// only to note them.
+func (e *Engine) planQueue(now time.Time, last func(*queue.Entry) bool) []forecast.Start {
 	f := &e.forecast
 	groups := e.queuedGroups(last)
 	if len(groups) == 0 {
-		return map[string]forecast.Start{}
+		return nil
 	}
 	nodes, releases := e.releases(now)
-	out := make(map[string]forecast.Start, len(groups))
 	quotas := e.quotaOutlook(now, groups)
-	for _, s := range f.planner.Plan(now, nodes, releases, quotas, groups, forecast.Options{Depth: forecastDepth, Tries: forecastTries}) {
-		out[s.Key] = s
-	}
+	out := f.planner.Plan(now, nodes, releases, quotas, groups, forecast.Options{Depth: forecastDepth, Tries: forecastTries})
 	// The inputs' arrays are kept for the next forecast, without what they point to.
 	clear(nodes)
 	clear(releases)
@@ -270,14 +296,73 @@ func (e *Engine) releases(now time.Time) ([]forecast.Node, []forecast.Release) {
 		c := e.membersOn(n)
 		// The forecast only reads them: no copy.
 		nodes = append(nodes, forecast.Node{Name: n.Name(), Free: n.Allocatable, Used: n.Requested, Gen: c.read})
-		for _, m := range c.members {
-			r := e.readGroup(m.group, now)
-			held := terminal(m.pod) || !r.live || !r.end.known
-			releases = append(releases, forecast.Release{Node: n.Name(), Resources: m.requests, At: r.end.at, Held: held})
+		if c.fresh || f.holdsChanged(c) {
+			e.readReleases(c, n.Name(), now)
+		} else {
+			e.readMoving(c, now)
+		}
+		releases = append(releases, c.releases...)
+	}
+	if len(f.pods) > len(nodes) {
+		f.dropUnread()
+	}
+	if len(f.changed) > 0 {
+		clear(f.changed)
+	}
+	return nodes, releases
+}
+
+// noteChanged records that g may read differently in the next forecast: its phase,
+// members (their objects or requests), eviction or start changed. The releases of a group that is running, or
+// whose members are all finished, stay the same until it does (endMoves).
+func (f *forecastState) noteChanged(g *group) {
+	if f.changed == nil {
+		f.changed = map[*group]bool{}
+	}
+	f.changed[g] = true
+}
+
+// holdsChanged reports whether a member of a group that changed since the last
+// forecast is on the node c records.
+func (f *forecastState) holdsChanged(c *nodePods) bool {
+	if len(f.changed) == 0 {
+		return false
+	}
+	for _, m := range c.members {
+		if f.changed[m.group] {
+			return true
 		}
 	}
-	f.dropUnread()
-	return nodes, releases
+	return false
+}
+
+// readReleases reads the releases of the members c records on node, and notes those
+// whose time moves with the clock.
+func (e *Engine) readReleases(c *nodePods, node string, now time.Time) {
+	c.releases, c.moving, c.fresh = c.releases[:0], c.moving[:0], false
+	for i, m := range c.members {
+		c.releases = append(c.releases, e.releaseOf(m, node, now))
+		if !terminal(m.pod) && len(m.group.members) > 0 && m.group.started && endMoves(m.group) {
+			c.moving = append(c.moving, i)
+		}
+	}
+}
+
+// readMoving reads again the releases of c whose time moves with the clock; the others
+// are as the last forecast read them.
+func (e *Engine) readMoving(c *nodePods, now time.Time) {
+	for _, i := range c.moving {
+		rel := &c.releases[i]
+		*rel = e.releaseOf(c.members[i], rel.Node, now)
+	}
+}
+
+// releaseOf is what member m releases on node, and when: Held when its capacity does
+// not come back in the forecast.
+func (e *Engine) releaseOf(m memberOn, node string, now time.Time) forecast.Release {
+	r := e.readGroup(m.group, now)
+	held := terminal(m.pod) || !r.live || !r.end.known
+	return forecast.Release{Node: node, Resources: m.requests, At: r.end.at, Held: held}
 }
 
 // membersOn returns the record of the members of groups among the pods the snapshot
@@ -304,13 +389,38 @@ func (e *Engine) membersOn(n *cluster.NodeInfo) *nodePods {
 		return c
 	}
 	f.reads++
-	c.gen, c.read, c.members = n.Generation(), f.reads, c.members[:0]
+	last := c.members
+	c.gen, c.read, c.members, c.fresh = n.Generation(), f.reads, c.spare[:0], true
 	for key := range n.Pods() {
-		if g := e.groups[e.podGroup[key]]; g != nil && g.members[key] != nil {
-			c.members = append(c.members, memberOn{group: g, pod: g.members[key], requests: g.requests[key]})
+		if m, ok := f.unchangedMember(last, key); ok {
+			c.members = append(c.members, m)
+			continue
+		}
+		g := e.groups[e.podGroup[key]]
+		if g == nil {
+			continue
+		}
+		if p := g.members[key]; p != nil {
+			c.members = append(c.members, memberOn{key: key, group: g, pod: p, requests: g.requests[key]})
 		}
 	}
+	clear(last)
+	c.spare = last
 	return c
+}
+
+// unchangedMember returns the member of members under key if its group did not change
+// since they were read, which leaves it as it was: a pod's group, member object and
+// requests change only with SetPod or RemovePod, which note the groups concerned
+// (noteChanged), and a group leaves the engine only without members. It spares a
+// node whose pods changed looking up again the members that stayed.
+func (f *forecastState) unchangedMember(members []memberOn, key string) (memberOn, bool) {
+	for _, m := range members {
+		if m.key == key {
+			return m, !f.changed[m.group]
+		}
+	}
+	return memberOn{}, false
 }
 
 // readGroup reads g for the forecast: whether it is still the group the engine keeps
@@ -325,6 +435,7 @@ func (e *Engine) readGroup(g *group, now time.Time) groupRead {
 }
 
 // dropUnread forgets the nodes the forecast did not read: gone, or not taking pods.
+// There are some only when more nodes are recorded than the forecast read.
 func (f *forecastState) dropUnread() {
 	for n, c := range f.pods {
 		if c.pass != f.pass {

@@ -126,6 +126,21 @@ func (e *Engine) expectedEnd(g *group) (time.Time, bool) {
 	return e.now.Add(d), true // not started yet: it runs for d from about now
 }
 
+// endMoves reports whether a started group's expected end (endOf) moves with the
+// clock: while it is being evicted, it is now; before it runs, it is its run time from
+// now, and the run time may change (runtimeOf reads the history). A running group's end
+// stays the same until its phase or eviction changes.
+func endMoves(g *group) bool {
+	if len(g.evicting) > 0 {
+		return true
+	}
+	switch g.state.Phase() {
+	case lifecycle.Running, lifecycle.Recovering:
+		return false
+	}
+	return true
+}
+
 // groupsOn returns the groups with a member the snapshot counts on one of nodes: every
 // group with a live member bound or being bound there.
 func (e *Engine) groupsOn(nodes []string) []*group {

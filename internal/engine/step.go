@@ -34,6 +34,7 @@ func (e *Engine) Step(now time.Time) Output {
 	for _, key := range sortedKeys(e.dirty) {
 		out.touch(key)
 		if g := e.groups[key]; g != nil {
+			e.forecast.noteChanged(g) // its members or spec may have changed
 			e.advance(g, now, &out)
 		}
 	}
@@ -226,6 +227,7 @@ func (e *Engine) queueOf(g *group) string {
 func (e *Engine) step(g *group, ev lifecycle.Event, now time.Time, out *Output) {
 	var actions []lifecycle.Action
 	out.touch(g.key)
+	e.forecast.noteChanged(g)
 	g.state, actions = lifecycle.Step(g.state, g.policy, ev, now)
 	if n := g.state.HeldBeforeReadyChanges(); n != g.heldSeen {
 		g.heldSeen = n
