@@ -311,18 +311,20 @@ type variantRun struct {
 }
 
 // splitVariants splits settled groups of a class (sorted by runtimeKey) by the variant
-// they have now: open up to bound, closed after.
-func splitVariants(items []*item, applies bool, bound time.Duration) []variantRun {
-	if !applies {
-		return []variantRun{{items, open}}
+// they have now: open up to bound, closed after; without a reservation, the closed run is
+// empty. The runs come in an array: a slice of them made on every call showed in a
+// replay's profile.
+func splitVariants(items []*item, applies bool, bound time.Duration) [2]variantRun {
+	i := len(items)
+	if applies {
+		i, _ = slices.BinarySearchFunc(items, bound, func(it *item, b time.Duration) int {
+			if runtimeKey(it) <= b {
+				return -1
+			}
+			return 1
+		})
 	}
-	i, _ := slices.BinarySearchFunc(items, bound, func(it *item, b time.Duration) int {
-		if runtimeKey(it) <= b {
-			return -1
-		}
-		return 1
-	})
-	return []variantRun{{items[:i], open}, {items[i:], closed}}
+	return [2]variantRun{{items[:i], open}, {items[i:], closed}}
 }
 
 type verdictKey struct {
