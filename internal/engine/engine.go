@@ -58,8 +58,10 @@ type Engine struct {
 	groups map[string]*group
 	// podGroup maps each member pod's key to its group's key.
 	podGroup map[string]string
-	// dirty holds the groups whose members or spec changed since the last Step.
-	dirty map[string]bool
+	// dirty holds the groups whose members or spec changed since the last Step;
+	// dirtyKeys is the array of the last Step's sorted keys of it, which the next reuses.
+	dirty     map[string]bool
+	dirtyKeys []string
 	// dropped holds the groups forgotten since the last Step, for Output.Dropped.
 	dropped []string
 	// nodesChanged is set when nodes were added, removed or changed capacity.

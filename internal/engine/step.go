@@ -31,7 +31,8 @@ func (e *Engine) Step(now time.Time) Output {
 		}
 	}
 	e.due(now)
-	for _, key := range sortedKeys(e.dirty) {
+	e.dirtyKeys = sortedKeysInto(e.dirtyKeys, e.dirty)
+	for _, key := range e.dirtyKeys {
 		out.touch(key)
 		if g := e.groups[key]; g != nil {
 			e.forecast.noteChanged(g) // its members or spec may have changed
@@ -54,6 +55,17 @@ func (e *Engine) Step(now time.Time) Output {
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// sortedKeysInto returns m's keys, sorted, in buf's array: a Step lists the groups that
+// changed in the array of the last Step's list rather than in a new one.
+func sortedKeysInto[V any](buf []string, m map[string]V) []string {
+	buf = buf[:0]
+	for key := range m {
+		buf = append(buf, key)
+	}
+	slices.Sort(buf)
+	return buf
+}
 
 // reportHeld adds to out what g held before Ready since it was last reported.
 func (e *Engine) reportHeld(g *group, out *Output) {

@@ -227,6 +227,9 @@ func (m *Manager) Reservations() []Reservation {
 	if m.reserve != nil {
 		out = append(out, m.reserve.clone())
 	}
+	if len(m.preempt) == 0 {
+		return out // every pass asks: without a preemption, it sorts nothing
+	}
 	for _, key := range slices.Sorted(maps.Keys(m.preempt)) {
 		out = append(out, m.preempt[key].clone())
 	}

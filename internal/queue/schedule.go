@@ -208,6 +208,8 @@ type pass struct {
 	preempted []preemptedNodes
 	// shares caches each queue's weighted share until its usage changes.
 	shares map[string]float64
+	// closed is the array of closedTo's last list.
+	closed []closedNodes
 	res    Result
 }
 
@@ -389,9 +391,10 @@ func closedOptions(closed []closedNodes) placement.Options {
 
 // closedTo returns the reservations whose nodes it may not use: the starving group's
 // once the walk has passed its holder, and the nodes being freed by preemption that
-// Reservation.closes keeps from it.
+// Reservation.closes keeps from it. The list is in the array of the previous call's: it
+// holds until the next call.
 func (p *pass) closedTo(it *item) []closedNodes {
-	var out []closedNodes
+	out := p.closed[:0]
 	if p.m.reserve != nil && p.behind && !p.holds(it) && !p.backfills(it) {
 		out = append(out, p.starvingClosed())
 	}
@@ -400,6 +403,7 @@ func (p *pass) closedTo(it *item) []closedNodes {
 			out = append(out, closedNodes{key: r.Key, preemption: true, nodes: r.nodes})
 		}
 	}
+	p.closed = out
 	return out
 }
 
