@@ -213,13 +213,27 @@ func (g *group) observePlaced(o *lifecycle.Observe) {
 func (g *group) unplaced() []placement.Member {
 	var out []placement.Member
 	for _, key := range g.memberKeys() {
-		p := g.members[key]
-		if terminal(p) || g.nodeOf(key, p) != "" || g.evicting[key] || p.DeletionTimestamp != nil {
-			continue
+		if p := g.members[key]; g.needsNode(key, p) {
+			out = append(out, placement.Member{Name: key, Pod: p, Requests: g.requests[key]})
 		}
-		out = append(out, placement.Member{Name: key, Pod: p, Requests: g.requests[key]})
 	}
 	return out
+}
+
+// hasUnplaced reports whether unplaced would list a member, without listing them.
+func (g *group) hasUnplaced() bool {
+	for key, p := range g.members {
+		if g.needsNode(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// needsNode reports whether member key, pod p, needs a node: live, not terminal,
+// unbound, not being evicted.
+func (g *group) needsNode(key string, p *corev1.Pod) bool {
+	return !terminal(p) && g.nodeOf(key, p) == "" && !g.evicting[key] && p.DeletionTimestamp == nil
 }
 
 // boundLive counts members bound and not terminal, nor being deleted.

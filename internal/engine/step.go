@@ -132,7 +132,7 @@ func (e *Engine) advance(g *group, now time.Time, out *Output) {
 	if g.queued {
 		e.push(g)
 	}
-	if len(g.unplaced()) > 0 {
+	if g.hasUnplaced() {
 		switch g.state.Phase() {
 		case lifecycle.Binding, lifecycle.Starting, lifecycle.Running, lifecycle.Recovering:
 			e.replace[g.key] = true
