@@ -2,6 +2,7 @@ package queue
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -87,9 +88,10 @@ func TestSameEntryNamesEveryField(t *testing.T) {
 	}
 }
 
-// TestByEntryIsCompareEntries checks that items order as their entries do, with the
-// queue time plus handicap each item adds once.
-func TestByEntryIsCompareEntries(t *testing.T) {
+// TestByEntryOrder checks byEntry against the order it stands for, spelled out: priority,
+// higher first; never-failed before requeued; queue time plus handicap, earlier first;
+// key. The handicaps make queue time alone give another order.
+func TestByEntryOrder(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	var items []*item
 	for _, prio := range []int32{0, 5} {
@@ -104,10 +106,17 @@ func TestByEntryIsCompareEntries(t *testing.T) {
 			}
 		}
 	}
+	rank := func(it *item) []int64 {
+		requeued := int64(0)
+		if it.Requeued {
+			requeued = 1
+		}
+		return []int64{-int64(it.Priority), requeued, it.QueuedAt.Add(it.Handicap).UnixNano(), int64(it.Key[0])}
+	}
 	for _, a := range items {
 		for _, b := range items {
-			if got, want := byEntry(a, b), compareEntries(&a.Entry, &b.Entry); got != want {
-				t.Fatalf("byEntry(%+v, %+v) = %d, compareEntries %d", a.Entry, b.Entry, got, want)
+			if got, want := byEntry(a, b), slices.Compare(rank(a), rank(b)); got != want {
+				t.Fatalf("byEntry(%+v, %+v) = %d, want %d", a.Entry, b.Entry, got, want)
 			}
 		}
 	}

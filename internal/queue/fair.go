@@ -12,9 +12,9 @@ import (
 // ordered with the usage left by the decisions on the groups before it.
 //
 // Groups come in bands of equal queue priority and group priority, higher first.
-// Within a band each queue's groups keep their order (compareEntries), and the queues
+// Within a band each queue's groups keep their order (byEntry), and the queues
 // take turns by fairness: the next group is the head of the queue with the lowest
-// weighted share, ties broken by compareEntries of the heads. A queue's weighted share
+// weighted share, ties broken by byEntry of the heads. A queue's weighted share
 // is its dominant share (the largest, over the cluster's resources, of the fraction of
 // the cluster's allocatable its admitted groups hold) divided by its weight: queues of
 // weights 2 and 1 that keep asking converge to holding two thirds and one third of
@@ -29,7 +29,7 @@ func (p *pass) walk() iter.Seq[*item] {
 	}
 }
 
-// fairly yields one band's groups, given per queue in compareEntries order (queues
+// fairly yields one band's groups, given per queue in byEntry order (queues
 // sorted by name), taking the queues in turn by weighted share. It returns false if
 // yield did.
 func (p *pass) fairly(heads [][]*item, yield func(*item) bool) bool {
@@ -46,7 +46,7 @@ func (p *pass) fairly(heads [][]*item, yield func(*item) bool) bool {
 		best, bestShare := 0, p.share(heads[0][0].Queue)
 		for i := 1; i < len(heads); i++ {
 			s := p.share(heads[i][0].Queue)
-			if c := cmp.Compare(s, bestShare); c < 0 || c == 0 && compareEntries(&heads[i][0].Entry, &heads[best][0].Entry) < 0 {
+			if c := cmp.Compare(s, bestShare); c < 0 || c == 0 && byEntry(heads[i][0], heads[best][0]) < 0 {
 				best, bestShare = i, s
 			}
 		}

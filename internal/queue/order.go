@@ -10,7 +10,7 @@ import (
 
 // order keeps the queued items sorted as Schedule walks them, updated on each Push and
 // Remove, so that a pass does not sort the whole queue again: one lane per queue and
-// group priority, sorted by compareEntries, and every item by queue time for the
+// group priority, sorted by byEntry, and every item by queue time for the
 // starvation threshold. Each update is a binary search and a copy of the pointers after
 // the insertion point.
 type order struct {
@@ -24,7 +24,7 @@ type laneKey struct {
 	priority int32
 }
 
-// lane is the items of one queue and group priority, in compareEntries order.
+// lane is the items of one queue and group priority, in byEntry order.
 type lane struct {
 	laneKey
 	items []*item
@@ -32,8 +32,10 @@ type lane struct {
 
 func newOrder() order { return order{lanes: map[laneKey]*lane{}} }
 
-// byEntry is compareEntries of the items' entries, with each one's queue time plus
-// handicap added once, at Push: passes sort and insert items by it many times.
+// byEntry orders two groups of queues of equal priority: priority, higher first;
+// never-failed before requeued; (re)queue time plus handicap (item.ordered, added once at
+// Push: passes sort and insert items by it many times), earlier first; key. Between
+// groups of different queues fairness comes before all but priority (see walk).
 func byEntry(a, b *item) int {
 	if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
 		return c
@@ -153,7 +155,7 @@ func (m *Manager) HighestPriority() (int32, bool) {
 
 // InOrder yields the queued groups in the order passes walk them, as far as it does not
 // depend on the pass: bands of equal queue and group priority, higher first, and
-// within a band the queues' heads by compareEntries (a pass takes them by fairness,
+// within a band the queues' heads by byEntry (a pass takes them by fairness,
 // which moves with each admission). The entries are the manager's: callers must not
 // modify them.
 func (m *Manager) InOrder() iter.Seq[*Entry] {
@@ -163,7 +165,7 @@ func (m *Manager) InOrder() iter.Seq[*Entry] {
 			for len(heads) > 0 {
 				best := 0
 				for i := 1; i < len(heads); i++ {
-					if compareEntries(&heads[i][0].Entry, &heads[best][0].Entry) < 0 {
+					if byEntry(heads[i][0], heads[best][0]) < 0 {
 						best = i
 					}
 				}

@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -154,25 +153,6 @@ func (m *Manager) preemptedNodes() []preemptedNodes {
 	}
 	slices.SortFunc(out, func(a, b preemptedNodes) int { return strings.Compare(a.Key, b.Key) })
 	return out
-}
-
-// compareEntries orders two groups of queues of equal priority: priority, higher first;
-// never-failed before requeued; (re)queue time plus handicap, earlier first; key.
-// Between groups of different queues fairness comes before all but priority (see walk).
-func compareEntries(a, b *Entry) int {
-	if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
-		return c
-	}
-	if a.Requeued != b.Requeued {
-		if a.Requeued {
-			return 1
-		}
-		return -1
-	}
-	if c := a.QueuedAt.Add(a.Handicap).Compare(b.QueuedAt.Add(b.Handicap)); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Key, b.Key)
 }
 
 // pass is one Schedule call.
