@@ -48,12 +48,8 @@ type group struct {
 	waiting     *queue.Reason
 	waitingOf   queue.Reason
 	waitingKind string
-	// resolved is resolvedOf with its diagnosis for this group, and the text it
-	// rendered, when resolvedOK (see resolve).
-	resolved     queue.Reason
-	resolvedText string
-	resolvedOf   queue.Reason
-	resolvedOK   bool
+	// resolved holds the reasons resolve made last, the newest first.
+	resolved [2]resolvedReason
 	// invalid is the last reported list of spec problems, to report each once.
 	invalid string
 	// domain is the required-topology value the group's members use.
@@ -290,13 +286,31 @@ func (g *group) unassume(key string) {
 // resolve returns r with its diagnosis for g (queue.Reason.Resolved), and its text. A
 // status is read for every group once a second, and a deep queue's reasons rarely change
 // between two reads: both are made again only when r says something else than the reason
-// they were made from.
+// they were made from. The last two are kept: while a starving group's reservation comes
+// and goes, a waiting group's reason goes back and forth between Reserved and
+// Unschedulable, each time with the words it had (in the October replay, nine times in
+// ten).
 func (g *group) resolve(r queue.Reason) (queue.Reason, string) {
-	if !g.resolvedOK || !g.resolvedOf.Same(r) {
-		g.resolved = r.Resolved()
-		g.resolvedText, g.resolvedOf, g.resolvedOK = g.resolved.String(), r, true
+	c := &g.resolved
+	switch {
+	case c[0].ok && c[0].of.Same(r):
+	case c[1].ok && c[1].of.Same(r):
+		c[0], c[1] = c[1], c[0]
+	default:
+		res := r.Resolved()
+		c[1] = c[0]
+		c[0] = resolvedReason{reason: res, text: res.String(), of: r, ok: true}
 	}
-	return g.resolved, g.resolvedText
+	return c[0].reason, c[0].text
+}
+
+// resolvedReason is a reason resolve made: of with its diagnosis for the group
+// (reason), and the text it renders, when ok.
+type resolvedReason struct {
+	reason queue.Reason
+	text   string
+	of     queue.Reason
+	ok     bool
 }
 
 // setWaiting records why the group waits, of the given kind (waitingKind).

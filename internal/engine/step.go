@@ -319,7 +319,7 @@ func (e *Engine) push(g *group) {
 		e.unqueue(g)
 		return
 	}
-	e.queue.Push(queue.Entry{
+	changed := e.queue.Push(queue.Entry{
 		Key:       g.key,
 		Queue:     e.queueOf(g),
 		Priority:  g.spec.Priority,
@@ -339,7 +339,11 @@ func (e *Engine) push(g *group) {
 			Topology:  g.spec.Topology,
 		},
 	})
-	e.schedule = true
+	// An entry the queue had already does not call for a pass: what a pass decides
+	// depends on it as before.
+	if changed {
+		e.schedule = true
+	}
 }
 
 func runtimeOnly(d time.Duration, _ string) time.Duration { return d }

@@ -292,10 +292,11 @@ func Borrowed(used, quota cluster.Resources) cluster.Resources {
 	return out
 }
 
-// Push queues a group, replacing a queued group of the same key.
-func (m *Manager) Push(e Entry) {
+// Push queues a group, replacing a queued group of the same key, and reports whether the
+// queue changed: false when it held the same entry already.
+func (m *Manager) Push(e Entry) bool {
 	if old := m.entries[e.Key]; old != nil && sameEntry(&old.Entry, &e) {
-		return // it keeps its place, class and the reason it was last given
+		return false // it keeps its place, class and the reason it was last given
 	}
 	it := &item{Entry: e, ordered: e.QueuedAt.Add(e.Handicap), signature: placement.Signature(e.Group), requests: map[string]cluster.Resources{}}
 	it.keyed = e.Group
@@ -323,6 +324,7 @@ func (m *Manager) Push(e Entry) {
 	}
 	m.entries[e.Key] = it
 	m.track(it)
+	return true
 }
 
 // sameEntry reports whether a and b ask the same of the queue: every field equal, the
