@@ -118,3 +118,16 @@ func formatResourceList(l corev1.ResourceList) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// sameList reports whether a and b list the same amounts of the same resources.
+func sameList(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) || (a == nil) != (b == nil) {
+		return false
+	}
+	for name, q := range a {
+		if r, ok := b[name]; !ok || q.Cmp(r) != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -69,8 +69,15 @@ func (m *machine) to(phase Phase, reason, message string) {
 // observe records a new observation, completes a pending cleanup if nothing is held any
 // more, and advances the phase as far as the observation allows.
 func (m *machine) observe(o Observe) {
-	o.Held = o.Held.DeepCopy()
-	m.s.obs, m.s.held = o, amountsOf(o.Held)
+	if sameList(o.Held, m.s.obs.Held) {
+		// Most observations hold what the last did (a member became Ready): the state
+		// keeps its copy, and its amounts.
+		o.Held = m.s.obs.Held
+	} else {
+		o.Held = o.Held.DeepCopy()
+		m.s.held = amountsOf(o.Held)
+	}
+	m.s.obs = o
 	if !m.s.cleanupFrom.IsZero() && o.Bound == 0 && len(m.s.held) == 0 {
 		after := max(m.now.Sub(m.s.cleanupFrom), 0) // a clock that went backwards measures 0
 		m.emit(Released{Reason: m.s.cleanupReason, After: after})

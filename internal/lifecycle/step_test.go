@@ -138,3 +138,26 @@ func BenchmarkStep(b *testing.B) {
 		}
 	}
 }
+
+// TestStepKeepsHeldWhileUnchanged checks that an observation holding what the last one
+// did keeps the state's copy (a caller changing its new list changes nothing), and that
+// one holding something else is counted from then on.
+func TestStepKeepsHeldWhileUnchanged(t *testing.T) {
+	s, err := New(2, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ = Step(s, DefaultPolicy(), Observe{Members: 2, Bound: 1, Held: parseHeldOrDie(t, "gpu:2")}, epoch)
+	again := parseHeldOrDie(t, "gpu:2")
+	s, _ = Step(s, DefaultPolicy(), Observe{Members: 2, Bound: 1, Held: again}, epoch.Add(10*time.Second))
+	again["nvidia.com/gpu"] = parseHeldOrDie(t, "gpu:9")["nvidia.com/gpu"]
+	s, _ = Step(s, DefaultPolicy(), Observe{Members: 2, Bound: 2, Held: parseHeldOrDie(t, "gpu:4")}, epoch.Add(20*time.Second))
+	s, _ = Step(s, DefaultPolicy(), Tick{}, epoch.Add(30*time.Second))
+	// 2 GPUs for 20 s, then 4 for 10 s.
+	if got, want := s.HeldBeforeReady()["nvidia.com/gpu"], 80.0; got != want {
+		t.Errorf("HeldBeforeReady[nvidia.com/gpu] = %g, want %g", got, want)
+	}
+	if got := s.Observed().String(); got != "members=2 bound=2 ready=0 succeeded=0 failed=0 held=nvidia.com/gpu:4" {
+		t.Errorf("Observed() = %s", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -47,7 +48,9 @@ func place(s *cluster.Snapshot, g Group, opts Options, diagnosed bool) (*Plan, *
 		defer hold(s, opts.Held)()
 	}
 	set := shapeSetOf(g)
-	p := &placer{snap: s, g: g, opts: opts, health: checkHealth, scarce: set.scarce}
+	p := placers.Get().(*placer)
+	defer p.release()
+	*p = placer{snap: s, g: g, opts: opts, health: checkHealth, scarce: set.scarce, buf: p.buf[:0]}
 	p.shapes = set.shapes(s, &p.store)
 	p.withPods = s.HasRequiredAntiAffinity() || set.filters
 	p.scarceID, p.cpuID = s.ResourceID(p.scarce), s.ResourceID(corev1.ResourceCPU)
@@ -55,6 +58,18 @@ func place(s *cluster.Snapshot, g Group, opts Options, diagnosed bool) (*Plan, *
 		return plan, nil
 	}
 	return nil, p.diagnose()
+}
+
+// placers keeps placers between placements: a queue pass places many groups, and a placer
+// made for each was the largest allocation of a month's replay. Nothing a placement
+// returns points into its placer: a Plan holds its attempt's slices and undos, a
+// Diagnosis what it surveyed.
+var placers = sync.Pool{New: func() any { return new(placer) }}
+
+// release returns p to placers without what it points to, but for its candidates' array.
+func (p *placer) release() {
+	*p = placer{buf: p.buf[:0]}
+	placers.Put(p)
 }
 
 // hold counts held on the snapshot's nodes, and returns its undo.
