@@ -189,7 +189,7 @@ func (m *Manager) ScheduleChanges(s *cluster.Snapshot, version uint64, now time.
 // placedFailure returns the failure recorded for placement cache key key by an earlier
 // pass on the same snapshot version (see ScheduleChanges), with the same stamp, when
 // reusable.
-func (m *Manager) placedFailure(key, stamp string, reusable bool) (Reason, bool) {
+func (m *Manager) placedFailure(key failKey, stamp string, reusable bool) (Reason, bool) {
 	if !reusable {
 		return Reason{}, false
 	}
@@ -201,11 +201,31 @@ func (m *Manager) placedFailure(key, stamp string, reusable bool) (Reason, bool)
 }
 
 // notePlacedFailure records a placement failure for placedFailure.
-func (m *Manager) notePlacedFailure(key, stamp string, reusable bool, r Reason) {
+func (m *Manager) notePlacedFailure(key failKey, stamp string, reusable bool, r Reason) {
 	if reusable {
 		r.subject = nil
 		m.placed[key] = placedFailure{stamp: stamp, reason: r}
 	}
+}
+
+// failKey names what a placement failure holds for: the groups of a placement signature
+// with the given nodes closed to them (closedNodes keys, joined when several). A struct
+// rather than one string: decide looks a failure up for every group it walks past, and
+// the string was made anew each time.
+type failKey struct {
+	signature, closed string
+}
+
+// failureKey is the failKey of signature with closed closed to it.
+func failureKey(signature string, closed []closedNodes) failKey {
+	k := failKey{signature: signature}
+	for i, c := range closed {
+		if i > 0 {
+			k.closed += "\x00"
+		}
+		k.closed += c.key
+	}
+	return k
 }
 
 // placedFailure is a placement failure recorded on the snapshot version
@@ -397,10 +417,10 @@ func (p *pass) verdict(it *item, excluded bool) (Reason, bool) {
 		return r, false
 	}
 	var closedTo []closedNodes
-	cacheKey := it.signature
+	cacheKey := failKey{signature: it.signature}
 	if excluded {
 		closedTo = []closedNodes{p.starvingClosed()}
-		cacheKey += "\x00" + p.m.reserve.Key
+		cacheKey.closed = p.m.reserve.Key
 	}
 	opts := closedOptions(closedTo)
 	if r, ok := p.failed[cacheKey]; ok {
@@ -435,16 +455,16 @@ func (p *pass) skipStamp() skipStamp { return skipStamp{len(p.res.Admitted), p.m
 // some class could be admitted leaves the walk to decide the groups before that class
 // one by one, and verdict has placed most of their classes already, on the snapshot
 // as it still is.
-func (p *pass) noteFresh(key string, r Reason) {
+func (p *pass) noteFresh(key failKey, r Reason) {
 	if st := p.skipStamp(); p.fresh == nil || st != p.freshStamp {
-		p.fresh, p.freshStamp = map[string]Reason{}, st
+		p.fresh, p.freshStamp = map[failKey]Reason{}, st
 	}
 	p.fresh[key] = r
 }
 
 // freshFailure returns the failure verdict recorded for placement cache key key, if no
 // group was admitted and the reservation stayed since.
-func (p *pass) freshFailure(key string) (Reason, bool) {
+func (p *pass) freshFailure(key failKey) (Reason, bool) {
 	if p.fresh == nil || p.skipStamp() != p.freshStamp {
 		return Reason{}, false
 	}

@@ -166,7 +166,7 @@ type Manager struct {
 	passes uint64
 	// placed holds the placement failures recorded on snapshot version placedVersion,
 	// by placement cache key (see ScheduleChanges).
-	placed        map[string]placedFailure
+	placed        map[failKey]placedFailure
 	placedVersion uint64
 	// waiting and unchanged are the arrays of the last pass's Result.Waiting and
 	// Result.Unchanged, and reports trySkip's, which the next pass reuses.
@@ -228,7 +228,7 @@ func New(opts Options) *Manager {
 
 		order:   newOrder(),
 		classes: classSet{byKey: map[string]*class{}},
-		placed:  map[string]placedFailure{},
+		placed:  map[failKey]placedFailure{},
 	}
 }
 

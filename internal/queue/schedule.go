@@ -90,7 +90,7 @@ func (m *Manager) schedule(s *cluster.Snapshot, now time.Time, changes bool, ver
 		m.reserve = nil
 	}
 	m.passes++
-	p := &pass{m: m, snap: s, now: now, id: m.passes, failed: map[string]Reason{}, shares: map[string]float64{},
+	p := &pass{m: m, snap: s, now: now, id: m.passes, failed: map[failKey]Reason{}, shares: map[string]float64{},
 		versioned: changes}
 	if changes && version != m.placedVersion {
 		clear(m.placed)
@@ -175,10 +175,10 @@ type pass struct {
 	stamp    skipStamp
 	// fresh holds the placement failures verdict found, by cache key, for decide while
 	// freshStamp holds: until then they are what placing the group again would find.
-	fresh      map[string]Reason
+	fresh      map[failKey]Reason
 	freshStamp skipStamp
 	// failed caches placement failures by signature and exclusion.
-	failed map[string]Reason
+	failed map[failKey]Reason
 	// reserved is the starving group's reservation's node set.
 	reserved map[string]bool
 	// behind is set once the walk has passed the starving group's reservation's holder:
@@ -214,10 +214,7 @@ func (p *pass) decide(it *item) {
 	}
 	closed := p.closedTo(it)
 	excluded := len(closed) > 0
-	opts, cacheKey := closedOptions(closed), it.signature
-	for _, c := range closed {
-		cacheKey += "\x00" + c.key
-	}
+	opts, cacheKey := closedOptions(closed), failureKey(it.signature, closed)
 	if r, ok := p.failed[cacheKey]; ok {
 		// The diagnosis is shared; it is rendered for this group only if read.
 		r.subject = &it.keyed
