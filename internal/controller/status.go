@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,7 +97,7 @@ type groupWrite struct {
 // a group that has no object. It looks at the groups the pass changed, or at every
 // group when all is set. The writes are prepared here, in the loop, and sent by the
 // status writer; a write that fails is prepared again on the next pass.
-func (r *reporter) write(changed map[string]bool, swept []string) {
+func (r *reporter) write(changed []string, swept []string) {
 	r.giveUp(r.writer.takeRefused())
 	failed := r.writer.takeFailed()
 	for _, key := range failed {
@@ -107,9 +106,9 @@ func (r *reporter) write(changed map[string]bool, swept []string) {
 		delete(r.recorded, key)
 		delete(r.phases, key)
 	}
-	keys := maps.Clone(changed)
-	if keys == nil {
-		keys = map[string]bool{}
+	keys := make(map[string]bool, len(changed)+len(failed))
+	for _, key := range changed {
+		keys[key] = true
 	}
 	for _, key := range failed {
 		keys[key] = true

@@ -211,7 +211,7 @@ func TestLedgerCountsHeldBeforeReadyPerQueueAndWindow(t *testing.T) {
 	status := func(k string) (engine.Status, bool) { s, ok := statuses[k]; return s, ok }
 	step := func(at time.Time, key, queue string, held float64, released time.Duration) {
 		statuses[key] = engine.Status{Queue: queue, HeldBeforeReady: map[corev1.ResourceName]float64{gpu: held}}
-		out := engine.Output{Changed: map[string]bool{key: true}}
+		out := engine.Output{Changed: []string{key}}
 		if released > 0 {
 			out.Released = []engine.Release{{Group: key, After: released}}
 		}
@@ -252,7 +252,7 @@ func TestGroupPageRefusesABadQuery(t *testing.T) {
 
 func TestTheLedgerSurvivesBeingStoredAndRefusesABadOne(t *testing.T) {
 	l := NewLedger()
-	l.Stepped(t0, engine.Output{Changed: map[string]bool{"a": true}, Released: []engine.Release{{Group: "a", After: 3 * time.Second}}},
+	l.Stepped(t0, engine.Output{Changed: []string{"a"}, Released: []engine.Release{{Group: "a", After: 3 * time.Second}}},
 		func(string) (engine.Status, bool) {
 			return engine.Status{Queue: "qa", HeldBeforeReady: map[corev1.ResourceName]float64{gpu: 12}}, true
 		})

@@ -51,7 +51,7 @@ func (l *Ledger) Stepped(now time.Time, out engine.Output, status func(key strin
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	minute := now.Unix() / 60
-	for key := range out.Changed {
+	for _, key := range out.Changed {
 		st, ok := status(key)
 		if !ok {
 			delete(l.reported, key)

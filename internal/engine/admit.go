@@ -154,7 +154,7 @@ func (e *Engine) bindPlan(g *group, plan *placement.Plan, out *Output) int {
 	plan.Revert()
 	out.Plans = append(out.Plans, Plan{Group: g.key, Attempt: g.attempt()})
 	steps := &out.Plans[len(out.Plans)-1].Steps
-	out.touch(g.key)
+	e.touchGroup(out, g)
 	if plan.Domain != "" {
 		g.domain = plan.Domain
 	}

@@ -182,6 +182,7 @@ func (w *twinWorld) step() {
 	var outs [2]engine.Output
 	for i, e := range w.engines {
 		outs[i] = e.Step(w.now)
+		slices.Sort(outs[i].Changed) // listed in no particular order
 	}
 	if d := cmp.Diff(outs[1], outs[0]); d != "" {
 		w.rt.Fatalf("at %s the Outputs differ (-full passes +passes of changes):\n%s", w.now.Sub(sim.Epoch), d)

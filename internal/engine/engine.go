@@ -51,7 +51,9 @@ type Queue struct {
 
 // Engine is the decision core. It is not safe for concurrent use.
 type Engine struct {
-	cfg    Config
+	cfg Config
+	// steps counts Steps (see touch).
+	steps  uint64
 	snap   *cluster.Snapshot
 	queue  *queue.Manager
 	queues map[string]Queue

@@ -136,13 +136,13 @@ func (e *Engine) refreshForecast(now time.Time, out *Output) {
 		if old, ok := f.starts[key]; ok && !movedStart(old, s, now) {
 			s = old // what the group's status says stays until it moves enough
 		} else {
-			out.touch(key)
+			e.touch(out, key)
 		}
 		starts[key] = s
 	}
 	for key := range f.starts {
 		if _, ok := starts[key]; !ok && e.groups[key] != nil {
-			out.touch(key)
+			e.touch(out, key)
 		}
 	}
 	f.at, f.starts, f.spareStarts, f.stale = now, starts, f.starts, false

@@ -48,6 +48,9 @@ type group struct {
 	waiting     *queue.Reason
 	waitingOf   queue.Reason
 	waitingKind string
+	// touched is the Engine.steps of the last Step that listed the group in
+	// Output.Changed.
+	touched uint64
 	// resolved holds the reasons resolve made last, the newest first.
 	resolved [2]resolvedReason
 	// invalid is the last reported list of spec problems, to report each once.

@@ -3,6 +3,7 @@ package engine
 import (
 	"github.com/muster-sched/muster/internal/kubefit"
 	resourcev1 "k8s.io/api/resource/v1"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,11 +36,12 @@ type Output struct {
 	// Decisions counts this Step's admission decisions by result: admitted,
 	// unschedulable, impossible, quota, queue-not-found, reserved, preempting.
 	Decisions map[string]int
-	// Changed holds the groups whose Status may differ from before this Step: those it
-	// advanced, stepped, admitted or placed members of. A waiting group whose only news
-	// is its diagnosis, re-decided on every admission pass, is not in it; callers that
-	// show the diagnosis read every group's Status now and then.
-	Changed map[string]bool
+	// Changed lists, each once and in no particular order, the groups whose Status may
+	// differ from before this Step: those it advanced, stepped, admitted or placed
+	// members of. A waiting group whose only news is its diagnosis, re-decided on every
+	// admission pass, is not in it; callers that show the diagnosis read every group's
+	// Status now and then.
+	Changed []string
 	// Dropped lists the groups the engine forgot since the previous Step (cancelled,
 	// released and left with no member, or handed off): the caller forgets whatever it
 	// keeps per group for them.
@@ -178,11 +180,25 @@ func (o *Output) decisions(result string, n int) {
 	o.Decisions[result] += n
 }
 
-func (o *Output) touch(key string) {
-	if o.Changed == nil {
-		o.Changed = map[string]bool{}
+// touch lists the group of key in out.Changed, once. A group the engine has is found
+// listed by its stamp (group.touched) rather than in a set: a busy Step lists thousands,
+// and a map made for each Step was a twentieth of a month's replay.
+func (e *Engine) touch(out *Output, key string) {
+	if g := e.groups[key]; g != nil {
+		e.touchGroup(out, g)
+		return
 	}
-	o.Changed[key] = true
+	if !slices.Contains(out.Changed, key) { // forgotten in this Step: rare
+		out.Changed = append(out.Changed, key)
+	}
+}
+
+// touchGroup is touch for a group the engine has.
+func (e *Engine) touchGroup(out *Output, g *group) {
+	if g.touched != e.steps {
+		g.touched = e.steps
+		out.Changed = append(out.Changed, g.key)
+	}
 }
 
 func (o *Output) held(name corev1.ResourceName, v float64) {

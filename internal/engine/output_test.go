@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -87,8 +88,11 @@ func (c *changeChecker) Step(now time.Time) engine.Output {
 		before[key], _ = c.Group(key)
 	}
 	out := c.Engine.Step(now)
+	if once := slices.Compact(slices.Sorted(slices.Values(out.Changed))); len(once) != len(out.Changed) {
+		c.t.Errorf("%s: Changed lists a group more than once: %v", now.Sub(sim.Epoch), out.Changed)
+	}
 	for key, was := range before {
-		if out.Changed[key] {
+		if slices.Contains(out.Changed, key) {
 			continue
 		}
 		c.checked++

@@ -100,7 +100,7 @@ func (e *Engine) endPreemptions(out *Output) {
 		if pr := e.preempting[key]; !e.preemptionPending(pr) {
 			e.queue.Unreserve(key)
 			delete(e.preempting, key)
-			out.touch(key)
+			e.touch(out, key)
 		}
 	}
 }
@@ -296,7 +296,7 @@ func (e *Engine) evictFor(g *group, victims []*group, reclaim bool, now time.Tim
 	e.preempting[g.key] = pr
 	e.queue.ReserveForPreemption(g.key, g.spec.Priority, nodes, reclaim, now)
 	out.decision(strings.ToLower(reason))
-	out.touch(g.key)
+	e.touchGroup(out, g)
 	out.Events = append(out.Events, Event{Group: g.key, Type: Normal, Reason: reason,
 		Message: fmt.Sprintf(what, len(victims), strings.Join(names, ", "))})
 }

@@ -193,7 +193,7 @@ func (e *Engine) noteReservation(out *Output) {
 	}
 	for _, k := range []string{e.holder, key} {
 		if k != "" && e.groups[k] != nil {
-			out.touch(k)
+			e.touch(out, k)
 		}
 	}
 	e.holder, e.holderStart = key, start

@@ -20,6 +20,7 @@ import (
 func (e *Engine) Step(now time.Time) Output {
 	var out Output
 	e.now = now
+	e.steps++
 	if len(e.dirty) > 0 || e.nodesChanged || e.schedule {
 		e.forecast.stale, e.forecast.headStale = true, true
 	}
@@ -33,11 +34,14 @@ func (e *Engine) Step(now time.Time) Output {
 	e.due(now)
 	e.dirtyKeys = sortedKeysInto(e.dirtyKeys, e.dirty)
 	for _, key := range e.dirtyKeys {
-		out.touch(key)
-		if g := e.groups[key]; g != nil {
-			e.forecast.noteChanged(g) // its members or spec may have changed
-			e.advance(g, now, &out)
+		g := e.groups[key]
+		if g == nil {
+			e.touch(&out, key)
+			continue
 		}
+		e.touchGroup(&out, g)
+		e.forecast.noteChanged(g) // its members or spec may have changed
+		e.advance(g, now, &out)
 	}
 	clear(e.dirty)
 	e.nodesChanged = false
@@ -238,7 +242,7 @@ func (e *Engine) queueOf(g *group) string {
 // step applies one event and carries out the actions that concern the engine.
 func (e *Engine) step(g *group, ev lifecycle.Event, now time.Time, out *Output) {
 	var actions []lifecycle.Action
-	out.touch(g.key)
+	e.touchGroup(out, g)
 	e.forecast.noteChanged(g)
 	g.state, actions = lifecycle.Step(g.state, g.policy, ev, now)
 	if n := g.state.HeldBeforeReadyChanges(); n != g.heldSeen {
