@@ -186,6 +186,9 @@ func (e *Engine) bindPlan(g *group, plan *placement.Plan, out *Output) int {
 // (Binding, Starting, Running, Recovering): binds that failed, replacements for lost members, and members beyond
 // minMember that did not fit at admission. Each is placed alone, in the group's domain.
 func (e *Engine) placeReplacements(out *Output) {
+	if len(e.replace) == 0 {
+		return // most Steps: sorting no keys still cost a slice
+	}
 	for _, key := range sortedKeys(e.replace) {
 		g := e.groups[key]
 		if g == nil || !g.started {

@@ -220,6 +220,7 @@ func (e *Engine) SetPod(p *corev1.Pod, groupKey string) {
 	e.podGroup[key] = groupKey
 	g := e.groupFor(groupKey)
 	g.members[key] = p
+	g.membersGen++
 	g.requests[key] = requests
 	e.forecast.noteChanged(g)
 	if p.Spec.NodeName != "" {
@@ -285,6 +286,7 @@ func (e *Engine) RemovePod(key string) {
 func (e *Engine) dropMember(groupKey, podKey string) {
 	if g := e.groups[groupKey]; g != nil {
 		delete(g.members, podKey)
+		g.membersGen++
 		delete(g.requests, podKey)
 		delete(g.pending, podKey)
 		if g.assumed[podKey] != nil {

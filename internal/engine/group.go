@@ -48,6 +48,10 @@ type group struct {
 	waiting     *queue.Reason
 	waitingOf   queue.Reason
 	waitingKind string
+	// membersGen counts changes of members (see membersRuntime), declared what the
+	// members declare.
+	membersGen uint64
+	declared   declaredRuntime
 	// touched is the Engine.steps of the last Step that listed the group in
 	// Output.Changed.
 	touched uint64

@@ -82,6 +82,40 @@ func (e *Engine) runtimeOf(g *group) (time.Duration, string) {
 	if g.spec.ExpectedRuntime > 0 {
 		return g.spec.ExpectedRuntime, RuntimeDeclared
 	}
+	if d, from := g.membersRuntime(); d > 0 || from != "" {
+		return d, from
+	}
+	if d, ok := e.history.median(historyKey(g, e.queueOf(g))); ok {
+		return d, RuntimeHistory
+	}
+	return 0, fmt.Sprintf("no run time declared (annotation %s or activeDeadlineSeconds) and no %s group has finished yet",
+		AnnotationExpectedRuntime, historyKey(g, e.queueOf(g)))
+}
+
+// membersRuntime returns the run time g's members declare and where it comes from, or
+// why an annotation is not a run time, or zero and "" when they declare none. It is
+// read again only when the members changed (group.membersGen): a group's run time is
+// asked for on every step of it and every forecast, and reading it meant sorting the
+// members and parsing an annotation.
+func (g *group) membersRuntime() (time.Duration, string) {
+	c := &g.declared
+	if !c.ok || c.gen != g.membersGen {
+		d, from := g.readMembersRuntime()
+		*c = declaredRuntime{gen: g.membersGen, ok: true, d: d, from: from}
+	}
+	return c.d, c.from
+}
+
+// declaredRuntime is what membersRuntime read, for members generation gen.
+type declaredRuntime struct {
+	gen  uint64
+	ok   bool
+	d    time.Duration
+	from string
+}
+
+// readMembersRuntime is membersRuntime, read from the members.
+func (g *group) readMembersRuntime() (time.Duration, string) {
 	var deadline time.Duration
 	for _, key := range g.memberKeys() {
 		p := g.members[key]
@@ -101,11 +135,7 @@ func (e *Engine) runtimeOf(g *group) (time.Duration, string) {
 	if deadline > 0 {
 		return deadline, RuntimeDeadline
 	}
-	if d, ok := e.history.median(historyKey(g, e.queueOf(g))); ok {
-		return d, RuntimeHistory
-	}
-	return 0, fmt.Sprintf("no run time declared (annotation %s or activeDeadlineSeconds) and no %s group has finished yet",
-		AnnotationExpectedRuntime, historyKey(g, e.queueOf(g)))
+	return 0, ""
 }
 
 // expectedEnd returns when an admitted group is expected to release its nodes, and
