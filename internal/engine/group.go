@@ -48,8 +48,8 @@ type group struct {
 	waiting     *queue.Reason
 	waitingOf   queue.Reason
 	waitingKind string
-	// membersGen counts changes of members (see membersRuntime), declared what the
-	// members declare.
+	// membersGen counts the changes to members; declared is what they declared of their
+	// run time at one count (see membersRuntime).
 	membersGen uint64
 	declared   declaredRuntime
 	// touched is the Engine.steps of the last Step that listed the group in

@@ -1,12 +1,13 @@
 package engine
 
 import (
-	"github.com/muster-sched/muster/internal/kubefit"
-	resourcev1 "k8s.io/api/resource/v1"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+
+	"github.com/muster-sched/muster/internal/kubefit"
 )
 
 // Output is what one Step asks the caller to do.
@@ -180,9 +181,10 @@ func (o *Output) decisions(result string, n int) {
 	o.Decisions[result] += n
 }
 
-// touch lists the group of key in out.Changed, once. A group the engine has is found
-// listed by its stamp (group.touched) rather than in a set: a busy Step lists thousands,
-// and a map made for each Step was a twentieth of a month's replay.
+// touch lists the group of key in out.Changed, once. Whether a group the engine has is
+// listed already is told by its stamp (group.touched) rather than a set: a busy Step
+// lists thousands, and a map made for each Step was a twentieth of what a month's replay
+// allocated.
 func (e *Engine) touch(out *Output, key string) {
 	if g := e.groups[key]; g != nil {
 		e.touchGroup(out, g)
