@@ -55,6 +55,11 @@ type group struct {
 	// touched is the Engine.steps of the last Step that listed the group in
 	// Output.Changed.
 	touched uint64
+	// heldAmounts is what the members held at the last observe, and heldList the same
+	// as the list observe reports: a group is observed on every advance, and what it
+	// holds rarely changes between two.
+	heldAmounts cluster.Resources
+	heldList    corev1.ResourceList
 	// resolved holds the reasons resolve made last, the newest first.
 	resolved [2]resolvedReason
 	// invalid is the last reported list of spec problems, to report each once.
@@ -181,9 +186,19 @@ func (g *group) observe() (lifecycle.Observe, cluster.Resources) {
 		}
 	}
 	delete(held, corev1.ResourcePods)
-	o.Held = held.List()
+	o.Held = g.heldAsList(held)
 	g.observePlaced(&o)
 	return o, held
+}
+
+// heldAsList returns held as a list, the one made at an earlier observe if it held the
+// same. The list is shared: its readers must not modify it (lifecycle.Step copies what
+// it keeps).
+func (g *group) heldAsList(held cluster.Resources) corev1.ResourceList {
+	if g.heldList == nil || !g.heldAmounts.Equal(held) {
+		g.heldAmounts, g.heldList = held.Clone(), held.List()
+	}
+	return g.heldList
 }
 
 // observePlaced counts the members placed in the current attempt and those of them that

@@ -89,6 +89,7 @@ func (e *Engine) Group(key string) (Status, bool) {
 	}
 	if !g.started {
 		st.Observed, _ = g.observe()
+		st.Observed.Held = st.Observed.Held.DeepCopy() // the group's copy stays its own
 		return st, true
 	}
 	s := g.state

@@ -383,6 +383,9 @@ func (m *Manager) Remove(key string) {
 // Charge records that group key holds r of queue's quota (it is admitted or running),
 // replacing what it held before. Schedule records the charge of the groups it admits.
 func (m *Manager) Charge(key, queue string, r cluster.Resources) {
+	if c, ok := m.charges[key]; ok && c.queue == queue && maps.Equal(c.res, r) {
+		return // a group advanced with no change to what it holds: most are
+	}
 	m.Release(key)
 	r = r.Clone()
 	m.charges[key] = charge{queue: queue, res: r}
