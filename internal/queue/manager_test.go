@@ -111,3 +111,33 @@ func TestPushAgainPlacesTheNewMembers(t *testing.T) {
 		t.Errorf("2 × 8 GPUs on nodes of 4: want g impossible, got %q", summary(res))
 	}
 }
+
+// TestChargeReplacesWhatAGroupHeld charges one group again and again: the same charge
+// counts once, a different amount or queue replaces it.
+func TestChargeReplacesWhatAGroupHeld(t *testing.T) {
+	m := queue.New(queue.Options{})
+	m.SetQueue(queue.Queue{Name: "team-a", Quota: gpus(8)})
+	m.SetQueue(queue.Queue{Name: "team-b", Quota: gpus(8)})
+	used := func() map[string]cluster.Resources {
+		out := map[string]cluster.Resources{}
+		for _, st := range m.Queues() {
+			out[st.Name] = st.Used
+		}
+		return out
+	}
+	for _, step := range []struct {
+		queue string
+		gpus  int64
+		want  map[string]cluster.Resources
+	}{
+		{"team-a", 2, map[string]cluster.Resources{"team-a": gpus(2), "team-b": {}}},
+		{"team-a", 2, map[string]cluster.Resources{"team-a": gpus(2), "team-b": {}}},
+		{"team-a", 3, map[string]cluster.Resources{"team-a": gpus(3), "team-b": {}}},
+		{"team-b", 3, map[string]cluster.Resources{"team-a": {}, "team-b": gpus(3)}},
+	} {
+		m.Charge("g", step.queue, gpus(step.gpus))
+		if diff := cmp.Diff(step.want, used()); diff != "" {
+			t.Errorf("after charging %d GPUs to %s (-want +got):\n%s", step.gpus, step.queue, diff)
+		}
+	}
+}
