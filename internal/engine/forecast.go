@@ -58,10 +58,12 @@ type forecastState struct {
 	pods  map[*cluster.NodeInfo]*nodePods
 	pass  uint64
 	reads uint64
-	// changed holds the groups that may read differently since the last forecast read
-	// the nodes (see noteChanged): the nodes with a member of one read their releases
+	// anyChanged says some group may read differently since the last forecast read the
+	// nodes, and which: those whose changedFor is nodeReads+1, nodeReads counting the
+	// reads done (see noteChanged). The nodes with a member of one read their releases
 	// again, and read its members again when their pods change.
-	changed map[*group]bool
+	anyChanged bool
+	nodeReads  uint64
 	// nodesBuf and releasesBuf are the inputs of the last forecast, whose backing
 	// arrays the next reuses (forecast.Plan keeps neither).
 	nodesBuf    []forecast.Node
@@ -306,30 +308,32 @@ func (e *Engine) releases(now time.Time) ([]forecast.Node, []forecast.Release) {
 	if len(f.pods) > len(nodes) {
 		f.dropUnread()
 	}
-	if len(f.changed) > 0 {
-		clear(f.changed)
-	}
+	f.anyChanged, f.nodeReads = false, f.nodeReads+1
 	return nodes, releases
 }
 
 // noteChanged records that g may read differently in the next forecast: its phase,
 // members (their objects or requests), eviction or start changed. The releases of a group that is running, or
 // whose members are all finished, stay the same until it does (endMoves).
+//
+// A group changes on most Steps of the engine, and is read once per forecast: it is
+// marked with the number of the next read rather than kept in a set emptied by each.
 func (f *forecastState) noteChanged(g *group) {
-	if f.changed == nil {
-		f.changed = map[*group]bool{}
-	}
-	f.changed[g] = true
+	g.changedFor, f.anyChanged = f.nodeReads+1, true
 }
+
+// changedSinceRead reports whether g was noted changed since the last read of the
+// nodes was done.
+func (f *forecastState) changedSinceRead(g *group) bool { return g.changedFor == f.nodeReads+1 }
 
 // holdsChanged reports whether a member of a group that changed since the last
 // forecast is on the node c records.
 func (f *forecastState) holdsChanged(c *nodePods) bool {
-	if len(f.changed) == 0 {
+	if !f.anyChanged {
 		return false
 	}
 	for _, m := range c.members {
-		if f.changed[m.group] {
+		if f.changedSinceRead(m.group) {
 			return true
 		}
 	}
@@ -417,7 +421,7 @@ func (e *Engine) membersOn(n *cluster.NodeInfo) *nodePods {
 func (f *forecastState) unchangedMember(members []memberOn, key string) (memberOn, bool) {
 	for _, m := range members {
 		if m.key == key {
-			return m, !f.changed[m.group]
+			return m, !f.changedSinceRead(m.group)
 		}
 	}
 	return memberOn{}, false

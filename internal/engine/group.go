@@ -55,6 +55,9 @@ type group struct {
 	// touched is the Engine.steps of the last Step that listed the group in
 	// Output.Changed.
 	touched uint64
+	// changedFor numbers the forecast's read of the nodes that was next when the group
+	// last changed in a way it reads (see forecastState.noteChanged).
+	changedFor uint64
 	// heldAmounts is what the members held at the last observe, and heldList the same
 	// as the list observe reports: a group is observed on every advance, and what it
 	// holds rarely changes between two.
