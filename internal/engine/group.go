@@ -63,8 +63,10 @@ type group struct {
 	// holds rarely changes between two.
 	heldAmounts cluster.Resources
 	heldList    corev1.ResourceList
-	// resolved holds the reasons resolve made last, the newest first.
+	// resolved holds the reasons resolve made last, the newest at index newest: they
+	// trade places without being copied.
 	resolved [2]resolvedReason
+	newest   uint8
 	// invalid is the last reported list of spec problems, to report each once.
 	invalid string
 	// domain is the required-topology value the group's members use.
@@ -315,18 +317,18 @@ func (g *group) unassume(key string) {
 // and goes, a waiting group's reason goes back and forth between Reserved and
 // Unschedulable, each time with the words it had (in the October replay, nine times in
 // ten).
-func (g *group) resolve(r queue.Reason) (queue.Reason, string) {
+func (g *group) resolve(r *queue.Reason) (queue.Reason, string) {
 	c := &g.resolved
-	switch {
-	case c[0].ok && c[0].of.Same(r):
-	case c[1].ok && c[1].of.Same(r):
-		c[0], c[1] = c[1], c[0]
+	switch n := g.newest; {
+	case c[n].ok && c[n].of.Same(*r):
+	case c[1-n].ok && c[1-n].of.Same(*r):
+		g.newest = 1 - n
 	default:
 		res := r.Resolved()
-		c[1] = c[0]
-		c[0] = resolvedReason{reason: res, text: res.String(), of: r, ok: true}
+		g.newest = 1 - n // the older is replaced
+		c[1-n] = resolvedReason{reason: res, text: res.String(), of: *r, ok: true}
 	}
-	return c[0].reason, c[0].text
+	return c[g.newest].reason, c[g.newest].text
 }
 
 // resolvedReason is a reason resolve made: of with its diagnosis for the group
@@ -350,6 +352,6 @@ func (g *group) clearWaiting() {
 
 // waitingString is g.waiting rendered (see resolve).
 func (g *group) waitingString() string {
-	_, text := g.resolve(*g.waiting)
+	_, text := g.resolve(g.waiting)
 	return text
 }

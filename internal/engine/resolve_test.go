@@ -14,20 +14,20 @@ func TestResolveKeepsTwoReasons(t *testing.T) {
 	g := &group{}
 	unschedulable := queue.Reason{Kind: queue.QueueNotFound, Queue: "a"}
 	reserved := queue.Reason{Kind: queue.Reserved, ReservedFor: "ns/big"}
-	_, first := g.resolve(unschedulable)
-	_, other := g.resolve(reserved)
-	_, again := g.resolve(unschedulable)
+	_, first := g.resolve(&unschedulable)
+	_, other := g.resolve(&reserved)
+	_, again := g.resolve(&unschedulable)
 	if again != first || unsafe.StringData(again) != unsafe.StringData(first) {
 		t.Errorf("the reason it had two calls ago was rendered again: %q then %q", first, again)
 	}
-	if _, back := g.resolve(reserved); unsafe.StringData(back) != unsafe.StringData(other) {
+	if _, back := g.resolve(&reserved); unsafe.StringData(back) != unsafe.StringData(other) {
 		t.Errorf("the reserved reason was rendered again")
 	}
 	moved := queue.Reason{Kind: queue.Reserved, ReservedFor: "ns/bigger"}
-	if r, text := g.resolve(moved); text != moved.String() || r.ReservedFor != "ns/bigger" {
+	if r, text := g.resolve(&moved); text != moved.String() || r.ReservedFor != "ns/bigger" {
 		t.Errorf("a reason with a new holder resolved to %q (%+v), want %q", text, r, moved.String())
 	}
-	if _, text := g.resolve(reserved); text != reserved.String() {
+	if _, text := g.resolve(&reserved); text != reserved.String() {
 		t.Errorf("after three reasons, the first resolved to %q, want %q", text, reserved.String())
 	}
 }

@@ -208,7 +208,7 @@ func (e *Engine) Groups() []string { return sortedKeys(e.groups) }
 // else the one the last pass that listed it gave. g.waiting must be set.
 func (e *Engine) waitingNow(g *group) (queue.Reason, string) {
 	if r, ok := e.queue.Reason(g.key); ok {
-		return g.resolve(r)
+		return g.resolve(&r)
 	}
-	return g.resolve(*g.waiting)
+	return g.resolve(g.waiting)
 }
