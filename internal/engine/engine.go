@@ -66,6 +66,11 @@ type Engine struct {
 	dirtyKeys []string
 	// dropped holds the groups forgotten since the last Step, for Output.Dropped.
 	dropped []string
+	// lastEvents and lastChanged are the arrays of the last Output's Events and Changed,
+	// which the next Step reuses: a deep queue's passes report events for hundreds of
+	// thousands of groups over a month, a few per Step.
+	lastEvents  []Event
+	lastChanged []string
 	// nodesChanged is set when nodes were added, removed or changed capacity.
 	nodesChanged bool
 	// schedule is set when the next Step must run an admission pass: something was

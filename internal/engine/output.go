@@ -10,7 +10,8 @@ import (
 	"github.com/muster-sched/muster/internal/kubefit"
 )
 
-// Output is what one Step asks the caller to do.
+// Output is what one Step asks the caller to do. Its Events and Changed are valid until
+// the next Step, which reuses their arrays: a caller that keeps them copies them.
 type Output struct {
 	// Plans are the placements decided in this Step, one per group: an admitted group's
 	// whole placement, or the members of an admitted group placed again alone (a failed

@@ -18,7 +18,9 @@ import (
 // when one may admit something, places replacement members of running groups, and
 // returns what the caller must do.
 func (e *Engine) Step(now time.Time) Output {
-	var out Output
+	clear(e.lastEvents) // what they point to is not kept alive
+	clear(e.lastChanged)
+	out := Output{Events: e.lastEvents[:0], Changed: e.lastChanged[:0]}
 	e.now = now
 	e.steps++
 	if len(e.dirty) > 0 || e.nodesChanged || e.schedule {
@@ -55,6 +57,7 @@ func (e *Engine) Step(now time.Time) Output {
 	e.placeReplacements(&out)
 	out.WakeAt = e.wakeAt()
 	out.Dropped, e.dropped = e.dropped, nil
+	e.lastEvents, e.lastChanged = out.Events, out.Changed
 	return out
 }
 
