@@ -457,7 +457,11 @@ func (p *pass) skipStamp() skipStamp { return skipStamp{len(p.res.Admitted), p.m
 // as it still is.
 func (p *pass) noteFresh(key failKey, r Reason) {
 	if st := p.skipStamp(); p.fresh == nil || st != p.freshStamp {
-		p.fresh, p.freshStamp = map[failKey]Reason{}, st
+		if p.m.fresh == nil {
+			p.m.fresh = map[failKey]Reason{}
+		}
+		clear(p.m.fresh)
+		p.fresh, p.freshStamp = p.m.fresh, st
 	}
 	p.fresh[key] = r
 }

@@ -173,6 +173,8 @@ type Manager struct {
 	waiting   []Waiting
 	unchanged []Unchanged
 	reports   []report
+	// fresh is the map of a pass's fresh failures (pass.fresh), emptied and reused.
+	fresh map[failKey]Reason
 	// lastReserved is the last reservation's nodes computed (see reservationOf).
 	lastReserved reservedNodes
 }

@@ -149,6 +149,27 @@ func TestReservationLifetime(t *testing.T) {
 			want: []string{"wait gang #1: needs 8 nvidia.com/gpu, queue team-a has 1 of 8 in use"},
 		}})
 	})
+	t.Run("moves with the nodes the group would use", func(t *testing.T) {
+		moved := func() *cluster.Snapshot {
+			return cluster.New(gpuNodes("n", 4, 4), []*corev1.Pod{
+				gt.Pod("x0").GPU(1).Node("n-0").Obj(),
+				gt.Pod("x1").GPU(3).Node("n-1").Obj(),
+				gt.Pod("x2").GPU(3).Node("n-2").Obj(),
+				gt.Pod("x3").GPU(2).Node("n-3").Obj(),
+			})
+		}
+		m := newReserveManager(entry("gang", 2, 4))
+		runSteps(t, m, []reserveStep{{
+			now:  5 * time.Minute,
+			want: []string{gangWait, "reserve gang since 5m0s: n-1,n-2"},
+		}, {
+			// The nodes it left are open again: one GPU fits on either.
+			do:   func(m *queue.Manager) { m.Push(entry("one", 1, 1).at(6 * time.Minute).build()) },
+			snap: moved,
+			now:  6 * time.Minute,
+			want: []string{"admit one {nvidia.com/gpu: 1} on n-1", gangWait, "reserve gang since 5m0s: n-0,n-3"},
+		}})
+	})
 	t.Run("moves to a starving group ahead in order", func(t *testing.T) {
 		m := newReserveManager(entry("gang", 2, 4).at(time.Minute))
 		runSteps(t, m, []reserveStep{{

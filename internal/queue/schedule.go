@@ -100,9 +100,6 @@ func (m *Manager) schedule(s *cluster.Snapshot, now time.Time, changes bool, ver
 	// replay allocated.
 	p.res.Waiting, p.res.Unchanged = m.waiting[:0], m.unchanged[:0]
 	p.preempted = m.preemptedNodes()
-	if m.reserve != nil {
-		p.reserved = nodeSet(m.reserve.Nodes)
-	}
 	// trySkip is tried after 1, 2, 4, ... failures, and not while a class it found could
 	// be admitted has not been reached.
 	fails, nextTry := 0, 1
@@ -179,8 +176,6 @@ type pass struct {
 	freshStamp skipStamp
 	// failed caches placement failures by signature and exclusion.
 	failed map[failKey]Reason
-	// reserved is the starving group's reservation's node set.
-	reserved map[string]bool
 	// behind is set once the walk has passed the starving group's reservation's holder:
 	// from then on its nodes are excluded.
 	behind bool
@@ -337,13 +332,14 @@ type preemptedNodes struct {
 	nodes map[string]bool
 }
 
-// closedNodes is a reservation whose nodes a group may not use.
+// closedNodes is a reservation whose nodes a group may not use: a preemption's nodes,
+// closed whole, or what a starving group's reservation holds of each of its nodes
+// (held), the rest being open.
 type closedNodes struct {
 	key        string
 	preemption bool
 	nodes      map[string]bool
-	// held, when set, is what of each node the reservation holds; the rest is open.
-	held map[string]cluster.Resources
+	held       map[string]cluster.Resources
 }
 
 // closedOptions keeps a group off closed nodes: what the starving group's reservation
@@ -387,7 +383,7 @@ func (p *pass) closedTo(it *item) []closedNodes {
 // starvingClosed is what the starving group's reservation closes: its share of each of
 // its nodes.
 func (p *pass) starvingClosed() closedNodes {
-	return closedNodes{key: p.m.reserve.Key, nodes: p.reserved, held: p.m.reserve.Shares}
+	return closedNodes{key: p.m.reserve.Key, held: p.m.reserve.Shares}
 }
 
 // backfills reports whether it may use the starving group's reserved nodes: it is
@@ -421,7 +417,6 @@ func (p *pass) reserveFor(it *item) {
 			p.m.reserve.Start = start
 		}
 	}
-	p.reserved = nodeSet(nodes)
 	p.behind = true
 }
 
