@@ -21,7 +21,7 @@ type simFlags struct {
 	oneGPU                                  bool
 	load, estimate                          float64
 	seed                                    uint64
-	limit                                   int
+	limit, rounds                           int
 	permitTimeout, permitBackoff            time.Duration
 	readyAfter, horizon, stall, starve      time.Duration
 	handicap, maxHandicap                   time.Duration
@@ -69,6 +69,7 @@ use and take their own quota back when they need it.`,
 		"muster: how far back a group goes in the queue's order per GPU-hour it declares (Configuration sizeOrder); 0 orders by queue time alone")
 	fl.DurationVar(&f.maxHandicap, "max-handicap", musterv1alpha1.DefaultMaxHandicap, "muster: the largest handicap (Configuration sizeOrder.maxHandicap)")
 	fl.DurationVar(&f.stall, "deadlock-after", 10*time.Minute, "how long capacity must be held by incomplete groups, none becoming whole, to count as a deadlock episode")
+	fl.IntVar(&f.rounds, "rounds", 1, "replay every policy this many times, the policies taking turns, and report each one's median wall time (a shared machine moves one run's by a fifth); every round decides the same")
 	return cmd
 }
 
@@ -79,6 +80,9 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	}
 	if f.load <= 0 {
 		return fmt.Errorf("--load %v: want a positive factor", f.load)
+	}
+	if f.rounds < 1 {
+		return fmt.Errorf("--rounds %d: want at least 1", f.rounds)
 	}
 	if f.estimate < 0 || (f.estimate > 0 && f.estimate < 1) {
 		return fmt.Errorf("--estimate %v: want 0 (no declared run times) or a factor of at least 1", f.estimate)
@@ -95,17 +99,32 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	cfg := sim.ReplayConfig{Cluster: cl, OneGPUWorkers: f.oneGPU, Load: f.load, ReadyAfter: f.readyAfter,
 		Seed: f.seed, Horizon: f.horizon, StallThreshold: f.stall, Estimate: f.estimate}
 	fmt.Fprintf(out, "replaying %d jobs of %s on %d nodes × %d GPUs (load %g, seed %d)\n", len(jobs), traceName(f.trace), cl.Nodes, cl.GPUsPerNode, f.load, f.seed)
-	var sums []sim.Summary
-	var worlds []*sim.World
-	for _, p := range policies {
-		start := time.Now()
-		cfg.Teams = p.teams
-		w := sim.Replay(jobs, p.sched(jobs, cl), cfg)
-		s := sim.Summarise(p.name, w, cl.GPUs())
-		s.Wall = time.Since(start)
-		fmt.Fprintf(out, "%-12s %d of %d jobs finished, %.1f GPU-hours held by incomplete groups, %s wall\n", p.name, s.Finished, s.Jobs, s.HeldGPUHours, s.Wall.Round(time.Millisecond))
-		sums = append(sums, s)
-		worlds = append(worlds, w)
+	sums, worlds := make([]sim.Summary, len(policies)), make([]*sim.World, len(policies))
+	walls := make([][]time.Duration, len(policies))
+	for round := range f.rounds {
+		for i, p := range policies {
+			start := time.Now()
+			cfg.Teams = p.teams
+			w := sim.Replay(jobs, p.sched(jobs, cl), cfg)
+			s := sim.Summarise(p.name, w, cl.GPUs())
+			s.Wall = time.Since(start)
+			walls[i] = append(walls[i], s.Wall)
+			if round > 0 {
+				if !sameOutcome(sums[i], s) {
+					return fmt.Errorf("%s decided differently in round %d than in round 1", p.name, round+1)
+				}
+				continue
+			}
+			fmt.Fprintf(out, "%-12s %d of %d jobs finished, %.1f GPU-hours held by incomplete groups, %s wall\n", p.name, s.Finished, s.Jobs, s.HeldGPUHours, s.Wall.Round(time.Millisecond))
+			sums[i], worlds[i] = s, w
+		}
+	}
+	if f.rounds > 1 {
+		fmt.Fprintf(out, "\nwall time over %d rounds, the policies taking turns (the table shows the median):\n", f.rounds)
+		for i := range sums {
+			sums[i].Wall = median(walls[i])
+			fmt.Fprintf(out, "%-12s median %s of %s\n", sums[i].Policy, sums[i].Wall.Round(time.Millisecond), roundedList(walls[i]))
+		}
 	}
 	fmt.Fprintln(out)
 	sim.WriteTable(out, sums)
@@ -120,6 +139,28 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	}
 	fmt.Fprintf(out, "\nplots: %s\n", strings.Join(files, ", "))
 	return nil
+}
+
+// sameOutcome reports whether two replays of one policy decided the same: the same jobs
+// finished, held and waited as long.
+func sameOutcome(a, b sim.Summary) bool {
+	return a.Finished == b.Finished && a.HeldGPUHours == b.HeldGPUHours && a.Evicted == b.Evicted &&
+		slices.Equal(a.Delays, b.Delays) && slices.Equal(a.StartErrors, b.StartErrors)
+}
+
+// median returns the median of ds (the upper of the two middle ones for an even count).
+func median(ds []time.Duration) time.Duration {
+	s := slices.Sorted(slices.Values(ds))
+	return s[len(s)/2]
+}
+
+// roundedList renders ds to the millisecond, in the order they were measured.
+func roundedList(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = d.Round(time.Millisecond).String()
+	}
+	return strings.Join(parts, ", ")
 }
 
 type simPolicy struct {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -121,6 +122,22 @@ func TestShortfall(t *testing.T) {
 	} {
 		if f, at := Shortfall(tc.a, tc.b); math.Abs(f-tc.fraction) > 1e-9 || at != tc.at {
 			t.Errorf("Shortfall(%v, %v) = %v at %v, want %v at %v", tc.a.Delays, tc.b.Delays, f, at, tc.fraction, tc.at)
+		}
+	}
+}
+
+// TestStartErrorOrder checks that start errors sort by magnitude, then early before late,
+// whatever order the jobs were read in: muster sim --rounds compares two replays' lists.
+func TestStartErrorOrder(t *testing.T) {
+	want := []time.Duration{0, -3 * time.Second, 3 * time.Second, -5 * time.Second, 5 * time.Second}
+	for _, in := range [][]time.Duration{
+		{5 * time.Second, -5 * time.Second, 3 * time.Second, 0, -3 * time.Second},
+		{-3 * time.Second, 0, -5 * time.Second, 3 * time.Second, 5 * time.Second},
+	} {
+		got := slices.Clone(in)
+		slices.SortFunc(got, cmpAbs)
+		if !slices.Equal(got, want) {
+			t.Errorf("%v sorted to %v, want %v", in, got, want)
 		}
 	}
 }

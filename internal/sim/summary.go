@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -76,20 +77,18 @@ func Summarise(policy string, w *World, gpus int) Summary {
 	}
 	slices.Sort(s.Delays)
 	slices.Sort(completion)
-	slices.SortFunc(s.StartErrors, func(a, b time.Duration) int { return cmpAbs(a, b) })
+	slices.SortFunc(s.StartErrors, cmpAbs)
 	s.Queueing, s.Completion = distOf(s.Delays), distOf(completion)
 	return s
 }
 
+// cmpAbs orders durations by magnitude, an early one before a late one of the same
+// magnitude: the jobs are read from a map, and the order must not depend on it.
 func cmpAbs(a, b time.Duration) int {
-	a, b = a.Abs(), b.Abs()
-	if a != b {
-		if a < b {
-			return -1
-		}
-		return 1
+	if c := cmp.Compare(a.Abs(), b.Abs()); c != 0 {
+		return c
 	}
-	return 0
+	return cmp.Compare(a, b)
 }
 
 // StartError returns the median and p90 of the expected-start errors' magnitudes, and
