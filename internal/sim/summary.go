@@ -50,7 +50,7 @@ func Summarise(policy string, w *World, gpus int) Summary {
 	s := Summary{Policy: policy, Stalls: w.Stalls()}
 	var completion []time.Duration
 	var last time.Time
-	for _, j := range w.jobs {
+	for _, j := range w.Jobs() { // in order: a float sum's last digits depend on it
 		s.Jobs++
 		s.HeldGPUHours += j.HeldIncomplete / 3600
 		s.Evicted += j.Evictions
