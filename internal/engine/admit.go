@@ -73,6 +73,9 @@ func (e *Engine) noteWaiting(res queue.Result, now time.Time, out *Output) {
 		}
 		kind := waitingKind(w.Reason)
 		run.add(decisionOf(w.Reason), out)
+		if e.holdFlip(g, kind, now) {
+			continue
+		}
 		changed := kind != g.waitingKind
 		g.setWaiting(&w.Reason, kind)
 		// Texts are rendered only when they are reported: a long queue re-decides every
@@ -81,9 +84,7 @@ func (e *Engine) noteWaiting(res queue.Result, now time.Time, out *Output) {
 		case w.Reason.Impossible():
 			e.step(g, lifecycle.Rejected{Impossible: true, Reason: g.waitingString()}, now, out)
 		case changed:
-			text := g.waitingString()
-			out.Events = append(out.Events, Event{Group: g.key, Type: eventType(w.Reason), Reason: kind, Message: text})
-			e.step(g, lifecycle.Rejected{Reason: text}, now, out)
+			e.reportWaiting(g, w.Reason, kind, now, out)
 		}
 		e.arm(g)
 	}
@@ -220,7 +221,7 @@ func (e *Engine) placeReplacements(out *Output) {
 // wakeAt is the earliest time a group's timer or a starvation reservation is due.
 func (e *Engine) wakeAt() time.Time {
 	w := e.nextTimer()
-	for _, t := range []time.Time{e.nextStarve, e.forecastWake()} {
+	for _, t := range []time.Time{e.nextStarve, e.forecastWake(), e.nextFlip()} {
 		if !t.IsZero() && (w.IsZero() || t.Before(w)) {
 			w = t
 		}

@@ -78,8 +78,9 @@ type Engine struct {
 	schedule bool
 	// replace holds groups with members to place outside the queue (replacements).
 	replace map[string]bool
-	// timers holds the groups' wake-ups.
-	timers timers
+	// timers holds the groups' wake-ups; flips, when the flips held back are due (see
+	// flipQuiet).
+	timers, flips timers
 	// nextStarve is when the oldest waiting group crosses the starvation threshold.
 	nextStarve time.Time
 	// preempting holds the preemptions in flight, by preemptor.

@@ -48,6 +48,9 @@ type group struct {
 	waiting     *queue.Reason
 	waitingOf   queue.Reason
 	waitingKind string
+	// kindAt is when waitingKind was last reported; flipAt, when set, is when a flip
+	// held back since (see flipQuiet) is looked at again.
+	kindAt, flipAt time.Time
 	// membersGen counts the changes to members; declared is what they declared of their
 	// run time at one count (see membersRuntime).
 	membersGen uint64
@@ -347,7 +350,7 @@ func (g *group) setWaiting(r *queue.Reason, kind string) {
 
 // clearWaiting records that the group no longer waits.
 func (g *group) clearWaiting() {
-	g.waitingOf, g.waiting, g.waitingKind = queue.Reason{}, nil, ""
+	g.waitingOf, g.waiting, g.waitingKind, g.flipAt = queue.Reason{}, nil, "", time.Time{}
 }
 
 // waitingString is g.waiting rendered (see resolve).

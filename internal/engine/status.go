@@ -205,9 +205,10 @@ func (e *Engine) Groups() []string { return sortedKeys(e.groups) }
 
 // waitingNow returns why g waits now, with its diagnosis for g, and its text: the queue's
 // reason while g is queued (a pass lists a group only when its kind of reason changes),
-// else the one the last pass that listed it gave. g.waiting must be set.
+// else the one the last pass that listed it gave, or the one g reports while a flip is
+// held back (see flipQuiet), so that its kind and text agree. g.waiting must be set.
 func (e *Engine) waitingNow(g *group) (queue.Reason, string) {
-	if r, ok := e.queue.Reason(g.key); ok {
+	if r, ok := e.queue.Reason(g.key); ok && !flips(g.waitingKind, waitingKind(r)) {
 		return g.resolve(&r)
 	}
 	return g.resolve(g.waiting)

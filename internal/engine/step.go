@@ -50,6 +50,9 @@ func (e *Engine) Step(now time.Time) Output {
 	// The forecast comes before the pass, whose reservation goes where it planned the
 	// starving group (PlannedNodes); what the pass decides is in the next forecast.
 	e.refreshForecast(now, &out)
+	// Before the pass: passes that list every waiting group and passes that list those
+	// whose reason changed must report the same.
+	e.reportFlips(now, &out)
 	if e.schedule || (!e.nextStarve.IsZero() && !e.nextStarve.After(now)) {
 		e.admit(now, &out)
 		e.forecast.stale, e.forecast.headStale = true, true
@@ -200,9 +203,10 @@ func (e *Engine) forget(g *group) {
 }
 
 // unqueue takes g out of the admission queue, keeping the reason it waited for there
-// last: its status says it until the group is queued again.
+// last, or the one it reported while a flip was held back (see flipQuiet): its status
+// says it until the group is queued again.
 func (e *Engine) unqueue(g *group) {
-	if r, ok := e.queue.Reason(g.key); ok && g.waiting != nil {
+	if r, ok := e.queue.Reason(g.key); ok && g.waiting != nil && !flips(g.waitingKind, waitingKind(r)) {
 		g.setWaiting(&r, g.waitingKind)
 	}
 	e.queue.Remove(g.key)
