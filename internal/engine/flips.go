@@ -34,8 +34,8 @@ func quietKind(k string) bool {
 
 // holdFlip reports whether g's move to kind, which a pass found, is held back: it is a
 // flip within flipQuiet of the kind g reports. The group keeps reporting the reason it
-// reported, kind and text (see Engine.waitingNow), and is looked at again when the
-// quiet ends.
+// reported, kind and text (group.reported, see Engine.waitingNow), and is looked at
+// again when the quiet ends.
 func (e *Engine) holdFlip(g *group, kind string, now time.Time) bool {
 	due := g.kindAt.Add(flipQuiet)
 	if !flips(g.waitingKind, kind) || !now.Before(due) {
@@ -72,10 +72,21 @@ func (e *Engine) reportFlips(now time.Time, out *Output) {
 // reportWaiting reports the kind of reason g waits for now, which changed: an event and
 // a lifecycle step with its text.
 func (e *Engine) reportWaiting(g *group, r queue.Reason, kind string, now time.Time, out *Output) {
-	g.kindAt, g.flipAt = now, time.Time{}
+	g.kindAt, g.flipAt, g.reported = now, time.Time{}, r
 	text := g.waitingString()
 	out.Events = append(out.Events, Event{Group: g.key, Type: eventType(r), Reason: kind, Message: text})
 	e.step(g, lifecycle.Rejected{Reason: text}, now, out)
+}
+
+// heldFlip returns the reason g reported, if the queue's reason for it now, r, is a flip
+// held back: what g's status says meanwhile, so that its kind and text agree. Passes that
+// list every group and passes that list the changes report the same: the reason of the
+// last report, not of the last pass that listed the group.
+func heldFlip(g *group, r queue.Reason) (*queue.Reason, bool) {
+	if flips(g.waitingKind, waitingKind(r)) {
+		return &g.reported, true
+	}
+	return nil, false
 }
 
 // nextFlip returns when the earliest flip held back is due, dropping stale entries.

@@ -48,9 +48,10 @@ type group struct {
 	waiting     *queue.Reason
 	waitingOf   queue.Reason
 	waitingKind string
-	// kindAt is when waitingKind was last reported; flipAt, when set, is when a flip
-	// held back since (see flipQuiet) is looked at again.
+	// kindAt is when waitingKind was last reported, and reported the reason then; flipAt,
+	// when set, is when a flip held back since (see flipQuiet) is looked at again.
 	kindAt, flipAt time.Time
+	reported       queue.Reason
 	// membersGen counts the changes to members; declared is what they declared of their
 	// run time at one count (see membersRuntime).
 	membersGen uint64

@@ -208,8 +208,12 @@ func (e *Engine) Groups() []string { return sortedKeys(e.groups) }
 // else the one the last pass that listed it gave, or the one g reports while a flip is
 // held back (see flipQuiet), so that its kind and text agree. g.waiting must be set.
 func (e *Engine) waitingNow(g *group) (queue.Reason, string) {
-	if r, ok := e.queue.Reason(g.key); ok && !flips(g.waitingKind, waitingKind(r)) {
-		return g.resolve(&r)
+	r, ok := e.queue.Reason(g.key)
+	if !ok {
+		return g.resolve(g.waiting)
 	}
-	return g.resolve(g.waiting)
+	if held, ok := heldFlip(g, r); ok {
+		return g.resolve(held)
+	}
+	return g.resolve(&r)
 }

@@ -206,7 +206,10 @@ func (e *Engine) forget(g *group) {
 // last, or the one it reported while a flip was held back (see flipQuiet): its status
 // says it until the group is queued again.
 func (e *Engine) unqueue(g *group) {
-	if r, ok := e.queue.Reason(g.key); ok && g.waiting != nil && !flips(g.waitingKind, waitingKind(r)) {
+	if r, ok := e.queue.Reason(g.key); ok && g.waiting != nil {
+		if held, ok := heldFlip(g, r); ok {
+			r = *held
+		}
 		g.setWaiting(&r, g.waitingKind)
 	}
 	e.queue.Remove(g.key)
