@@ -247,12 +247,27 @@ func (e *Engine) notePodVersion(key string, p, old *corev1.Pod, wasBound bool) {
 	case !wasBound && !bound:
 		return
 	case wasBound && bound && old != nil && old != p && old.UID == p.UID && old.Spec.NodeName == p.Spec.NodeName &&
-		maps.Equal(old.Labels, p.Labels) && reflect.DeepEqual(&old.Spec, &p.Spec):
+		maps.Equal(old.Labels, p.Labels) && sameSpec(old, p):
 		// The specs are compared through pointers: compared as values, each was copied
 		// into an interface first (57 MB over the October replay).
 		return
 	}
 	e.snapVersion++
+}
+
+// sameSpec reports whether two versions of a pod have the same spec: the same
+// metadata.generation, or, where it is not set, equal specs. Since Kubernetes 1.33
+// (KEP-5067) the API server sets a pod's generation to 1 on create and moves it on every
+// change of the spec, through the pod or its resize and ephemeralcontainers
+// subresources; the binding subresource sets spec.nodeName without moving it, which the
+// caller compares apart. Comparing the specs took 2.7% of the instructions of the
+// October replay's first 20,000 jobs: each status write of a bound pod by its kubelet
+// brings a new version of an unchanged spec.
+func sameSpec(old, p *corev1.Pod) bool {
+	if old.Generation > 0 && p.Generation > 0 {
+		return old.Generation == p.Generation
+	}
+	return reflect.DeepEqual(&old.Spec, &p.Spec)
 }
 
 // requestsOf returns a pod's requests (cluster.PodRequests): those computed for the
