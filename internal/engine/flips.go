@@ -79,14 +79,14 @@ func (e *Engine) reportWaiting(g *group, r queue.Reason, kind string, now time.T
 }
 
 // heldFlip returns the reason g reported, if the queue's reason for it now, r, is a flip
-// held back: what g's status says meanwhile, so that its kind and text agree. Passes that
-// list every group and passes that list the changes report the same: the reason of the
-// last report, not of the last pass that listed the group.
-func heldFlip(g *group, r queue.Reason) (*queue.Reason, bool) {
+// held back, else nil: what g's status says meanwhile, so that its kind and text agree.
+// Passes that list every group and passes that list the changes report the same: the
+// reason of the last report, not of the last pass that listed the group.
+func heldFlip(g *group, r queue.Reason) *queue.Reason {
 	if flips(g.waitingKind, waitingKind(r)) {
-		return &g.reported, true
+		return &g.reported
 	}
-	return nil, false
+	return nil
 }
 
 // nextFlip returns when the earliest flip held back is due, dropping stale entries.

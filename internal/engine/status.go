@@ -212,7 +212,7 @@ func (e *Engine) waitingNow(g *group) (queue.Reason, string) {
 	if !ok {
 		return g.resolve(g.waiting)
 	}
-	if held, ok := heldFlip(g, r); ok {
+	if held := heldFlip(g, r); held != nil {
 		return g.resolve(held)
 	}
 	return g.resolve(&r)

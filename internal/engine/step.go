@@ -207,7 +207,7 @@ func (e *Engine) forget(g *group) {
 // says it until the group is queued again.
 func (e *Engine) unqueue(g *group) {
 	if r, ok := e.queue.Reason(g.key); ok && g.waiting != nil {
-		if held, ok := heldFlip(g, r); ok {
+		if held := heldFlip(g, r); held != nil {
 			r = *held
 		}
 		g.setWaiting(&r, g.waitingKind)
