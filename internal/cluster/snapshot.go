@@ -163,6 +163,10 @@ func New(nodes []*corev1.Node, pods []*corev1.Pod) *Snapshot {
 // Nodes returns the nodes sorted by name. The slice is owned by the snapshot.
 func (s *Snapshot) Nodes() []*NodeInfo { return s.nodes }
 
+// Layout counts the changes of the snapshot's node set and node objects: what a node
+// admits by its labels and taints stays the same while it does.
+func (s *Snapshot) Layout() uint64 { return s.layout }
+
 // Node returns the named node, or nil.
 func (s *Snapshot) Node(name string) *NodeInfo { return s.byName[name] }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
 	gt "github.com/muster-sched/muster/internal/gangtest"
@@ -195,5 +197,52 @@ func TestForecastCountsThePreemptor(t *testing.T) {
 	st, _ := e.Group(later)
 	if !st.ExpectedStart.IsZero() || st.ExpectedStartUnknown == "" {
 		t.Errorf("later: expected start %v (%q), want unknown, since vip takes the GPU its victim releases", st.ExpectedStart, st.ExpectedStartUnknown)
+	}
+}
+
+// TestExpectedStartOnTheNodesAGroupMayUse: two 2-GPU nodes of pool a100, full for an
+// hour, and one of pool h100, free but tainted. A group whose node selector picks the
+// a100 pool, and one that does not tolerate the taint, are expected to start in an hour,
+// when the a100 nodes free up, not now on the h100 node they may not use; after the
+// taint is gone the second is admitted there at once.
+func TestExpectedStartOnTheNodesAGroupMayUse(t *testing.T) {
+	e := sim.NewEngineWith(0)
+	for i := range 2 {
+		e.SetNode(gt.Node(fmt.Sprintf("a100-%d", i)).GPU(2).Label("pool", "a100").Obj())
+	}
+	h100 := gt.Node("h100-0").GPU(2).Label("pool", "h100")
+	e.SetNode(h100.Taint("dedicated", "h100", corev1.TaintEffectNoSchedule).Obj())
+	now := sim.Epoch
+	for i := range 4 {
+		key := declaring(e, fmt.Sprintf("run%d", i), 1, time.Hour)
+		out := e.Step(now)
+		if len(out.Binds()) != 1 {
+			t.Fatalf("run%d: binds %+v, want one", i, out.Binds())
+		}
+		p := runningPod(fmt.Sprintf("run%d-0", i), out.Binds()[0].Node)
+		p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "1h"}
+		e.SetPod(p, key)
+		e.Step(now)
+	}
+	pooled := "Coscheduling/default/pooled"
+	e.SetGroup(engine.GroupSpec{Key: pooled, Source: engine.Coscheduling, Namespace: "default", Name: "pooled", MinMember: 2})
+	for i := range 2 {
+		p := gt.Pod(fmt.Sprintf("pooled-%d", i)).GPU(1).Selector("pool", "a100").Obj()
+		p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "30m"}
+		e.SetPod(p, pooled)
+	}
+	untolerating := declaring(e, "untolerating", 1, 30*time.Minute)
+	now = now.Add(sim.SimForecastEvery)
+	e.Step(now)
+	for _, key := range []string{pooled, untolerating} {
+		st, _ := e.Group(key)
+		if want := sim.Epoch.Add(time.Hour); st.Phase != lifecycle.Queued || !st.ExpectedStart.Equal(want) {
+			t.Errorf("%s: %s, expected start %v (%q), want queued, starting at %v", key, st.Phase, st.ExpectedStart, st.ExpectedStartUnknown, want)
+		}
+	}
+	e.SetNode(gt.Node("h100-0").GPU(2).Label("pool", "h100").Obj())
+	now = now.Add(time.Second)
+	if out := e.Step(now); len(out.Binds()) != 1 || out.Binds()[0].Group != untolerating || out.Binds()[0].Node != "h100-0" {
+		t.Errorf("binds %+v once the taint is gone, want untolerating's on h100-0", out.Binds())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/forecast"
 	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/placement"
 	"github.com/muster-sched/muster/internal/queue"
 )
 
@@ -273,6 +274,9 @@ func (e *Engine) queuedGroups(last func(*queue.Entry) bool) []forecast.Group {
 			members = append(members, req) // the forecast ignores its pods count
 		}
 		fg.Members = members[from:len(members):len(members)]
+		if nodes := e.admitting(g); nodes != nil {
+			fg.Nodes = nodes[:len(fg.Members)]
+		}
 		groups = append(groups, fg)
 		if len(groups) > forecastDepth || last != nil && last(ent) {
 			break // the rest are unknown for the same reason
@@ -280,6 +284,30 @@ func (e *Engine) queuedGroups(last func(*queue.Entry) bool) []forecast.Group {
 	}
 	f.membersBuf = members
 	return groups
+}
+
+// admitsRead is the nodes that admit each member of a queued group, found for the
+// queue entry's members (the first of them) on a snapshot's nodes (its layout).
+type admitsRead struct {
+	first  *placement.Member
+	snap   *cluster.Snapshot
+	layout uint64
+	nodes  [][]string
+}
+
+// admitting returns, for each member of queued group g, the nodes whose node selector,
+// node affinity and taints admit it (placement.NodesAdmitting), or nil when every node
+// admits every member: found again only when the group's queue entry or a node changed.
+func (e *Engine) admitting(g *group) [][]string {
+	pg, ok := e.queue.Placement(g.key)
+	if !ok || len(pg.Members) == 0 {
+		return nil
+	}
+	r := &g.admits
+	if r.first != &pg.Members[0] || r.snap != e.snap || r.layout != e.snap.Layout() {
+		*r = admitsRead{first: &pg.Members[0], snap: e.snap, layout: e.snap.Layout(), nodes: placement.NodesAdmitting(e.snap, pg)}
+	}
+	return r.nodes
 }
 
 // releases returns the nodes that take pods, and what each group's members release

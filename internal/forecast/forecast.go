@@ -7,9 +7,10 @@
 // ever, as does a running group whose end is unknown, so a forecast never counts on
 // capacity nobody said would come back.
 //
-// The profile counts resources only: node selectors, affinity, topology and devices
-// are the placement's business, and the forecast of a group they constrain is a lower
-// bound. The package is pure: no clock, no API, no engine.
+// The profile counts resources, on the nodes each member may use (Group.Nodes: a pool
+// its node selector picks, say). Pod affinity, topology and devices are the placement's
+// business, and the forecast of a group they constrain is a lower bound. The package is
+// pure: no clock, no API, no engine.
 package forecast
 
 import (
@@ -56,6 +57,10 @@ type Group struct {
 	// Members are the requests of the members that must start together (MinMember of
 	// them). Their pods count is ignored: it is the placement's business.
 	Members []cluster.Resources
+	// Nodes holds, for each member, the names of the nodes it may be planned on (those
+	// its node selector, node affinity and tolerations admit); nil for a member, or a
+	// nil Nodes, stands for every node. A member may share its slice with others.
+	Nodes [][]string
 	// Runtime is how long the group is expected to run once started; zero when unknown,
 	// and the group then holds what it is planned on for ever.
 	Runtime time.Duration

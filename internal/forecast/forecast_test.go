@@ -125,6 +125,7 @@ func TestPlanNeverOvercommits(t *testing.T) {
 			groups = append(groups, gang(fmt.Sprintf("g%d", i), rapid.IntRange(1, 3).Draw(rt, "members"),
 				rapid.Int64Range(1, 8).Draw(rt, "each"), time.Duration(rapid.IntRange(0, 3).Draw(rt, "hours"))*time.Hour))
 		}
+		drawNodes(rt, nodes, groups)
 		// The groups are in queue q; half the runs give it a quota: what is left now,
 		// and what admitted groups give back.
 		for i := range groups {
@@ -148,9 +149,14 @@ func TestPlanNeverOvercommits(t *testing.T) {
 		ref := newProfile(t0, nodes, releases, groups)
 		ref.addQuotas(quotas)
 		for _, g := range groups {
-			at, _, why := p.plan(g, 0)
+			at, planned, why := p.plan(g, 0)
 			if why == "" && at < p.now {
 				rt.Fatalf("%s starts at %d, before now", g.Key, at)
+			}
+			for _, n := range planned {
+				if !mayUse(g, n) {
+					rt.Fatalf("%s is planned on %s, which none of its members may use (%v)", g.Key, n, g.Nodes)
+				}
 			}
 			// The plan's shortcuts (totals, room, nodes kept from one candidate to the
 			// next) rule out only candidates a plain search rejects too.
@@ -234,6 +240,22 @@ func (p *profile) plainPlan(g Group) (int64, bool) {
 	}
 	lead := leadOf(p.dims, need)
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(members[b*d+lead], members[a*d+lead]) })
+	// The nodes each member may use, by index: a mask of its own for every member.
+	var allowed [][]bool
+	for i := range g.Members {
+		if g.Nodes == nil || g.Nodes[i] == nil {
+			allowed = append(allowed, nil)
+			continue
+		}
+		mask := make([]bool, len(p.nodes))
+		for ni, name := range p.names {
+			mask[ni] = slices.Contains(g.Nodes[i], name)
+		}
+		if !slices.Contains(mask, true) {
+			return 0, false
+		}
+		allowed = append(allowed, mask)
+	}
 	for _, t := range p.total.at {
 		end := int64(never)
 		if g.Runtime > 0 {
@@ -248,7 +270,7 @@ func (p *profile) plainPlan(g Group) (int64, bool) {
 			p.nodes[ni].minIn(t, end, avail[ni*d:(ni+1)*d])
 		}
 		chosen := make([]int, len(order))
-		if !pack(members, order, avail, d, lead, chosen) {
+		if !pack(members, order, allowed, avail, d, lead, chosen) {
 			continue
 		}
 		for pos, ni := range chosen {
@@ -321,6 +343,7 @@ func TestPlanFromTheLastGroupsWindow(t *testing.T) {
 			groups = append(groups, gang(fmt.Sprintf("g%d", i), rapid.IntRange(1, 2).Draw(rt, "members"), each,
 				time.Duration(rapid.IntRange(1, 8).Draw(rt, "hours"))*time.Hour))
 		}
+		drawNodes(rt, nodes, groups)
 		p, ref := newProfile(t0, nodes, releases, groups), newProfile(t0, nodes, releases, groups)
 		for _, g := range groups {
 			at, _, why := p.plan(g, 0)
@@ -393,4 +416,79 @@ func TestPlannerReadsNodesOnce(t *testing.T) {
 			}
 		}
 	})
+}
+
+// drawNodes gives some of groups the nodes their members may use (Group.Nodes): all
+// members the same slice, as members of one shape have, or each its own, maybe none of
+// the nodes given, or a node that is not among them.
+func drawNodes(rt *rapid.T, nodes []Node, groups []Group) {
+	subset := func(label string) []string {
+		var out []string
+		for _, n := range nodes {
+			if rapid.Bool().Draw(rt, label) {
+				out = append(out, n.Name)
+			}
+		}
+		if rapid.IntRange(0, 4).Draw(rt, label+"Gone") == 0 {
+			out = append(out, "gone")
+		}
+		return out
+	}
+	for i := range groups {
+		switch rapid.IntRange(0, 3).Draw(rt, "constrained") {
+		case 1:
+			shared := subset("shared")
+			groups[i].Nodes = make([][]string, len(groups[i].Members))
+			for m := range groups[i].Nodes {
+				groups[i].Nodes[m] = shared
+			}
+		case 2:
+			groups[i].Nodes = make([][]string, len(groups[i].Members))
+			for m := range groups[i].Nodes {
+				if rapid.Bool().Draw(rt, "any") {
+					groups[i].Nodes[m] = subset("own")
+				}
+			}
+		}
+	}
+}
+
+// mayUse reports whether some member of g may use node n.
+func mayUse(g Group, n string) bool {
+	if g.Nodes == nil {
+		return true
+	}
+	for _, names := range g.Nodes {
+		if names == nil || slices.Contains(names, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPlanPools: nodes a and b are one pool, free in 3 hours, c another, free now. A
+// group held to the first pool is expected to start in 3 hours on a and b, one of two
+// shapes (a launcher free to go anywhere, workers held to the pool) when the first
+// ends, though c has room for all its members now; a group held to no node that takes
+// pods is unknown, and one held to none starts on c at once.
+func TestPlanPools(t *testing.T) {
+	nodes := []Node{{Name: "a", Free: gpus(0)}, {Name: "b", Free: gpus(0)}, {Name: "c", Free: gpus(8)}}
+	releases := []Release{{Node: "a", At: at(3), Resources: gpus(8)}, {Node: "b", At: at(3), Resources: gpus(8)}}
+	pool := []string{"a", "b"}
+	held := gang("held", 2, 8, time.Hour)
+	held.Nodes = [][]string{pool, pool}
+	mixed := Group{Key: "mixed", Members: []cluster.Resources{gpus(1), gpus(3), gpus(3)}, Nodes: [][]string{nil, pool, pool}, Runtime: time.Hour}
+	nowhere := gang("nowhere", 1, 1, time.Hour)
+	nowhere.Nodes = [][]string{{"cordoned"}}
+	free := gang("free", 1, 8, time.Hour)
+	got := Plan(t0, nodes, releases, nil, []Group{held, mixed, nowhere, free}, Options{})
+	want := []Start{
+		{Key: "held", At: at(3), Nodes: []string{"a", "b"}},
+		{Key: "mixed", At: at(4), Nodes: []string{"a"}},
+		{Key: "nowhere", Unknown: "no node it may be planned on takes pods: its node selector, node affinity or tolerations admit none of them"},
+		{Key: "free", At: at(0), Nodes: []string{"c"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("starts\n%s\nwant\n%s", render(got), render(want))
+	}
 }

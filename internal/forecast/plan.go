@@ -28,6 +28,9 @@ type work struct {
 	members       []int64
 	order, chosen []int
 	need          []int64
+	// allowed holds, for each member, the nodes it may be packed on by index, or nil
+	// when it may be packed on any (Group.Nodes); it is empty when every member may.
+	allowed [][]bool
 	// kept is the window avail and roomOf were last brought to, which the next group
 	// starts from if it packs by the same lead dimension and smallest member; taken are
 	// the nodes planned on since.
@@ -71,6 +74,43 @@ func (p *profile) readMembers(g Group, w *work) []int64 {
 	return w.need
 }
 
+// readNodes reads into the scratch space the nodes each of g's members may be packed
+// on, and reports false when some member may be packed on none of the profile's nodes.
+func (p *profile) readNodes(g Group, w *work) bool {
+	w.allowed = w.allowed[:0]
+	if g.Nodes == nil {
+		return true
+	}
+	w.allowed = slices.Grow(w.allowed, len(g.Members))[:len(g.Members)]
+	clear(w.allowed)
+	for i, names := range g.Nodes[:min(len(g.Nodes), len(g.Members))] {
+		if names == nil {
+			continue
+		}
+		if i > 0 && sameSlice(names, g.Nodes[i-1]) {
+			w.allowed[i] = w.allowed[i-1]
+			continue
+		}
+		mask, some := make([]bool, len(p.nodes)), false
+		for _, name := range names {
+			if ni := p.nodeIndex(name); ni >= 0 {
+				mask[ni], some = true, true
+			}
+		}
+		if !some {
+			return false
+		}
+		w.allowed[i] = mask
+	}
+	return true
+}
+
+// sameSlice reports whether a and b are the same slice: the members of one shape share
+// theirs.
+func sameSlice(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
 // leadOf is the dimension members are packed by: the first one need asks for, or the
 // first extended resource it asks for (the accelerator, which is what is scarce).
 func leadOf(dims []corev1.ResourceName, need []int64) int {
@@ -95,6 +135,9 @@ func (p *profile) plan(g Group, tries int) (int64, []string, string) {
 				"groups with no expected run time, or pods that are not muster's, hold the rest",
 				cluster.Format(p.dims[i], p.capacity[i]), cluster.Format(p.dims[i], need[i]), p.dims[i])
 		}
+	}
+	if !p.readNodes(g, w) {
+		return 0, nil, "no node it may be planned on takes pods: its node selector, node affinity or tolerations admit none of them"
 	}
 	qp, charge := p.charge(g)
 	if why := qp.beyondPeak(charge); why != "" {
@@ -196,7 +239,7 @@ func (s *search) run(tries int) (int64, []string, string) {
 			continue
 		}
 		copy(w.packing, w.avail)
-		if !pack(w.members, w.order, w.packing, d, lead, w.chosen) {
+		if !pack(w.members, w.order, w.allowed, w.packing, d, lead, w.chosen) {
 			continue
 		}
 		return t, s.take(t, end), ""
@@ -367,16 +410,21 @@ func covers(have, need []int64) bool {
 }
 
 // pack assigns each member, in order, to the node with the least of the lead
-// dimension left that fits it, in avail (flat, d per node), which it consumes; chosen
-// receives the node indexes. It reports whether every member found a node.
-func pack(members []int64, order []int, avail []int64, d, lead int, chosen []int) bool {
+// dimension left that fits it, among those allowed it (see work.allowed), in avail
+// (flat, d per node), which it consumes; chosen receives the node indexes. It reports
+// whether every member found a node.
+func pack(members []int64, order []int, allowed [][]bool, avail []int64, d, lead int, chosen []int) bool {
 	n := len(avail) / d // d > 0: the group asks for some of the profile's dimensions
 	for pos, mi := range order {
 		m := members[mi*d : (mi+1)*d]
+		var may []bool
+		if len(allowed) > 0 {
+			may = allowed[mi]
+		}
 		best := -1
 		for ni := range n {
 			a := avail[ni*d : (ni+1)*d]
-			if covers(a, m) && (best < 0 || a[lead] < avail[best*d+lead]) {
+			if (may == nil || may[ni]) && covers(a, m) && (best < 0 || a[lead] < avail[best*d+lead]) {
 				best = ni
 			}
 		}

@@ -453,3 +453,14 @@ func raise(r, floor cluster.Resources) {
 		}
 	}
 }
+
+// Placement returns queued group key as a pass places it: its members keyed by shape
+// and prepared (placement.Prepare), the same slice for as long as the entry stays; false
+// if key is not queued. The group is shared: callers must not modify it.
+func (m *Manager) Placement(key string) (placement.Group, bool) {
+	it := m.entries[key]
+	if it == nil {
+		return placement.Group{}, false
+	}
+	return it.keyed, true
+}

@@ -1,0 +1,93 @@
+package placement
+
+import (
+	"github.com/muster-sched/muster/internal/cluster"
+)
+
+// NodesAdmitting returns, for each member of g, the names of the nodes of s whose static
+// rules admit it, in the snapshot's order: node affinity and selector, and taints, what
+// depends on the node's object alone (readiness and cordon are the caller's to judge). A member every node
+// admits has nil, and so has the whole result when every node admits every member,
+// which is most groups on most clusters. The forecast plans each member only on its
+// nodes, so that a group held to one pool of nodes is not expected to start on another.
+//
+// Each shape's nodes are found once while s's nodes stay the same (Snapshot.Surveys,
+// emptied when a node is set or removed).
+func NodesAdmitting(s *cluster.Snapshot, g Group) [][]string {
+	memo := s.Surveys()
+	var out [][]string
+	for _, f := range shapeSetOf(g).forms {
+		nodes := admitting(s, memo, f)
+		if nodes == nil {
+			continue
+		}
+		if out == nil {
+			out = make([][]string, len(g.Members))
+		}
+		for i, m := range g.Members {
+			if memberKey(m) == f.key {
+				out[i] = nodes
+			}
+		}
+	}
+	return out
+}
+
+// admitKey keys, in a snapshot's Surveys, the nodes that admit the pods of a shape.
+type admitKey struct{ shape string }
+
+// taintedKey keys, in a snapshot's Surveys, whether some node has a taint that forbids
+// scheduling.
+type taintedKey struct{}
+
+// admitting returns the nodes of s that admit f's pods, or nil when every node does.
+func admitting(s *cluster.Snapshot, memo map[any]any, f *form) []string {
+	if len(f.pod.Spec.NodeSelector) == 0 && !hasRequiredNodeAffinity(f) && !anyHardTaint(s, memo) {
+		return nil // nothing to tell the nodes apart by
+	}
+	if v, ok := memo[admitKey{f.key}]; ok {
+		return v.([]string)
+	}
+	sh := &shape{form: f}
+	var nodes []string
+	for _, n := range s.Nodes() {
+		if _, failed := staticReason(n, sh, ignoreHealth); !failed {
+			nodes = append(nodes, n.Name())
+		}
+	}
+	if len(nodes) == len(s.Nodes()) {
+		nodes = nil
+	} else if nodes == nil {
+		nodes = []string{} // none: not the nil that stands for every node
+	}
+	memo[admitKey{f.key}] = nodes
+	return nodes
+}
+
+func hasRequiredNodeAffinity(f *form) bool {
+	a := f.pod.Spec.Affinity
+	return a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil
+}
+
+// anyHardTaint reports whether some node of s has a taint that forbids scheduling.
+func anyHardTaint(s *cluster.Snapshot, memo map[any]any) bool {
+	if v, ok := memo[taintedKey{}]; ok {
+		return v.(bool)
+	}
+	tainted := false
+	for _, n := range s.Nodes() {
+		for i := range n.Node.Spec.Taints {
+			tainted = tainted || hardTaint(&n.Node.Spec.Taints[i])
+		}
+	}
+	memo[taintedKey{}] = tainted
+	return tainted
+}
+
+// memberKey is the key formsOf files m under.
+func memberKey(m Member) string {
+	if m.Key != "" {
+		return m.Key
+	}
+	return shapeKey(m.Pod, m.requests())
+}
