@@ -66,7 +66,11 @@ func (p *pass) placedStamp(closed []closedNodes) (string, bool) {
 	case len(closed) == 0:
 		return "", true
 	case len(closed) == 1 && !closed[0].preemption && p.m.reserve != nil:
-		return p.m.reserve.stamp(), true
+		// A reservation is replaced, never changed: its stamp is made once.
+		if m := p.m; m.stamped != m.reserve {
+			m.stamped, m.stampText = m.reserve, m.reserve.stamp()
+		}
+		return p.m.stampText, true
 	}
 	return "", false
 }

@@ -177,6 +177,10 @@ type Manager struct {
 	fresh map[failKey]Reason
 	// lastReserved is the last reservation's nodes computed (see reservationOf).
 	lastReserved reservedNodes
+	// stamped is the reservation whose stamp is stampText (see placedStamp): a pass
+	// looks a failure up for every class the reservation closes nodes to.
+	stamped   *Reservation
+	stampText string
 }
 
 // SetEstimator gives the manager the expected ends of running groups: a starving
