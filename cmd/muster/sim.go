@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -69,7 +70,7 @@ use and take their own quota back when they need it.`,
 		"muster: how far back a group goes in the queue's order per GPU-hour it declares (Configuration sizeOrder); 0 orders by queue time alone")
 	fl.DurationVar(&f.maxHandicap, "max-handicap", musterv1alpha1.DefaultMaxHandicap, "muster: the largest handicap (Configuration sizeOrder.maxHandicap)")
 	fl.DurationVar(&f.stall, "deadlock-after", 10*time.Minute, "how long capacity must be held by incomplete groups, none becoming whole, to count as a deadlock episode")
-	fl.IntVar(&f.rounds, "rounds", 1, "replay every policy this many times, the policies taking turns, and report each one's median wall time (a shared machine moves one run's by a fifth); every round decides the same")
+	fl.IntVar(&f.rounds, "rounds", 1, "replay every policy this many times, the policies taking turns, and report each one's median wall and CPU time (a shared machine moves one run's wall time by a fifth); every round decides the same")
 	return cmd
 }
 
@@ -100,22 +101,24 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		Seed: f.seed, Horizon: f.horizon, StallThreshold: f.stall, Estimate: f.estimate}
 	fmt.Fprintf(out, "replaying %d jobs of %s on %d nodes × %d GPUs (load %g, seed %d)\n", len(jobs), traceName(f.trace), cl.Nodes, cl.GPUsPerNode, f.load, f.seed)
 	sums, worlds := make([]sim.Summary, len(policies)), make([]*sim.World, len(policies))
-	walls := make([][]time.Duration, len(policies))
+	walls, cpus := make([][]time.Duration, len(policies)), make([][]time.Duration, len(policies))
 	for round := range f.rounds {
 		for i, p := range policies {
-			start := time.Now()
+			start, cpu := time.Now(), processCPU()
 			cfg.Teams = p.teams
 			w := sim.Replay(jobs, p.sched(jobs, cl), cfg)
 			s := sim.Summarise(p.name, w, cl.GPUs())
 			s.Wall = time.Since(start)
 			walls[i] = append(walls[i], s.Wall)
+			cpus[i] = append(cpus[i], processCPU()-cpu)
 			if round > 0 {
 				if !sameOutcome(sums[i], s) {
 					return fmt.Errorf("%s decided differently in round %d than in round 1", p.name, round+1)
 				}
 				continue
 			}
-			fmt.Fprintf(out, "%-12s %d of %d jobs finished, %.1f GPU-hours held by incomplete groups, %s wall\n", p.name, s.Finished, s.Jobs, s.HeldGPUHours, s.Wall.Round(time.Millisecond))
+			fmt.Fprintf(out, "%-12s %d of %d jobs finished, %.1f GPU-hours held by incomplete groups, %s wall, %s CPU\n",
+				p.name, s.Finished, s.Jobs, s.HeldGPUHours, s.Wall.Round(time.Millisecond), cpus[i][0].Round(time.Millisecond))
 			sums[i], worlds[i] = s, w
 		}
 	}
@@ -125,7 +128,12 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 			sums[i].Wall = median(walls[i])
 			fmt.Fprintf(out, "%-12s median %s of %s\n", sums[i].Policy, sums[i].Wall.Round(time.Millisecond), roundedList(walls[i]))
 		}
+		fmt.Fprintf(out, "CPU time over the same rounds, all the process's threads (the garbage collector's too); others' load moves it less than wall time:\n")
+		for i := range sums {
+			fmt.Fprintf(out, "%-12s median %s of %s\n", sums[i].Policy, median(cpus[i]).Round(time.Millisecond), roundedList(cpus[i]))
+		}
 	}
+	writeCostRatios(out, sums, cpus)
 	fmt.Fprintln(out)
 	sim.WriteTable(out, sums)
 	fmt.Fprintln(out)
@@ -139,6 +147,23 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	}
 	fmt.Fprintf(out, "\nplots: %s\n", strings.Join(files, ", "))
 	return nil
+}
+
+// writeCostRatios prints each policy's wall and CPU time (medians over the rounds) as a
+// multiple of the first policy's: the cost of a policy's decisions, measured side by side
+// in one run.
+func writeCostRatios(out io.Writer, sums []sim.Summary, cpus [][]time.Duration) {
+	if len(sums) < 2 || sums[0].Wall <= 0 {
+		return
+	}
+	base := median(cpus[0])
+	for i := 1; i < len(sums); i++ {
+		fmt.Fprintf(out, "%s took %.2f× %s's wall time", sums[i].Policy, float64(sums[i].Wall)/float64(sums[0].Wall), sums[0].Policy)
+		if base > 0 {
+			fmt.Fprintf(out, " and %.2f× its CPU time", float64(median(cpus[i]))/float64(base))
+		}
+		fmt.Fprintln(out)
+	}
 }
 
 // sameOutcome reports whether two replays of one policy decided the same: the same jobs

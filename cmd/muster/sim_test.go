@@ -21,25 +21,30 @@ func runSimArgs(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// TestSimRounds replays a slice of the trace in rounds: each policy's wall times are
-// listed with their median, which the table shows, and a round count below one is refused.
+// TestSimRounds replays a slice of the trace in rounds: each policy's wall times, then
+// its CPU times, are listed with their median (the table shows the wall time's), the
+// others' are given as multiples of the first policy's, and a round count below one is
+// refused.
 func TestSimRounds(t *testing.T) {
 	out, err := runSimArgs(t, "--from", "2017-10-01", "--limit", "60", "--cluster", "8x8gpu", "--rounds", "3")
 	if err != nil {
 		t.Fatalf("muster sim --rounds 3: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "wall time over 3 rounds") {
-		t.Errorf("no wall times over the rounds in:\n%s", out)
+	for _, want := range []string{"wall time over 3 rounds", "CPU time over the same rounds",
+		"permit-wait took ", "muster took ", "× pod-by-pod's wall time and "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
 	}
 	for _, policy := range []string{"pod-by-pod", "permit-wait", "muster"} {
-		line := ""
+		var lines []string
 		for l := range strings.Lines(out) {
 			if strings.HasPrefix(l, policy+" ") && strings.Contains(l, "median") {
-				line = l
+				lines = append(lines, l)
 			}
 		}
-		if strings.Count(line, ",") != 2 {
-			t.Errorf("%s: want its median and three wall times, got %q", policy, line)
+		if len(lines) != 2 || strings.Count(lines[0], ",") != 2 || strings.Count(lines[1], ",") != 2 || strings.Contains(lines[1], " 0s") {
+			t.Errorf("%s: want its median and three wall times, then the same of CPU times (none zero), got %q", policy, lines)
 		}
 	}
 	if out, err := runSimArgs(t, "--limit", "10", "--rounds", "0"); err == nil || !strings.Contains(err.Error(), "--rounds 0") {
