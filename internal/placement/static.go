@@ -6,10 +6,11 @@ import (
 
 // NodesAdmitting returns, for each member of g, the names of the nodes of s whose static
 // rules admit it, in the snapshot's order: node affinity and selector, and taints, what
-// depends on the node's object alone (readiness and cordon are the caller's to judge). A member every node
-// admits has nil, and so has the whole result when every node admits every member,
-// which is most groups on most clusters. The forecast plans each member only on its
-// nodes, so that a group held to one pool of nodes is not expected to start on another.
+// depends on the node's object alone (readiness and cordon are the caller's to judge).
+// A member every node admits has nil, and so has the whole result when every node admits
+// every member, which is most groups on most clusters. The forecast plans each member
+// only on its nodes, so that a group held to one pool of nodes is not expected to start
+// on another.
 //
 // Each shape's nodes are found once while s's nodes stay the same (Snapshot.Surveys,
 // emptied when a node is set or removed).
@@ -64,6 +65,7 @@ func admitting(s *cluster.Snapshot, memo map[any]any, f *form) []string {
 	return nodes
 }
 
+// hasRequiredNodeAffinity reports whether f's pods carry a required node affinity.
 func hasRequiredNodeAffinity(f *form) bool {
 	a := f.pod.Spec.Affinity
 	return a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil
