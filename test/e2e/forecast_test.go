@@ -1,0 +1,59 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/sandbox"
+	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
+)
+
+// TestExpectedStartOnItsGPUPool: two 2-GPU nodes of two GPU products. A job of two
+// one-GPU pods that select the first product, and declare an hour, runs on its node; a
+// job of one pod that selects the same product waits, although the other product's node
+// is idle, and muster serve, as deployed, writes in its record that it is expected to
+// start in an hour, when the first job ends, not at once on the node it may not use.
+func TestExpectedStartOnItsGPUPool(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	busy, idle := ns+"-busy", ns+"-idle"
+	env.CreateNodes(t, sandbox.NodePool{Name: "forecast-a", Count: 1, CPU: "16", Memory: "64Gi", GPUs: 2, GPUProduct: busy})
+	env.CreateNodes(t, sandbox.NodePool{Name: "forecast-b", Count: 1, CPU: "16", Memory: "64Gi", GPUs: 2, GPUProduct: idle})
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	onBusy := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"nvidia.com/gpu.product": busy} }
+
+	created := time.Now()
+	running := pytorchJob{ns: ns, name: "running", workers: 1, mutate: onBusy,
+		annotations: map[string]string{engine.AnnotationExpectedRuntime: "1h"}}
+	running.create(t, env, c)
+	waitCondition(t, env, c, ns, "running", "PodsReady", metav1.ConditionTrue)
+	queued := pytorchJob{ns: ns, name: "queued", workers: 0, mutate: onBusy,
+		annotations: map[string]string{engine.AnnotationExpectedRuntime: "30m"}}
+	queued.create(t, env, c)
+
+	record := groupRecord(c, ns, "queued")
+	var at time.Time
+	env.WaitFor(t, "the queued job's expected start in its record", func(ctx context.Context) (bool, error) {
+		rec, ok := record(ctx)
+		if ok && rec.ExpectedStart != nil {
+			at = rec.ExpectedStart.Time
+		}
+		return !at.IsZero(), nil
+	})
+	// The running job started after it was created and before now, and the record's
+	// times are to the second.
+	earliest, latest := created.Add(time.Hour-time.Second), time.Now().Add(time.Hour+time.Second)
+	if at.Before(earliest) || at.After(latest) {
+		t.Errorf("expected start %s, want an hour after the running job started: between %s and %s",
+			at.Format(time.RFC3339), earliest.Format(time.RFC3339), latest.Format(time.RFC3339))
+	}
+	if rec, _ := record(context.Background()); rec.Phase != "Queued" {
+		t.Errorf("queued job: phase %s, want Queued", rec.Phase)
+	}
+}
