@@ -492,3 +492,31 @@ func TestPlanPools(t *testing.T) {
 		t.Errorf("starts\n%s\nwant\n%s", render(got), render(want))
 	}
 }
+
+// TestPlanPoolFreeLate: 1,000 full nodes of 8 GPUs whose pods end one by one over the
+// next 10 hours, the first ten of them a pool that frees all at once in 9 hours. A gang
+// of 10 × 8 GPUs held to the pool starts in 9 hours: the times at which only other
+// nodes free up, thousands of them before, do not use up its tries.
+func TestPlanPoolFreeLate(t *testing.T) {
+	var nodes []Node
+	var releases []Release
+	var pool []string
+	for i := range 1000 {
+		name := fmt.Sprintf("n%04d", i)
+		nodes = append(nodes, Node{Name: name, Free: gpus(0)})
+		if i < 10 {
+			pool = append(pool, name)
+			releases = append(releases, Release{Node: name, At: at(9), Resources: gpus(8)})
+			continue
+		}
+		for j := range 8 {
+			releases = append(releases, Release{Node: name, At: t0.Add(time.Duration((i*8+j)*7919%600) * time.Minute), Resources: gpus(1)})
+		}
+	}
+	g := gang("pooled", 10, 8, time.Hour)
+	g.Nodes = slices.Repeat([][]string{pool}, 10)
+	got := Plan(t0, nodes, releases, nil, []Group{g}, Options{Depth: 256, Tries: 512})
+	if got[0].At != at(9) || len(got[0].Nodes) != 10 {
+		t.Errorf("pooled: planned at %v on %d nodes (%q), want at 9h0m0s on the pool's 10", got[0].At.Sub(t0), len(got[0].Nodes), got[0].Unknown)
+	}
+}

@@ -30,7 +30,9 @@ type work struct {
 	need          []int64
 	// allowed holds, for each member, the nodes it may be packed on by index, or nil
 	// when it may be packed on any (Group.Nodes); it is empty when every member may.
+	// held marks the nodes some member may be packed on, nil when any may be.
 	allowed [][]bool
+	held    []bool
 	// kept is the window avail and roomOf were last brought to, which the next group
 	// starts from if it packs by the same lead dimension and smallest member; taken are
 	// the nodes planned on since.
@@ -77,7 +79,7 @@ func (p *profile) readMembers(g Group, w *work) []int64 {
 // readNodes reads into the scratch space the nodes each of g's members may be packed
 // on, and reports false when some member may be packed on none of the profile's nodes.
 func (p *profile) readNodes(g Group, w *work) bool {
-	w.allowed = w.allowed[:0]
+	w.allowed, w.held = w.allowed[:0], nil
 	if g.Nodes == nil {
 		return true
 	}
@@ -101,6 +103,18 @@ func (p *profile) readNodes(g Group, w *work) bool {
 			return false
 		}
 		w.allowed[i] = mask
+	}
+	if len(g.Nodes) < len(g.Members) || slices.ContainsFunc(w.allowed, func(m []bool) bool { return m == nil }) {
+		return true // a member may be packed on any node
+	}
+	w.held = make([]bool, len(p.nodes))
+	for i, mask := range w.allowed {
+		if i > 0 && &mask[0] == &w.allowed[i-1][0] {
+			continue
+		}
+		for ni, ok := range mask {
+			w.held[ni] = w.held[ni] || ok
+		}
 	}
 	return true
 }
@@ -178,6 +192,8 @@ type search struct {
 	// over; room counts the copies of the smallest member they have room for in the
 	// lead dimension, which rules most candidates out before the members are packed.
 	room     int
+	// roomHeld is room on the nodes the group is held to (work.held), when it is.
+	roomHeld int
 	computed bool
 	lastEnd  int64
 	// fromT and fromEnd are the events after t and after end-1: both only move
@@ -230,13 +246,24 @@ func (s *search) run(tries int) (int64, []string, string) {
 		if !s.qp.fitsQuota(s.charge, t, end, s.quotaLeft) {
 			continue // its queue's quota is not enough then, whatever the nodes
 		}
+		// A group held to some nodes tries only the times at which they have room for
+		// its members: the times at which only other nodes free up, which may be most
+		// of the cluster's, would use up its tries.
+		if held := w.held != nil; held {
+			s.refresh(t, end)
+			if s.smallest > 0 && s.roomHeld < len(w.order) {
+				continue
+			}
+		}
 		if tries > 0 && tried == tries {
 			return 0, nil, fmt.Sprintf("it fits none of the next %d times enough capacity is expected to be free in all", tries)
 		}
 		tried++
-		s.refresh(t, end)
-		if s.smallest > 0 && s.room < len(w.order) {
-			continue
+		if w.held == nil {
+			s.refresh(t, end)
+			if s.smallest > 0 && s.room < len(w.order) {
+				continue
+			}
 		}
 		copy(w.packing, w.avail)
 		if !pack(w.members, w.order, w.allowed, w.packing, d, lead, w.chosen) {
@@ -265,6 +292,14 @@ func (s *search) refresh(t, end int64) {
 		w.taken = w.taken[:0]
 		s.computed = true
 		s.fromT, s.fromEnd = p.firstEvent(t), p.firstEvent(end-1)
+		if w.held != nil {
+			s.roomHeld = 0
+			for ni, ok := range w.held {
+				if ok {
+					s.roomHeld += w.roomOf[ni]
+				}
+			}
+		}
 	} else {
 		touched := w.touched[:0]
 		touched, s.fromT = p.stepsUpTo(s.fromT, t, touched, w.dirty)
@@ -319,14 +354,18 @@ func (s *search) fromKept(t, end int64) bool {
 }
 
 // refreshTouched brings the touched nodes, marked in dirty, to the window [t, end),
-// unmarks them, and keeps room's count of them current; touched is kept as scratch.
+// unmarks them, and keeps room's count of them current, and roomHeld's once it was
+// counted; touched is kept as scratch.
 func (s *search) refreshTouched(touched []int, t, end int64) {
 	w := s.w
 	for _, ni := range touched {
 		w.dirty[ni] = false
-		s.room -= w.roomOf[ni]
+		before := w.roomOf[ni]
 		s.refreshNode(ni, t, end)
-		s.room += w.roomOf[ni]
+		s.room += w.roomOf[ni] - before
+		if w.held != nil && w.held[ni] {
+			s.roomHeld += w.roomOf[ni] - before
+		}
 	}
 	w.touched = touched
 }
