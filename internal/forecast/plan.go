@@ -191,7 +191,7 @@ type search struct {
 	// the next, and computed again only for the nodes with an instant the window moved
 	// over; room counts the copies of the smallest member they have room for in the
 	// lead dimension, which rules most candidates out before the members are packed.
-	room     int
+	room int
 	// roomHeld is room on the nodes the group is held to (work.held), when it is.
 	roomHeld int
 	computed bool
