@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
@@ -244,5 +245,39 @@ func TestExpectedStartOnTheNodesAGroupMayUse(t *testing.T) {
 	now = now.Add(time.Second)
 	if out := e.Step(now); len(out.Binds()) != 1 || out.Binds()[0].Group != untolerating || out.Binds()[0].Node != "h100-0" {
 		t.Errorf("binds %+v once the taint is gone, want untolerating's on h100-0", out.Binds())
+	}
+}
+
+// TestExpectedStartOfMembersKeptApart: two 2-GPU nodes, n-0 idle and n-1 full for an
+// hour. A group of two one-GPU members whose pod anti-affinity keeps them one per node
+// waits (n-0 alone has room for both), and is expected to start in an hour, when n-1
+// frees up, not now on n-0.
+func TestExpectedStartOfMembersKeptApart(t *testing.T) {
+	e := sim.NewEngineWith(0)
+	for i := range 2 {
+		e.SetNode(gt.Node(fmt.Sprintf("n-%d", i)).GPU(2).Obj())
+	}
+	now := sim.Epoch
+	key := "Coscheduling/default/run"
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "run", MinMember: 1})
+	p := runningPod("run-0", "n-1")
+	p.Spec.Containers[0].Resources.Requests[gt.GPU] = resource.MustParse("2")
+	p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "1h"}
+	e.SetPod(p, key)
+	e.Step(now)
+	apart := "Coscheduling/default/apart"
+	e.SetGroup(engine.GroupSpec{Key: apart, Source: engine.Coscheduling, Namespace: "default", Name: "apart", MinMember: 2})
+	for i := range 2 {
+		p := gt.Pod(fmt.Sprintf("apart-%d", i)).GPU(1).Label("job", "apart").AntiAffinity("job", "apart", corev1.LabelHostname).Obj()
+		p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "30m"}
+		e.SetPod(p, apart)
+	}
+	now = now.Add(sim.SimForecastEvery)
+	if out := e.Step(now); len(out.Binds()) != 0 {
+		t.Fatalf("binds %+v, want none: the members may not share n-0", out.Binds())
+	}
+	st, _ := e.Group(apart)
+	if want := sim.Epoch.Add(time.Hour); st.Phase != lifecycle.Queued || !st.ExpectedStart.Equal(want) {
+		t.Errorf("apart: %s, expected start %v (%q), want queued, starting at %v", st.Phase, st.ExpectedStart, st.ExpectedStartUnknown, want)
 	}
 }

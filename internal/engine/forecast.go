@@ -274,8 +274,8 @@ func (e *Engine) queuedGroups(last func(*queue.Entry) bool) []forecast.Group {
 			members = append(members, req) // the forecast ignores its pods count
 		}
 		fg.Members = members[from:len(members):len(members)]
-		if nodes := e.admitting(g); nodes != nil {
-			fg.Nodes = nodes[:len(fg.Members)]
+		if r := e.rulesOf(g); r.nodes != nil || r.apart != nil {
+			fg.Nodes, fg.Apart = firstOf(r.nodes, len(fg.Members)), firstOf(r.apart, len(fg.Members))
 		}
 		groups = append(groups, fg)
 		if len(groups) > forecastDepth || last != nil && last(ent) {
@@ -286,28 +286,40 @@ func (e *Engine) queuedGroups(last func(*queue.Entry) bool) []forecast.Group {
 	return groups
 }
 
-// admitsRead is the nodes that admit each member of a queued group, found for the
-// queue entry's members (the first of them) on a snapshot's nodes (its layout).
-type admitsRead struct {
+// memberRules are what the forecast reads of a queued group's members besides their
+// requests: the nodes that admit each (placement.NodesAdmitting) and the classes kept
+// apart (placement.MembersApart), nil when none; found for the queue entry's members
+// (the first of them) on a snapshot's nodes (its layout).
+type memberRules struct {
 	first  *placement.Member
 	snap   *cluster.Snapshot
 	layout uint64
 	nodes  [][]string
+	apart  []int
 }
 
-// admitting returns, for each member of queued group g, the nodes whose node selector,
-// node affinity and taints admit it (placement.NodesAdmitting), or nil when every node
-// admits every member: found again only when the group's queue entry or a node changed.
-func (e *Engine) admitting(g *group) [][]string {
+// rulesOf returns the member rules of queued group g, found again only when the
+// group's queue entry or a node changed.
+func (e *Engine) rulesOf(g *group) *memberRules {
+	r := &g.rules
 	pg, ok := e.queue.Placement(g.key)
 	if !ok || len(pg.Members) == 0 {
+		*r = memberRules{}
+		return r
+	}
+	if r.first != &pg.Members[0] || r.snap != e.snap || r.layout != e.snap.Layout() {
+		*r = memberRules{first: &pg.Members[0], snap: e.snap, layout: e.snap.Layout(),
+			nodes: placement.NodesAdmitting(e.snap, pg), apart: placement.MembersApart(pg)}
+	}
+	return r
+}
+
+// firstOf returns the first n of s, or nil if s is nil.
+func firstOf[T any](s []T, n int) []T {
+	if s == nil {
 		return nil
 	}
-	r := &g.admits
-	if r.first != &pg.Members[0] || r.snap != e.snap || r.layout != e.snap.Layout() {
-		*r = admitsRead{first: &pg.Members[0], snap: e.snap, layout: e.snap.Layout(), nodes: placement.NodesAdmitting(e.snap, pg)}
-	}
-	return r.nodes
+	return s[:n]
 }
 
 // releases returns the nodes that take pods, and what each group's members release

@@ -62,9 +62,9 @@ type group struct {
 	// changedFor numbers the forecast's read of the nodes that was next when the group
 	// last changed in a way it reads (see forecastState.noteChanged).
 	changedFor uint64
-	// admits is what the forecast read of the nodes that admit the group's members
-	// (see Engine.admitting).
-	admits admitsRead
+	// rules is what the forecast read of the rules of the group's members (see
+	// Engine.rulesOf).
+	rules memberRules
 	// heldAmounts is what the members held at the last observe, and heldList the same
 	// as the list observe reports: a group is observed on every advance, and what it
 	// holds rarely changes between two.

@@ -8,8 +8,10 @@
 // capacity nobody said would come back.
 //
 // The profile counts resources, on the nodes each member may use (Group.Nodes: a pool
-// its node selector picks, say). Pod affinity, topology and devices are the placement's
-// business, and the forecast of a group they constrain is a lower bound. The package is
+// its node selector picks, say), one member of a class per node where the group says so
+// (Group.Apart: one worker per node). Other rules between pods, topology and devices are
+// the placement's business, and the forecast of a group they constrain is a lower
+// bound. The package is
 // pure: no clock, no API, no engine.
 package forecast
 
@@ -61,6 +63,10 @@ type Group struct {
 	// its node selector, node affinity and tolerations admit); nil for a member, or a
 	// nil Nodes, stands for every node. A member may share its slice with others.
 	Nodes [][]string
+	// Apart holds, for each member, a class: no two members of one nonzero class are
+	// planned on one node (their pod anti-affinity, or a host port, keeps them apart);
+	// nil for none.
+	Apart []int
 	// Runtime is how long the group is expected to run once started; zero when unknown,
 	// and the group then holds what it is planned on for ever.
 	Runtime time.Duration

@@ -126,6 +126,7 @@ func TestPlanNeverOvercommits(t *testing.T) {
 				rapid.Int64Range(1, 8).Draw(rt, "each"), time.Duration(rapid.IntRange(0, 3).Draw(rt, "hours"))*time.Hour))
 		}
 		drawNodes(rt, nodes, groups)
+		drawApart(rt, groups)
 		// The groups are in queue q; half the runs give it a quota: what is left now,
 		// and what admitted groups give back.
 		for i := range groups {
@@ -157,6 +158,9 @@ func TestPlanNeverOvercommits(t *testing.T) {
 				if !mayUse(g, n) {
 					rt.Fatalf("%s is planned on %s, which none of its members may use (%v)", g.Key, n, g.Nodes)
 				}
+			}
+			if most := largestClass(g); why == "" && len(planned) < most {
+				rt.Fatalf("%s is planned on %v, fewer nodes than the %d members of one class (%v)", g.Key, planned, most, g.Apart)
 			}
 			// The plan's shortcuts (totals, room, nodes kept from one candidate to the
 			// next) rule out only candidates a plain search rejects too.
@@ -256,6 +260,14 @@ func (p *profile) plainPlan(g Group) (int64, bool) {
 		}
 		allowed = append(allowed, mask)
 	}
+	var apart []uint64
+	for i := range g.Members {
+		if i < len(g.Apart) && g.Apart[i] > 0 {
+			apart = append(apart, 1<<(g.Apart[i]-1))
+		} else {
+			apart = append(apart, 0)
+		}
+	}
 	for _, t := range p.total.at {
 		end := int64(never)
 		if g.Runtime > 0 {
@@ -270,7 +282,8 @@ func (p *profile) plainPlan(g Group) (int64, bool) {
 			p.nodes[ni].minIn(t, end, avail[ni*d:(ni+1)*d])
 		}
 		chosen := make([]int, len(order))
-		if !pack(members, order, allowed, avail, d, lead, chosen) {
+		r := &work{allowed: allowed, apart: apart, classesOn: make([]uint64, len(p.nodes))}
+		if !pack(members, order, r, avail, d, lead, chosen) {
 			continue
 		}
 		for pos, ni := range chosen {
@@ -344,6 +357,7 @@ func TestPlanFromTheLastGroupsWindow(t *testing.T) {
 				time.Duration(rapid.IntRange(1, 8).Draw(rt, "hours"))*time.Hour))
 		}
 		drawNodes(rt, nodes, groups)
+		drawApart(rt, groups)
 		p, ref := newProfile(t0, nodes, releases, groups), newProfile(t0, nodes, releases, groups)
 		for _, g := range groups {
 			at, _, why := p.plan(g, 0)
@@ -453,6 +467,31 @@ func drawNodes(rt *rapid.T, nodes []Node, groups []Group) {
 	}
 }
 
+// drawApart gives some of groups classes of members kept apart (Group.Apart).
+func drawApart(rt *rapid.T, groups []Group) {
+	for i := range groups {
+		if !rapid.Bool().Draw(rt, "apart") {
+			continue
+		}
+		groups[i].Apart = make([]int, len(groups[i].Members))
+		for m := range groups[i].Apart {
+			groups[i].Apart[m] = rapid.IntRange(0, 2).Draw(rt, "class")
+		}
+	}
+}
+
+// largestClass returns how many members of g the largest of its classes kept apart has.
+func largestClass(g Group) int {
+	count, most := map[int]int{}, 0
+	for _, c := range g.Apart {
+		if c > 0 {
+			count[c]++
+			most = max(most, count[c])
+		}
+	}
+	return most
+}
+
 // mayUse reports whether some member of g may use node n.
 func mayUse(g Group, n string) bool {
 	if g.Nodes == nil {
@@ -518,5 +557,20 @@ func TestPlanPoolFreeLate(t *testing.T) {
 	got := Plan(t0, nodes, releases, nil, []Group{g}, Options{Depth: 256, Tries: 512})
 	if got[0].At != at(9) || len(got[0].Nodes) != 10 {
 		t.Errorf("pooled: planned at %v on %d nodes (%q), want at 9h0m0s on the pool's 10", got[0].At.Sub(t0), len(got[0].Nodes), got[0].Unknown)
+	}
+}
+
+// TestPlanApart: node a has 8 GPUs free now, b frees its 8 in 2 hours. Two one-GPU
+// members kept apart (one per node) start in 2 hours on a and b; the same members not
+// kept apart start now, both on a.
+func TestPlanApart(t *testing.T) {
+	nodes := []Node{{Name: "a", Free: gpus(8)}, {Name: "b", Free: gpus(0)}}
+	releases := []Release{{Node: "b", At: at(2), Resources: gpus(8)}}
+	apart, together := gang("apart", 2, 1, time.Hour), gang("together", 2, 1, time.Hour)
+	apart.Apart = []int{1, 1}
+	got := Plan(t0, nodes, releases, nil, []Group{apart, together}, Options{})
+	want := []Start{{Key: "apart", At: at(2), Nodes: []string{"a", "b"}}, {Key: "together", At: at(0), Nodes: []string{"a"}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("starts\n%s\nwant\n%s", render(got), render(want))
 	}
 }

@@ -33,6 +33,10 @@ type work struct {
 	// held marks the nodes some member may be packed on, nil when any may be.
 	allowed [][]bool
 	held    []bool
+	// apart holds, for each member, the bit of its class in Group.Apart (zero for none),
+	// and classesOn, while packing, the classes of the members packed on each node.
+	apart     []uint64
+	classesOn []uint64
 	// kept is the window avail and roomOf were last brought to, which the next group
 	// starts from if it packs by the same lead dimension and smallest member; taken are
 	// the nodes planned on since.
@@ -119,6 +123,24 @@ func (p *profile) readNodes(g Group, w *work) bool {
 	return true
 }
 
+// readApart reads into the scratch space the class of each of g's members (Group.Apart),
+// as a bit; classes beyond the 64th are not kept apart, and their members' forecast is
+// an earliest start.
+func (p *profile) readApart(g Group, w *work) {
+	w.apart = w.apart[:0]
+	if g.Apart == nil {
+		return
+	}
+	w.apart = slices.Grow(w.apart, len(g.Members))[:len(g.Members)]
+	clear(w.apart)
+	for i, class := range g.Apart[:min(len(g.Apart), len(g.Members))] {
+		if class > 0 && class <= 64 {
+			w.apart[i] = 1 << (class - 1)
+		}
+	}
+	w.classesOn = resize(w.classesOn, len(p.nodes))
+}
+
 // sameSlice reports whether a and b are the same slice: the members of one shape share
 // theirs.
 func sameSlice(a, b []string) bool {
@@ -150,6 +172,7 @@ func (p *profile) plan(g Group, tries int) (int64, []string, string) {
 				cluster.Format(p.dims[i], p.capacity[i]), cluster.Format(p.dims[i], need[i]), p.dims[i])
 		}
 	}
+	p.readApart(g, w)
 	if !p.readNodes(g, w) {
 		return 0, nil, "no node it may be planned on takes pods: its node selector, node affinity or tolerations admit none of them"
 	}
@@ -266,7 +289,7 @@ func (s *search) run(tries int) (int64, []string, string) {
 			}
 		}
 		copy(w.packing, w.avail)
-		if !pack(w.members, w.order, w.allowed, w.packing, d, lead, w.chosen) {
+		if !pack(w.members, w.order, w, w.packing, d, lead, w.chosen) {
 			continue
 		}
 		return t, s.take(t, end), ""
@@ -449,21 +472,35 @@ func covers(have, need []int64) bool {
 }
 
 // pack assigns each member, in order, to the node with the least of the lead
-// dimension left that fits it, among those allowed it (see work.allowed), in avail
-// (flat, d per node), which it consumes; chosen receives the node indexes. It reports
-// whether every member found a node.
-func pack(members []int64, order []int, allowed [][]bool, avail []int64, d, lead int, chosen []int) bool {
+// dimension left that fits it, among those allowed it and holding no member of its
+// class (work.allowed and work.apart; r may be nil), in avail (flat, d per node), which
+// it consumes; chosen receives the node indexes. It reports whether every member found
+// a node.
+func pack(members []int64, order []int, r *work, avail []int64, d, lead int, chosen []int) bool {
 	n := len(avail) / d // d > 0: the group asks for some of the profile's dimensions
+	var allowed [][]bool
+	var apart []uint64
+	if r != nil {
+		allowed, apart = r.allowed, r.apart
+		if len(apart) > 0 {
+			clear(r.classesOn)
+		}
+	}
 	for pos, mi := range order {
 		m := members[mi*d : (mi+1)*d]
 		var may []bool
 		if len(allowed) > 0 {
 			may = allowed[mi]
 		}
+		var class uint64
+		if len(apart) > 0 {
+			class = apart[mi]
+		}
 		best := -1
 		for ni := range n {
 			a := avail[ni*d : (ni+1)*d]
-			if (may == nil || may[ni]) && covers(a, m) && (best < 0 || a[lead] < avail[best*d+lead]) {
+			if (may == nil || may[ni]) && (class == 0 || r.classesOn[ni]&class == 0) && covers(a, m) &&
+				(best < 0 || a[lead] < avail[best*d+lead]) {
 				best = ni
 			}
 		}
@@ -471,6 +508,9 @@ func pack(members []int64, order []int, allowed [][]bool, avail []int64, d, lead
 			return false
 		}
 		addTo(avail[best*d:(best+1)*d], m, -1)
+		if class != 0 {
+			r.classesOn[best] |= class
+		}
 		chosen[pos] = best
 	}
 	return true

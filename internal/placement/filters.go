@@ -40,16 +40,7 @@ func needsFilters(p *corev1.Pod) bool {
 			return true
 		}
 	}
-	for _, list := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
-		for _, c := range list {
-			for _, port := range c.Ports {
-				if port.HostPort > 0 {
-					return true
-				}
-			}
-		}
-	}
-	return false
+	return asksHostPort(p)
 }
 
 // localVolume reports whether a volume is node-local and unlimited: no claim, no disk

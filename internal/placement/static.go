@@ -1,6 +1,12 @@
 package placement
 
 import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/muster-sched/muster/internal/cluster"
 )
 
@@ -92,4 +98,70 @@ func memberKey(m Member) string {
 		return m.Key
 	}
 	return shapeKey(m.Pod, m.requests())
+}
+
+// MembersApart returns, for each member of g, a class such that no two members of one
+// nonzero class may share a node, or nil when no member is held apart: the members of a
+// shape whose pods' required pod anti-affinity over kubernetes.io/hostname selects
+// their own labels in their own namespace, or whose pods ask for a host port, are one
+// class. Rules between members of different shapes, and terms whose namespaces are
+// chosen by a selector, are left to the placement. The forecast plans a class's members
+// on different nodes.
+func MembersApart(g Group) []int {
+	class := map[string]int{} // by shape key; numbered as the members come
+	for _, f := range shapeSetOf(g).forms {
+		if selfAntiAffine(f.pod) || asksHostPort(f.pod) {
+			class[f.key] = 0
+		}
+	}
+	if len(class) == 0 {
+		return nil
+	}
+	out, next := make([]int, len(g.Members)), 0
+	for i, m := range g.Members {
+		key := memberKey(m)
+		c, apart := class[key]
+		if !apart {
+			continue
+		}
+		if c == 0 {
+			next++
+			c, class[key] = next, next
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// selfAntiAffine reports whether p's required pod anti-affinity keeps pods with its own
+// labels in its own namespace off its node.
+func selfAntiAffine(p *corev1.Pod) bool {
+	a := p.Spec.Affinity
+	if a == nil || a.PodAntiAffinity == nil {
+		return false
+	}
+	for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		if term.TopologyKey != corev1.LabelHostname || term.LabelSelector == nil || term.NamespaceSelector != nil ||
+			len(term.MismatchLabelKeys) > 0 || len(term.Namespaces) > 0 && !slices.Contains(term.Namespaces, p.Namespace) {
+			continue
+		}
+		if sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector); err == nil && sel.Matches(labels.Set(p.Labels)) {
+			return true
+		}
+	}
+	return false
+}
+
+// asksHostPort reports whether a container of p asks for a host port.
+func asksHostPort(p *corev1.Pod) bool {
+	for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range list {
+			for _, port := range c.Ports {
+				if port.HostPort > 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-sched/muster/internal/cluster"
 	gt "github.com/muster-sched/muster/internal/gangtest"
@@ -53,5 +54,49 @@ func TestNodesAdmitting(t *testing.T) {
 	snap.SetNode(gt.Node("t-0").GPU(8).Label("pool", "b").Obj())
 	if got := placement.NodesAdmitting(snap, group(member("m", gt.Pod("m").GPU(1).Obj()))); got != nil {
 		t.Errorf("with no taint left: nodes %v, want nil (every node)", got)
+	}
+}
+
+// TestMembersApart: the members of a shape whose anti-affinity over the hostname selects
+// their own labels, or that ask for a host port, are one class each; a launcher free of
+// both, anti-affinity to other labels, over another topology key, or through a
+// namespace selector, is not kept apart.
+func TestMembersApart(t *testing.T) {
+	worker := func(name string) *gt.PodBuilder {
+		return gt.Pod(name).GPU(1).Label("job", "j")
+	}
+	withPort := func(name string) *corev1.Pod {
+		p := gt.Pod(name).GPU(1).Obj()
+		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 29500, HostPort: 29500}}
+		return p
+	}
+	nsSelected := worker("ns").AntiAffinity("job", "j", corev1.LabelHostname).Obj()
+	nsSelected.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].NamespaceSelector = &metav1.LabelSelector{}
+	group := func(pods ...*corev1.Pod) placement.Group {
+		var members []placement.Member
+		for _, p := range pods {
+			members = append(members, placement.Member{Name: p.Name, Pod: p})
+		}
+		return placement.Prepare(placement.Group{Name: "g", MinMember: len(members), Members: members})
+	}
+	for _, tc := range []struct {
+		name  string
+		group placement.Group
+		want  []int
+	}{
+		{"no rule", group(worker("w-0").Obj(), worker("w-1").Obj()), nil},
+		{"one per node, beside a free launcher", group(gt.Pod("launcher").GPU(1).Obj(),
+			worker("w-0").AntiAffinity("job", "j", corev1.LabelHostname).Obj(),
+			worker("w-1").AntiAffinity("job", "j", corev1.LabelHostname).Obj()), []int{0, 1, 1}},
+		{"host port", group(withPort("p-0"), withPort("p-1")), []int{1, 1}},
+		{"anti-affinity to other labels", group(worker("w-0").AntiAffinity("job", "other", corev1.LabelHostname).Obj()), nil},
+		{"over zones", group(worker("w-0").AntiAffinity("job", "j", corev1.LabelTopologyZone).Obj()), nil},
+		{"namespaces by selector", group(nsSelected), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, placement.MembersApart(tc.group)); diff != "" {
+				t.Errorf("classes (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
