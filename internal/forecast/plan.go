@@ -272,7 +272,7 @@ func (s *search) run(tries int) (int64, []string, string) {
 		// A group held to some nodes tries only the times at which they have room for
 		// its members: the times at which only other nodes free up, which may be most
 		// of the cluster's, would use up its tries.
-		if held := w.held != nil; held {
+		if w.held != nil {
 			s.refresh(t, end)
 			if s.smallest > 0 && s.roomHeld < len(w.order) {
 				continue
