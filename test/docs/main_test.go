@@ -18,5 +18,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(sandboxtest.Run(m, sandboxtest.Options{Cluster: seed}))
+	code := sandboxtest.Run(m, sandboxtest.Options{Cluster: seed})
+	if binDir != "" { // the muster and kubectl binaries built for the commands
+		if err := os.RemoveAll(binDir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = max(code, 1)
+		}
+	}
+	os.Exit(code)
 }

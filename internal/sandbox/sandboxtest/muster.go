@@ -39,6 +39,16 @@ func MusterBinary(t testing.TB) string {
 	return binary
 }
 
+// RemoveMusterBinary removes the directory MusterBinary built muster into, if it did:
+// a test binary's TestMain calls it once its tests have run (Run does), so that each run
+// does not leave a binary of some 250 MB behind.
+func RemoveMusterBinary() error {
+	if binary == "" {
+		return nil
+	}
+	return os.RemoveAll(filepath.Dir(binary))
+}
+
 // buildMuster builds ./cmd/muster into a new temporary directory.
 func buildMuster() (string, error) {
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
@@ -54,6 +64,7 @@ func buildMuster() (string, error) {
 	cmd := exec.Command("go", "build", "-o", out, "./cmd/muster")
 	cmd.Dir = root
 	if msg, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
 		return "", fmt.Errorf("building muster (go build -o %s ./cmd/muster in %s): %w\n%s", out, root, err, msg)
 	}
 	return out, nil

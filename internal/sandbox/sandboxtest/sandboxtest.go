@@ -120,6 +120,10 @@ func Run(m *testing.M, opts Options) int {
 	shared = env
 	sharedMu.Unlock()
 	code := m.Run()
+	if err := RemoveMusterBinary(); err != nil {
+		fmt.Fprintln(os.Stderr, "sandboxtest:", err)
+		code = max(code, 1)
+	}
 	addrs := env.Sandbox.ListenAddresses()
 	if err := env.Sandbox.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "sandboxtest: the control plane reported errors:", err)
