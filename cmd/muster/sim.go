@@ -138,6 +138,11 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	sim.WriteTable(out, sums)
 	fmt.Fprintln(out)
 	sim.WriteDominance(out, sums)
+	names := make([]string, len(sums))
+	for i, s := range sums {
+		names[i] = s.Policy
+	}
+	sim.WriteInstantStarts(out, names, worlds)
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return fmt.Errorf("create --out directory: %w", err)
 	}

@@ -31,7 +31,8 @@ func TestSimRounds(t *testing.T) {
 		t.Fatalf("muster sim --rounds 3: %v\n%s", err, out)
 	}
 	for _, want := range []string{"wall time over 3 rounds", "CPU time over the same rounds",
-		"permit-wait took ", "muster took ", "× pod-by-pod's wall time and "} {
+		"permit-wait took ", "muster took ", "× pod-by-pod's wall time and ",
+		"jobs started the instant they arrived: muster ", "that muster did not, "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}

@@ -1,0 +1,115 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// A queueing-delay CDF's first seconds count the jobs that started the instant they
+// arrived: every job draws the same time from bind to Ready under every policy, so which
+// jobs a policy started at once is what moves its CDF there. InstantStarts compares two
+// replays of the same jobs on that.
+
+// startedAtOnce reports whether j was Ready within its own time from bind to Ready, and a
+// second, of its submission: bound the instant it arrived.
+func startedAtOnce(j *Job) bool {
+	return !j.Ready.IsZero() && j.Ready.Sub(j.Submitted)-j.ReadyAfter < time.Second
+}
+
+// InstantStarts compares which jobs two replays of the same jobs, a and b, started the
+// instant they arrived.
+type InstantStarts struct {
+	// A and B count the jobs each started at once.
+	A, B int
+	// Lost are the jobs b started at once and a did not; Gained the other way.
+	Lost, Gained int
+	// Displaced are the jobs of Lost that arrived while a ran jobs b had not started
+	// yet (a had started them earlier); DisplacedGPUs is the mean of the GPUs those jobs
+	// of a held then, over Displaced.
+	Displaced     int
+	DisplacedGPUs float64
+}
+
+// CompareInstantStarts compares a's and b's jobs, matched by name; a job missing from
+// either is left out.
+func CompareInstantStarts(a, b *World) InstantStarts {
+	var c InstantStarts
+	other := map[string]*Job{}
+	for _, j := range b.Jobs() {
+		other[j.Name] = j
+	}
+	// ahead are the pairs of a job's runs where a started it before b did: only they
+	// can have been running under a, and not yet under b, when a job arrived.
+	type pair struct{ a, b *Job }
+	var ahead, lost []pair
+	for _, ja := range a.Jobs() {
+		jb := other[ja.Name]
+		if jb == nil {
+			continue
+		}
+		atOnceA, atOnceB := startedAtOnce(ja), startedAtOnce(jb)
+		c.A += count(atOnceA)
+		c.B += count(atOnceB)
+		switch {
+		case atOnceB && !atOnceA:
+			lost = append(lost, pair{ja, jb})
+		case atOnceA && !atOnceB:
+			c.Gained++
+		}
+		if !ja.Whole.IsZero() && (jb.Whole.IsZero() || ja.Whole.Before(jb.Whole)) {
+			ahead = append(ahead, pair{ja, jb})
+		}
+	}
+	c.Lost = len(lost)
+	var gpus int64
+	for _, l := range lost {
+		at := l.b.Submitted
+		var held int64
+		for _, p := range ahead {
+			runningA := !p.a.Whole.After(at) && (p.a.Finished.IsZero() || p.a.Finished.After(at))
+			if runningA && (p.b.Whole.IsZero() || p.b.Whole.After(at)) {
+				held += p.a.GPU * int64(p.a.Workers)
+			}
+		}
+		if held > 0 {
+			c.Displaced++
+			gpus += held
+		}
+	}
+	if c.Displaced > 0 {
+		c.DisplacedGPUs = float64(gpus) / float64(c.Displaced)
+	}
+	return c
+}
+
+func count(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// WriteInstantStarts writes, for each policy but muster, how many jobs each started the
+// instant they arrived, and why muster did not start at once those the other did: the
+// start of the CDFs WriteDominance compares.
+func WriteInstantStarts(out io.Writer, names []string, worlds []*World) {
+	m := -1
+	for i, name := range names {
+		if name == "muster" {
+			m = i
+		}
+	}
+	if m < 0 || worlds[m] == nil {
+		return
+	}
+	for i, name := range names {
+		if i == m || worlds[i] == nil {
+			continue
+		}
+		c := CompareInstantStarts(worlds[m], worlds[i])
+		fmt.Fprintf(out, "jobs started the instant they arrived: muster %d, %s %d; %s started %d at once that muster did not, "+
+			"%d of them while muster ran jobs %s had not started yet (%.1f GPUs on average); muster started %d at once that %s did not\n",
+			c.A, name, c.B, name, c.Lost, c.Displaced, name, c.DisplacedGPUs, c.Gained, name)
+	}
+}
