@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"math"
 	"slices"
 	"testing"
@@ -111,18 +112,33 @@ func TestShortfall(t *testing.T) {
 	for _, tc := range []struct {
 		a, b     Summary
 		fraction float64
-		at       time.Duration
+		at, from time.Duration
 	}{
-		{d(1, 2, 3, 4), d(1, 2, 3, 4), 0, 0},
-		{d(1, 1, 2, 3), d(1, 2, 3, 4), 0, 0},
+		{d(1, 2, 3, 4), d(1, 2, 3, 4), 0, 0, 0},
+		{d(1, 1, 2, 3), d(1, 2, 3, 4), 0, 0, 0},
 		// b has half its jobs started by 2 minutes, a a quarter.
-		{d(1, 3, 3, 4), d(1, 2, 3, 4), 0.25, 2 * time.Minute},
+		{d(1, 3, 3, 4), d(1, 2, 3, 4), 0.25, 2 * time.Minute, 3 * time.Minute},
 		// Different counts: a's 2 of 3 by 5 minutes against b's 1 of 1 by 1 minute.
-		{d(1, 5, 9), d(1), 2.0 / 3, time.Minute},
+		{d(1, 5, 9), d(1), 2.0 / 3, time.Minute, 9 * time.Minute},
+		// a falls below twice, the second time by less: the largest gap is in the
+		// first, and a is at or above b once it comes back up after the second.
+		{d(3, 3, 3, 6, 6), d(1, 2, 3, 5, 6), 0.4, 2 * time.Minute, 6 * time.Minute},
 	} {
 		if f, at := Shortfall(tc.a, tc.b); math.Abs(f-tc.fraction) > 1e-9 || at != tc.at {
 			t.Errorf("Shortfall(%v, %v) = %v at %v, want %v at %v", tc.a.Delays, tc.b.Delays, f, at, tc.fraction, tc.at)
 		}
+		if got := AtOrAboveFrom(tc.a, tc.b); got != tc.from {
+			t.Errorf("AtOrAboveFrom(%v, %v) = %v, want %v", tc.a.Delays, tc.b.Delays, got, tc.from)
+		}
+	}
+	m, other, same := d(1, 3, 3, 4), d(1, 2, 3, 4), d(1, 3, 3, 4)
+	m.Policy, other.Policy, same.Policy = "muster", "other", "same"
+	var out bytes.Buffer
+	WriteDominance(&out, []Summary{other, same, m})
+	want := "muster's queueing-delay CDF falls below other's by up to 25.00% of jobs (at 2.0m), and is at or above it from 3m0s on\n" +
+		"muster's queueing-delay CDF is at or above same's over its whole range\n"
+	if out.String() != want {
+		t.Errorf("WriteDominance wrote\n%s\nwant\n%s", out.String(), want)
 	}
 }
 

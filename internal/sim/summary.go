@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -200,28 +201,57 @@ func startErrorCell(s Summary) string {
 // or above b's over the whole range (at every delay, at least as large a fraction of
 // a's jobs had started). Delays must be sorted, as Summarise leaves them.
 func Shortfall(a, b Summary) (fraction float64, at time.Duration) {
-	da, db := a.Delays, b.Delays
-	if len(da) == 0 || len(db) == 0 {
-		return 0, 0
-	}
-	i, j := 0, 0
-	for i < len(da) || j < len(db) {
-		// The next delay of either, and every job of both that started by then.
-		x := db[min(j, len(db)-1)]
-		if j == len(db) || i < len(da) && da[i] < x {
-			x = da[i]
-		}
-		for i < len(da) && da[i] <= x {
-			i++
-		}
-		for j < len(db) && db[j] <= x {
-			j++
-		}
-		if gap := float64(j)/float64(len(db)) - float64(i)/float64(len(da)); gap > fraction {
+	for x, gap := range cdfGaps(a, b) {
+		if gap > fraction {
 			fraction, at = gap, x
 		}
 	}
 	return fraction, at
+}
+
+// AtOrAboveFrom is the delay from which on a's queueing-delay CDF is at or above b's
+// (a CDF is a step function: it is at or above from the delay where it last comes back
+// up to b's); zero when it is at or above over the whole range.
+func AtOrAboveFrom(a, b Summary) time.Duration {
+	var from time.Duration
+	below := false
+	for x, gap := range cdfGaps(a, b) {
+		switch {
+		case gap > 0:
+			below = true
+		case below:
+			from, below = x, false
+		}
+	}
+	return from
+}
+
+// cdfGaps yields, at each delay of a or b in increasing order, by how large a fraction
+// of jobs b's CDF is above a's there (negative where it is below).
+func cdfGaps(a, b Summary) iter.Seq2[time.Duration, float64] {
+	return func(yield func(time.Duration, float64) bool) {
+		da, db := a.Delays, b.Delays
+		if len(da) == 0 || len(db) == 0 {
+			return
+		}
+		i, j := 0, 0
+		for i < len(da) || j < len(db) {
+			// The next delay of either, and every job of both that started by then.
+			x := db[min(j, len(db)-1)]
+			if j == len(db) || i < len(da) && da[i] < x {
+				x = da[i]
+			}
+			for i < len(da) && da[i] <= x {
+				i++
+			}
+			for j < len(db) && db[j] <= x {
+				j++
+			}
+			if !yield(x, float64(j)/float64(len(db))-float64(i)/float64(len(da))) {
+				return
+			}
+		}
+	}
 }
 
 // WriteDominance writes, for each policy but muster, whether muster's queueing-delay
@@ -244,7 +274,8 @@ func WriteDominance(out io.Writer, sums []Summary) {
 		if f, at := Shortfall(*m, s); f == 0 {
 			fmt.Fprintf(out, "muster's queueing-delay CDF is at or above %s's over its whole range\n", s.Policy)
 		} else {
-			fmt.Fprintf(out, "muster's queueing-delay CDF falls below %s's by up to %.2f%% of jobs (at %s)\n", s.Policy, 100*f, human(at))
+			fmt.Fprintf(out, "muster's queueing-delay CDF falls below %s's by up to %.2f%% of jobs (at %s), and is at or above it from %s on\n",
+				s.Policy, 100*f, human(at), AtOrAboveFrom(*m, s).Round(time.Millisecond))
 		}
 	}
 }
