@@ -40,10 +40,16 @@ type Objects struct {
 	emptyGeneration uint64
 
 	generation uint64
+	// devices counts the changes of ResourceSlices and DeviceClasses.
+	devices uint64
 }
 
 // Generation changes with every change of the objects.
 func (st *Objects) Generation() uint64 { return st.generation }
+
+// DevicesGeneration changes with every change of the ResourceSlices and DeviceClasses:
+// what devices each node has, and which classes select them.
+func (st *Objects) DevicesGeneration() uint64 { return st.devices }
 
 // Objects returns the snapshot's cluster objects besides nodes and pods.
 func (s *Snapshot) Objects() *Objects { return s.storage }
@@ -70,8 +76,10 @@ func (s *Snapshot) SetObject(obj any) bool {
 		st.setClaim(o)
 	case *resourcev1.ResourceSlice:
 		st.Slices = put(st.Slices, o.Name, o)
+		st.devices++
 	case *resourcev1.DeviceClass:
 		st.DeviceClasses = put(st.DeviceClasses, o.Name, o)
+		st.devices++
 	default:
 		return false
 	}
@@ -169,8 +177,10 @@ func (s *Snapshot) RemoveObject(obj any) {
 		delete(st.observed, o.Namespace+"/"+o.Name)
 	case *resourcev1.ResourceSlice:
 		delete(st.Slices, o.Name)
+		st.devices++
 	case *resourcev1.DeviceClass:
 		delete(st.DeviceClasses, o.Name)
+		st.devices++
 	default:
 		return
 	}

@@ -86,3 +86,41 @@ func (s *GroupSpec) claimReleases(group string) []ClaimRelease {
 	}
 	return out
 }
+
+// deviceCensus is what the forecast counts of the nodes' DRA devices, per node and
+// DeviceClass: how many each node has (kubefit.NodeDevices), counted again when the
+// ResourceSlices or DeviceClasses change, and how many claims hold
+// (kubefit.ClaimedDevices), counted again when any object changes.
+type deviceCensus struct {
+	counted            bool
+	devicesGen, objGen uint64
+	total, claimed     map[string]cluster.Resources
+}
+
+// count returns the census of objs, counted again if they changed since.
+func (d *deviceCensus) count(objs *cluster.Objects) *deviceCensus {
+	if !d.counted || d.devicesGen != objs.DevicesGeneration() {
+		d.total, d.devicesGen = kubefit.NodeDevices(objs), objs.DevicesGeneration()
+	}
+	if !d.counted || d.objGen != objs.Generation() {
+		d.claimed, d.objGen = nil, objs.Generation()
+		if d.total != nil {
+			d.claimed = kubefit.ClaimedDevices(objs)
+		}
+	}
+	d.counted = true
+	return d
+}
+
+// withDevices returns r with the device counts d added, as a new map when d has any.
+func withDevices(r, d cluster.Resources) cluster.Resources {
+	if len(d) == 0 {
+		return r
+	}
+	out := r.Clone()
+	if out == nil {
+		out = cluster.Resources{}
+	}
+	out.Add(d)
+	return out
+}

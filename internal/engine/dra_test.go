@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
 	gt "github.com/muster-sched/muster/internal/gangtest"
+	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/queue"
 	"github.com/muster-sched/muster/internal/sim"
 )
@@ -179,5 +181,69 @@ func TestPodGroupClaim(t *testing.T) {
 	out = e.Step(sim.Epoch.Add(2 * time.Hour))
 	if len(out.Evictions) != 3 || len(out.ClaimReleases) != 1 || out.ClaimReleases[0].Claim != "channel" || out.ClaimReleases[0].Consumer != *consumer {
 		t.Fatalf("evictions %+v, claim releases %+v", out.Evictions, out.ClaimReleases)
+	}
+}
+
+// TestExpectedStartOfDeviceClaims: on 2 nodes of 2 DRA GPUs each, a gang of 4 one-GPU
+// claims runs; a queued gang of 2 one-GPU claims is expected to start when it ends (in
+// an hour), not now: the forecast counts each node's devices of the class and those
+// allocated, and the devices a member's own claims give back when it ends. When the
+// running gang declares no run time, the queued one's start is unknown, naming the
+// class.
+func TestExpectedStartOfDeviceClaims(t *testing.T) {
+	for _, runtime := range []string{"1h", ""} {
+		t.Run("runtime="+runtime, func(t *testing.T) {
+			e := draEngine()
+			now := sim.Epoch
+			run, pods := draGroup(e, "run", 4)
+			out := e.Step(now)
+			if len(out.Plans) != 1 || len(out.Plans[0].Steps) != 4 {
+				t.Fatalf("plans %+v, want run's of 4 members", out.Plans)
+			}
+			for _, st := range out.Plans[0].Steps {
+				var p *corev1.Pod
+				for _, q := range pods {
+					if "default/"+q.Name == st.Pod {
+						p = q
+					}
+				}
+				running := p.DeepCopy()
+				running.Spec.NodeName = st.Node
+				running.Status.Phase = corev1.PodRunning
+				running.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+				if runtime != "" {
+					running.Annotations = map[string]string{engine.AnnotationExpectedRuntime: runtime}
+				}
+				for _, ca := range st.Claims {
+					claim, err := kubefit.Allocated(e.Snapshot().ResourceClaim("default/"+p.Name+"-gpu"), running, ca)
+					if err != nil {
+						t.Fatal(err)
+					}
+					e.SetObject(claim)
+				}
+				e.SetPod(running, run)
+			}
+			e.Step(now)
+			next, nextPods := draGroup(e, "next", 2)
+			for _, p := range nextPods {
+				p = p.DeepCopy()
+				p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "30m"}
+				e.SetPod(p, next)
+			}
+			now = now.Add(sim.SimForecastEvery)
+			if out := e.Step(now); len(out.Plans) != 0 {
+				t.Fatalf("next admitted while run holds every GPU: %+v", out.Plans)
+			}
+			st, _ := e.Group(next)
+			if runtime == "" {
+				if !st.ExpectedStart.IsZero() || !strings.Contains(st.ExpectedStartUnknown, "of the 2 "+gt.GPUClass+" its members ask for") {
+					t.Errorf("next: expected start %v (%q), want unknown, naming 2 of class %s", st.ExpectedStart, st.ExpectedStartUnknown, gt.GPUClass)
+				}
+				return
+			}
+			if want := sim.Epoch.Add(time.Hour); !st.ExpectedStart.Equal(want) {
+				t.Errorf("next: expected start %v (%q), want %v", st.ExpectedStart, st.ExpectedStartUnknown, want)
+			}
+		})
 	}
 }

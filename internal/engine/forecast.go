@@ -8,6 +8,7 @@ import (
 
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/forecast"
+	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/placement"
 	"github.com/muster-sched/muster/internal/queue"
@@ -74,6 +75,8 @@ type forecastState struct {
 	groupsBuf  []forecast.Group
 	membersBuf []cluster.Resources
 	planner    forecast.Planner
+	// devices are the nodes' DRA devices as the last forecast counted them.
+	devices deviceCensus
 	// headAt is when the starving group's nodes were last planned (see refreshHead),
 	// and headStale says the queue or the cluster changed since.
 	headAt    time.Time
@@ -266,10 +269,17 @@ func (e *Engine) queuedGroups(last func(*queue.Entry) bool) []forecast.Group {
 		}
 		fg := forecast.Group{Key: ent.Key, Runtime: ent.Runtime, Queue: ent.Queue, Charge: e.queue.LeastCharge(ent.Key)}
 		from := len(members)
+		var claimsSeen map[string]bool
 		for _, m := range ent.Group.Members[:min(ent.Group.MinMember, len(ent.Group.Members))] {
 			req := m.Requests
 			if req == nil {
 				req = cluster.PodRequests(m.Pod)
+			}
+			if kubefit.HasResourceClaims(m.Pod) {
+				if claimsSeen == nil {
+					claimsSeen = map[string]bool{}
+				}
+				req = withDevices(req, kubefit.PendingDevices(e.snap, m.Pod, claimsSeen))
 			}
 			members = append(members, req) // the forecast ignores its pods count
 		}
@@ -331,14 +341,23 @@ func (e *Engine) releases(now time.Time) ([]forecast.Node, []forecast.Release) {
 	f := &e.forecast
 	f.pass++
 	nodes, releases := f.nodesBuf[:0], f.releasesBuf[:0]
+	devices := f.devices.count(e.snap.Objects())
 	for _, n := range e.snap.Nodes() {
 		if !n.Ready() || n.Node.Spec.Unschedulable {
 			continue
 		}
 		c := e.membersOn(n)
 		// The forecast only reads them: no copy.
-		nodes = append(nodes, forecast.Node{Name: n.Name(), Free: n.Allocatable, Used: n.Requested, Gen: c.read})
-		if c.fresh || f.holdsChanged(c) {
+		node := forecast.Node{Name: n.Name(), Free: n.Allocatable, Used: n.Requested, Gen: c.read}
+		hasDevices := devices.total[n.Name()] != nil
+		if hasDevices {
+			// Claims change without the node's pods: the node and its releases are read
+			// anew at every forecast.
+			node.Free, node.Used, node.Gen = withDevices(n.Allocatable, devices.total[n.Name()]),
+				withDevices(n.Requested, devices.claimed[n.Name()]), 0
+		}
+		nodes = append(nodes, node)
+		if c.fresh || hasDevices || f.holdsChanged(c) {
 			e.readReleases(c, n.Name(), now)
 		} else {
 			e.readMoving(c, now)
@@ -406,7 +425,11 @@ func (e *Engine) readMoving(c *nodePods, now time.Time) {
 func (e *Engine) releaseOf(m memberOn, node string, now time.Time) forecast.Release {
 	r := e.readGroup(m.group, now)
 	held := terminal(m.pod) || !r.live || !r.end.known
-	return forecast.Release{Node: node, Resources: m.requests, At: r.end.at, Held: held}
+	res := m.requests
+	if kubefit.HasResourceClaims(m.pod) {
+		res = withDevices(res, kubefit.OwnDevices(e.snap, m.pod))
+	}
+	return forecast.Release{Node: node, Resources: res, At: r.end.at, Held: held}
 }
 
 // membersOn returns the record of the members of groups among the pods the snapshot

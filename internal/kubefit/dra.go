@@ -320,6 +320,11 @@ func exactNeed(class string, mode resourcev1.DeviceAllocationMode, count int64, 
 // whose number is known only once allocated). Claims in seen are skipped, and the
 // pod's are added to it: a claim shared by members is charged once.
 func DeviceCounts(snap *cluster.Snapshot, pod *corev1.Pod, seen map[string]bool) cluster.Resources {
+	return deviceCounts(snap, pod, seen, true)
+}
+
+// deviceCounts is DeviceCounts, of the allocated claims too when allocated is true.
+func deviceCounts(snap *cluster.Snapshot, pod *corev1.Pod, seen map[string]bool, allocated bool) cluster.Resources {
 	if !HasResourceClaims(pod) {
 		return nil
 	}
@@ -337,18 +342,11 @@ func DeviceCounts(snap *cluster.Snapshot, pod *corev1.Pod, seen map[string]bool)
 			continue
 		}
 		seen[key] = true
-		classOf := map[string]string{}
-		for _, r := range c.Spec.Devices.Requests {
-			switch {
-			case r.Exactly != nil:
-				classOf[r.Name] = r.Exactly.DeviceClassName
-			default:
-				for _, sr := range r.FirstAvailable {
-					classOf[r.Name+"/"+sr.Name] = sr.DeviceClassName
-				}
-			}
-		}
 		if a := c.Status.Allocation; a != nil {
+			if !allocated {
+				continue
+			}
+			classOf := requestClasses(c)
 			for _, res := range a.Devices.Results {
 				add(classOf[res.Request], 1)
 			}

@@ -1,0 +1,203 @@
+package kubefit
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	dracel "k8s.io/dynamic-resource-allocation/cel"
+
+	"github.com/muster-sched/muster/internal/cluster"
+)
+
+// The forecast counts DRA devices as it counts a node's GPUs: per node and DeviceClass,
+// how many devices there are (NodeDevices), how many claims hold (ClaimedDevices), what
+// a running member gives back when it ends (OwnDevices) and what a waiting one asks for
+// (PendingDevices). Counts are by DeviceClass, the names a Queue's quota uses.
+
+// selectors compiles DeviceClass selectors as the structured allocator does; compiled
+// expressions are kept.
+var selectors = dracel.NewCache(256, dracel.Features{EnableConsumableCapacity: true, EnableListTypeAttributes: true})
+
+// NodeDevices returns, for each node with devices of its own (a ResourceSlice's
+// spec.nodeName, or a device's nodeName), how many of its devices each DeviceClass
+// selects: every CEL selector of the class matches the device. Only the newest
+// generation of each pool counts. A selector that fails on a device does not select it.
+// A device that consumes counters shared with others (a partition of a GPU) or allows
+// several allocations is counted as one device: for classes that select such devices
+// the count is an upper bound.
+func NodeDevices(objs *cluster.Objects) map[string]cluster.Resources {
+	if len(objs.Slices) == 0 || len(objs.DeviceClasses) == 0 {
+		return nil
+	}
+	newest := newestPools(objs)
+	out := map[string]cluster.Resources{}
+	ctx := context.Background()
+	for _, s := range objs.Slices {
+		if s.Spec.Pool.Generation != newest[poolKey{s.Spec.Driver, s.Spec.Pool.Name}] {
+			continue
+		}
+		for i := range s.Spec.Devices {
+			d := &s.Spec.Devices[i]
+			node := nodeOfDevice(s, d)
+			if node == "" {
+				continue
+			}
+			in := dracel.Device{Driver: s.Spec.Driver, AllowMultipleAllocations: d.AllowMultipleAllocations,
+				Attributes: d.Attributes, Capacity: d.Capacity}
+			for name, class := range objs.DeviceClasses {
+				if classSelects(ctx, class, in) {
+					if out[node] == nil {
+						out[node] = cluster.Resources{}
+					}
+					out[node][corev1.ResourceName(name)]++
+				}
+			}
+		}
+	}
+	return out
+}
+
+// classSelects reports whether every selector of class matches device d.
+func classSelects(ctx context.Context, class *resourcev1.DeviceClass, d dracel.Device) bool {
+	for _, sel := range class.Spec.Selectors {
+		if sel.CEL == nil {
+			continue
+		}
+		compiled := selectors.GetOrCompile(sel.CEL.Expression)
+		if compiled.Error != nil {
+			return false
+		}
+		if ok, _, err := compiled.DeviceMatches(ctx, d); err != nil || !ok {
+			return false
+		}
+	}
+	return true
+}
+
+type poolKey struct{ driver, pool string }
+
+// newestPools returns each pool's newest generation among its slices.
+func newestPools(objs *cluster.Objects) map[poolKey]int64 {
+	out := map[poolKey]int64{}
+	for _, s := range objs.Slices {
+		k := poolKey{s.Spec.Driver, s.Spec.Pool.Name}
+		out[k] = max(out[k], s.Spec.Pool.Generation)
+	}
+	return out
+}
+
+// nodeOfDevice is the node device d of slice s is on, or "" when it is not a single
+// node's (network-attached devices, selected by a node selector or for all nodes).
+func nodeOfDevice(s *resourcev1.ResourceSlice, d *resourcev1.Device) string {
+	switch {
+	case s.Spec.NodeName != nil:
+		return *s.Spec.NodeName
+	case d.NodeName != nil:
+		return *d.NodeName
+	}
+	return ""
+}
+
+// ClaimedDevices returns, for each node, how many of its devices are allocated to
+// ResourceClaims, per DeviceClass of the request each was allocated for.
+func ClaimedDevices(objs *cluster.Objects) map[string]cluster.Resources {
+	if len(objs.ResourceClaims) == 0 || len(objs.Slices) == 0 {
+		return nil
+	}
+	nodeOf := devicesNodes(objs)
+	out := map[string]cluster.Resources{}
+	for _, c := range objs.ResourceClaims {
+		a := c.Status.Allocation
+		if a == nil {
+			continue
+		}
+		classOf := requestClasses(c)
+		for _, res := range a.Devices.Results {
+			node := nodeOf[deviceKey{res.Driver, res.Pool, res.Device}]
+			class := classOf[res.Request]
+			if node == "" || class == "" {
+				continue
+			}
+			if out[node] == nil {
+				out[node] = cluster.Resources{}
+			}
+			out[node][corev1.ResourceName(class)]++
+		}
+	}
+	return out
+}
+
+type deviceKey struct{ driver, pool, device string }
+
+// devicesNodes maps each device of a single node to the node.
+func devicesNodes(objs *cluster.Objects) map[deviceKey]string {
+	out := map[deviceKey]string{}
+	for _, s := range objs.Slices {
+		for i := range s.Spec.Devices {
+			d := &s.Spec.Devices[i]
+			if node := nodeOfDevice(s, d); node != "" {
+				out[deviceKey{s.Spec.Driver, s.Spec.Pool.Name, d.Name}] = node
+			}
+		}
+	}
+	return out
+}
+
+// requestClasses maps each request of claim c, and each subrequest (as
+// "request/subrequest", the name an allocation result gives), to the DeviceClass it
+// names.
+func requestClasses(c *resourcev1.ResourceClaim) map[string]string {
+	out := map[string]string{}
+	for _, r := range c.Spec.Devices.Requests {
+		if r.Exactly != nil {
+			out[r.Name] = r.Exactly.DeviceClassName
+			continue
+		}
+		for _, sr := range r.FirstAvailable {
+			out[r.Name+"/"+sr.Name] = sr.DeviceClassName
+		}
+	}
+	return out
+}
+
+// OwnDevices is what pod's ResourceClaims that are allocated and reserved for it alone
+// hold, per DeviceClass: the devices that come back when it ends. A claim shared with
+// other consumers comes back only when the last of them ends, and is not counted.
+func OwnDevices(snap *cluster.Snapshot, pod *corev1.Pod) cluster.Resources {
+	if !HasResourceClaims(pod) {
+		return nil
+	}
+	claims, _ := ClaimsOf(snap, pod)
+	var out cluster.Resources
+	for _, c := range claims {
+		a := c.Status.Allocation
+		if a == nil || !reservedForOnly(c, pod) {
+			continue
+		}
+		classOf := requestClasses(c)
+		for _, res := range a.Devices.Results {
+			if class := classOf[res.Request]; class != "" {
+				if out == nil {
+					out = cluster.Resources{}
+				}
+				out[corev1.ResourceName(class)]++
+			}
+		}
+	}
+	return out
+}
+
+// reservedForOnly reports whether claim c is reserved for pod and no other consumer, or
+// for none yet.
+func reservedForOnly(c *resourcev1.ResourceClaim, pod *corev1.Pod) bool {
+	r := c.Status.ReservedFor
+	return len(r) == 0 || len(r) == 1 && r[0].UID == pod.UID
+}
+
+// PendingDevices is what pod's ResourceClaims not allocated yet ask for, per
+// DeviceClass, counted as DeviceCounts counts them. Claims in seen are skipped, and the
+// pod's are added to it: a claim shared by members is counted once.
+func PendingDevices(snap *cluster.Snapshot, pod *corev1.Pod, seen map[string]bool) cluster.Resources {
+	return deviceCounts(snap, pod, seen, false)
+}
