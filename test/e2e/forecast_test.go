@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/sandbox"
@@ -28,12 +29,41 @@ func TestExpectedStartOnItsGPUPool(t *testing.T) {
 	startMuster(t, env, musterOptions{})
 	onBusy := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"nvidia.com/gpu.product": busy} }
 
+	expectStartWhenRunningEnds(t, env, c, ns, onBusy)
+}
+
+// TestExpectedStartOfDeviceClaims: one node of two DRA GPUs. A job of two pods that
+// each claim a GPU, and declare an hour, runs on it; a job of one pod that claims one
+// more waits, and muster serve, as deployed, writes in its record that it is expected to
+// start in an hour, when the first job's claims are released, not at once because the
+// node's GPUs are not extended resources.
+func TestExpectedStartOfDeviceClaims(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "forecast-dra", Count: 1, CPU: "16", Memory: "64Gi", DRAGPUs: 2})
+	createTemplate(t, env, ns)
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	onPool := func(p *corev1.Pod) {
+		draWorker(p)
+		p.Spec.NodeSelector = map[string]string{sandbox.LabelPool: "forecast-dra"}
+	}
+
+	expectStartWhenRunningEnds(t, env, c, ns, onPool)
+}
+
+// expectStartWhenRunningEnds runs a job of two pods made by mutate that declares an
+// hour, then queues a job of one pod made the same way that cannot run beside it, and
+// checks that muster serve writes in the queued job's record that it is expected to
+// start an hour after the first started, and that it is still queued.
+func expectStartWhenRunningEnds(t *testing.T, env *sandboxtest.Env, c client.Client, ns string, mutate func(*corev1.Pod)) {
+	t.Helper()
 	created := time.Now()
-	running := pytorchJob{ns: ns, name: "running", workers: 1, mutate: onBusy,
+	running := pytorchJob{ns: ns, name: "running", workers: 1, mutate: mutate,
 		annotations: map[string]string{engine.AnnotationExpectedRuntime: "1h"}}
 	running.create(t, env, c)
 	waitCondition(t, env, c, ns, "running", "PodsReady", metav1.ConditionTrue)
-	queued := pytorchJob{ns: ns, name: "queued", workers: 0, mutate: onBusy,
+	queued := pytorchJob{ns: ns, name: "queued", workers: 0, mutate: mutate,
 		annotations: map[string]string{engine.AnnotationExpectedRuntime: "30m"}}
 	queued.create(t, env, c)
 
