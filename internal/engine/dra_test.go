@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,21 @@ func draGroup(e *engine.Engine, name string, n int) (string, []*corev1.Pod) {
 	return key, pods
 }
 
+// onePlan returns the steps of out's only plan, failing unless there is one plan, of n
+// steps, each of which writes the allocation of the member's claims.
+func onePlan(t *testing.T, out engine.Output, n int) []engine.Step {
+	t.Helper()
+	if len(out.Plans) != 1 || len(out.Plans[0].Steps) != n {
+		t.Fatalf("plans %+v, want one of %d members", out.Plans, n)
+	}
+	for _, st := range out.Plans[0].Steps {
+		if len(st.Claims) == 0 || !slices.ContainsFunc(st.Claims, func(c kubefit.ClaimAllocation) bool { return c.Allocation != nil }) {
+			t.Fatalf("step %+v allocates no claim", st)
+		}
+	}
+	return out.Plans[0].Steps
+}
+
 // TestPlanAllocatesClaims: a gang's plan carries each member's claim allocation, the
 // devices stay taken for the next group while the binds are in flight, a failed bind
 // gives its member's device back (and its replacement takes one), and once the gang's pods and allocations are gone the
@@ -53,12 +69,9 @@ func TestPlanAllocatesClaims(t *testing.T) {
 	now := sim.Epoch
 	_, pods := draGroup(e, "a", 3)
 	out := e.Step(now)
-	if len(out.Plans) != 1 || len(out.Plans[0].Steps) != 3 {
-		t.Fatalf("plans %+v", out.Plans)
-	}
-	for _, st := range out.Plans[0].Steps {
-		if len(st.Claims) != 1 || st.Claims[0].Allocation == nil {
-			t.Fatalf("step %+v has no allocation", st)
+	for _, st := range onePlan(t, out, 3) {
+		if len(st.Claims) != 1 {
+			t.Fatalf("step %+v writes %d claims, want its own", st, len(st.Claims))
 		}
 	}
 	// Three GPUs asked, one left: the second group waits while a's binds are in flight.
@@ -196,11 +209,7 @@ func TestExpectedStartOfDeviceClaims(t *testing.T) {
 			e := draEngine()
 			now := sim.Epoch
 			run, pods := draGroup(e, "run", 4)
-			out := e.Step(now)
-			if len(out.Plans) != 1 || len(out.Plans[0].Steps) != 4 {
-				t.Fatalf("plans %+v, want run's of 4 members", out.Plans)
-			}
-			for _, st := range out.Plans[0].Steps {
+			for _, st := range onePlan(t, e.Step(now), 4) {
 				var p *corev1.Pod
 				for _, q := range pods {
 					if "default/"+q.Name == st.Pod {
