@@ -95,12 +95,16 @@ type deviceCensus struct {
 	counted            bool
 	devicesGen, objGen uint64
 	total, claimed     map[string]cluster.Resources
+	// fewest is, per DeviceClass, the fewest devices of it a node with any has
+	// (kubefit.FewestDevices): what a request of all of them takes at least.
+	fewest cluster.Resources
 }
 
 // count returns the census of objs, counted again if they changed since.
 func (d *deviceCensus) count(objs *cluster.Objects) *deviceCensus {
 	if !d.counted || d.devicesGen != objs.DevicesGeneration() {
 		d.total, d.devicesGen = kubefit.NodeDevices(objs), objs.DevicesGeneration()
+		d.fewest = kubefit.FewestDevices(d.total)
 	}
 	if !d.counted || d.objGen != objs.Generation() {
 		d.claimed, d.objGen = nil, objs.Generation()

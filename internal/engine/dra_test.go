@@ -197,6 +197,32 @@ func TestPodGroupClaim(t *testing.T) {
 	}
 }
 
+// runDRAGang admits a group of n one-GPU claims at now, allocates its claims and makes
+// its members Running and Ready on the nodes planned, declaring runtime unless it is "".
+func runDRAGang(t *testing.T, e *engine.Engine, name string, n int, runtime string, now time.Time) {
+	t.Helper()
+	key, pods := draGroup(e, name, n)
+	for _, st := range onePlan(t, e.Step(now), n) {
+		i := slices.IndexFunc(pods, func(p *corev1.Pod) bool { return "default/"+p.Name == st.Pod })
+		running := pods[i].DeepCopy()
+		running.Spec.NodeName = st.Node
+		running.Status.Phase = corev1.PodRunning
+		running.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		if runtime != "" {
+			running.Annotations = map[string]string{engine.AnnotationExpectedRuntime: runtime}
+		}
+		for _, ca := range st.Claims {
+			claim, err := kubefit.Allocated(e.Snapshot().ResourceClaim("default/"+running.Name+"-gpu"), running, ca)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.SetObject(claim)
+		}
+		e.SetPod(running, key)
+	}
+	e.Step(now)
+}
+
 // TestExpectedStartOfDeviceClaims: on 2 nodes of 2 DRA GPUs each, a gang of 4 one-GPU
 // claims runs; a queued gang of 2 one-GPU claims is expected to start when it ends (in
 // an hour), not now: the forecast counts each node's devices of the class and those
@@ -208,31 +234,7 @@ func TestExpectedStartOfDeviceClaims(t *testing.T) {
 		t.Run("runtime="+runtime, func(t *testing.T) {
 			e := draEngine()
 			now := sim.Epoch
-			run, pods := draGroup(e, "run", 4)
-			for _, st := range onePlan(t, e.Step(now), 4) {
-				var p *corev1.Pod
-				for _, q := range pods {
-					if "default/"+q.Name == st.Pod {
-						p = q
-					}
-				}
-				running := p.DeepCopy()
-				running.Spec.NodeName = st.Node
-				running.Status.Phase = corev1.PodRunning
-				running.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-				if runtime != "" {
-					running.Annotations = map[string]string{engine.AnnotationExpectedRuntime: runtime}
-				}
-				for _, ca := range st.Claims {
-					claim, err := kubefit.Allocated(e.Snapshot().ResourceClaim("default/"+p.Name+"-gpu"), running, ca)
-					if err != nil {
-						t.Fatal(err)
-					}
-					e.SetObject(claim)
-				}
-				e.SetPod(running, run)
-			}
-			e.Step(now)
+			runDRAGang(t, e, "run", 4, runtime, now)
 			next, nextPods := draGroup(e, "next", 2)
 			for _, p := range nextPods {
 				p = p.DeepCopy()
@@ -254,5 +256,29 @@ func TestExpectedStartOfDeviceClaims(t *testing.T) {
 				t.Errorf("next: expected start %v (%q), want %v", st.ExpectedStart, st.ExpectedStartUnknown, want)
 			}
 		})
+	}
+}
+
+// TestExpectedStartOfAllDevices: on 2 nodes of 2 DRA GPUs each, a gang of 3 one-GPU
+// claims runs for an hour and leaves one GPU free; a queued pod that asks for all the
+// GPUs of its node needs both of a node's, and is expected to start when the gang ends,
+// not at once on the free one.
+func TestExpectedStartOfAllDevices(t *testing.T) {
+	e := draEngine()
+	now := sim.Epoch
+	runDRAGang(t, e, "run", 3, "1h", now)
+	key := "Coscheduling/default/whole"
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "whole", MinMember: 1})
+	claim := gt.GPUClaim("default", "whole-gpus", 0)
+	claim.Spec.Devices.Requests[0].Exactly.AllocationMode = resourcev1.DeviceAllocationModeAll
+	e.SetObject(claim)
+	e.SetPod(gt.Pod("whole").UID("uid-whole").DeviceClaim("gpu", "whole-gpus").Obj(), key)
+	now = now.Add(sim.SimForecastEvery)
+	if out := e.Step(now); len(out.Plans) != 0 {
+		t.Fatalf("whole admitted while no node has all its GPUs free: %+v", out.Plans)
+	}
+	st, _ := e.Group(key)
+	if want := sim.Epoch.Add(time.Hour); !st.ExpectedStart.Equal(want) {
+		t.Errorf("whole: expected start %v (%q), want %v, when the gang gives its GPUs back", st.ExpectedStart, st.ExpectedStartUnknown, want)
 	}
 }

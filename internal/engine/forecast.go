@@ -279,7 +279,7 @@ func (e *Engine) queuedGroups(last func(*queue.Entry) bool) []forecast.Group {
 				if claimsSeen == nil {
 					claimsSeen = map[string]bool{}
 				}
-				req = withDevices(req, kubefit.PendingDevices(e.snap, m.Pod, claimsSeen))
+				req = withDevices(req, kubefit.PendingDevices(e.snap, m.Pod, claimsSeen, f.devices.count(e.snap.Objects()).fewest))
 			}
 			members = append(members, req) // the forecast ignores its pods count
 		}

@@ -196,8 +196,33 @@ func reservedForOnly(c *resourcev1.ResourceClaim, pod *corev1.Pod) bool {
 }
 
 // PendingDevices is what pod's ResourceClaims not allocated yet ask for, per
-// DeviceClass, counted as DeviceCounts counts them. Claims in seen are skipped, and the
-// pod's are added to it: a claim shared by members is counted once.
-func PendingDevices(snap *cluster.Snapshot, pod *corev1.Pod, seen map[string]bool) cluster.Resources {
-	return deviceCounts(snap, pod, seen, false)
+// DeviceClass, counted as DeviceCounts counts them but for a request of all matching
+// devices: it takes every device of its class on the node it is allocated on, and
+// counts fewest[class] (see FewestDevices), one when that is not set. Claims in seen
+// are skipped, and the pod's are added to it: a claim shared by members is counted
+// once.
+func PendingDevices(snap *cluster.Snapshot, pod *corev1.Pod, seen map[string]bool, fewest cluster.Resources) cluster.Resources {
+	return deviceCounts(snap, pod, seen, false, fewest)
+}
+
+// FewestDevices returns, per DeviceClass, the fewest devices a node with any of the
+// class has, given NodeDevices' counts: what a request of all of a class's devices on
+// one node takes at least. It is exact where the nodes that have the class have the
+// same number of its devices, and a lower bound elsewhere.
+func FewestDevices(nodes map[string]cluster.Resources) cluster.Resources {
+	var out cluster.Resources
+	for _, r := range nodes {
+		for class, n := range r {
+			if n <= 0 {
+				continue
+			}
+			if out == nil {
+				out = cluster.Resources{}
+			}
+			if cur, ok := out[class]; !ok || n < cur {
+				out[class] = n
+			}
+		}
+	}
+	return out
 }

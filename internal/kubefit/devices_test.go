@@ -86,10 +86,34 @@ func TestClaimedAndOwnDevices(t *testing.T) {
 		t.Errorf("OwnDevices(w1) = %v: its own claim is not allocated and the other is shared", got)
 	}
 	seen := map[string]bool{}
-	if diff := cmp.Diff(cluster.Resources{gt.GPUClass: 1}, kubefit.PendingDevices(snap, w1, seen)); diff != "" {
+	if diff := cmp.Diff(cluster.Resources{gt.GPUClass: 1}, kubefit.PendingDevices(snap, w1, seen, nil)); diff != "" {
 		t.Errorf("PendingDevices(w1) (-want +got):\n%s", diff)
 	}
-	if got := kubefit.PendingDevices(snap, w1, seen); got != nil {
+	if got := kubefit.PendingDevices(snap, w1, seen, nil); got != nil {
 		t.Errorf("PendingDevices(w1) again = %v: its claims were counted once", got)
+	}
+}
+
+// TestPendingAllDevices: a request of all of a class's devices counts the fewest devices
+// of the class a node has, one when no node has any; FewestDevices skips the nodes
+// without the class.
+func TestPendingAllDevices(t *testing.T) {
+	nodes := map[string]cluster.Resources{"n0": {gt.GPUClass: 8}, "n1": {gt.GPUClass: 4, "h100": 1}, "n2": {"h100": 2}, "n3": {gt.GPUClass: 0}}
+	fewest := kubefit.FewestDevices(nodes)
+	if diff := cmp.Diff(cluster.Resources{gt.GPUClass: 4, "h100": 1}, fewest); diff != "" {
+		t.Errorf("FewestDevices (-want +got):\n%s", diff)
+	}
+	snap, _ := draSnapshot(0)
+	claim := gt.GPUClaim("default", "all", 0)
+	claim.Spec.Devices.Requests[0].Exactly.AllocationMode = resourcev1.DeviceAllocationModeAll
+	snap.SetObject(claim)
+	pod := gt.Pod("w").UID("uid-w").DeviceClaim("gpu", "all").Obj()
+	for _, c := range []struct {
+		fewest cluster.Resources
+		want   int64
+	}{{fewest, 4}, {nil, 1}} {
+		if diff := cmp.Diff(cluster.Resources{gt.GPUClass: c.want}, kubefit.PendingDevices(snap, pod, map[string]bool{}, c.fewest)); diff != "" {
+			t.Errorf("PendingDevices with fewest %v (-want +got):\n%s", c.fewest, diff)
+		}
 	}
 }

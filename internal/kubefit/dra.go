@@ -320,11 +320,12 @@ func exactNeed(class string, mode resourcev1.DeviceAllocationMode, count int64, 
 // whose number is known only once allocated). Claims in seen are skipped, and the
 // pod's are added to it: a claim shared by members is charged once.
 func DeviceCounts(snap *cluster.Snapshot, pod *corev1.Pod, seen map[string]bool) cluster.Resources {
-	return deviceCounts(snap, pod, seen, true)
+	return deviceCounts(snap, pod, seen, true, nil)
 }
 
-// deviceCounts is DeviceCounts, of the allocated claims too when allocated is true.
-func deviceCounts(snap *cluster.Snapshot, pod *corev1.Pod, seen map[string]bool, allocated bool) cluster.Resources {
+// deviceCounts is DeviceCounts, of the allocated claims too when allocated is true. A
+// request of all matching devices counts all[class] when that is set, else one.
+func deviceCounts(snap *cluster.Snapshot, pod *corev1.Pod, seen map[string]bool, allocated bool, all cluster.Resources) cluster.Resources {
 	if !HasResourceClaims(pod) {
 		return nil
 	}
@@ -355,7 +356,7 @@ func deviceCounts(snap *cluster.Snapshot, pod *corev1.Pod, seen map[string]bool,
 		for _, r := range c.Spec.Devices.Requests {
 			switch {
 			case r.Exactly != nil && r.Exactly.AllocationMode == resourcev1.DeviceAllocationModeAll:
-				add(r.Exactly.DeviceClassName, 1)
+				add(r.Exactly.DeviceClassName, max(all[corev1.ResourceName(r.Exactly.DeviceClassName)], 1))
 			case r.Exactly != nil:
 				add(r.Exactly.DeviceClassName, max(r.Exactly.Count, 1))
 			case len(r.FirstAvailable) > 0:
