@@ -98,13 +98,24 @@ type deviceCensus struct {
 	// fewest is, per DeviceClass, the fewest devices of it a node with any has
 	// (kubefit.FewestDevices): what a request of all of them takes at least.
 	fewest cluster.Resources
+	// nodesOf keeps, by request, the nodes whose devices can serve it
+	// (kubefit.DeviceNodes), until the devices change.
+	nodesOf map[string][]string
+}
+
+// requestNodes returns the census's memo of the nodes that can serve each request.
+func (d *deviceCensus) requestNodes() map[string][]string {
+	if d.nodesOf == nil {
+		d.nodesOf = map[string][]string{}
+	}
+	return d.nodesOf
 }
 
 // count returns the census of objs, counted again if they changed since.
 func (d *deviceCensus) count(objs *cluster.Objects) *deviceCensus {
 	if !d.counted || d.devicesGen != objs.DevicesGeneration() {
 		d.total, d.devicesGen = kubefit.NodeDevices(objs), objs.DevicesGeneration()
-		d.fewest = kubefit.FewestDevices(d.total)
+		d.fewest, d.nodesOf = kubefit.FewestDevices(d.total), nil
 	}
 	if !d.counted || d.objGen != objs.Generation() {
 		d.claimed, d.objGen = nil, objs.Generation()

@@ -30,14 +30,15 @@ func draEngine() *engine.Engine {
 	return e
 }
 
-// draGroup adds a group of n workers, each with its own one-GPU claim.
-func draGroup(e *engine.Engine, name string, n int) (string, []*corev1.Pod) {
+// draGroup adds a group of n workers, each with its own one-GPU claim, whose request has
+// the CEL selectors given.
+func draGroup(e *engine.Engine, name string, n int, selectors ...string) (string, []*corev1.Pod) {
 	key := "Coscheduling/default/" + name
 	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: name, MinMember: n})
 	var pods []*corev1.Pod
 	for i := range n {
 		pod := fmt.Sprintf("%s-%d", name, i)
-		e.SetObject(gt.GPUClaim("default", pod+"-gpu", 1))
+		e.SetObject(gt.GPUClaim("default", pod+"-gpu", 1, selectors...))
 		p := gt.Pod(pod).UID("uid-"+pod).DeviceClaim("gpu", pod+"-gpu").Obj()
 		e.SetPod(p, key)
 		pods = append(pods, p)
@@ -197,11 +198,12 @@ func TestPodGroupClaim(t *testing.T) {
 	}
 }
 
-// runDRAGang admits a group of n one-GPU claims at now, allocates its claims and makes
-// its members Running and Ready on the nodes planned, declaring runtime unless it is "".
-func runDRAGang(t *testing.T, e *engine.Engine, name string, n int, runtime string, now time.Time) {
+// runDRAGang admits a group of n one-GPU claims (with the CEL selectors given) at now,
+// allocates its claims and makes its members Running and Ready on the nodes planned,
+// declaring runtime unless it is "".
+func runDRAGang(t *testing.T, e *engine.Engine, name string, n int, runtime string, now time.Time, selectors ...string) {
 	t.Helper()
-	key, pods := draGroup(e, name, n)
+	key, pods := draGroup(e, name, n, selectors...)
 	for _, st := range onePlan(t, e.Step(now), n) {
 		i := slices.IndexFunc(pods, func(p *corev1.Pod) bool { return "default/"+p.Name == st.Pod })
 		running := pods[i].DeepCopy()
@@ -280,5 +282,37 @@ func TestExpectedStartOfAllDevices(t *testing.T) {
 	st, _ := e.Group(key)
 	if want := sim.Epoch.Add(time.Hour); !st.ExpectedStart.Equal(want) {
 		t.Errorf("whole: expected start %v (%q), want %v, when the gang gives its GPUs back", st.ExpectedStart, st.ExpectedStartUnknown, want)
+	}
+}
+
+// TestExpectedStartOfSelectedDevices: the DeviceClass covers the GPUs of both NVLink
+// cliques, and the claims select clique-b's; a gang runs for an hour on clique-b's only
+// node. A queued member that selects clique-b too is expected to start when the gang
+// ends, not at once on clique-a's idle GPUs, also when its claim comes after it.
+func TestExpectedStartOfSelectedDevices(t *testing.T) {
+	e := sim.NewEngine()
+	for n, clique := range map[string]string{"n0": "clique-a", "n1": "clique-b"} {
+		e.SetNode(gt.Node(n).Obj())
+		e.SetObject(gt.GPUSlice(n, 2, clique))
+	}
+	e.SetObject(gt.DeviceClass())
+	const inB = `device.attributes["gpu.nvidia.com"].cliqueID == "clique-b"`
+	now := sim.Epoch
+	runDRAGang(t, e, "run", 2, "1h", now, inB)
+	// The member comes before its claim, as a claim made from a template does: its
+	// nodes are read again when the claim comes.
+	next := "Coscheduling/default/next"
+	e.SetGroup(engine.GroupSpec{Key: next, Source: engine.Coscheduling, Namespace: "default", Name: "next", MinMember: 1})
+	e.SetPod(gt.Pod("next-0").UID("uid-next-0").DeviceClaim("gpu", "next-0-gpu").Obj(), next)
+	for range 2 {
+		now = now.Add(sim.SimForecastEvery)
+		if out := e.Step(now); len(out.Plans) != 0 {
+			t.Fatalf("next admitted while clique-b's GPUs are taken: %+v", out.Plans)
+		}
+		e.SetObject(gt.GPUClaim("default", "next-0-gpu", 1, inB))
+	}
+	st, _ := e.Group(next)
+	if want := sim.Epoch.Add(time.Hour); !st.ExpectedStart.Equal(want) {
+		t.Errorf("next: expected start %v (%q), want %v, when the gang gives clique-b's GPUs back", st.ExpectedStart, st.ExpectedStartUnknown, want)
 	}
 }

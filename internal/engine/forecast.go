@@ -10,7 +10,6 @@ import (
 	"github.com/muster-sched/muster/internal/forecast"
 	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/lifecycle"
-	"github.com/muster-sched/muster/internal/placement"
 	"github.com/muster-sched/muster/internal/queue"
 )
 
@@ -294,42 +293,6 @@ func (e *Engine) queuedGroups(last func(*queue.Entry) bool) []forecast.Group {
 	}
 	f.membersBuf = members
 	return groups
-}
-
-// memberRules are what the forecast reads of a queued group's members besides their
-// requests: the nodes that admit each (placement.NodesAdmitting) and the classes kept
-// apart (placement.MembersApart), nil when none; found for the queue entry's members
-// (the first of them) on a snapshot's nodes (its layout).
-type memberRules struct {
-	first  *placement.Member
-	snap   *cluster.Snapshot
-	layout uint64
-	nodes  [][]string
-	apart  []int
-}
-
-// rulesOf returns the member rules of queued group g, found again only when the
-// group's queue entry or a node changed.
-func (e *Engine) rulesOf(g *group) *memberRules {
-	r := &g.rules
-	pg, ok := e.queue.Placement(g.key)
-	if !ok || len(pg.Members) == 0 {
-		*r = memberRules{}
-		return r
-	}
-	if r.first != &pg.Members[0] || r.snap != e.snap || r.layout != e.snap.Layout() {
-		*r = memberRules{first: &pg.Members[0], snap: e.snap, layout: e.snap.Layout(),
-			nodes: placement.NodesAdmitting(e.snap, pg), apart: placement.MembersApart(pg)}
-	}
-	return r
-}
-
-// firstOf returns the first n of s, or nil if s is nil.
-func firstOf[T any](s []T, n int) []T {
-	if s == nil {
-		return nil
-	}
-	return s[:n]
 }
 
 // releases returns the nodes that take pods, and what each group's members release

@@ -60,8 +60,9 @@ type Group struct {
 	// them). Their pods count is ignored: it is the placement's business.
 	Members []cluster.Resources
 	// Nodes holds, for each member, the names of the nodes it may be planned on (those
-	// its node selector, node affinity and tolerations admit); nil for a member, or a
-	// nil Nodes, stands for every node. A member may share its slice with others.
+	// its node selector, node affinity and tolerations admit, with devices its claims
+	// select); nil for a member, or a nil Nodes, stands for every node. A member may
+	// share its slice with others.
 	Nodes [][]string
 	// Apart holds, for each member, a class: no two members of one nonzero class are
 	// planned on one node (their pod anti-affinity, or a host port, keeps them apart);

@@ -30,37 +30,43 @@ func NodeDevices(objs *cluster.Objects) map[string]cluster.Resources {
 	if len(objs.Slices) == 0 || len(objs.DeviceClasses) == 0 {
 		return nil
 	}
-	newest := newestPools(objs)
 	out := map[string]cluster.Resources{}
 	ctx := context.Background()
+	eachNodeDevice(objs, func(node string, d dracel.Device) {
+		for name, class := range objs.DeviceClasses {
+			if selectsAll(ctx, class.Spec.Selectors, d) {
+				if out[node] == nil {
+					out[node] = cluster.Resources{}
+				}
+				out[node][corev1.ResourceName(name)]++
+			}
+		}
+	})
+	return out
+}
+
+// eachNodeDevice calls fn with each device of a single node, in the newest generation of
+// its pool.
+func eachNodeDevice(objs *cluster.Objects, fn func(node string, d dracel.Device)) {
+	newest := newestPools(objs)
 	for _, s := range objs.Slices {
 		if s.Spec.Pool.Generation != newest[poolKey{s.Spec.Driver, s.Spec.Pool.Name}] {
 			continue
 		}
 		for i := range s.Spec.Devices {
 			d := &s.Spec.Devices[i]
-			node := nodeOfDevice(s, d)
-			if node == "" {
-				continue
-			}
-			in := dracel.Device{Driver: s.Spec.Driver, AllowMultipleAllocations: d.AllowMultipleAllocations,
-				Attributes: d.Attributes, Capacity: d.Capacity}
-			for name, class := range objs.DeviceClasses {
-				if classSelects(ctx, class, in) {
-					if out[node] == nil {
-						out[node] = cluster.Resources{}
-					}
-					out[node][corev1.ResourceName(name)]++
-				}
+			if node := nodeOfDevice(s, d); node != "" {
+				fn(node, dracel.Device{Driver: s.Spec.Driver, AllowMultipleAllocations: d.AllowMultipleAllocations,
+					Attributes: d.Attributes, Capacity: d.Capacity})
 			}
 		}
 	}
-	return out
 }
 
-// classSelects reports whether every selector of class matches device d.
-func classSelects(ctx context.Context, class *resourcev1.DeviceClass, d dracel.Device) bool {
-	for _, sel := range class.Spec.Selectors {
+// selectsAll reports whether every CEL selector of sels matches device d. A selector that
+// does not compile or fails on d does not match it.
+func selectsAll(ctx context.Context, sels []resourcev1.DeviceSelector, d dracel.Device) bool {
+	for _, sel := range sels {
 		if sel.CEL == nil {
 			continue
 		}

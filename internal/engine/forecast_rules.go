@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"slices"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/kubefit"
+	"github.com/muster-sched/muster/internal/placement"
+)
+
+// memberRules are what the forecast reads of a queued group's members besides their
+// requests: the nodes that admit each (placement.NodesAdmitting, narrowed to the nodes
+// whose devices can serve the member's claims, kubefit.DeviceNodes) and the classes
+// kept apart (placement.MembersApart), nil when none; found for the queue entry's
+// members (the first of them) on a snapshot's nodes (its layout) and devices (the
+// census's generation), and, for members with claims, its objects (their generation).
+type memberRules struct {
+	first      *placement.Member
+	snap       *cluster.Snapshot
+	layout     uint64
+	devicesGen uint64
+	claims     bool
+	objGen     uint64
+	nodes      [][]string
+	apart      []int
+}
+
+// rulesOf returns the member rules of queued group g, found again only when the
+// group's queue entry, a node, a device or, for a group with claims, an object changed.
+func (e *Engine) rulesOf(g *group) *memberRules {
+	r := &g.rules
+	pg, ok := e.queue.Placement(g.key)
+	if !ok || len(pg.Members) == 0 {
+		*r = memberRules{}
+		return r
+	}
+	objs := e.snap.Objects()
+	census := e.forecast.devices.count(objs)
+	if r.first != &pg.Members[0] || r.snap != e.snap || r.layout != e.snap.Layout() ||
+		r.devicesGen != census.devicesGen || r.claims && r.objGen != objs.Generation() {
+		*r = memberRules{first: &pg.Members[0], snap: e.snap, layout: e.snap.Layout(),
+			devicesGen: census.devicesGen, objGen: objs.Generation(),
+			claims: slices.ContainsFunc(pg.Members, func(m placement.Member) bool { return kubefit.HasResourceClaims(m.Pod) }),
+			nodes:  placement.NodesAdmitting(e.snap, pg), apart: placement.MembersApart(pg)}
+		if r.claims {
+			r.nodes = withDeviceNodes(r.nodes, e.snap, pg, census.requestNodes())
+		}
+	}
+	return r
+}
+
+// withDeviceNodes narrows nodes, the nodes that admit each member of pg (nil for all),
+// to those whose devices can serve the member's claims (kubefit.DeviceNodes). Members
+// that admitted the same nodes and whose claims ask for the same devices share the
+// narrowed list, as the forecast reads a list shared with the member before once.
+func withDeviceNodes(nodes [][]string, snap *cluster.Snapshot, pg placement.Group, memo map[string][]string) [][]string {
+	var lastIn, lastDev, lastOut []string
+	for i, m := range pg.Members {
+		dev := kubefit.DeviceNodes(snap, m.Pod, memo)
+		if dev == nil {
+			continue
+		}
+		if nodes == nil {
+			nodes = make([][]string, len(pg.Members))
+		}
+		in := nodes[i]
+		switch {
+		case in == nil:
+			nodes[i] = dev
+		case lastOut != nil && sameList(in, lastIn) && sameList(dev, lastDev):
+			nodes[i] = lastOut
+		default:
+			nodes[i] = slices.DeleteFunc(slices.Clone(in), func(n string) bool { return !slices.Contains(dev, n) })
+			lastIn, lastDev, lastOut = in, dev, nodes[i]
+		}
+	}
+	return nodes
+}
+
+// sameList reports whether a and b are the same list: the same array, or both empty.
+func sameList(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// firstOf returns the first n of s, or nil if s is nil.
+func firstOf[T any](s []T, n int) []T {
+	if s == nil {
+		return nil
+	}
+	return s[:n]
+}
