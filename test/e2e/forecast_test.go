@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/muster-sched/muster/internal/engine"
@@ -50,6 +53,38 @@ func TestExpectedStartOfDeviceClaims(t *testing.T) {
 	}
 
 	expectStartWhenRunningEnds(t, env, c, ns, onPool)
+}
+
+// TestExpectedStartOfSelectedDevices: two nodes of two DRA GPUs each, in two NVLink
+// cliques, and no node selector: the jobs' claims select the first clique's GPUs with a
+// selector of their own. A job of two pods that declares an hour runs on the first
+// clique's node; muster serve, as deployed, writes in the queued job's record that it
+// is expected to start in an hour, when those GPUs come back, not at once on the other
+// clique's idle GPUs, which its claim does not select.
+func TestExpectedStartOfSelectedDevices(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	busy, idle := ns+"-busy", ns+"-idle"
+	for _, clique := range []string{busy, idle} {
+		env.CreateNodes(t, sandbox.NodePool{Name: clique, Count: 1, CPU: "16", Memory: "64Gi", DRAGPUs: 2, Clique: clique})
+	}
+	spec := sandboxtest.GPUClaimSpec(1)
+	spec.Devices.Requests[0].Exactly.Selectors = []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+		Expression: fmt.Sprintf("device.attributes[%q].%s == %q", sandbox.DRADriver, sandbox.AttributeCliqueID, busy)}}}
+	const inBusy = "one-gpu-in-busy-clique"
+	tmpl := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: inBusy},
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: spec}}
+	if _, err := env.Kube.ResourceV1().ResourceClaimTemplates(ns).Create(context.Background(), tmpl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	inBusyClique := func(p *corev1.Pod) {
+		draWorker(p)
+		p.Spec.ResourceClaims[len(p.Spec.ResourceClaims)-1].ResourceClaimTemplateName = ptr.To(inBusy)
+	}
+
+	expectStartWhenRunningEnds(t, env, c, ns, inBusyClique)
 }
 
 // expectStartWhenRunningEnds runs a job of two pods made by mutate that declares an
