@@ -70,7 +70,7 @@ func withDeviceNodes(nodes [][]string, snap *cluster.Snapshot, pg placement.Grou
 		case lastOut != nil && sameList(in, lastIn) && sameList(dev, lastDev):
 			nodes[i] = lastOut
 		default:
-			nodes[i] = slices.DeleteFunc(slices.Clone(in), func(n string) bool { return !slices.Contains(dev, n) })
+			nodes[i] = kubefit.Narrow(in, dev)
 			lastIn, lastDev, lastOut = in, dev, nodes[i]
 		}
 	}

@@ -22,8 +22,8 @@ import (
 // that have that kind. Whether the devices are free is not checked, and requests of
 // first-available alternatives are not read.
 //
-// It returns nil when pod has no such request, and an empty list when no node serves
-// them. The nodes found for each request are kept in memo, which the caller empties when
+// It returns nil when pod has no such request, and otherwise a sorted list, empty when
+// no node serves them. The nodes found for each request are kept in memo, which the caller empties when
 // the ResourceSlices or DeviceClasses change.
 func DeviceNodes(snap *cluster.Snapshot, pod *corev1.Pod, memo map[string][]string) []string {
 	if !HasResourceClaims(pod) {
@@ -43,8 +43,20 @@ func DeviceNodes(snap *cluster.Snapshot, pod *corev1.Pod, memo map[string][]stri
 			if out == nil {
 				out = nodes
 			} else {
-				out = slices.DeleteFunc(slices.Clone(out), func(n string) bool { return !slices.Contains(nodes, n) })
+				out = Narrow(out, nodes)
 			}
+		}
+	}
+	return out
+}
+
+// Narrow returns the names of nodes that are in sorted, a sorted list, as a new list in
+// the order of nodes.
+func Narrow(nodes, sorted []string) []string {
+	out := make([]string, 0, min(len(nodes), len(sorted)))
+	for _, n := range nodes {
+		if _, ok := slices.BinarySearch(sorted, n); ok {
+			out = append(out, n)
 		}
 	}
 	return out
