@@ -287,37 +287,44 @@ func TestExpectedStartOfAllDevices(t *testing.T) {
 
 // TestExpectedStartOfSelectedDevices: the DeviceClass covers the GPUs of both NVLink
 // cliques, and the claims select clique-b's; a gang runs for an hour on n1, clique-b's
-// only node then. n2 of clique-b joins, outside the pool the queued member's node
-// selector admits, as n0 of clique-a is in it. The member, which selects clique-b too,
-// is expected to start when the gang ends: not at once on n0's GPUs, which its claim
-// does not select, nor on n2's, which its node selector does not admit; also when its
-// claim comes after it.
+// only node then. A queued member that selects clique-b too is expected to start when
+// the gang ends, not at once on n0's GPUs, which its claim does not select; also when
+// its claim comes after it. With a node selector that admits n0 and n1, it is not
+// expected to start on n2 either, which then joins clique-b outside that pool.
 func TestExpectedStartOfSelectedDevices(t *testing.T) {
-	e := sim.NewEngine()
-	for n, clique := range map[string]string{"n0": "clique-a", "n1": "clique-b"} {
-		e.SetNode(gt.Node(n).Label("pool", "p").Obj())
-		e.SetObject(gt.GPUSlice(n, 2, clique))
-	}
-	e.SetObject(gt.DeviceClass())
-	const inB = `device.attributes["gpu.nvidia.com"].cliqueID == "clique-b"`
-	now := sim.Epoch
-	runDRAGang(t, e, "run", 2, "1h", now, inB)
-	e.SetNode(gt.Node("n2").Label("pool", "q").Obj())
-	e.SetObject(gt.GPUSlice("n2", 2, "clique-b"))
-	// The member comes before its claim, as a claim made from a template does: its
-	// nodes are read again when the claim comes.
-	next := "Coscheduling/default/next"
-	e.SetGroup(engine.GroupSpec{Key: next, Source: engine.Coscheduling, Namespace: "default", Name: "next", MinMember: 1})
-	e.SetPod(gt.Pod("next-0").UID("uid-next-0").Selector("pool", "p").DeviceClaim("gpu", "next-0-gpu").Obj(), next)
-	for range 2 {
-		now = now.Add(sim.SimForecastEvery)
-		if out := e.Step(now); len(out.Plans) != 0 {
-			t.Fatalf("next admitted while n1's GPUs are taken: %+v", out.Plans)
-		}
-		e.SetObject(gt.GPUClaim("default", "next-0-gpu", 1, inB))
-	}
-	st, _ := e.Group(next)
-	if want := sim.Epoch.Add(time.Hour); !st.ExpectedStart.Equal(want) {
-		t.Errorf("next: expected start %v (%q), want %v, when the gang gives n1's GPUs back", st.ExpectedStart, st.ExpectedStartUnknown, want)
+	for _, pool := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pool=%t", pool), func(t *testing.T) {
+			e := sim.NewEngine()
+			for n, clique := range map[string]string{"n0": "clique-a", "n1": "clique-b"} {
+				e.SetNode(gt.Node(n).Label("pool", "p").Obj())
+				e.SetObject(gt.GPUSlice(n, 2, clique))
+			}
+			e.SetObject(gt.DeviceClass())
+			const inB = `device.attributes["gpu.nvidia.com"].cliqueID == "clique-b"`
+			now := sim.Epoch
+			runDRAGang(t, e, "run", 2, "1h", now, inB)
+			member := gt.Pod("next-0").UID("uid-next-0").DeviceClaim("gpu", "next-0-gpu")
+			if pool {
+				e.SetNode(gt.Node("n2").Label("pool", "q").Obj())
+				e.SetObject(gt.GPUSlice("n2", 2, "clique-b"))
+				member = member.Selector("pool", "p")
+			}
+			// The member comes before its claim, as a claim made from a template does:
+			// its nodes are read again when the claim comes.
+			next := "Coscheduling/default/next"
+			e.SetGroup(engine.GroupSpec{Key: next, Source: engine.Coscheduling, Namespace: "default", Name: "next", MinMember: 1})
+			e.SetPod(member.Obj(), next)
+			for range 2 {
+				now = now.Add(sim.SimForecastEvery)
+				if out := e.Step(now); len(out.Plans) != 0 {
+					t.Fatalf("next admitted while n1's GPUs are taken: %+v", out.Plans)
+				}
+				e.SetObject(gt.GPUClaim("default", "next-0-gpu", 1, inB))
+			}
+			st, _ := e.Group(next)
+			if want := sim.Epoch.Add(time.Hour); !st.ExpectedStart.Equal(want) {
+				t.Errorf("next: expected start %v (%q), want %v, when the gang gives n1's GPUs back", st.ExpectedStart, st.ExpectedStartUnknown, want)
+			}
+		})
 	}
 }
