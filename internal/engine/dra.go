@@ -103,9 +103,15 @@ type deviceCensus struct {
 	nodesOf map[string][]string
 }
 
-// requestNodes returns the census's memo of the nodes that can serve each request.
+// maxRequestNodes bounds the requests whose nodes a census keeps: claims are tenants'
+// objects, and each distinct selector would otherwise be kept until the devices change.
+const maxRequestNodes = 1024
+
+// requestNodes returns the census's memo of the nodes that can serve each request,
+// emptied when it has reached maxRequestNodes (the lists found stay valid for those who
+// hold them).
 func (d *deviceCensus) requestNodes() map[string][]string {
-	if d.nodesOf == nil {
+	if d.nodesOf == nil || len(d.nodesOf) >= maxRequestNodes {
 		d.nodesOf = map[string][]string{}
 	}
 	return d.nodesOf
