@@ -19,12 +19,12 @@ import (
 // them) that both the class's selectors and its own select. The forecast counts devices
 // per class (NodeDevices); where a node's devices of a class are alike, this keeps a
 // member that asks for one kind of them (an H100 among a class of GPUs) to the nodes
-// that have that kind. Whether the devices are free is not checked, and requests of
-// first-available alternatives are not read.
+// that have that kind. Each request is checked on its own, whether the devices are free
+// is not, and requests of first-available alternatives are not read.
 //
 // It returns nil when pod has no such request, and otherwise a sorted list, empty when
-// no node serves them. The nodes found for each request are kept in memo, which the caller empties when
-// the ResourceSlices or DeviceClasses change.
+// no node serves them. The nodes found for each request are kept in memo, which the
+// caller empties when the ResourceSlices or DeviceClasses change.
 func DeviceNodes(snap *cluster.Snapshot, pod *corev1.Pod, memo map[string][]string) []string {
 	if !HasResourceClaims(pod) {
 		return nil
