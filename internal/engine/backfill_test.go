@@ -258,13 +258,7 @@ func TestExpectedStartOfMembersKeptApart(t *testing.T) {
 		e.SetNode(gt.Node(fmt.Sprintf("n-%d", i)).GPU(2).Obj())
 	}
 	now := sim.Epoch
-	key := "Coscheduling/default/run"
-	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "run", MinMember: 1})
-	p := runningPod("run-0", "n-1")
-	p.Spec.Containers[0].Resources.Requests[gt.GPU] = resource.MustParse("2")
-	p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "1h"}
-	e.SetPod(p, key)
-	e.Step(now)
+	runTwoGPUsForAnHour(e, "n-1", now)
 	apart := "Coscheduling/default/apart"
 	e.SetGroup(engine.GroupSpec{Key: apart, Source: engine.Coscheduling, Namespace: "default", Name: "apart", MinMember: 2})
 	for i := range 2 {
@@ -272,12 +266,31 @@ func TestExpectedStartOfMembersKeptApart(t *testing.T) {
 		p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "30m"}
 		e.SetPod(p, apart)
 	}
-	now = now.Add(sim.SimForecastEvery)
-	if out := e.Step(now); len(out.Binds()) != 0 {
-		t.Fatalf("binds %+v, want none: the members may not share n-0", out.Binds())
+	expectQueuedForAnHour(t, e, apart, now, "the members may not share n-0")
+}
+
+// expectQueuedForAnHour steps e a forecast after now and fails unless group key is still
+// queued (why says why it must be) and expected to start when runTwoGPUsForAnHour's
+// group ends.
+func expectQueuedForAnHour(t *testing.T, e *engine.Engine, key string, now time.Time, why string) {
+	t.Helper()
+	if out := e.Step(now.Add(sim.SimForecastEvery)); len(out.Binds()) != 0 {
+		t.Fatalf("binds %+v, want none: %s", out.Binds(), why)
 	}
-	st, _ := e.Group(apart)
+	st, _ := e.Group(key)
 	if want := sim.Epoch.Add(time.Hour); st.Phase != lifecycle.Queued || !st.ExpectedStart.Equal(want) {
-		t.Errorf("apart: %s, expected start %v (%q), want queued, starting at %v", st.Phase, st.ExpectedStart, st.ExpectedStartUnknown, want)
+		t.Errorf("%s: %s, expected start %v (%q), want queued, starting at %v", key, st.Phase, st.ExpectedStart, st.ExpectedStartUnknown, want)
 	}
+}
+
+// runTwoGPUsForAnHour adds group run, of one member Running on node with two GPUs, that
+// declares an hour, and steps e at now.
+func runTwoGPUsForAnHour(e *engine.Engine, node string, now time.Time) {
+	key := "Coscheduling/default/run"
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "run", MinMember: 1})
+	p := runningPod("run-0", node)
+	p.Spec.Containers[0].Resources.Requests[gt.GPU] = resource.MustParse("2")
+	p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "1h"}
+	e.SetPod(p, key)
+	e.Step(now)
 }

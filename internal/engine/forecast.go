@@ -74,8 +74,10 @@ type forecastState struct {
 	groupsBuf  []forecast.Group
 	membersBuf []cluster.Resources
 	planner    forecast.Planner
-	// devices are the nodes' DRA devices as the last forecast counted them.
+	// devices are the nodes' DRA devices as the last forecast counted them, and
+	// volumes the nodes the persistent volumes of queued members may be used on.
 	devices deviceCensus
+	volumes volumeNodes
 	// headAt is when the starving group's nodes were last planned (see refreshHead),
 	// and headStale says the queue or the cluster changed since.
 	headAt    time.Time

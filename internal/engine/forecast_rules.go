@@ -3,17 +3,19 @@ package engine
 import (
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/placement"
 )
 
 // memberRules are what the forecast reads of a queued group's members besides their
-// requests: the nodes that admit each (placement.NodesAdmitting, narrowed to the nodes
-// whose devices can serve the member's claims, kubefit.DeviceNodes) and the classes
-// kept apart (placement.MembersApart), nil when none; found for the queue entry's
-// members (the first of them) on a snapshot's nodes (its layout) and devices (the
-// census's generation), and, for members with claims, its objects (their generation).
+// requests: the nodes that admit each (placement.NodesAdmitting, narrowed by its claims,
+// withClaimNodes) and the classes kept apart (placement.MembersApart), nil when none;
+// found for the queue entry's members (the first of them) on a snapshot's nodes (its
+// layout) and devices (the census's generation), and, for members with claims of
+// devices or volumes, its objects (their generation).
 type memberRules struct {
 	first      *placement.Member
 	snap       *cluster.Snapshot
@@ -40,24 +42,35 @@ func (e *Engine) rulesOf(g *group) *memberRules {
 		r.devicesGen != census.devicesGen || r.claims && r.objGen != objs.Generation() {
 		*r = memberRules{first: &pg.Members[0], snap: e.snap, layout: e.snap.Layout(),
 			devicesGen: census.devicesGen, objGen: objs.Generation(),
-			claims: slices.ContainsFunc(pg.Members, func(m placement.Member) bool { return kubefit.HasResourceClaims(m.Pod) }),
-			nodes:  placement.NodesAdmitting(e.snap, pg), apart: placement.MembersApart(pg)}
+			claims: slices.ContainsFunc(pg.Members, func(m placement.Member) bool {
+				return kubefit.HasResourceClaims(m.Pod) || kubefit.HasClaims(m.Pod)
+			}),
+			nodes: placement.NodesAdmitting(e.snap, pg), apart: placement.MembersApart(pg)}
 		if r.claims {
-			r.nodes = withDeviceNodes(r.nodes, e.snap, pg, census.requestNodes())
+			r.nodes = withClaimNodes(r.nodes, e.snap, pg, census.requestNodes(), e.forecast.volumes.memo(e.snap))
 		}
 	}
 	return r
 }
 
-// withDeviceNodes narrows nodes, the nodes that admit each member of pg (nil for all),
-// to those whose devices can serve the member's claims (kubefit.DeviceNodes). Members
-// that admitted the same nodes and whose claims ask for the same devices share the
-// narrowed list, as the forecast reads a list shared with the member before once.
-func withDeviceNodes(nodes [][]string, snap *cluster.Snapshot, pg placement.Group, memo map[string][]string) [][]string {
-	var lastIn, lastDev, lastOut []string
+// withClaimNodes narrows nodes, the nodes that admit each member of pg (nil for all),
+// to those whose devices can serve the member's claims (kubefit.DeviceNodes) and where
+// the volumes its bound claims are bound to may be used (kubefit.VolumeNodes). Members
+// that admitted the same nodes and whose claims allow the same ones share the narrowed
+// list, as the forecast reads a list shared with the member before once.
+func withClaimNodes(nodes [][]string, snap *cluster.Snapshot, pg placement.Group, devices map[string][]string,
+	volumes map[*corev1.PersistentVolume][]string) [][]string {
+	var lastIn, lastAllowed, lastOut []string
 	for i, m := range pg.Members {
-		dev := kubefit.DeviceNodes(snap, m.Pod, memo)
-		if dev == nil {
+		allowed := kubefit.DeviceNodes(snap, m.Pod, devices)
+		switch vol := kubefit.VolumeNodes(snap, m.Pod, volumes); {
+		case vol == nil:
+		case allowed == nil:
+			allowed = vol
+		default:
+			allowed = kubefit.Narrow(allowed, vol)
+		}
+		if allowed == nil {
 			continue
 		}
 		if nodes == nil {
@@ -66,15 +79,32 @@ func withDeviceNodes(nodes [][]string, snap *cluster.Snapshot, pg placement.Grou
 		in := nodes[i]
 		switch {
 		case in == nil:
-			nodes[i] = dev
-		case lastOut != nil && sameList(in, lastIn) && sameList(dev, lastDev):
+			nodes[i] = allowed
+		case lastOut != nil && sameList(in, lastIn) && sameList(allowed, lastAllowed):
 			nodes[i] = lastOut
 		default:
-			nodes[i] = kubefit.Narrow(in, dev)
-			lastIn, lastDev, lastOut = in, dev, nodes[i]
+			nodes[i] = kubefit.Narrow(in, allowed)
+			lastIn, lastAllowed, lastOut = in, allowed, nodes[i]
 		}
 	}
 	return nodes
+}
+
+// volumeNodes is the forecast's memo of the nodes each persistent volume may be used on
+// (kubefit.VolumeNodes), for one layout of a snapshot's nodes.
+type volumeNodes struct {
+	snap   *cluster.Snapshot
+	layout uint64
+	byPV   map[*corev1.PersistentVolume][]string
+}
+
+// memo returns the memo for snap's nodes, emptied when they changed or it reached
+// maxRequestNodes volumes (the lists found stay valid for those who hold them).
+func (v *volumeNodes) memo(snap *cluster.Snapshot) map[*corev1.PersistentVolume][]string {
+	if v.byPV == nil || v.snap != snap || v.layout != snap.Layout() || len(v.byPV) >= maxRequestNodes {
+		*v = volumeNodes{snap: snap, layout: snap.Layout(), byPV: map[*corev1.PersistentVolume][]string{}}
+	}
+	return v.byPV
 }
 
 // sameList reports whether a and b are the same list: the same array, or both empty.

@@ -61,8 +61,8 @@ type Group struct {
 	Members []cluster.Resources
 	// Nodes holds, for each member, the names of the nodes it may be planned on (those
 	// its node selector, node affinity and tolerations admit, with devices its claims
-	// select); nil for a member, or a nil Nodes, stands for every node. A member may
-	// share its slice with others.
+	// select, where its volumes may be used); nil for a member, or a nil Nodes, stands
+	// for every node. A member may share its slice with others.
 	Nodes [][]string
 	// Apart holds, for each member, a class: no two members of one nonzero class are
 	// planned on one node (their pod anti-affinity, or a host port, keeps them apart);
