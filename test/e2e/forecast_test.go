@@ -118,7 +118,9 @@ func TestExpectedStartOfZonalData(t *testing.T) {
 	if _, err := env.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Kube.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = env.Kube.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+	})
 	claim := sandboxtest.Claim(ns, "data", "", "10Gi").Obj()
 	claim.Spec.VolumeName = pv.Name
 	env.CreateClaim(t, claim)
