@@ -17,6 +17,35 @@ import (
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
+// createVolume creates a 10Gi volume of the sandbox's CSI driver in class, usable only
+// on the nodes labelled key=value, pre-bound to claimRef when it is set, and deletes it
+// when the test ends.
+func createVolume(t *testing.T, env *sandboxtest.Env, name, class, key, value string, claimRef *corev1.ObjectReference) *corev1.PersistentVolume {
+	t.Helper()
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeSpec{
+			StorageClassName:              class,
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{
+				CSI: &corev1.CSIPersistentVolumeSource{Driver: sandbox.StorageDriver, VolumeHandle: name}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{value}}},
+			}}}},
+			ClaimRef: claimRef,
+		},
+	}
+	if _, err := env.Kube.CoreV1().PersistentVolumes().Create(context.Background(), pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Kube.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+	})
+	return pv
+}
+
 // withVolumes adds the volumes of a pod built by build to a job's pod.
 func withVolumes(ns string, build func(*sandboxtest.PodBuilder) *sandboxtest.PodBuilder) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
@@ -237,26 +266,7 @@ func TestStaticVolumeOfAWaitForFirstConsumerClaim(t *testing.T) {
 	t.Cleanup(func() {
 		_ = env.Kube.StorageV1().StorageClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{})
 	})
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: ns + "-ssd"},
-		Spec: corev1.PersistentVolumeSpec{
-			StorageClassName:              class.Name,
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			PersistentVolumeSource: corev1.PersistentVolumeSource{
-				CSI: &corev1.CSIPersistentVolumeSource{Driver: sandbox.StorageDriver, VolumeHandle: ns + "-ssd"}},
-			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{target}}},
-			}}}},
-		},
-	}
-	if _, err := env.Kube.CoreV1().PersistentVolumes().Create(context.Background(), pv, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = env.Kube.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
-	})
+	pv := createVolume(t, env, ns+"-ssd", class.Name, corev1.LabelHostname, target, nil)
 	env.CreateClaim(t, sandboxtest.Claim(ns, "ssd", class.Name, "5Gi").Obj())
 	c := newClient(t, env.Config)
 	startMuster(t, env, musterOptions{})
