@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -29,6 +30,12 @@ type InstantStarts struct {
 	// of a held then, over Displaced.
 	Displaced     int
 	DisplacedGPUs float64
+	// Full are the jobs of Lost that arrived when a's GPUs in use, just before that
+	// instant, left fewer free than the job asks: no policy that does not preempt could
+	// have started them at once under a. The others had the GPUs free in sum, and a's
+	// reservation, its queue's order or where its free GPUs were kept them waiting.
+	// Full needs a's recorded occupancy (Options.RecordOccupancy); without it, it is 0.
+	Full int
 }
 
 // CompareInstantStarts compares a's and b's jobs, matched by name; a job missing from
@@ -63,8 +70,12 @@ func CompareInstantStarts(a, b *World) InstantStarts {
 	}
 	c.Lost = len(lost)
 	var gpus int64
+	capacity := a.gpus()
 	for _, l := range lost {
 		at := l.b.Submitted
+		if occ, ok := a.occupancyBefore(at); ok && capacity-occ.Useful-occ.Starting-occ.Held < l.a.GPU*int64(l.a.Workers) {
+			c.Full++
+		}
 		var held int64
 		for _, p := range ahead {
 			runningA := !p.a.Whole.After(at) && (p.a.Finished.IsZero() || p.a.Finished.After(at))
@@ -81,6 +92,26 @@ func CompareInstantStarts(a, b *World) InstantStarts {
 		c.DisplacedGPUs = float64(gpus) / float64(c.Displaced)
 	}
 	return c
+}
+
+// gpus returns the GPUs the world's nodes have.
+func (w *World) gpus() int64 {
+	var n int64
+	for _, node := range w.nodes {
+		q := node.Status.Allocatable[GPU]
+		n += q.Value()
+	}
+	return n
+}
+
+// occupancyBefore returns the recorded occupancy in effect just before t: the last point
+// before t. It reports false when none was recorded before t.
+func (w *World) occupancyBefore(t time.Time) (Occupancy, bool) {
+	i, _ := slices.BinarySearchFunc(w.occupancy, t, func(o Occupancy, t time.Time) int { return o.At.Compare(t) })
+	if i == 0 {
+		return Occupancy{}, false
+	}
+	return w.occupancy[i-1], true
 }
 
 func count(b bool) int {
@@ -109,7 +140,8 @@ func WriteInstantStarts(out io.Writer, names []string, worlds []*World) {
 		}
 		c := CompareInstantStarts(worlds[m], worlds[i])
 		fmt.Fprintf(out, "jobs started the instant they arrived: muster %d, %s %d; %s started %d at once that muster did not, "+
-			"%d of them while muster ran jobs %s had not started yet (%.1f GPUs on average); muster started %d at once that %s did not\n",
-			c.A, name, c.B, name, c.Lost, c.Displaced, name, c.DisplacedGPUs, c.Gained, name)
+			"%d of them while muster ran jobs %s had not started yet (%.1f GPUs on average), %d when muster had fewer GPUs free than they ask; "+
+			"muster started %d at once that %s did not\n",
+			c.A, name, c.B, name, c.Lost, c.Displaced, name, c.DisplacedGPUs, c.Full, c.Gained, name)
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // TestCompareInstantStarts checks the count of jobs started the instant they arrived,
-// and that a job b started at once counts as displaced only while a ran a job that b
-// had not started yet.
+// that a job b started at once counts as displaced only while a ran a job that b had
+// not started yet, and as arriving to a full cluster only when a's GPUs in use just
+// before it arrived left fewer free than it asks.
 func TestCompareInstantStarts(t *testing.T) {
 	at := func(m int) time.Time { return Epoch.Add(time.Duration(m) * time.Minute) }
 	job := func(name string, gpu int64, workers int, submitted, whole, finished int) *Job {
@@ -26,7 +28,7 @@ func TestCompareInstantStarts(t *testing.T) {
 		return j
 	}
 	world := func(jobs ...*Job) *World {
-		w := &World{jobs: map[string]*Job{}}
+		w := &World{jobs: map[string]*Job{}, nodes: map[string]*corev1.Node{}, sched: NewPodByPod()}
 		for _, j := range jobs {
 			w.jobs[j.Name] = j
 		}
@@ -49,15 +51,27 @@ func TestCompareInstantStarts(t *testing.T) {
 		job("never", 1, 1, 200, 200, 210),
 		job("only-b", 1, 1, 300, 300, 310), // not in a: left out
 	)
+	a.AddNode(gpuNode("node-0", 8))
+	a.AddNode(gpuNode("node-1", 8))
+	a.occupancy = []Occupancy{
+		{At: at(0)},
+		{At: at(5), Useful: 8},
+		{At: at(15), Useful: 9}, // x arrived at 10 with 8 of 16 free: not full
+		{At: at(35)},
+		{At: at(90), Useful: 2}, // z arrived at 100 with 14 free: not full
+		{At: at(130)},
+		{At: at(190), Useful: 15, Held: 1},
+		{At: at(200)}, // never arrived at 200 to a full cluster, freed that instant
+	}
 	got := CompareInstantStarts(a, b)
-	want := InstantStarts{A: 1, B: 3, Lost: 3, Gained: 1, Displaced: 1, DisplacedGPUs: 8}
+	want := InstantStarts{A: 1, B: 3, Lost: 3, Gained: 1, Displaced: 1, DisplacedGPUs: 8, Full: 1}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("CompareInstantStarts (-want +got):\n%s", diff)
 	}
 
 	var out bytes.Buffer
 	WriteInstantStarts(&out, []string{"pod-by-pod", "muster"}, []*World{b, a})
-	if line := "muster 1, pod-by-pod 3; pod-by-pod started 3 at once that muster did not, 1 of them while muster ran jobs pod-by-pod had not started yet (8.0 GPUs on average); muster started 1 at once that pod-by-pod did not"; !strings.Contains(out.String(), line) {
+	if line := "muster 1, pod-by-pod 3; pod-by-pod started 3 at once that muster did not, 1 of them while muster ran jobs pod-by-pod had not started yet (8.0 GPUs on average), 1 when muster had fewer GPUs free than they ask; muster started 1 at once that pod-by-pod did not"; !strings.Contains(out.String(), line) {
 		t.Errorf("WriteInstantStarts wrote\n%s\nwant a line with %q", out.String(), line)
 	}
 }
