@@ -3,8 +3,6 @@ package engine
 import (
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/placement"
@@ -47,7 +45,7 @@ func (e *Engine) rulesOf(g *group) *memberRules {
 			}),
 			nodes: placement.NodesAdmitting(e.snap, pg), apart: placement.MembersApart(pg)}
 		if r.claims {
-			r.nodes = withClaimNodes(r.nodes, e.snap, pg, census.requestNodes(), e.forecast.volumes.memo(e.snap))
+			r.nodes = withClaimNodes(r.nodes, e.snap, pg, census.requestNodes(), e.forecast.volumes.memoFor(e.snap))
 		}
 	}
 	return r
@@ -55,11 +53,11 @@ func (e *Engine) rulesOf(g *group) *memberRules {
 
 // withClaimNodes narrows nodes, the nodes that admit each member of pg (nil for all),
 // to those whose devices can serve the member's claims (kubefit.DeviceNodes) and where
-// the volumes its bound claims are bound to may be used (kubefit.VolumeNodes). Members
+// its claims may get their volumes (kubefit.VolumeNodes). Members
 // that admitted the same nodes and whose claims allow the same ones share the narrowed
 // list, as the forecast reads a list shared with the member before once.
 func withClaimNodes(nodes [][]string, snap *cluster.Snapshot, pg placement.Group, devices map[string][]string,
-	volumes map[*corev1.PersistentVolume][]string) [][]string {
+	volumes *kubefit.VolumeMemo) [][]string {
 	var lastIn, lastAllowed, lastOut []string
 	for i, m := range pg.Members {
 		allowed := kubefit.DeviceNodes(snap, m.Pod, devices)
@@ -90,21 +88,22 @@ func withClaimNodes(nodes [][]string, snap *cluster.Snapshot, pg placement.Group
 	return nodes
 }
 
-// volumeNodes is the forecast's memo of the nodes each persistent volume may be used on
-// (kubefit.VolumeNodes), for one layout of a snapshot's nodes.
+// volumeNodes is the forecast's memo of the nodes each persistent volume and storage
+// class may be used on (kubefit.VolumeNodes), for one layout of a snapshot's nodes.
 type volumeNodes struct {
 	snap   *cluster.Snapshot
 	layout uint64
-	byPV   map[*corev1.PersistentVolume][]string
+	memo   *kubefit.VolumeMemo
 }
 
-// memo returns the memo for snap's nodes, emptied when they changed or it reached
-// maxRequestNodes volumes (the lists found stay valid for those who hold them).
-func (v *volumeNodes) memo(snap *cluster.Snapshot) map[*corev1.PersistentVolume][]string {
-	if v.byPV == nil || v.snap != snap || v.layout != snap.Layout() || len(v.byPV) >= maxRequestNodes {
-		*v = volumeNodes{snap: snap, layout: snap.Layout(), byPV: map[*corev1.PersistentVolume][]string{}}
+// memoFor returns the memo for snap's nodes, made anew when they changed or it reached
+// maxRequestNodes volumes and classes (the lists found stay valid for those who hold
+// them).
+func (v *volumeNodes) memoFor(snap *cluster.Snapshot) *kubefit.VolumeMemo {
+	if v.memo == nil || v.snap != snap || v.layout != snap.Layout() || v.memo.Len() >= maxRequestNodes {
+		*v = volumeNodes{snap: snap, layout: snap.Layout(), memo: kubefit.NewVolumeMemo()}
 	}
-	return v.byPV
+	return v.memo
 }
 
 // sameList reports whether a and b are the same list: the same array, or both empty.

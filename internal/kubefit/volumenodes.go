@@ -4,24 +4,50 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/component-helpers/storage/ephemeral"
 	"k8s.io/component-helpers/storage/volume"
+	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 
 	"github.com/muster-sched/muster/internal/cluster"
 )
 
-// VolumeNodes returns, sorted, the nodes of snap on which every persistent volume that
-// pod's bound claims are bound to may be used: the volume's required node affinity (a
-// zonal disk, a local volume) matches the node's labels, as kube-scheduler's
-// VolumeBinding checks a bound claim (volume.CheckNodeAffinity). The forecast plans a
-// member only there, so that a job whose data is on a disk of one zone is not expected
-// to start in another.
+// VolumeMemo keeps, for one layout of a snapshot's nodes, the nodes found for each
+// persistent volume (its node affinity) and each storage class (its allowed topologies).
+// The zero VolumeMemo is not ready: use NewVolumeMemo.
+type VolumeMemo struct {
+	volumes map[*corev1.PersistentVolume][]string
+	classes map[*storagev1.StorageClass][]string
+}
+
+// NewVolumeMemo returns an empty memo.
+func NewVolumeMemo() *VolumeMemo {
+	return &VolumeMemo{volumes: map[*corev1.PersistentVolume][]string{}, classes: map[*storagev1.StorageClass][]string{}}
+}
+
+// Len returns how many volumes and classes m keeps nodes for.
+func (m *VolumeMemo) Len() int { return len(m.volumes) + len(m.classes) }
+
+// VolumeNodes returns, sorted, the nodes of snap on which every persistent volume claim
+// of pod may be served, as kube-scheduler's VolumeBinding checks them:
+//   - a bound claim, where its volume's required node affinity (a zonal disk, a local
+//     volume) matches the node's labels (volume.CheckNodeAffinity);
+//   - a claim not bound yet whose StorageClass binds at the first consumer
+//     (WaitForFirstConsumer), where an available volume of the class that matches the
+//     claim may be used (volume.FindMatchingVolume), or, if the class provisions
+//     volumes, where its allowed topologies match the node
+//     (helper.MatchTopologySelectorTerms).
 //
-// It returns nil when pod mounts no bound claim whose volume has node affinity. A claim
-// not bound yet, whose volume is chosen or provisioned when the pod is placed, does not
-// narrow the nodes. The nodes found for each volume are kept in memo, which the caller
-// empties when the snapshot's nodes change (its Layout).
-func VolumeNodes(snap *cluster.Snapshot, pod *corev1.Pod, memo map[*corev1.PersistentVolume][]string) []string {
+// The forecast plans a member only there, so that a job whose data is on a disk of one
+// zone, or must be provisioned in one, is not expected to start in another.
+//
+// It returns nil when no claim of pod narrows the nodes: claims bound to volumes without
+// node affinity, claims of classes that bind at once (the PV controller binds them before
+// the pod may be placed) or that provision anywhere, and claims or classes not found.
+// What is found is kept in memo, which the caller replaces when the snapshot's nodes
+// change (its Layout).
+func VolumeNodes(snap *cluster.Snapshot, pod *corev1.Pod, memo *VolumeMemo) []string {
 	objs := snap.Objects()
 	var out []string
 	for i := range pod.Spec.Volumes {
@@ -36,29 +62,119 @@ func VolumeNodes(snap *cluster.Snapshot, pod *corev1.Pod, memo map[*corev1.Persi
 			continue
 		}
 		pvc := objs.Claims[pod.Namespace+"/"+claim]
-		if pvc == nil || pvc.Spec.VolumeName == "" {
+		if pvc == nil {
 			continue
 		}
-		pv := objs.Volumes[pvc.Spec.VolumeName]
-		if pv == nil || pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
-			continue
-		}
-		nodes, ok := memo[pv]
-		if !ok {
-			nodes = []string{} // none, unless found
-			for _, n := range snap.Nodes() {
-				if volume.CheckNodeAffinity(pv, n.Node.Labels) == nil {
-					nodes = append(nodes, n.Name())
-				}
+		var nodes []string
+		if pvc.Spec.VolumeName != "" {
+			pv := objs.Volumes[pvc.Spec.VolumeName]
+			if pv == nil {
+				continue
 			}
-			slices.Sort(nodes)
-			memo[pv] = nodes
-		}
-		if out == nil {
-			out = nodes
+			nodes = memo.volumeNodes(snap, pv)
 		} else {
+			nodes = memo.unboundNodes(snap, objs, pvc)
+		}
+		switch {
+		case nodes == nil:
+		case out == nil:
+			out = nodes
+		default:
 			out = Narrow(out, nodes)
 		}
 	}
 	return out
+}
+
+// volumeNodes returns, sorted, the nodes pv may be used on; nil for every node.
+func (m *VolumeMemo) volumeNodes(snap *cluster.Snapshot, pv *corev1.PersistentVolume) []string {
+	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return nil
+	}
+	nodes, ok := m.volumes[pv]
+	if !ok {
+		nodes = []string{} // none, unless found
+		for _, n := range snap.Nodes() {
+			if volume.CheckNodeAffinity(pv, n.Node.Labels) == nil {
+				nodes = append(nodes, n.Name())
+			}
+		}
+		slices.Sort(nodes)
+		m.volumes[pv] = nodes
+	}
+	return nodes
+}
+
+// unboundNodes returns, sorted, the nodes where unbound claim pvc may get a volume when
+// its pod is placed there; nil for every node.
+func (m *VolumeMemo) unboundNodes(snap *cluster.Snapshot, objs *cluster.Objects, pvc *corev1.PersistentVolumeClaim) []string {
+	name := volume.GetPersistentVolumeClaimClass(pvc)
+	class := objs.Classes[name]
+	if class == nil || class.VolumeBindingMode == nil || *class.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer {
+		return nil
+	}
+	seen := map[string]bool{}
+	if class.Provisioner != volume.NotSupportedProvisioner {
+		if len(class.AllowedTopologies) == 0 {
+			return nil
+		}
+		for _, n := range m.classNodes(snap, class) {
+			seen[n] = true
+		}
+	}
+	for _, pv := range objs.Volumes {
+		if volume.GetPersistentVolumeClass(pv) != name || pv.Status.Phase != corev1.VolumeAvailable {
+			continue
+		}
+		nodes := m.volumeNodes(snap, pv)
+		var on *corev1.Node
+		switch {
+		case nodes == nil:
+			on = anyNode(snap)
+		case len(nodes) > 0:
+			on = snap.Node(nodes[0]).Node
+		}
+		if on == nil {
+			continue
+		}
+		if match, _ := volume.FindMatchingVolume(pvc, []*corev1.PersistentVolume{pv}, on, nil, true, true); match == nil {
+			continue
+		}
+		if nodes == nil {
+			return nil
+		}
+		for _, n := range nodes {
+			seen[n] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// classNodes returns, sorted, the nodes class's allowed topologies match.
+func (m *VolumeMemo) classNodes(snap *cluster.Snapshot, class *storagev1.StorageClass) []string {
+	nodes, ok := m.classes[class]
+	if !ok {
+		nodes = []string{}
+		for _, n := range snap.Nodes() {
+			if v1helper.MatchTopologySelectorTerms(class.AllowedTopologies, labels.Set(n.Node.Labels)) {
+				nodes = append(nodes, n.Name())
+			}
+		}
+		slices.Sort(nodes)
+		m.classes[class] = nodes
+	}
+	return nodes
+}
+
+// anyNode returns one of snap's nodes, or nil when it has none.
+func anyNode(snap *cluster.Snapshot) *corev1.Node {
+	for _, n := range snap.Nodes() {
+		return n.Node
+	}
+	return nil
 }
