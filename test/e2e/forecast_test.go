@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -110,6 +111,35 @@ func TestExpectedStartOfZonalData(t *testing.T) {
 	mountData := withVolumes(ns, func(b *sandboxtest.PodBuilder) *sandboxtest.PodBuilder { return b.Volume("data", "data") })
 
 	expectStartWhenRunningEnds(t, env, c, ns, mountData)
+}
+
+// TestExpectedStartOfZonalClass: as TestExpectedStartOfZonalData, but each pod's scratch
+// disk is a generic ephemeral volume of a WaitForFirstConsumer class that provisions
+// only in zone 0 (allowedTopologies): its claim is not bound when the forecast reads it.
+// The queued job is expected to start when zone 0's GPUs come back, not at once in zone 1.
+func TestExpectedStartOfZonalClass(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	pool := "zonal-class"
+	env.CreateNodes(t, sandbox.NodePool{Name: pool, Count: 2, CPU: "16", Memory: "64Gi", GPUs: 2, Zones: 2})
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-zone-0"},
+		Provisioner: sandbox.StorageDriver, VolumeBindingMode: &wffc,
+		AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{
+			{Key: corev1.LabelTopologyZone, Values: []string{pool + "-zone-0"}}}}}}
+	if _, err := env.Kube.StorageV1().StorageClasses().Create(context.Background(), class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Kube.StorageV1().StorageClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{})
+	})
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	scratch := withVolumes(ns, func(b *sandboxtest.PodBuilder) *sandboxtest.PodBuilder {
+		return b.EphemeralVolume("scratch", class.Name, "1Gi")
+	})
+
+	expectStartWhenRunningEnds(t, env, c, ns, scratch)
 }
 
 // expectStartWhenRunningEnds runs a job of two pods made by mutate that declares an
