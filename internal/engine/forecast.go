@@ -285,8 +285,8 @@ func (e *Engine) queuedGroups(last func(*queue.Entry) bool) []forecast.Group {
 			members = append(members, req) // the forecast ignores its pods count
 		}
 		fg.Members = members[from:len(members):len(members)]
-		if r := e.rulesOf(g); r.nodes != nil || r.apart != nil {
-			fg.Nodes, fg.Apart = firstOf(r.nodes, len(fg.Members)), firstOf(r.apart, len(fg.Members))
+		if r := e.rulesOf(g); r.nodes != nil || r.apart != nil || r.domains != nil {
+			fg.Nodes, fg.Apart, fg.Domains = firstOf(r.nodes, len(fg.Members)), firstOf(r.apart, len(fg.Members)), r.domains
 		}
 		groups = append(groups, fg)
 		if len(groups) > forecastDepth || last != nil && last(ent) {

@@ -10,7 +10,8 @@ import (
 
 // memberRules are what the forecast reads of a queued group's members besides their
 // requests: the nodes that admit each (placement.NodesAdmitting, narrowed by its claims,
-// withClaimNodes) and the classes kept apart (placement.MembersApart), nil when none;
+// withClaimNodes), the classes kept apart (placement.MembersApart) and the topology
+// domains they must share one of (placement.TopologyDomains), nil when none;
 // found for the queue entry's members (the first of them) on a snapshot's nodes (its
 // layout) and devices (the census's generation), and, for members with claims of
 // devices or volumes, its objects (their generation).
@@ -23,6 +24,9 @@ type memberRules struct {
 	objGen     uint64
 	nodes      [][]string
 	apart      []int
+	// domains are the node sets of the values of the group's required topology key
+	// (placement.TopologyDomains), nil when it requires none.
+	domains [][]string
 }
 
 // rulesOf returns the member rules of queued group g, found again only when the
@@ -43,7 +47,8 @@ func (e *Engine) rulesOf(g *group) *memberRules {
 			claims: slices.ContainsFunc(pg.Members, func(m placement.Member) bool {
 				return kubefit.HasResourceClaims(m.Pod) || kubefit.HasClaims(m.Pod)
 			}),
-			nodes: placement.NodesAdmitting(e.snap, pg), apart: placement.MembersApart(pg)}
+			nodes: placement.NodesAdmitting(e.snap, pg), apart: placement.MembersApart(pg),
+			domains: placement.TopologyDomains(e.snap, pg)}
 		if r.claims {
 			r.nodes = withClaimNodes(r.nodes, e.snap, pg, census.requestNodes(), e.forecast.volumes.memoFor(e.snap))
 		}

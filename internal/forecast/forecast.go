@@ -9,9 +9,9 @@
 //
 // The profile counts resources, on the nodes each member may use (Group.Nodes: a pool
 // its node selector picks, say), one member of a class per node where the group says so
-// (Group.Apart: one worker per node). Other rules between pods, topology and devices are
-// the placement's business, and the forecast of a group they constrain is a lower
-// bound. The package is
+// (Group.Apart: one worker per node), all members in one topology domain where the group
+// requires it (Group.Domains: one rack). Other rules between pods and devices are the
+// placement's business, and the forecast of a group they constrain is a lower bound. The package is
 // pure: no clock, no API, no engine.
 package forecast
 
@@ -68,6 +68,11 @@ type Group struct {
 	// planned on one node (their pod anti-affinity, or a host port, keeps them apart);
 	// nil for none.
 	Apart []int
+	// Domains, when not nil, are the node sets of the values of the group's required
+	// topology key (one rack, one zone, one NVLink clique), each sorted: its members are
+	// all planned on the nodes of one of them, the one where they start earliest (the
+	// first such on a tie). An empty, non-nil Domains leaves the group no node.
+	Domains [][]string
 	// Runtime is how long the group is expected to run once started; zero when unknown,
 	// and the group then holds what it is planned on for ever.
 	Runtime time.Duration
@@ -126,7 +131,7 @@ func (pl *Planner) Plan(now time.Time, nodes []Node, releases []Release, quotas 
 		case len(g.Members) == 0:
 			out[i].Unknown = "it has no member to place"
 		default:
-			at, nodes, why := p.plan(g, opts.Tries)
+			at, nodes, why := p.planInDomain(g, opts.Tries)
 			if why != "" {
 				out[i].Unknown = why
 			} else {

@@ -127,6 +127,7 @@ func TestPlanNeverOvercommits(t *testing.T) {
 		}
 		drawNodes(rt, nodes, groups)
 		drawApart(rt, groups)
+		drawDomains(rt, nodes, groups)
 		// The groups are in queue q; half the runs give it a quota: what is left now,
 		// and what admitted groups give back.
 		for i := range groups {
@@ -150,7 +151,7 @@ func TestPlanNeverOvercommits(t *testing.T) {
 		ref := newProfile(t0, nodes, releases, groups)
 		ref.addQuotas(quotas)
 		for _, g := range groups {
-			at, planned, why := p.plan(g, 0)
+			at, planned, why := p.planInDomain(g, 0)
 			if why == "" && at < p.now {
 				rt.Fatalf("%s starts at %d, before now", g.Key, at)
 			}
@@ -159,12 +160,17 @@ func TestPlanNeverOvercommits(t *testing.T) {
 					rt.Fatalf("%s is planned on %s, which none of its members may use (%v)", g.Key, n, g.Nodes)
 				}
 			}
+			if why == "" && g.Domains != nil && !slices.ContainsFunc(g.Domains, func(d []string) bool {
+				return !slices.ContainsFunc(planned, func(n string) bool { return !slices.Contains(d, n) })
+			}) {
+				rt.Fatalf("%s is planned on %v, in none of its domains %v", g.Key, planned, g.Domains)
+			}
 			if most := largestClass(g); why == "" && len(planned) < most {
 				rt.Fatalf("%s is planned on %v, fewer nodes than the %d members of one class (%v)", g.Key, planned, most, g.Apart)
 			}
 			// The plan's shortcuts (totals, room, nodes kept from one candidate to the
 			// next) rule out only candidates a plain search rejects too.
-			if want, ok := ref.plainPlan(g); ok != (why == "") || ok && want != at {
+			if want, ok := ref.plainPlanInDomain(g); ok != (why == "") || ok && want != at {
 				rt.Fatalf("%s: planned at %s (%q), a plain search finds %s (%v)", g.Key, time.Duration(at-p.now), why, time.Duration(want-p.now), ok)
 			}
 		}
@@ -231,9 +237,27 @@ func BenchmarkPlan(b *testing.B) {
 	})
 }
 
+// plainPlanInDomain is planInDomain with plainPlan: each domain tried in turn, the
+// earliest start taken.
+func (p *profile) plainPlanInDomain(g Group) (int64, bool) {
+	if g.Domains == nil {
+		return p.plainPlan(g, true)
+	}
+	best, bestAt := -1, int64(0)
+	for i, d := range g.Domains {
+		if at, ok := p.plainPlan(inDomain(g, d), false); ok && (best < 0 || at < bestAt) {
+			best, bestAt = i, at
+		}
+	}
+	if best < 0 {
+		return 0, false
+	}
+	return p.plainPlan(inDomain(g, g.Domains[best]), true)
+}
+
 // plainPlan is plan without its shortcuts: every candidate time, every node computed
-// afresh, the same packing.
-func (p *profile) plainPlan(g Group) (int64, bool) {
+// afresh, the same packing; with commit it takes the capacity.
+func (p *profile) plainPlan(g Group, commit bool) (int64, bool) {
 	d := len(p.dims)
 	members, need := make([]int64, len(g.Members)*d), make([]int64, d)
 	var order []int
@@ -285,6 +309,9 @@ func (p *profile) plainPlan(g Group) (int64, bool) {
 		r := &work{allowed: allowed, apart: apart, classesOn: make([]uint64, len(p.nodes))}
 		if !pack(members, order, r, avail, d, lead, chosen) {
 			continue
+		}
+		if !commit {
+			return t, true
 		}
 		for pos, ni := range chosen {
 			p.take(ni, t, end, members[order[pos]*d:(order[pos]+1)*d])
@@ -358,10 +385,11 @@ func TestPlanFromTheLastGroupsWindow(t *testing.T) {
 		}
 		drawNodes(rt, nodes, groups)
 		drawApart(rt, groups)
+		drawDomains(rt, nodes, groups)
 		p, ref := newProfile(t0, nodes, releases, groups), newProfile(t0, nodes, releases, groups)
 		for _, g := range groups {
-			at, _, why := p.plan(g, 0)
-			if want, ok := ref.plainPlan(g); ok != (why == "") || ok && want != at {
+			at, _, why := p.planInDomain(g, 0)
+			if want, ok := ref.plainPlanInDomain(g); ok != (why == "") || ok && want != at {
 				rt.Fatalf("%s: planned at %s (%q), a plain search finds %s (%v)", g.Key, time.Duration(at-p.now), why, time.Duration(want-p.now), ok)
 			}
 		}
@@ -435,6 +463,29 @@ func TestPlannerReadsNodesOnce(t *testing.T) {
 // drawNodes gives some of groups the nodes their members may use (Group.Nodes): all
 // members the same slice, as members of one shape have, or each its own, maybe none of
 // the nodes given, or a node that is not among them.
+// drawDomains gives some groups a required topology: the nodes split into up to three
+// domains by a drawn value each (some nodes have none), or no domain at all.
+func drawDomains(rt *rapid.T, nodes []Node, groups []Group) {
+	for i := range groups {
+		if !rapid.Bool().Draw(rt, "topology") {
+			continue
+		}
+		byValue := map[int][]string{}
+		for _, n := range nodes {
+			if v := rapid.IntRange(0, 3).Draw(rt, "domain"); v > 0 {
+				byValue[v] = append(byValue[v], n.Name)
+			}
+		}
+		groups[i].Domains = [][]string{}
+		for v := 1; v <= 3; v++ {
+			if d := byValue[v]; d != nil {
+				slices.Sort(d)
+				groups[i].Domains = append(groups[i].Domains, d)
+			}
+		}
+	}
+}
+
 func drawNodes(rt *rapid.T, nodes []Node, groups []Group) {
 	subset := func(label string) []string {
 		var out []string
@@ -557,6 +608,30 @@ func TestPlanPoolFreeLate(t *testing.T) {
 	got := Plan(t0, nodes, releases, nil, []Group{g}, Options{Depth: 256, Tries: 512})
 	if got[0].At != at(9) || len(got[0].Nodes) != 10 {
 		t.Errorf("pooled: planned at %v on %d nodes (%q), want at 9h0m0s on the pool's 10", got[0].At.Sub(t0), len(got[0].Nodes), got[0].Unknown)
+	}
+}
+
+// TestPlanDomains: racks r0 (a, b) and r1 (c, d) of 4 GPUs a node. a and c have all
+// free now; b frees its GPUs in 2 hours, d in 1. A gang of two 4-GPU members that
+// requires one rack starts in 1 hour on r1, not now on a and c; held to r0 (the rack its
+// running members chose), in 2 hours; with no node in any rack, never.
+func TestPlanDomains(t *testing.T) {
+	nodes := []Node{{Name: "a", Free: gpus(4)}, {Name: "b", Free: gpus(0)}, {Name: "c", Free: gpus(4)}, {Name: "d", Free: gpus(0)}}
+	releases := []Release{{Node: "b", At: at(2), Resources: gpus(4)}, {Node: "d", At: at(1), Resources: gpus(4)}}
+	racks := [][]string{{"a", "b"}, {"c", "d"}}
+	rack, r0, none, spread := gang("rack", 2, 4, time.Hour), gang("r0", 2, 4, time.Hour), gang("none", 1, 1, time.Hour), gang("spread", 2, 4, time.Hour)
+	rack.Domains, r0.Domains, none.Domains = racks, racks[:1], [][]string{}
+	for name, g := range map[string]Group{"rack": rack, "r0": r0, "none": none, "spread": spread} {
+		got := Plan(t0, nodes, releases, nil, []Group{g}, Options{})
+		want := map[string]Start{
+			"rack":   {Key: "rack", At: at(1), Nodes: []string{"c", "d"}},
+			"r0":     {Key: "r0", At: at(2), Nodes: []string{"a", "b"}},
+			"none":   {Key: "none", Unknown: "no node has a value of its required topology key"},
+			"spread": {Key: "spread", At: at(0), Nodes: []string{"a", "c"}},
+		}[name]
+		if !reflect.DeepEqual(got[0], want) {
+			t.Errorf("%s: %s, want %s", name, render(got), render([]Start{want}))
+		}
 	}
 }
 

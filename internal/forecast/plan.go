@@ -159,10 +159,69 @@ func leadOf(dims []corev1.ResourceName, need []int64) int {
 	return lead
 }
 
-// plan finds the earliest candidate time at which g's members fit for its run time,
-// takes their capacity in the profile, and returns that time and the nodes they are
-// planned on; or why none was found.
-func (p *profile) plan(g Group, tries int) (int64, []string, string) {
+// planInDomain plans g as plan does, in the domain where it starts earliest when it
+// has Domains.
+func (p *profile) planInDomain(g Group, tries int) (int64, []string, string) {
+	if g.Domains == nil {
+		return p.plan(g, tries, true)
+	}
+	best, bestAt, why := -1, int64(0), ""
+	for i, d := range g.Domains {
+		at, _, w := p.plan(inDomain(g, d), tries, false)
+		switch {
+		case w != "":
+			why = cmp.Or(why, w)
+		case best < 0 || at < bestAt:
+			best, bestAt = i, at
+		}
+	}
+	if best < 0 {
+		if len(g.Domains) == 0 {
+			return 0, nil, "no node has a value of its required topology key"
+		}
+		return 0, nil, fmt.Sprintf("in none of the %d domains of its required topology key: %s", len(g.Domains), why)
+	}
+	return p.plan(inDomain(g, g.Domains[best]), tries, true)
+}
+
+// inDomain returns g with each member's nodes narrowed to domain, a sorted list.
+// Members that shared a list share the narrowed one.
+func inDomain(g Group, domain []string) Group {
+	nodes := make([][]string, len(g.Members))
+	for i := range nodes {
+		var in []string
+		if i < len(g.Nodes) {
+			in = g.Nodes[i]
+		}
+		switch {
+		case in == nil:
+			nodes[i] = domain
+		case i > 0 && i-1 < len(g.Nodes) && sameSlice(in, g.Nodes[i-1]):
+			nodes[i] = nodes[i-1]
+		default:
+			nodes[i] = intersect(in, domain)
+		}
+	}
+	g.Nodes, g.Domains = nodes, nil
+	return g
+}
+
+// intersect returns the names of a that are in sorted list b, in a's order.
+func intersect(a, b []string) []string {
+	out := []string{}
+	for _, name := range a {
+		if _, found := slices.BinarySearch(b, name); found {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// plan finds the earliest candidate time at which g's members fit for its run time
+// and returns that time and the nodes they are planned on, or why none was found;
+// with commit it takes their capacity in the profile, and the nodes are listed only
+// then.
+func (p *profile) plan(g Group, tries int, commit bool) (int64, []string, string) {
 	w := p.scratchSpace()
 	need := p.readMembers(g, w)
 	for i := range need {
@@ -180,7 +239,7 @@ func (p *profile) plan(g Group, tries int) (int64, []string, string) {
 	if why := qp.beyondPeak(charge); why != "" {
 		return 0, nil, why
 	}
-	s := search{p: p, w: w, runtime: int64(g.Runtime), qp: qp, charge: charge}
+	s := search{p: p, w: w, runtime: int64(g.Runtime), qp: qp, charge: charge, commit: commit}
 	if qp != nil {
 		s.quotaLeft = make([]int64, len(qp.dims))
 	}
@@ -204,7 +263,9 @@ type search struct {
 	p       *profile
 	w       *work
 	runtime int64
-	qp      *quotaProfile
+	// commit says the group's capacity is taken where it is planned.
+	commit bool
+	qp     *quotaProfile
 	// charge is the group's charge in its queue's quota; quotaLeft scratch for what is
 	// left of the quota in a window.
 	charge, quotaLeft []int64
@@ -238,7 +299,9 @@ func (s *search) quotaOnly() (int64, []string, string) {
 	for _, t := range s.p.total.at {
 		end := s.endOf(t)
 		if s.qp.fitsQuota(s.charge, t, end, s.quotaLeft) {
-			s.qp.takeQuota(s.charge, t, end)
+			if s.commit {
+				s.qp.takeQuota(s.charge, t, end)
+			}
 			return t, nil, ""
 		}
 	}
@@ -291,6 +354,9 @@ func (s *search) run(tries int) (int64, []string, string) {
 		copy(w.packing, w.avail)
 		if !pack(w.members, w.order, w, w.packing, d, lead, w.chosen) {
 			continue
+		}
+		if !s.commit {
+			return t, nil, ""
 		}
 		return t, s.take(t, end), ""
 	}

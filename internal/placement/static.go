@@ -165,3 +165,28 @@ func asksHostPort(p *corev1.Pod) bool {
 	}
 	return false
 }
+
+// TopologyDomains returns the names of s's nodes grouped by their value of g's required
+// topology key (Topology.Required), one sorted list per value, the values in order;
+// only the pinned value's (Topology.Domain) when members already running chose it. It
+// returns nil when g requires no topology, and an empty list when no node has the
+// value. The forecast plans all of g's members within one of them, as Place does.
+func TopologyDomains(s *cluster.Snapshot, g Group) [][]string {
+	if g.Topology.Required == "" {
+		return nil
+	}
+	byValue, values := domainsOf(s.Nodes(), g.Topology.Required)
+	out := [][]string{}
+	for _, v := range values {
+		if g.Topology.Domain != "" && v != g.Topology.Domain {
+			continue
+		}
+		names := make([]string, 0, len(byValue[v]))
+		for _, n := range byValue[v] {
+			names = append(names, n.Name())
+		}
+		slices.Sort(names)
+		out = append(out, names)
+	}
+	return out
+}

@@ -1,0 +1,39 @@
+package engine_test
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/muster-sched/muster/internal/engine"
+	gt "github.com/muster-sched/muster/internal/gangtest"
+	"github.com/muster-sched/muster/internal/placement"
+	"github.com/muster-sched/muster/internal/sim"
+)
+
+// TestExpectedStartInOneRack: racks r0 (n-0, n-1) and r1 (n-2, n-3) of 2-GPU nodes; jobs
+// run on all of n-1's GPUs for an hour and on all of n-3's for three. A queued gang of
+// two 2-GPU members that requires one rack waits, though n-0 and n-2 are free, one in
+// each rack. It is expected to start in an hour, when r0 is free, not at once across
+// the racks.
+func TestExpectedStartInOneRack(t *testing.T) {
+	e := sim.NewEngineWith(0)
+	for n, rack := range map[string]string{"n-0": "r0", "n-1": "r0", "n-2": "r1", "n-3": "r1"} {
+		e.SetNode(gt.Node(n).GPU(2).Label("example.com/rack", rack).Obj())
+	}
+	now := sim.Epoch
+	runTwoGPUsForAnHour(e, "n-1", now)
+	occupy := "Coscheduling/default/occupy"
+	e.SetGroup(engine.GroupSpec{Key: occupy, Source: engine.Coscheduling, Namespace: "default", Name: "occupy", MinMember: 1})
+	p := runningPod("occupy-0", "n-3")
+	p.Spec.Containers[0].Resources.Requests[gt.GPU] = resource.MustParse("2")
+	p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "3h"}
+	e.SetPod(p, occupy)
+	e.Step(now)
+	rack := "Coscheduling/default/rack"
+	e.SetGroup(engine.GroupSpec{Key: rack, Source: engine.Coscheduling, Namespace: "default", Name: "rack", MinMember: 2,
+		Topology: placement.Topology{Required: "example.com/rack"}})
+	e.SetPod(gt.Pod("rack-0").GPU(2).Obj(), rack)
+	e.SetPod(gt.Pod("rack-1").GPU(2).Obj(), rack)
+	expectQueuedForAnHour(t, e, rack, now, "n-0 and n-2 are free, in two racks")
+}
