@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
@@ -142,6 +143,37 @@ func TestExpectedStartOfZonalClass(t *testing.T) {
 	expectStartWhenRunningEnds(t, env, c, ns, scratch)
 }
 
+// TestExpectedStartInOneRack: racks 0 (nodes 0, 1) and 1 (nodes 2, 3) of 2-GPU nodes.
+// Jobs hold all of node 1's GPUs for an hour and node 3's for three. A job of two
+// 2-GPU pods whose PodGroup requires one rack (muster.dev/topology) waits, though nodes
+// 0 and 2 are free, and muster serve, as deployed, writes in its record that it is
+// expected to start in an hour, when rack 0 is free, not at once across the racks.
+func TestExpectedStartInOneRack(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	pool := "rack-forecast"
+	env.CreateNodes(t, sandbox.NodePool{Name: pool, Count: 4, CPU: "16", Memory: "64Gi", GPUs: 2, Racks: 2})
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	created := time.Now()
+	for _, hold := range []struct {
+		name, node, runtime string
+	}{{"running", pool + "-1", "1h"}, {"occupy", pool + "-3", "3h"}} {
+		job := pytorchJob{ns: ns, name: hold.name, gpus: map[string]int64{hold.name + "-master-0": 2},
+			annotations: map[string]string{engine.AnnotationExpectedRuntime: hold.runtime},
+			mutate:      func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: hold.node} }}
+		job.create(t, env, c)
+		waitCondition(t, env, c, ns, hold.name, "PodsReady", metav1.ConditionTrue)
+	}
+	queued := pytorchJob{ns: ns, name: "queued", workers: 1,
+		gpus:             map[string]int64{"queued-master-0": 2, "queued-worker-0": 2},
+		annotations:      map[string]string{engine.AnnotationExpectedRuntime: "30m"},
+		groupAnnotations: map[string]string{musterv1alpha1.TopologyAnnotation: sandbox.LabelRack}}
+	queued.create(t, env, c)
+
+	expectQueuedToStartAt(t, env, c, ns, "queued", created.Add(time.Hour))
+}
+
 // expectStartWhenRunningEnds runs a job of two pods made by mutate that declares an
 // hour, then queues a job of one pod made the same way that cannot run beside it, and
 // checks that muster serve writes in the queued job's record that it is expected to
@@ -157,7 +189,16 @@ func expectStartWhenRunningEnds(t *testing.T, env *sandboxtest.Env, c client.Cli
 		annotations: map[string]string{engine.AnnotationExpectedRuntime: "30m"}}
 	queued.create(t, env, c)
 
-	record := groupRecord(c, ns, "queued")
+	expectQueuedToStartAt(t, env, c, ns, "queued", created.Add(time.Hour))
+}
+
+// expectQueuedToStartAt waits for the record of job name to have an expected start, and
+// checks that it is between earliest (less a second: the record's times are to the
+// second) and an hour after now, the latest an hour-long job started before now can end,
+// and that the job is still queued.
+func expectQueuedToStartAt(t *testing.T, env *sandboxtest.Env, c client.Client, ns, name string, earliest time.Time) {
+	t.Helper()
+	record := groupRecord(c, ns, name)
 	var at time.Time
 	env.WaitFor(t, "the queued job's expected start in its record", func(ctx context.Context) (bool, error) {
 		rec, ok := record(ctx)
@@ -166,14 +207,12 @@ func expectStartWhenRunningEnds(t *testing.T, env *sandboxtest.Env, c client.Cli
 		}
 		return !at.IsZero(), nil
 	})
-	// The running job started after it was created and before now, and the record's
-	// times are to the second.
-	earliest, latest := created.Add(time.Hour-time.Second), time.Now().Add(time.Hour+time.Second)
+	earliest, latest := earliest.Add(-time.Second), time.Now().Add(time.Hour+time.Second)
 	if at.Before(earliest) || at.After(latest) {
 		t.Errorf("expected start %s, want an hour after the running job started: between %s and %s",
 			at.Format(time.RFC3339), earliest.Format(time.RFC3339), latest.Format(time.RFC3339))
 	}
 	if rec, _ := record(context.Background()); rec.Phase != "Queued" {
-		t.Errorf("queued job: phase %s, want Queued", rec.Phase)
+		t.Errorf("%s: phase %s, want Queued", name, rec.Phase)
 	}
 }
