@@ -19,6 +19,11 @@ import (
 type VolumeMemo struct {
 	volumes map[*corev1.PersistentVolume][]string
 	classes map[*storagev1.StorageClass][]string
+	// available lists the Available volumes of each class, as objs showed them at gen:
+	// a claim not bound yet may get one of them.
+	available map[string][]*corev1.PersistentVolume
+	objs      *cluster.Objects
+	gen       uint64
 }
 
 // NewVolumeMemo returns an empty memo.
@@ -122,10 +127,7 @@ func (m *VolumeMemo) unboundNodes(snap *cluster.Snapshot, objs *cluster.Objects,
 			seen[n] = true
 		}
 	}
-	for _, pv := range objs.Volumes {
-		if volume.GetPersistentVolumeClass(pv) != name || pv.Status.Phase != corev1.VolumeAvailable {
-			continue
-		}
+	for _, pv := range m.availableOf(objs, name) {
 		nodes := m.volumeNodes(snap, pv)
 		var on *corev1.Node
 		switch {
@@ -153,6 +155,22 @@ func (m *VolumeMemo) unboundNodes(snap *cluster.Snapshot, objs *cluster.Objects,
 	}
 	slices.Sort(out)
 	return out
+}
+
+// availableOf returns the Available volumes of class in objs, listed once per
+// generation of objs rather than once per claim: a cluster may have thousands of
+// volumes, few of them available.
+func (m *VolumeMemo) availableOf(objs *cluster.Objects, class string) []*corev1.PersistentVolume {
+	if m.available == nil || m.objs != objs || m.gen != objs.Generation() {
+		m.available, m.objs, m.gen = map[string][]*corev1.PersistentVolume{}, objs, objs.Generation()
+		for _, pv := range objs.Volumes {
+			if pv.Status.Phase == corev1.VolumeAvailable {
+				c := volume.GetPersistentVolumeClass(pv)
+				m.available[c] = append(m.available[c], pv)
+			}
+		}
+	}
+	return m.available[class]
 }
 
 // classNodes returns, sorted, the nodes class's allowed topologies match.

@@ -1,6 +1,7 @@
 package kubefit_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -133,6 +134,11 @@ func TestVolumeNodesOfUnboundClaims(t *testing.T) {
 		if diff := cmp.Diff(c.want, got); diff != "" || (c.want == nil) != (got == nil) {
 			t.Errorf("%s: VolumeNodes = %#v (-want +got):\n%s", c.name, got, diff)
 		}
+	}
+	// A volume made available later is found with the same memo.
+	snap.SetObject(available("local-none-n1", "local-none", "n1", "10Gi"))
+	if got := kubefit.VolumeNodes(snap, gt.Pod("w").Claim("c-local-none").Obj(), memo); !slices.Equal(got, []string{"n1"}) {
+		t.Errorf("a volume of class local-none on n1 made available: VolumeNodes = %#v, want [n1]", got)
 	}
 	both := gt.Pod("w").Claim("c-local").Claim("c-zonal-b").Obj()
 	if got := kubefit.VolumeNodes(snap, both, memo); got == nil || len(got) != 0 {
