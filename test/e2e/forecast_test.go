@@ -124,16 +124,10 @@ func TestExpectedStartOfZonalClass(t *testing.T) {
 	pool := "zonal-class"
 	env.CreateNodes(t, sandbox.NodePool{Name: pool, Count: 2, CPU: "16", Memory: "64Gi", GPUs: 2, Zones: 2})
 	wffc := storagev1.VolumeBindingWaitForFirstConsumer
-	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-zone-0"},
+	class := createClass(t, env, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-zone-0"},
 		Provisioner: sandbox.StorageDriver, VolumeBindingMode: &wffc,
 		AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{
-			{Key: corev1.LabelTopologyZone, Values: []string{pool + "-zone-0"}}}}}}
-	if _, err := env.Kube.StorageV1().StorageClasses().Create(context.Background(), class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = env.Kube.StorageV1().StorageClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{})
-	})
+			{Key: corev1.LabelTopologyZone, Values: []string{pool + "-zone-0"}}}}}})
 	c := newClient(t, env.Config)
 	startMuster(t, env, musterOptions{})
 	scratch := withVolumes(ns, func(b *sandboxtest.PodBuilder) *sandboxtest.PodBuilder {

@@ -46,6 +46,18 @@ func createVolume(t *testing.T, env *sandboxtest.Env, name, class, key, value st
 	return pv
 }
 
+// createClass creates StorageClass class, deleted when the test ends, and returns it.
+func createClass(t *testing.T, env *sandboxtest.Env, class *storagev1.StorageClass) *storagev1.StorageClass {
+	t.Helper()
+	if _, err := env.Kube.StorageV1().StorageClasses().Create(context.Background(), class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Kube.StorageV1().StorageClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{})
+	})
+	return class
+}
+
 // withVolumes adds the volumes of a pod built by build to a job's pod.
 func withVolumes(ns string, build func(*sandboxtest.PodBuilder) *sandboxtest.PodBuilder) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
@@ -258,14 +270,8 @@ func TestStaticVolumeOfAWaitForFirstConsumerClaim(t *testing.T) {
 	// A class without a provisioner, as local static volumes have: the claim can only
 	// bind to the existing volume.
 	wffc := storagev1.VolumeBindingWaitForFirstConsumer
-	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-static"},
-		Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: &wffc}
-	if _, err := env.Kube.StorageV1().StorageClasses().Create(context.Background(), class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = env.Kube.StorageV1().StorageClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{})
-	})
+	class := createClass(t, env, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-static"},
+		Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: &wffc})
 	pv := createVolume(t, env, ns+"-ssd", class.Name, corev1.LabelHostname, target, nil)
 	env.CreateClaim(t, sandboxtest.Claim(ns, "ssd", class.Name, "5Gi").Obj())
 	c := newClient(t, env.Config)
