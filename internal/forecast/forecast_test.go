@@ -235,6 +235,27 @@ func BenchmarkPlan(b *testing.B) {
 			pl.Plan(t0, nodes, releases, nil, groups, Options{Depth: 256, Tries: 512})
 		}
 	})
+	// The gangs require one rack of the 125 racks of 8 nodes each.
+	var racks [][]string
+	for r := range 125 {
+		var rack []string
+		for i := range 8 {
+			rack = append(rack, nodes[r*8+i].Name)
+		}
+		racks = append(racks, rack)
+	}
+	inRacks := slices.Clone(groups)
+	for i := range inRacks {
+		if i%10 == 0 {
+			inRacks[i].Domains = racks
+		}
+	}
+	b.Run("racks", func(b *testing.B) {
+		var pl Planner
+		for range b.N {
+			pl.Plan(t0, nodes, releases, nil, inRacks, Options{Depth: 256, Tries: 512})
+		}
+	})
 }
 
 // plainPlanInDomain is planInDomain with plainPlan: each domain tried in turn, the

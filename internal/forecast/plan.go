@@ -42,6 +42,9 @@ type work struct {
 	// the nodes planned on since.
 	kept  keptWindow
 	taken []int
+	// instants and heldNodes are a dry run's scratch (search.readHeld).
+	instants  []int64
+	heldNodes []int
 }
 
 // keptWindow is a window avail and roomOf hold, for a lead dimension and a smallest
@@ -160,19 +163,29 @@ func leadOf(dims []corev1.ResourceName, need []int64) int {
 }
 
 // planInDomain plans g as plan does, in the domain where it starts earliest when it
-// has Domains.
+// has Domains: each domain is tried without taking capacity (a dry run, which reads
+// only the domain's nodes and gives up at the best start found so far), then the
+// group is planned in the best.
 func (p *profile) planInDomain(g Group, tries int) (int64, []string, string) {
 	if g.Domains == nil {
-		return p.plan(g, tries, true)
+		return p.plan(g, tries, nil)
 	}
 	best, bestAt, why := -1, int64(0), ""
 	for i, d := range g.Domains {
-		at, _, w := p.plan(inDomain(g, d), tries, false)
+		dry := &dryRun{}
+		if best >= 0 {
+			dry.before = bestAt
+		}
+		at, _, w := p.plan(inDomain(g, d), tries, dry)
 		switch {
+		case w == laterThanBest:
 		case w != "":
 			why = cmp.Or(why, w)
-		case best < 0 || at < bestAt:
+		default:
 			best, bestAt = i, at
+		}
+		if best >= 0 && bestAt <= p.now {
+			break // none starts earlier than now
 		}
 	}
 	if best < 0 {
@@ -181,8 +194,17 @@ func (p *profile) planInDomain(g Group, tries int) (int64, []string, string) {
 		}
 		return 0, nil, fmt.Sprintf("in none of the %d domains of its required topology key: %s", len(g.Domains), why)
 	}
-	return p.plan(inDomain(g, g.Domains[best]), tries, true)
+	return p.plan(inDomain(g, g.Domains[best]), tries, nil)
 }
+
+// dryRun is a plan that takes no capacity, and gives up with laterThanBest at before
+// when before is not zero.
+type dryRun struct {
+	before int64
+}
+
+// laterThanBest is a dry run's reason when it gave up at its before.
+const laterThanBest = "later than the best domain"
 
 // inDomain returns g with each member's nodes narrowed to domain, a sorted list.
 // Members that shared a list share the narrowed one.
@@ -217,11 +239,11 @@ func intersect(a, b []string) []string {
 	return out
 }
 
-// plan finds the earliest candidate time at which g's members fit for its run time
-// and returns that time and the nodes they are planned on, or why none was found;
-// with commit it takes their capacity in the profile, and the nodes are listed only
-// then.
-func (p *profile) plan(g Group, tries int, commit bool) (int64, []string, string) {
+// plan finds the earliest candidate time at which g's members fit for its run time,
+// takes their capacity in the profile, and returns that time and the nodes they are
+// planned on; or why none was found. A dry run (dry not nil) takes nothing and lists no
+// node.
+func (p *profile) plan(g Group, tries int, dry *dryRun) (int64, []string, string) {
 	w := p.scratchSpace()
 	need := p.readMembers(g, w)
 	for i := range need {
@@ -239,7 +261,7 @@ func (p *profile) plan(g Group, tries int, commit bool) (int64, []string, string
 	if why := qp.beyondPeak(charge); why != "" {
 		return 0, nil, why
 	}
-	s := search{p: p, w: w, runtime: int64(g.Runtime), qp: qp, charge: charge, commit: commit}
+	s := search{p: p, w: w, runtime: int64(g.Runtime), qp: qp, charge: charge, dry: dry}
 	if qp != nil {
 		s.quotaLeft = make([]int64, len(qp.dims))
 	}
@@ -263,9 +285,13 @@ type search struct {
 	p       *profile
 	w       *work
 	runtime int64
-	// commit says the group's capacity is taken where it is planned.
-	commit bool
-	qp     *quotaProfile
+	// dry, when not nil, makes the search a dry run, which takes nothing; one of a group
+	// held to some nodes, heldNodes, tries only instants (readHeld), and brings only
+	// those nodes to each window (refreshHeld).
+	dry       *dryRun
+	instants  []int64
+	heldNodes []int
+	qp        *quotaProfile
 	// charge is the group's charge in its queue's quota; quotaLeft scratch for what is
 	// left of the quota in a window.
 	charge, quotaLeft []int64
@@ -299,7 +325,7 @@ func (s *search) quotaOnly() (int64, []string, string) {
 	for _, t := range s.p.total.at {
 		end := s.endOf(t)
 		if s.qp.fitsQuota(s.charge, t, end, s.quotaLeft) {
-			if s.commit {
+			if s.dry == nil {
 				s.qp.takeQuota(s.charge, t, end)
 			}
 			return t, nil, ""
@@ -318,8 +344,28 @@ func (s *search) run(tries int) (int64, []string, string) {
 	// every later candidate up to that time: clear is the first time index, from i on,
 	// not known to leave enough in all. Each index is compared once.
 	tried, clear := 0, 0
+	if s.dry != nil && w.held != nil {
+		s.instants = s.readHeld()
+	}
+	next := 0 // the first of instants not passed
 	for i := 0; i < len(times); i++ {
 		t := times[i]
+		if s.dry != nil && s.dry.before != 0 && t >= s.dry.before {
+			return 0, nil, laterThanBest
+		}
+		if s.instants != nil {
+			for next < len(s.instants) && s.instants[next] < t {
+				next++
+			}
+			if next == len(s.instants) {
+				break // no instant left at which it could come to fit
+			}
+			if s.instants[next] != t {
+				j, _ := slices.BinarySearch(times[i:], s.instants[next])
+				i += j - 1 // and on to the instant
+				continue
+			}
+		}
 		end := s.endOf(t)
 		clear = max(clear, i)
 		for clear < len(times) && times[clear] < end && total[clear*d+lead] >= need[lead] {
@@ -355,7 +401,7 @@ func (s *search) run(tries int) (int64, []string, string) {
 		if !pack(w.members, w.order, w, w.packing, d, lead, w.chosen) {
 			continue
 		}
-		if !s.commit {
+		if s.dry != nil {
 			return t, nil, ""
 		}
 		return t, s.take(t, end), ""
@@ -370,6 +416,10 @@ func (s *search) run(tries int) (int64, []string, string) {
 // candidate, then only the nodes with an instant the window moved over.
 func (s *search) refresh(t, end int64) {
 	p, w := s.p, s.w
+	if s.instants != nil {
+		s.refreshHeld(t, end)
+		return
+	}
 	if !s.computed {
 		if !s.fromKept(t, end) {
 			s.room = 0
@@ -399,6 +449,43 @@ func (s *search) refresh(t, end int64) {
 	}
 	s.lastEnd = end
 	w.kept = keptWindow{valid: true, lead: s.lead, smallest: s.smallest, t: t, end: end, room: s.room}
+}
+
+// refreshHeld brings the nodes a dry run's group is held to, and roomHeld, to the window
+// [t, end): all of them at every candidate, since they are few (one domain's) and the
+// candidates are their own instants. The other nodes are left as they were, so the next
+// group cannot start from this window.
+func (s *search) refreshHeld(t, end int64) {
+	w := s.w
+	s.roomHeld = 0
+	for _, ni := range s.heldNodes {
+		s.refreshNode(ni, t, end)
+		s.roomHeld += w.roomOf[ni]
+	}
+	w.kept.valid = false
+}
+
+// readHeld lists the nodes the group is held to in heldNodes, and returns, sorted, now
+// and the instants at which the capacity of one of them, or its queue's quota, changes:
+// a window's least capacity grows only as its start passes such an instant, so a group
+// that does not fit at one of them does not fit before the next.
+func (s *search) readHeld() []int64 {
+	p, w := s.p, s.w
+	out := append(w.instants[:0], p.now)
+	s.heldNodes = w.heldNodes[:0]
+	for ni, ok := range w.held {
+		if ok {
+			s.heldNodes = append(s.heldNodes, ni)
+			out = append(out, p.nodes[ni].at...)
+		}
+	}
+	w.instants, w.heldNodes = out, s.heldNodes // kept for the next dry run
+	if s.qp != nil {
+		out = append(out, s.qp.left.at...)
+		w.instants = out
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // fromKept brings avail and room to the window [t, end) from the window the last
