@@ -328,3 +328,31 @@ func TestExpectedStartOfSelectedDevices(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanAllocatesFirstAvailable: a claim whose request lists alternatives in order of
+// preference (firstAvailable), a B200 first and any GPU of the class second, on nodes of
+// H100s only, is allocated its second alternative, as kube-scheduler's allocator does: the
+// gang is admitted, each result naming the subrequest it took.
+func TestPlanAllocatesFirstAvailable(t *testing.T) {
+	e := draEngine()
+	key := "Coscheduling/default/prefer"
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "prefer", MinMember: 2})
+	for i := range 2 {
+		pod := fmt.Sprintf("prefer-%d", i)
+		c := gt.GPUClaim("default", pod+"-gpu", 1)
+		c.Spec.Devices.Requests = []resourcev1.DeviceRequest{{Name: "gpu", FirstAvailable: []resourcev1.DeviceSubRequest{
+			{Name: "b200", DeviceClassName: gt.GPUClass, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1,
+				Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+					Expression: `device.attributes["gpu.nvidia.com"].productName == "NVIDIA B200"`}}}},
+			{Name: "any", DeviceClassName: gt.GPUClass, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1},
+		}}}
+		e.SetObject(c)
+		e.SetPod(gt.Pod(pod).UID("uid-"+pod).DeviceClaim("gpu", pod+"-gpu").Obj(), key)
+	}
+	for _, st := range onePlan(t, e.Step(sim.Epoch), 2) {
+		results := st.Claims[0].Allocation.Devices.Results
+		if len(results) != 1 || results[0].Request != "gpu/any" {
+			t.Errorf("%s: allocation results %+v, want one device for subrequest gpu/any", st.Pod, results)
+		}
+	}
+}
