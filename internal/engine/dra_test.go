@@ -335,24 +335,59 @@ func TestExpectedStartOfSelectedDevices(t *testing.T) {
 // gang is admitted, each result naming the subrequest it took.
 func TestPlanAllocatesFirstAvailable(t *testing.T) {
 	e := draEngine()
-	key := "Coscheduling/default/prefer"
-	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "prefer", MinMember: 2})
-	for i := range 2 {
-		pod := fmt.Sprintf("prefer-%d", i)
-		c := gt.GPUClaim("default", pod+"-gpu", 1)
-		c.Spec.Devices.Requests = []resourcev1.DeviceRequest{{Name: "gpu", FirstAvailable: []resourcev1.DeviceSubRequest{
-			{Name: "b200", DeviceClassName: gt.GPUClass, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1,
-				Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
-					Expression: `device.attributes["gpu.nvidia.com"].productName == "NVIDIA B200"`}}}},
-			{Name: "any", DeviceClassName: gt.GPUClass, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1},
-		}}}
-		e.SetObject(c)
-		e.SetPod(gt.Pod(pod).UID("uid-"+pod).DeviceClaim("gpu", pod+"-gpu").Obj(), key)
-	}
+	b200 := resourcev1.DeviceSelector{CEL: &resourcev1.CELDeviceSelector{Expression: `device.attributes["gpu.nvidia.com"].productName == "NVIDIA B200"`}}
+	preferGroup(e, "prefer", "", oneOf("b200", 1, b200), oneOf("any", 1))
 	for _, st := range onePlan(t, e.Step(sim.Epoch), 2) {
 		results := st.Claims[0].Allocation.Devices.Results
 		if len(results) != 1 || results[0].Request != "gpu/any" {
 			t.Errorf("%s: allocation results %+v, want one device for subrequest gpu/any", st.Pod, results)
 		}
 	}
+}
+
+// TestExpectedStartOfFirstAvailable: on 2 nodes of 2 DRA GPUs each, one gang holds 2
+// GPUs for an hour and another 1 GPU for three. A queued gang of 2 members whose claims
+// prefer 2 GPUs and take 1 otherwise (firstAvailable) is expected to start in an hour
+// with its second alternative, when 3 GPUs are free, not in three hours, when its first
+// fits.
+func TestExpectedStartOfFirstAvailable(t *testing.T) {
+	e := draEngine()
+	now := sim.Epoch
+	runDRAGang(t, e, "hour", 2, "1h", now)
+	runDRAGang(t, e, "three", 1, "3h", now)
+	key := preferGroup(e, "prefer", "30m", oneOf("two", 2), oneOf("one", 1))
+	now = now.Add(sim.SimForecastEvery)
+	if out := e.Step(now); len(out.Plans) != 0 {
+		t.Fatalf("prefer admitted with one GPU free: %+v", out.Plans)
+	}
+	st, _ := e.Group(key)
+	if want := sim.Epoch.Add(time.Hour); !st.ExpectedStart.Equal(want) {
+		t.Errorf("prefer: expected start %v (%q), want %v, with one GPU a member", st.ExpectedStart, st.ExpectedStartUnknown, want)
+	}
+}
+
+// oneOf is an alternative of a firstAvailable request: count devices of the GPU class
+// with the selectors given.
+func oneOf(name string, count int64, selectors ...resourcev1.DeviceSelector) resourcev1.DeviceSubRequest {
+	return resourcev1.DeviceSubRequest{Name: name, DeviceClassName: gt.GPUClass,
+		AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: count, Selectors: selectors}
+}
+
+// preferGroup adds a group of 2 members, each with its own claim of one request "gpu"
+// with the alternatives given, declaring runtime unless it is "", and returns its key.
+func preferGroup(e *engine.Engine, name, runtime string, alternatives ...resourcev1.DeviceSubRequest) string {
+	key := "Coscheduling/default/" + name
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: name, MinMember: 2})
+	for i := range 2 {
+		pod := fmt.Sprintf("%s-%d", name, i)
+		c := gt.GPUClaim("default", pod+"-gpu", 1)
+		c.Spec.Devices.Requests = []resourcev1.DeviceRequest{{Name: "gpu", FirstAvailable: alternatives}}
+		e.SetObject(c)
+		p := gt.Pod(pod).UID("uid-"+pod).DeviceClaim("gpu", pod+"-gpu").Obj()
+		if runtime != "" {
+			p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: runtime}
+		}
+		e.SetPod(p, key)
+	}
+	return key
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/muster-sched/muster/internal/forecast"
 	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/placement"
 	"github.com/muster-sched/muster/internal/queue"
 )
 
@@ -270,21 +271,16 @@ func (e *Engine) queuedGroups(last func(*queue.Entry) bool) []forecast.Group {
 		}
 		fg := forecast.Group{Key: ent.Key, Runtime: ent.Runtime, Queue: ent.Queue, Charge: e.queue.LeastCharge(ent.Key)}
 		from := len(members)
-		var claimsSeen map[string]bool
-		for _, m := range ent.Group.Members[:min(ent.Group.MinMember, len(ent.Group.Members))] {
-			req := m.Requests
-			if req == nil {
-				req = cluster.PodRequests(m.Pod)
-			}
-			if kubefit.HasResourceClaims(m.Pod) {
-				if claimsSeen == nil {
-					claimsSeen = map[string]bool{}
-				}
-				req = withDevices(req, kubefit.PendingDevices(e.snap, m.Pod, claimsSeen, f.devices.count(e.snap.Objects()).fewest))
-			}
-			members = append(members, req) // the forecast ignores its pods count
-		}
+		needed := ent.Group.Members[:min(ent.Group.MinMember, len(ent.Group.Members))]
+		var alts int
+		members, alts = e.appendRequests(members, needed, 0)
 		fg.Members = members[from:len(members):len(members)]
+		// Claims with alternatives (firstAvailable): the group is planned with those it
+		// starts earliest with.
+		for alt := 1; alt < alts; alt++ {
+			variant, _ := e.appendRequests(nil, needed, alt)
+			fg.Variants = append(fg.Variants, variant)
+		}
 		if r := e.rulesOf(g); r.nodes != nil || r.apart != nil || r.domains != nil {
 			fg.Nodes, fg.Apart, fg.Domains = firstOf(r.nodes, len(fg.Members)), firstOf(r.apart, len(fg.Members)), r.domains
 		}
@@ -295,6 +291,29 @@ func (e *Engine) queuedGroups(last func(*queue.Entry) bool) []forecast.Group {
 	}
 	f.membersBuf = members
 	return groups
+}
+
+// appendRequests appends to out what each of members asks for, its claims' devices
+// counted with their alt-th alternative (kubefit.PendingDevices), and returns it with
+// the most alternatives a member's claims list (kubefit.Alternatives).
+func (e *Engine) appendRequests(out []cluster.Resources, members []placement.Member, alt int) ([]cluster.Resources, int) {
+	var seen map[string]bool
+	alts := 1
+	for _, m := range members {
+		req := m.Requests
+		if req == nil {
+			req = cluster.PodRequests(m.Pod)
+		}
+		if kubefit.HasResourceClaims(m.Pod) {
+			if seen == nil {
+				seen = map[string]bool{} // a claim members share is counted once
+			}
+			req = withDevices(req, kubefit.PendingDevices(e.snap, m.Pod, seen, e.forecast.devices.count(e.snap.Objects()).fewest, alt))
+			alts = max(alts, kubefit.Alternatives(e.snap, m.Pod))
+		}
+		out = append(out, req) // the forecast ignores its pods count
+	}
+	return out, alts
 }
 
 // releases returns the nodes that take pods, and what each group's members release

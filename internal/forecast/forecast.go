@@ -68,6 +68,11 @@ type Group struct {
 	// planned on one node (their pod anti-affinity, or a host port, keeps them apart);
 	// nil for none.
 	Apart []int
+	// Variants, when not nil, are other lists of the Members' requests, in order of
+	// preference (claims whose requests list alternatives: the second alternative of
+	// each, the third, ...): the group is planned with the list, Members first, with
+	// which it starts earliest (the first on a tie).
+	Variants [][]cluster.Resources
 	// Domains, when not nil, are the node sets of the values of the group's required
 	// topology key (one rack, one zone, one NVLink clique), each sorted: its members are
 	// all planned on the nodes of one of them, the one where they start earliest (the
@@ -131,7 +136,7 @@ func (pl *Planner) Plan(now time.Time, nodes []Node, releases []Release, quotas 
 		case len(g.Members) == 0:
 			out[i].Unknown = "it has no member to place"
 		default:
-			at, nodes, why := p.planInDomain(g, opts.Tries)
+			at, nodes, why := p.planBest(g, opts.Tries)
 			if why != "" {
 				out[i].Unknown = why
 			} else {

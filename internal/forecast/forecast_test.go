@@ -128,6 +128,7 @@ func TestPlanNeverOvercommits(t *testing.T) {
 		drawNodes(rt, nodes, groups)
 		drawApart(rt, groups)
 		drawDomains(rt, nodes, groups)
+		drawVariants(rt, groups)
 		// The groups are in queue q; half the runs give it a quota: what is left now,
 		// and what admitted groups give back.
 		for i := range groups {
@@ -151,7 +152,7 @@ func TestPlanNeverOvercommits(t *testing.T) {
 		ref := newProfile(t0, nodes, releases, groups)
 		ref.addQuotas(quotas)
 		for _, g := range groups {
-			at, planned, why := p.planInDomain(g, 0)
+			at, planned, why := p.planBest(g, 0)
 			if why == "" && at < p.now {
 				rt.Fatalf("%s starts at %d, before now", g.Key, at)
 			}
@@ -170,7 +171,7 @@ func TestPlanNeverOvercommits(t *testing.T) {
 			}
 			// The plan's shortcuts (totals, room, nodes kept from one candidate to the
 			// next) rule out only candidates a plain search rejects too.
-			if want, ok := ref.plainPlanInDomain(g); ok != (why == "") || ok && want != at {
+			if want, ok := ref.plainPlanBest(g); ok != (why == "") || ok && want != at {
 				rt.Fatalf("%s: planned at %s (%q), a plain search finds %s (%v)", g.Key, time.Duration(at-p.now), why, time.Duration(want-p.now), ok)
 			}
 		}
@@ -258,22 +259,36 @@ func BenchmarkPlan(b *testing.B) {
 	})
 }
 
-// plainPlanInDomain is planInDomain with plainPlan: each domain tried in turn, the
-// earliest start taken.
-func (p *profile) plainPlanInDomain(g Group) (int64, bool) {
-	if g.Domains == nil {
+// plainPlanBest is planBest with plainPlan: each list of requests in each domain tried
+// in turn, the earliest start taken, the first on a tie.
+func (p *profile) plainPlanBest(g Group) (int64, bool) {
+	if g.Domains == nil && g.Variants == nil {
 		return p.plainPlan(g, true)
 	}
+	var tries []Group
+	for v := range 1 + len(g.Variants) {
+		try := g
+		if v > 0 {
+			try.Members = g.Variants[v-1]
+		}
+		try.Variants = nil
+		if g.Domains == nil {
+			tries = append(tries, try)
+		}
+		for _, d := range g.Domains {
+			tries = append(tries, inDomain(try, d))
+		}
+	}
 	best, bestAt := -1, int64(0)
-	for i, d := range g.Domains {
-		if at, ok := p.plainPlan(inDomain(g, d), false); ok && (best < 0 || at < bestAt) {
+	for i, try := range tries {
+		if at, ok := p.plainPlan(try, false); ok && (best < 0 || at < bestAt) {
 			best, bestAt = i, at
 		}
 	}
 	if best < 0 {
 		return 0, false
 	}
-	return p.plainPlan(inDomain(g, g.Domains[best]), true)
+	return p.plainPlan(tries[best], true)
 }
 
 // plainPlan is plan without its shortcuts: every candidate time, every node computed
@@ -407,10 +422,11 @@ func TestPlanFromTheLastGroupsWindow(t *testing.T) {
 		drawNodes(rt, nodes, groups)
 		drawApart(rt, groups)
 		drawDomains(rt, nodes, groups)
+		drawVariants(rt, groups)
 		p, ref := newProfile(t0, nodes, releases, groups), newProfile(t0, nodes, releases, groups)
 		for _, g := range groups {
-			at, _, why := p.planInDomain(g, 0)
-			if want, ok := ref.plainPlanInDomain(g); ok != (why == "") || ok && want != at {
+			at, _, why := p.planBest(g, 0)
+			if want, ok := ref.plainPlanBest(g); ok != (why == "") || ok && want != at {
 				rt.Fatalf("%s: planned at %s (%q), a plain search finds %s (%v)", g.Key, time.Duration(at-p.now), why, time.Duration(want-p.now), ok)
 			}
 		}
@@ -484,6 +500,20 @@ func TestPlannerReadsNodesOnce(t *testing.T) {
 // drawNodes gives some of groups the nodes their members may use (Group.Nodes): all
 // members the same slice, as members of one shape have, or each its own, maybe none of
 // the nodes given, or a node that is not among them.
+// drawVariants gives some groups other lists of their members' requests: one or two,
+// each member asking for 1 to 8 GPUs.
+func drawVariants(rt *rapid.T, groups []Group) {
+	for i := range groups {
+		for range rapid.IntRange(0, 2).Draw(rt, "variants") {
+			v := make([]cluster.Resources, len(groups[i].Members))
+			for m := range v {
+				v[m] = gpus(rapid.Int64Range(1, 8).Draw(rt, "variantGPUs"))
+			}
+			groups[i].Variants = append(groups[i].Variants, v)
+		}
+	}
+}
+
 // drawDomains gives some groups a required topology: the nodes split into up to three
 // domains by a drawn value each (some nodes have none), or no domain at all.
 func drawDomains(rt *rapid.T, nodes []Node, groups []Group) {
@@ -652,6 +682,28 @@ func TestPlanDomains(t *testing.T) {
 		}[name]
 		if !reflect.DeepEqual(got[0], want) {
 			t.Errorf("%s: %s, want %s", name, render(got), render([]Start{want}))
+		}
+	}
+}
+
+// TestPlanVariants: node a has 1 GPU free now, b frees 4 in 2 hours. A member that
+// prefers 4 GPUs and takes 1 otherwise (a claim's alternatives) starts now on a; one
+// that asks for 4 only starts on b in 2 hours; neither fits now with 2.
+func TestPlanVariants(t *testing.T) {
+	nodes := []Node{{Name: "a", Free: gpus(1)}, {Name: "b", Free: gpus(0)}}
+	releases := []Release{{Node: "b", At: at(2), Resources: gpus(4)}}
+	prefer := gang("prefer", 1, 4, time.Hour)
+	prefer.Variants = [][]cluster.Resources{{gpus(2)}, {gpus(1)}}
+	only := gang("only", 1, 4, time.Hour)
+	for _, tc := range []struct {
+		g    Group
+		want Start
+	}{
+		{prefer, Start{Key: "prefer", At: at(0), Nodes: []string{"a"}}},
+		{only, Start{Key: "only", At: at(2), Nodes: []string{"b"}}},
+	} {
+		if got := Plan(t0, nodes, releases, nil, []Group{tc.g}, Options{}); !reflect.DeepEqual(got[0], tc.want) {
+			t.Errorf("%s: %s, want %s", tc.g.Key, render(got), render([]Start{tc.want}))
 		}
 	}
 }

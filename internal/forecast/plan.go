@@ -162,39 +162,55 @@ func leadOf(dims []corev1.ResourceName, need []int64) int {
 	return lead
 }
 
-// planInDomain plans g as plan does, in the domain where it starts earliest when it
-// has Domains: each domain is tried without taking capacity (a dry run, which reads
-// only the domain's nodes and gives up at the best start found so far), then the
-// group is planned in the best.
-func (p *profile) planInDomain(g Group, tries int) (int64, []string, string) {
-	if g.Domains == nil {
+// planBest plans g as plan does, with the members' requests (Members, or one of
+// Variants) and in the domain (one of Domains) with which it starts earliest, the
+// first in order on a tie. Each choice is tried without taking capacity (a dry run,
+// which reads only the domain's nodes and gives up at the best start found so far),
+// then the group is planned with the best.
+func (p *profile) planBest(g Group, tries int) (int64, []string, string) {
+	if g.Domains == nil && g.Variants == nil {
 		return p.plan(g, tries, nil)
 	}
-	best, bestAt, why := -1, int64(0), ""
-	for i, d := range g.Domains {
-		dry := &dryRun{}
-		if best >= 0 {
-			dry.before = bestAt
+	if g.Domains != nil && len(g.Domains) == 0 {
+		return 0, nil, "no node has a value of its required topology key"
+	}
+	var best Group
+	found, bestAt, why := false, int64(0), ""
+	for v := range 1 + len(g.Variants) {
+		members := g.Members
+		if v > 0 {
+			members = g.Variants[v-1]
 		}
-		at, _, w := p.plan(inDomain(g, d), tries, dry)
-		switch {
-		case w == laterThanBest:
-		case w != "":
-			why = cmp.Or(why, w)
-		default:
-			best, bestAt = i, at
-		}
-		if best >= 0 && bestAt <= p.now {
-			break // none starts earlier than now
+		for d := range max(1, len(g.Domains)) {
+			try := g
+			try.Members, try.Variants = members, nil
+			if g.Domains != nil {
+				try = inDomain(try, g.Domains[d])
+			}
+			dry := &dryRun{}
+			if found {
+				dry.before = bestAt
+			}
+			at, _, w := p.plan(try, tries, dry)
+			switch {
+			case w == laterThanBest:
+			case w != "":
+				why = cmp.Or(why, w)
+			default:
+				found, best, bestAt = true, try, at
+			}
+			if found && bestAt <= p.now {
+				return p.plan(best, tries, nil) // none starts earlier than now
+			}
 		}
 	}
-	if best < 0 {
-		if len(g.Domains) == 0 {
-			return 0, nil, "no node has a value of its required topology key"
+	if !found {
+		if g.Domains != nil {
+			return 0, nil, fmt.Sprintf("in none of the %d domains of its required topology key: %s", len(g.Domains), why)
 		}
-		return 0, nil, fmt.Sprintf("in none of the %d domains of its required topology key: %s", len(g.Domains), why)
+		return 0, nil, why
 	}
-	return p.plan(inDomain(g, g.Domains[best]), tries, nil)
+	return p.plan(best, tries, nil)
 }
 
 // dryRun is a plan that takes no capacity, and gives up with laterThanBest at before

@@ -145,10 +145,16 @@ func resize[T any](s []T, n int) []T {
 // profile's dimensions. A node's pod count is left to the placement.
 func dimsOf(dims []corev1.ResourceName, groups []Group) []corev1.ResourceName {
 	for _, g := range groups {
-		for _, m := range g.Members {
-			for name := range m {
-				if name != corev1.ResourcePods && !slices.Contains(dims, name) {
-					dims = append(dims, name)
+		for v := range 1 + len(g.Variants) {
+			members := g.Members
+			if v > 0 {
+				members = g.Variants[v-1]
+			}
+			for _, m := range members {
+				for name := range m {
+					if name != corev1.ResourcePods && !slices.Contains(dims, name) {
+						dims = append(dims, name)
+					}
 				}
 			}
 		}

@@ -204,11 +204,12 @@ func reservedForOnly(c *resourcev1.ResourceClaim, pod *corev1.Pod) bool {
 // PendingDevices is what pod's ResourceClaims not allocated yet ask for, per
 // DeviceClass, counted as DeviceCounts counts them but for a request of all matching
 // devices: it takes every device of its class on the node it is allocated on, and
-// counts fewest[class] (see FewestDevices), one when that is not set. Claims in seen
-// are skipped, and the pod's are added to it: a claim shared by members is counted
-// once.
-func PendingDevices(snap *cluster.Snapshot, pod *corev1.Pod, seen map[string]bool, fewest cluster.Resources) cluster.Resources {
-	return deviceCounts(snap, pod, seen, false, fewest)
+// counts fewest[class] (see FewestDevices), one when that is not set. A request with
+// alternatives counts its alt-th (from 0; its last if it has fewer, see Alternatives).
+// Claims in seen are skipped, and the pod's are added to it: a claim shared by members
+// is counted once.
+func PendingDevices(snap *cluster.Snapshot, pod *corev1.Pod, seen map[string]bool, fewest cluster.Resources, alt int) cluster.Resources {
+	return deviceCounts(snap, pod, seen, false, fewest, alt)
 }
 
 // FewestDevices returns, per DeviceClass, the fewest devices a node with any of the

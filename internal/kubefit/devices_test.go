@@ -86,10 +86,10 @@ func TestClaimedAndOwnDevices(t *testing.T) {
 		t.Errorf("OwnDevices(w1) = %v: its own claim is not allocated and the other is shared", got)
 	}
 	seen := map[string]bool{}
-	if diff := cmp.Diff(cluster.Resources{gt.GPUClass: 1}, kubefit.PendingDevices(snap, w1, seen, nil)); diff != "" {
+	if diff := cmp.Diff(cluster.Resources{gt.GPUClass: 1}, kubefit.PendingDevices(snap, w1, seen, nil, 0)); diff != "" {
 		t.Errorf("PendingDevices(w1) (-want +got):\n%s", diff)
 	}
-	if got := kubefit.PendingDevices(snap, w1, seen, nil); got != nil {
+	if got := kubefit.PendingDevices(snap, w1, seen, nil, 0); got != nil {
 		t.Errorf("PendingDevices(w1) again = %v: its claims were counted once", got)
 	}
 }
@@ -112,8 +112,35 @@ func TestPendingAllDevices(t *testing.T) {
 		fewest cluster.Resources
 		want   int64
 	}{{fewest, 4}, {nil, 1}} {
-		if diff := cmp.Diff(cluster.Resources{gt.GPUClass: c.want}, kubefit.PendingDevices(snap, pod, map[string]bool{}, c.fewest)); diff != "" {
+		if diff := cmp.Diff(cluster.Resources{gt.GPUClass: c.want}, kubefit.PendingDevices(snap, pod, map[string]bool{}, c.fewest, 0)); diff != "" {
 			t.Errorf("PendingDevices with fewest %v (-want +got):\n%s", c.fewest, diff)
 		}
+	}
+}
+
+// TestPendingAlternatives: a request with alternatives (firstAvailable) counts the one
+// asked for, its last when asked for one past it; Alternatives counts the most any of the
+// pod's unallocated requests lists, one for a pod without alternatives.
+func TestPendingAlternatives(t *testing.T) {
+	snap, _ := draSnapshot(0)
+	claim := gt.GPUClaim("default", "prefer", 1)
+	claim.Spec.Devices.Requests = []resourcev1.DeviceRequest{{Name: "gpu", FirstAvailable: []resourcev1.DeviceSubRequest{
+		{Name: "two", DeviceClassName: gt.GPUClass, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 2},
+		{Name: "one", DeviceClassName: gt.GPUClass, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1},
+	}}}
+	snap.SetObject(claim)
+	snap.SetObject(gt.GPUClaim("default", "plain", 1))
+	prefer := gt.Pod("w").UID("uid-w").DeviceClaim("gpu", "prefer").Obj()
+	plain := gt.Pod("p").UID("uid-p").DeviceClaim("gpu", "plain").Obj()
+	for alt, want := range []int64{2, 1, 1} {
+		if diff := cmp.Diff(cluster.Resources{gt.GPUClass: want}, kubefit.PendingDevices(snap, prefer, map[string]bool{}, nil, alt)); diff != "" {
+			t.Errorf("PendingDevices alternative %d (-want +got):\n%s", alt, diff)
+		}
+	}
+	if got := kubefit.Alternatives(snap, prefer); got != 2 {
+		t.Errorf("Alternatives(prefer) = %d, want 2", got)
+	}
+	if got := kubefit.Alternatives(snap, plain); got != 1 {
+		t.Errorf("Alternatives(plain) = %d, want 1", got)
 	}
 }

@@ -320,12 +320,34 @@ func exactNeed(class string, mode resourcev1.DeviceAllocationMode, count int64, 
 // whose number is known only once allocated). Claims in seen are skipped, and the
 // pod's are added to it: a claim shared by members is charged once.
 func DeviceCounts(snap *cluster.Snapshot, pod *corev1.Pod, seen map[string]bool) cluster.Resources {
-	return deviceCounts(snap, pod, seen, true, nil)
+	return deviceCounts(snap, pod, seen, true, nil, 0)
+}
+
+// Alternatives returns the most alternatives (firstAvailable) a request of pod's
+// ResourceClaims not allocated yet lists, one when none lists any: the forecast plans the
+// pod with each (PendingDevices' alt).
+func Alternatives(snap *cluster.Snapshot, pod *corev1.Pod) int {
+	if !HasResourceClaims(pod) {
+		return 1
+	}
+	claims, _ := ClaimsOf(snap, pod)
+	n := 1
+	for _, c := range claims {
+		if c.Status.Allocation != nil {
+			continue
+		}
+		for _, r := range c.Spec.Devices.Requests {
+			n = max(n, len(r.FirstAvailable))
+		}
+	}
+	return n
 }
 
 // deviceCounts is DeviceCounts, of the allocated claims too when allocated is true. A
-// request of all matching devices counts all[class] when that is set, else one.
-func deviceCounts(snap *cluster.Snapshot, pod *corev1.Pod, seen map[string]bool, allocated bool, all cluster.Resources) cluster.Resources {
+// request of all matching devices counts all[class] when that is set, else one. A
+// request with alternatives (firstAvailable) counts its alt-th, or its last if it has
+// fewer.
+func deviceCounts(snap *cluster.Snapshot, pod *corev1.Pod, seen map[string]bool, allocated bool, all cluster.Resources, alt int) cluster.Resources {
 	if !HasResourceClaims(pod) {
 		return nil
 	}
@@ -360,8 +382,12 @@ func deviceCounts(snap *cluster.Snapshot, pod *corev1.Pod, seen map[string]bool,
 			case r.Exactly != nil:
 				add(r.Exactly.DeviceClassName, max(r.Exactly.Count, 1))
 			case len(r.FirstAvailable) > 0:
-				first := r.FirstAvailable[0]
-				add(first.DeviceClassName, max(first.Count, 1))
+				sub := r.FirstAvailable[min(alt, len(r.FirstAvailable)-1)]
+				if sub.AllocationMode == resourcev1.DeviceAllocationModeAll {
+					add(sub.DeviceClassName, max(all[corev1.ResourceName(sub.DeviceClassName)], 1))
+				} else {
+					add(sub.DeviceClassName, max(sub.Count, 1))
+				}
 			}
 		}
 	}
