@@ -57,6 +57,57 @@ func TestExpectedStartOfDeviceClaims(t *testing.T) {
 	expectStartWhenRunningEnds(t, env, c, ns, onPool)
 }
 
+// TestExpectedStartOfFirstAvailable: two nodes of two DRA GPUs each. Jobs hold two GPUs
+// for an hour and one for three. A job of two pods whose claims prefer two GPUs each and
+// take one otherwise (firstAvailable) waits, one GPU being free, and muster serve, as
+// deployed, writes in its record that it is expected to start in an hour, with one GPU a
+// pod, not in three, when its first alternative fits.
+func TestExpectedStartOfFirstAvailable(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	pool := "forecast-prefer"
+	env.CreateNodes(t, sandbox.NodePool{Name: pool, Count: 2, CPU: "16", Memory: "64Gi", DRAGPUs: 2})
+	createTemplate(t, env, ns)
+	spec := sandboxtest.GPUClaimSpec(1)
+	class := spec.Devices.Requests[0].Exactly.DeviceClassName
+	spec.Devices.Requests[0] = resourcev1.DeviceRequest{Name: spec.Devices.Requests[0].Name, FirstAvailable: []resourcev1.DeviceSubRequest{
+		{Name: "two", DeviceClassName: class, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 2},
+		{Name: "one", DeviceClassName: class, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1},
+	}}
+	const prefer = "two-gpus-or-one"
+	tmpl := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: prefer},
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: spec}}
+	if _, err := env.Kube.ResourceV1().ResourceClaimTemplates(ns).Create(context.Background(), tmpl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	onPool := func(p *corev1.Pod) {
+		draWorker(p)
+		p.Spec.NodeSelector = map[string]string{sandbox.LabelPool: pool}
+	}
+	created := time.Now()
+	for _, hold := range []struct {
+		name    string
+		workers int
+		runtime string
+	}{{"hour", 1, "1h"}, {"three", 0, "3h"}} {
+		job := pytorchJob{ns: ns, name: hold.name, workers: hold.workers, mutate: onPool,
+			annotations: map[string]string{engine.AnnotationExpectedRuntime: hold.runtime}}
+		job.create(t, env, c)
+		waitCondition(t, env, c, ns, hold.name, "PodsReady", metav1.ConditionTrue)
+	}
+	queued := pytorchJob{ns: ns, name: "queued", workers: 1,
+		annotations: map[string]string{engine.AnnotationExpectedRuntime: "30m"},
+		mutate: func(p *corev1.Pod) {
+			onPool(p)
+			p.Spec.ResourceClaims[len(p.Spec.ResourceClaims)-1].ResourceClaimTemplateName = ptr.To(prefer)
+		}}
+	queued.create(t, env, c)
+
+	expectQueuedToStartAt(t, env, c, ns, "queued", created.Add(time.Hour))
+}
+
 // TestExpectedStartOfSelectedDevices: two nodes of two DRA GPUs each, in two NVLink
 // cliques, and no node selector: the jobs' claims select the first clique's GPUs with a
 // selector of their own. A job of two pods that declares an hour runs on the first
