@@ -87,16 +87,9 @@ func TestExpectedStartOfFirstAvailable(t *testing.T) {
 		p.Spec.NodeSelector = map[string]string{sandbox.LabelPool: pool}
 	}
 	created := time.Now()
-	for _, hold := range []struct {
-		name    string
-		workers int
-		runtime string
-	}{{"hour", 1, "1h"}, {"three", 0, "3h"}} {
-		job := pytorchJob{ns: ns, name: hold.name, workers: hold.workers, mutate: onPool,
-			annotations: map[string]string{engine.AnnotationExpectedRuntime: hold.runtime}}
-		job.create(t, env, c)
-		waitCondition(t, env, c, ns, hold.name, "PodsReady", metav1.ConditionTrue)
-	}
+	runReady(t, env, c,
+		pytorchJob{ns: ns, name: "hour", workers: 1, mutate: onPool, annotations: map[string]string{engine.AnnotationExpectedRuntime: "1h"}},
+		pytorchJob{ns: ns, name: "three", mutate: onPool, annotations: map[string]string{engine.AnnotationExpectedRuntime: "3h"}})
 	queued := pytorchJob{ns: ns, name: "queued", workers: 1,
 		annotations: map[string]string{engine.AnnotationExpectedRuntime: "30m"},
 		mutate: func(p *corev1.Pod) {
@@ -201,15 +194,12 @@ func TestExpectedStartInOneRack(t *testing.T) {
 	c := newClient(t, env.Config)
 	startMuster(t, env, musterOptions{})
 	created := time.Now()
-	for _, hold := range []struct {
-		name, node, runtime string
-	}{{"running", pool + "-1", "1h"}, {"occupy", pool + "-3", "3h"}} {
-		job := pytorchJob{ns: ns, name: hold.name, gpus: map[string]int64{hold.name + "-master-0": 2},
-			annotations: map[string]string{engine.AnnotationExpectedRuntime: hold.runtime},
-			mutate:      func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: hold.node} }}
-		job.create(t, env, c)
-		waitCondition(t, env, c, ns, hold.name, "PodsReady", metav1.ConditionTrue)
+	twoGPUsOn := func(name, node, runtime string) pytorchJob {
+		return pytorchJob{ns: ns, name: name, gpus: map[string]int64{name + "-master-0": 2},
+			annotations: map[string]string{engine.AnnotationExpectedRuntime: runtime},
+			mutate:      func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node} }}
 	}
+	runReady(t, env, c, twoGPUsOn("running", pool+"-1", "1h"), twoGPUsOn("occupy", pool+"-3", "3h"))
 	queued := pytorchJob{ns: ns, name: "queued", workers: 1,
 		gpus:             map[string]int64{"queued-master-0": 2, "queued-worker-0": 2},
 		annotations:      map[string]string{engine.AnnotationExpectedRuntime: "30m"},
@@ -235,6 +225,15 @@ func expectStartWhenRunningEnds(t *testing.T, env *sandboxtest.Env, c client.Cli
 	queued.create(t, env, c)
 
 	expectQueuedToStartAt(t, env, c, ns, "queued", created.Add(time.Hour))
+}
+
+// runReady creates each of jobs and waits for its PodsReady condition, one after another.
+func runReady(t *testing.T, env *sandboxtest.Env, c client.Client, jobs ...pytorchJob) {
+	t.Helper()
+	for _, j := range jobs {
+		j.create(t, env, c)
+		waitCondition(t, env, c, j.ns, j.name, "PodsReady", metav1.ConditionTrue)
+	}
 }
 
 // expectQueuedToStartAt waits for the record of job name to have an expected start, and
