@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -17,6 +18,32 @@ import (
 // each rack. It is expected to start in an hour, when r0 is free, not at once across
 // the racks.
 func TestExpectedStartInOneRack(t *testing.T) {
+	e, now := racksHalfBusy()
+	rack := "Coscheduling/default/rack"
+	e.SetGroup(engine.GroupSpec{Key: rack, Source: engine.Coscheduling, Namespace: "default", Name: "rack", MinMember: 2,
+		Topology: placement.Topology{Required: "example.com/rack"}})
+	e.SetPod(gt.Pod("rack-0").GPU(2).Obj(), rack)
+	e.SetPod(gt.Pod("rack-1").GPU(2).Obj(), rack)
+	expectQueuedForAnHour(t, e, rack, now, "n-0 and n-2 are free, in two racks")
+}
+
+// TestExpectedStartOfSelfAffineGang: the same racks, and a gang whose members require
+// each other in one rack by their pod affinity, not by muster.dev/topology: it is
+// expected to start in an hour too, when r0 is free.
+func TestExpectedStartOfSelfAffineGang(t *testing.T) {
+	e, now := racksHalfBusy()
+	aff := "Coscheduling/default/aff"
+	e.SetGroup(engine.GroupSpec{Key: aff, Source: engine.Coscheduling, Namespace: "default", Name: "aff", MinMember: 2})
+	for _, name := range []string{"aff-0", "aff-1"} {
+		e.SetPod(gt.Pod(name).GPU(2).Label("job", "aff").PodAffinity("job", "aff", "example.com/rack").Obj(), aff)
+	}
+	expectQueuedForAnHour(t, e, aff, now, "n-0 and n-2 are free, in two racks")
+}
+
+// racksHalfBusy returns an engine with racks r0 (n-0, n-1) and r1 (n-2, n-3) of 2-GPU
+// nodes, jobs running on all of n-1's GPUs for an hour and on all of n-3's for three,
+// stepped at the returned time.
+func racksHalfBusy() (*engine.Engine, time.Time) {
 	e := sim.NewEngineWith(0)
 	for n, rack := range map[string]string{"n-0": "r0", "n-1": "r0", "n-2": "r1", "n-3": "r1"} {
 		e.SetNode(gt.Node(n).GPU(2).Label("example.com/rack", rack).Obj())
@@ -30,10 +57,5 @@ func TestExpectedStartInOneRack(t *testing.T) {
 	p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "3h"}
 	e.SetPod(p, occupy)
 	e.Step(now)
-	rack := "Coscheduling/default/rack"
-	e.SetGroup(engine.GroupSpec{Key: rack, Source: engine.Coscheduling, Namespace: "default", Name: "rack", MinMember: 2,
-		Topology: placement.Topology{Required: "example.com/rack"}})
-	e.SetPod(gt.Pod("rack-0").GPU(2).Obj(), rack)
-	e.SetPod(gt.Pod("rack-1").GPU(2).Obj(), rack)
-	expectQueuedForAnHour(t, e, rack, now, "n-0 and n-2 are free, in two racks")
+	return e, now
 }

@@ -101,6 +101,9 @@ type placer struct {
 
 	best     int    // most members any attempt placed, for the diagnosis
 	topology string // why no required domain worked
+	// byAffinity is set when the members' own required pod affinity, not the group's
+	// topology, keeps them within one domain (see affinityKey).
+	byAffinity bool
 
 	// withPods is set when the hosted filters judge some member: assumptions then carry
 	// the member's pod, which the filters see for the members after it.
@@ -140,7 +143,11 @@ func (a *attempt) revert() {
 
 func (p *placer) place() *Plan {
 	if key := p.g.Topology.Required; key != "" {
-		return p.placeInDomain(key)
+		return p.placeInDomain(key, p.g.Topology.Domain)
+	}
+	if key := affinityKey(p.snap, p.g); key != "" {
+		p.byAffinity = true
+		return p.placeInDomain(key, "")
 	}
 	a := p.fill(p.tiers(p.snap.Nodes()))
 	if len(a.assignments) < p.g.MinMember {
@@ -165,12 +172,14 @@ func (p *placer) tiers(nodes []*cluster.NodeInfo) [][]*cluster.NodeInfo {
 	return p.oneTier[:]
 }
 
-// placeInDomain tries every value of the required key and keeps the one whose placement
-// uses the fewest values of the preferred key (with one), then breaks the fewest whole
-// nodes, then fits the tightest, then comes first by name.
-func (p *placer) placeInDomain(key string) *Plan {
+// placeInDomain tries every value of key (only pinned, when set) and keeps the one whose
+// placement uses the fewest values of the preferred key (with one), then breaks the
+// fewest whole nodes, then fits the tightest, then comes first by name. key is the
+// required topology's, or the members' own pod affinity's (byAffinity): the plan's
+// Domain is the value only for the former, which pins the group's later members.
+func (p *placer) placeInDomain(key, pinned string) *Plan {
 	domains, names := p.domains(key)
-	if pinned := p.g.Topology.Domain; pinned != "" {
+	if pinned != "" {
 		names = slices.DeleteFunc(names, func(n string) bool { return n != pinned })
 	}
 	bestName, bestSpread, bestBroken, bestFree := "", 0, 0, int64(0)
@@ -191,9 +200,16 @@ func (p *placer) placeInDomain(key string) *Plan {
 	if bestName == "" {
 		p.topology = fmt.Sprintf("no value of %s among %d can take %d members (the best takes %d)",
 			key, len(names), p.g.MinMember, p.best)
+		if p.byAffinity {
+			p.topology = fmt.Sprintf("their required pod affinity to each other keeps them within one value of %s, and none among %d can take %d members (the best takes %d)",
+				key, len(names), p.g.MinMember, p.best)
+		}
 		return nil
 	}
 	a := p.fill(p.tiers(domains[bestName]))
+	if p.byAffinity {
+		bestName = ""
+	}
 	return p.plan(a, bestName)
 }
 

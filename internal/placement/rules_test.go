@@ -107,6 +107,63 @@ func TestMembersRequireEachOther(t *testing.T) {
 	}
 }
 
+// TestSelfAffineGangTakesTheZoneItFits: a gang whose members require each other in one
+// zone goes to the zone that can take all of them, though a tighter node of the other
+// zone would take the first member: kube-scheduler lets that first member go anywhere,
+// and the rest could then not follow it.
+func TestSelfAffineGangTakesTheZoneItFits(t *testing.T) {
+	nodes := gt.Nodes("n", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(2) })
+	for i, n := range nodes {
+		n.Labels[corev1.LabelTopologyZone] = fmt.Sprintf("z%d", i/2)
+	}
+	busy := gt.Pod("busy").GPU(1).Node("n-0").Obj()
+	snap := cluster.New(nodes, []*corev1.Pod{busy})
+	g := gang("c", 4, func(i int) *corev1.Pod {
+		return gt.Pod(fmt.Sprintf("c-%d", i)).GPU(1).Label("job", "c").PodAffinity("job", "c", corev1.LabelTopologyZone).Obj()
+	})
+	plan, diag := placement.Place(snap, g, placement.Options{})
+	if plan == nil {
+		t.Fatalf("self-affine gang not placed, though zone z1 has 4 GPUs free: %v", diag)
+	}
+	if got := nodesOf(plan); got["n-2"] != 2 || got["n-3"] != 2 || plan.Domain != "" {
+		t.Fatalf("members on %v (domain %q), want two each on n-2 and n-3, no pinned domain", got, plan.Domain)
+	}
+
+	// With 3 GPUs free in each zone the gang waits, and the diagnosis says why.
+	snap = cluster.New(nodes, []*corev1.Pod{busy, gt.Pod("busy2").GPU(1).Node("n-2").Obj()})
+	_, diag = placement.Place(snap, g, placement.Options{})
+	want := "their required pod affinity to each other keeps them within one value of topology.kubernetes.io/zone, and none among 2 can take 4 members (the best takes 3)"
+	if diag == nil || diag.Code != placement.Unschedulable || !strings.Contains(diag.String(), want) {
+		t.Fatalf("4 members on 3 + 3 free GPUs: %v, want %q", diag, want)
+	}
+}
+
+// TestSelfAffineGangFollowsRunningMatches: once pods their affinity selects run, the
+// members may go wherever one is, as kube-scheduler has them, not within one zone
+// chosen for them: with matches running in both zones, four members take the three
+// GPUs free in one and one of the other's.
+func TestSelfAffineGangFollowsRunningMatches(t *testing.T) {
+	nodes := gt.Nodes("n", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(2) })
+	for i, n := range nodes {
+		n.Labels[corev1.LabelTopologyZone] = fmt.Sprintf("z%d", i/2)
+	}
+	running := []*corev1.Pod{
+		gt.Pod("c-0").GPU(1).Label("job", "c").Node("n-0").Obj(),
+		gt.Pod("c-1").GPU(1).Label("job", "c").Node("n-2").Obj(),
+	}
+	snap := cluster.New(nodes, running)
+	g := gang("c", 4, func(i int) *corev1.Pod {
+		return gt.Pod(fmt.Sprintf("c-%d", i+2)).GPU(1).Label("job", "c").PodAffinity("job", "c", corev1.LabelTopologyZone).Obj()
+	})
+	plan, diag := placement.Place(snap, g, placement.Options{})
+	if plan == nil {
+		t.Fatalf("not placed beside c-0 and c-1: %v", diag)
+	}
+	if len(plan.Assignments) != 4 {
+		t.Fatalf("placed %d members, want 4", len(plan.Assignments))
+	}
+}
+
 // TestHostPorts: two members asking for one host port never share a node, and a node whose
 // bound pod holds the port is skipped.
 func TestHostPorts(t *testing.T) {

@@ -168,17 +168,23 @@ func asksHostPort(p *corev1.Pod) bool {
 
 // TopologyDomains returns the names of s's nodes grouped by their value of g's required
 // topology key (Topology.Required), one sorted list per value, the values in order;
-// only the pinned value's (Topology.Domain) when members already running chose it. It
-// returns nil when g requires no topology, and an empty list when no node has the
-// value. The forecast plans all of g's members within one of them, as Place does.
+// only the pinned value's (Topology.Domain) when members already running chose it.
+// Without a required topology, the key is the one the members' own required pod
+// affinity keeps them within one value of, when Place chooses that value (see
+// affinityKey). It returns nil when neither applies, and an empty list when no node
+// has the key. The forecast plans all of g's members within one of them, as Place does.
 func TopologyDomains(s *cluster.Snapshot, g Group) [][]string {
-	if g.Topology.Required == "" {
+	key, pinned := g.Topology.Required, g.Topology.Domain
+	if key == "" {
+		key, pinned = affinityKey(s, g), ""
+	}
+	if key == "" {
 		return nil
 	}
-	byValue, values := domainsOf(s.Nodes(), g.Topology.Required)
+	byValue, values := domainsOf(s.Nodes(), key)
 	out := [][]string{}
 	for _, v := range values {
-		if g.Topology.Domain != "" && v != g.Topology.Domain {
+		if pinned != "" && v != pinned {
 			continue
 		}
 		names := make([]string, 0, len(byValue[v]))

@@ -187,9 +187,33 @@ func TestExpectedStartOfZonalClass(t *testing.T) {
 // 0 and 2 are free, and muster serve, as deployed, writes in its record that it is
 // expected to start in an hour, when rack 0 is free, not at once across the racks.
 func TestExpectedStartInOneRack(t *testing.T) {
+	expectStartInOneRack(t, "rack-forecast", func(ns string) pytorchJob {
+		return pytorchJob{ns: ns, name: "queued", workers: 1,
+			gpus:             map[string]int64{"queued-master-0": 2, "queued-worker-0": 2},
+			annotations:      map[string]string{engine.AnnotationExpectedRuntime: "30m"},
+			groupAnnotations: map[string]string{musterv1alpha1.TopologyAnnotation: sandbox.LabelRack}}
+	})
+}
+
+// TestExpectedStartOfSelfAffineGang: the same, with a queued job whose pods require each
+// other in one rack by their pod affinity instead of muster.dev/topology.
+func TestExpectedStartOfSelfAffineGang(t *testing.T) {
+	expectStartInOneRack(t, "affine-forecast", func(ns string) pytorchJob {
+		return pytorchJob{ns: ns, name: "queued", workers: 1,
+			gpus:        map[string]int64{"queued-master-0": 2, "queued-worker-0": 2},
+			annotations: map[string]string{engine.AnnotationExpectedRuntime: "30m"},
+			mutate:      affineTo("queued", sandbox.LabelRack)}
+	})
+}
+
+// expectStartInOneRack runs, on pool's two racks of two 2-GPU nodes, a job on all of the
+// first rack's second node for an hour and one on all of the second rack's for three,
+// queues the job queued makes, of two 2-GPU pods that must share a rack, and checks
+// that it is expected to start in an hour, not at once across the racks.
+func expectStartInOneRack(t *testing.T, pool string, queued func(ns string) pytorchJob) {
+	t.Helper()
 	env := sandboxtest.Shared(t)
 	ns := env.Namespace(t)
-	pool := "rack-forecast"
 	env.CreateNodes(t, sandbox.NodePool{Name: pool, Count: 4, CPU: "16", Memory: "64Gi", GPUs: 2, Racks: 2})
 	c := newClient(t, env.Config)
 	startMuster(t, env, musterOptions{})
@@ -200,11 +224,7 @@ func TestExpectedStartInOneRack(t *testing.T) {
 			mutate:      func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node} }}
 	}
 	runReady(t, env, c, twoGPUsOn("running", pool+"-1", "1h"), twoGPUsOn("occupy", pool+"-3", "3h"))
-	queued := pytorchJob{ns: ns, name: "queued", workers: 1,
-		gpus:             map[string]int64{"queued-master-0": 2, "queued-worker-0": 2},
-		annotations:      map[string]string{engine.AnnotationExpectedRuntime: "30m"},
-		groupAnnotations: map[string]string{musterv1alpha1.TopologyAnnotation: sandbox.LabelRack}}
-	queued.create(t, env, c)
+	queued(ns).create(t, env, c)
 
 	expectQueuedToStartAt(t, env, c, ns, "queued", created.Add(time.Hour))
 }

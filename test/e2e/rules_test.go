@@ -29,6 +29,19 @@ func onePerNode(job string) func(*corev1.Pod) {
 	}
 }
 
+// affineTo gives a job's pods required pod affinity to each other by key: the gang
+// must run within one value of it, as jobs that want one rack or zone ask.
+func affineTo(job, key string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{jobNameLabel: job}},
+				TopologyKey:   key,
+			}},
+		}}
+	}
+}
+
 // nodesOfJob returns the nodes a job's pods are bound to, with how many pods each.
 func nodesOfJob(t *testing.T, env *sandboxtest.Env, ns, job string) map[string]int {
 	t.Helper()
@@ -200,6 +213,42 @@ func TestSpreadAndAffinityOnTheSandbox(t *testing.T) {
 	})
 	if got := zonesOfJob(t, env, ns, "near"); got[cacheZone] != 2 {
 		t.Fatalf("affine gang by zone %v, want both in the cache's zone %s", got, cacheZone)
+	}
+}
+
+// TestSelfAffineGangOnTheSandbox: racks r0 and r1 of two 2-GPU nodes each, a job on one
+// GPU of r0; a gang of four 1-GPU pods that require each other in one rack runs in r1,
+// where all four fit, though the tightest node for its first pod is in r0.
+func TestSelfAffineGangOnTheSandbox(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	pool := "selfaff"
+	env.CreateNodes(t, sandbox.NodePool{Name: pool, Count: 4, CPU: "16", Memory: "64Gi", GPUs: 2, Racks: 2})
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	busy := pytorchJob{ns: ns, name: "busy", mutate: func(p *corev1.Pod) {
+		p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: pool + "-0"}
+	}}
+	runReady(t, env, c, busy)
+	gang := pytorchJob{ns: ns, name: "gang", workers: 3, mutate: affineTo("gang", sandbox.LabelRack)}
+	gang.create(t, env, c)
+	env.WaitFor(t, "the self-affine gang bound", func(context.Context) (bool, error) {
+		return stateOf(t, env, ns, "gang").holding == 4, nil
+	})
+	racks := map[string]int{}
+	for name, n := range nodesOfJob(t, env, ns, "gang") {
+		node, err := env.Kube.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		racks[node.Labels[sandbox.LabelRack]] += n
+	}
+	busyNode, err := env.Kube.CoreV1().Nodes().Get(context.Background(), pool+"-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(racks) != 1 || racks[busyNode.Labels[sandbox.LabelRack]] != 0 {
+		t.Fatalf("self-affine gang by rack %v, want all 4 in the rack without %s-0 (%s)", racks, pool, busyNode.Labels[sandbox.LabelRack])
 	}
 }
 
