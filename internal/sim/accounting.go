@@ -3,6 +3,8 @@ package sim
 import (
 	"iter"
 	"time"
+
+	"github.com/muster-sched/muster/internal/engine"
 )
 
 // Options adjust a world for long replays.
@@ -197,6 +199,27 @@ func (w *World) noteReservations() {
 			w.touch(j)
 		}
 	}
+}
+
+// Explainer is a scheduler that says why a group waits, by the kind of its reason
+// (engine.Brief's WaitingKind: Unschedulable, Reserved, ...). *engine.Engine implements
+// it.
+type Explainer interface {
+	Brief(key string) (engine.Brief, bool)
+}
+
+var _ Explainer = (*engine.Engine)(nil)
+
+// noteFirstWaits records, after a Step, why the scheduler left each job that arrived
+// before it waiting (Job.FirstWait).
+func (w *World) noteFirstWaits() {
+	for _, j := range w.arrived {
+		if b, ok := w.explainer.Brief(j.GroupKey()); ok {
+			j.FirstWait = b.WaitingKind
+		}
+	}
+	clear(w.arrived)
+	w.arrived = w.arrived[:0]
 }
 
 // Predictor is a scheduler that forecasts when queued groups start: when it last made

@@ -5,6 +5,9 @@ import (
 	"io"
 	"slices"
 	"time"
+
+	"github.com/muster-sched/muster/internal/placement"
+	"github.com/muster-sched/muster/internal/queue"
 )
 
 // A queueing-delay CDF's first seconds count the jobs that started the instant they
@@ -36,6 +39,17 @@ type InstantStarts struct {
 	// reservation, its queue's order or where its free GPUs were kept them waiting.
 	// Full needs a's recorded occupancy (Options.RecordOccupancy); without it, it is 0.
 	Full int
+	// The other jobs of Lost, which had the GPUs free in sum when they arrived, are
+	// counted by what kept them waiting under a:
+	//   - Reserved: a first said they fit only on capacity reserved for a starving group
+	//     (Job.FirstWait; the backfill rule);
+	//   - Taken: the jobs a started at that same instant left fewer GPUs free than they
+	//     ask (a started others of those that arrived together first);
+	//   - Scattered: a first said no node had room for them (Unschedulable), and the GPUs
+	//     were still free in sum after that instant: spread over nodes none of which
+	//     had enough for one member;
+	//   - Other: any other reason, or one a did not say.
+	Reserved, Taken, Scattered, Other int
 }
 
 // CompareInstantStarts compares a's and b's jobs, matched by name; a job missing from
@@ -75,6 +89,8 @@ func CompareInstantStarts(a, b *World) InstantStarts {
 		at := l.b.Submitted
 		if occ, ok := a.occupancyBefore(at); ok && capacity-occ.Useful-occ.Starting-occ.Held < l.a.GPU*int64(l.a.Workers) {
 			c.Full++
+		} else {
+			c.countWhy(a, l.a, capacity)
 		}
 		var held int64
 		for _, p := range ahead {
@@ -92,6 +108,35 @@ func CompareInstantStarts(a, b *World) InstantStarts {
 		c.DisplacedGPUs = float64(gpus) / float64(c.Displaced)
 	}
 	return c
+}
+
+// countWhy counts a job of Lost that arrived with the GPUs it asks for free in sum under
+// a by what kept it waiting there (see InstantStarts).
+func (c *InstantStarts) countWhy(a *World, j *Job, capacity int64) {
+	switch {
+	case j.FirstWait == string(queue.Reserved):
+		c.Reserved++
+	case a.freeAfter(j.Submitted, capacity) < j.GPU*int64(j.Workers):
+		c.Taken++
+	case j.FirstWait == string(placement.Unschedulable):
+		c.Scattered++
+	default:
+		c.Other++
+	}
+}
+
+// freeAfter returns the GPUs the recorded occupancy left free once everything that
+// happened at t was done: the last point at or before t. It is capacity without one.
+func (w *World) freeAfter(t time.Time, capacity int64) int64 {
+	i, found := slices.BinarySearchFunc(w.occupancy, t, func(o Occupancy, t time.Time) int { return o.At.Compare(t) })
+	if found {
+		i++
+	}
+	if i == 0 {
+		return capacity
+	}
+	o := w.occupancy[i-1]
+	return capacity - o.Useful - o.Starting - o.Held
 }
 
 // gpus returns the GPUs the world's nodes have.
@@ -140,8 +185,11 @@ func WriteInstantStarts(out io.Writer, names []string, worlds []*World) {
 		}
 		c := CompareInstantStarts(worlds[m], worlds[i])
 		fmt.Fprintf(out, "jobs started the instant they arrived: muster %d, %s %d; %s started %d at once that muster did not, "+
-			"%d of them while muster ran jobs %s had not started yet (%.1f GPUs on average), %d when muster had fewer GPUs free than they ask; "+
+			"%d of them while muster ran jobs %s had not started yet (%.1f GPUs on average), %d when muster had fewer GPUs free than they ask "+
+			"(of the other %d, %d waited for a starving group's reservation, %d for GPUs muster gave other jobs at that instant, "+
+			"%d for GPUs free on no one node, %d for another reason); "+
 			"muster started %d at once that %s did not\n",
-			c.A, name, c.B, name, c.Lost, c.Displaced, name, c.DisplacedGPUs, c.Full, c.Gained, name)
+			c.A, name, c.B, name, c.Lost, c.Displaced, name, c.DisplacedGPUs, c.Full,
+			c.Lost-c.Full, c.Reserved, c.Taken, c.Scattered, c.Other, c.Gained, name)
 	}
 }

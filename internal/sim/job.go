@@ -27,6 +27,10 @@ type Job struct {
 	// Predicted is the first start the scheduler predicted for the job (see Predictor),
 	// or zero.
 	Predicted time.Time
+	// FirstWait is the kind of reason the scheduler gave for the job's group on its first
+	// decision after the job arrived (see Explainer): "" when it admitted the group then,
+	// or cannot say.
+	FirstWait string
 	// Declared, when positive, is the run time the job's pods declare (annotation
 	// muster.dev/expected-runtime): what its user expects, not always RunFor.
 	Declared time.Duration
@@ -87,6 +91,9 @@ func (w *World) SubmitInterleaved(jobs ...*Job) {
 		w.jobs[j.Name] = j
 		if w.predictor != nil {
 			w.unpredicted[j.GroupKey()] = j
+		}
+		if w.explainer != nil {
+			w.arrived = append(w.arrived, j)
 		}
 		w.sched.SetGroup(w.groupSpec(j))
 		w.logf("%s: submitted, %d workers × %d GPU, minMember %d", j.Name, j.Workers, j.GPU, j.MinMember)

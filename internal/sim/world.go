@@ -46,9 +46,14 @@ type World struct {
 	jobs  map[string]*Job
 	// forecastSeen is when the scheduler made the last forecast notePrediction read.
 	forecastSeen time.Time
-	// predictor and reserver are sched as a Predictor and a Reserver, or nil.
+	// predictor, reserver and explainer are sched as a Predictor, a Reserver and an
+	// Explainer, or nil.
 	predictor Predictor
 	reserver  Reserver
+	explainer Explainer
+	// arrived are the jobs submitted since the scheduler's last Step, whose first
+	// reason to wait noteFirstWaits records.
+	arrived []*Job
 	// unpredicted holds, by group key, the jobs notePrediction still looks for in a new
 	// forecast: submitted, neither predicted nor whole yet. A forecast covers the whole
 	// queue, most of it predicted by earlier forecasts already; with none left to find,
@@ -95,6 +100,7 @@ func NewWithOptions(sched Scheduler, opts Options) *World {
 	}
 	w.predictor, _ = sched.(Predictor)
 	w.reserver, _ = sched.(Reserver)
+	w.explainer, _ = sched.(Explainer)
 	return w
 }
 
@@ -182,6 +188,7 @@ func (w *World) settle() {
 		out := w.sched.Step(w.now)
 		w.wake = out.WakeAt
 		w.noteReservations()
+		w.noteFirstWaits()
 		if !w.opts.Quiet {
 			for _, ev := range out.Events {
 				w.logf("%s %s: %s", shortKey(ev.Group), ev.Reason, ev.Message)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/placement"
 )
 
 // TestEventsOrder checks the event heap pops by time, then in insertion order.
@@ -89,5 +90,25 @@ func TestBoundGPUs(t *testing.T) {
 	}
 	if gpus, bound := j.boundGPUs(w); gpus != want || bound != n || n == 0 {
 		t.Errorf("boundGPUs = %d GPUs of %d pods, want %d of %d", gpus, bound, want, n)
+	}
+}
+
+// TestFirstWait checks that a job records why muster's engine left it waiting on its
+// first decision: nothing for one admitted at once, Unschedulable for one that fits no
+// node, and nothing more once it waited on (a later reason is not its first).
+func TestFirstWait(t *testing.T) {
+	w := New(NewEngineWith(0))
+	w.AddNode(gpuNode("n", 8))
+	a := &Job{Name: "a", Workers: 1, GPU: 8, RunFor: time.Hour}
+	b := &Job{Name: "b", Workers: 1, GPU: 4, RunFor: time.Hour}
+	w.Submit(a)
+	w.RunFor(time.Minute)
+	w.Submit(b)
+	w.RunFor(2 * time.Hour)
+	if a.FirstWait != "" || b.FirstWait != string(placement.Unschedulable) {
+		t.Errorf("first waits a %q, b %q; want none for a (admitted at once), %q for b", a.FirstWait, b.FirstWait, placement.Unschedulable)
+	}
+	if b.Whole.IsZero() || !b.Whole.After(b.Submitted) {
+		t.Errorf("b whole at %v, submitted %v: want it to start once a ended", b.Whole, b.Submitted)
 	}
 }
