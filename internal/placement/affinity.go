@@ -12,7 +12,8 @@ import (
 // affinityKey returns the node label key whose one value a group's members must share
 // by their own required pod affinity, when which value is not decided yet: every member
 // asks for the same required pod-affinity terms, each term selects every member, and
-// no pod on s matches all of them. kube-scheduler then lets the first member go to any
+// no pod on s matches all of them on a node with one of their keys (the pods
+// kube-scheduler counts for them). kube-scheduler then lets the first member go to any
 // node that has the terms' keys, and the rest must follow it into its value of each
 // key, so the node the first member takes decides whether the others fit: Place tries
 // every value, as for a required topology. With terms over several keys it is the key
@@ -45,6 +46,9 @@ func affinityKey(s *cluster.Snapshot, g Group) string {
 		}
 	}
 	for _, n := range s.Nodes() {
+		if !hasAnyKey(n.Node, terms) {
+			continue // kube-scheduler counts no match on a node without the terms' keys
+		}
 		for _, p := range n.Pods() {
 			if matchesAll(terms, p, nsLabels) {
 				return ""
@@ -86,6 +90,16 @@ func matchesAll(terms []fwk.AffinityTerm, p *corev1.Pod, nsLabels func(string) l
 		}
 	}
 	return true
+}
+
+// hasAnyKey reports whether node has the topology key of one of terms.
+func hasAnyKey(node *corev1.Node, terms []fwk.AffinityTerm) bool {
+	for _, t := range terms {
+		if _, ok := node.Labels[t.TopologyKey]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // finestKey returns the terms' topology key with the most values on s's nodes, the

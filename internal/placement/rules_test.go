@@ -138,6 +138,32 @@ func TestSelfAffineGangTakesTheZoneItFits(t *testing.T) {
 	}
 }
 
+// TestSelfAffineGangBesideAMatchWithoutZone: a pod the members' affinity selects runs
+// on a node without a zone label, where kube-scheduler does not count it: the first
+// member may still go anywhere, and the gang still takes the zone it fits.
+func TestSelfAffineGangBesideAMatchWithoutZone(t *testing.T) {
+	nodes := gt.Nodes("n", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(2) })
+	for i, n := range nodes {
+		n.Labels[corev1.LabelTopologyZone] = fmt.Sprintf("z%d", i/2)
+	}
+	nodes = append(nodes, gt.Node("unzoned").GPU(2).Obj())
+	pods := []*corev1.Pod{
+		gt.Pod("busy").GPU(1).Node("n-0").Obj(),
+		gt.Pod("c-old").GPU(1).Label("job", "c").Node("unzoned").Obj(),
+	}
+	snap := cluster.New(nodes, pods)
+	g := gang("c", 4, func(i int) *corev1.Pod {
+		return gt.Pod(fmt.Sprintf("c-%d", i)).GPU(1).Label("job", "c").PodAffinity("job", "c", corev1.LabelTopologyZone).Obj()
+	})
+	plan, diag := placement.Place(snap, g, placement.Options{})
+	if plan == nil {
+		t.Fatalf("self-affine gang not placed, though zone z1 has 4 GPUs free: %v", diag)
+	}
+	if got := nodesOf(plan); got["n-2"] != 2 || got["n-3"] != 2 {
+		t.Fatalf("members on %v, want two each on n-2 and n-3", got)
+	}
+}
+
 // TestSelfAffineGangFollowsRunningMatches: once pods their affinity selects run, the
 // members may go wherever one is, as kube-scheduler has them, not within one zone
 // chosen for them: with matches running in both zones, four members take the three
