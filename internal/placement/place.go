@@ -101,9 +101,6 @@ type placer struct {
 
 	best     int    // most members any attempt placed, for the diagnosis
 	topology string // why no required domain worked
-	// byAffinity is set when the members' own required pod affinity, not the group's
-	// topology, keeps them within one domain (see affinityKey).
-	byAffinity bool
 
 	// withPods is set when the hosted filters judge some member: assumptions then carry
 	// the member's pod, which the filters see for the members after it.
@@ -142,12 +139,12 @@ func (a *attempt) revert() {
 }
 
 func (p *placer) place() *Plan {
-	if key := p.g.Topology.Required; key != "" {
-		return p.placeInDomain(key, p.g.Topology.Domain)
+	required, affinity := p.g.Topology.Required, affinityKey(p.snap, p.g)
+	if affinity == required {
+		affinity = ""
 	}
-	if key := affinityKey(p.snap, p.g); key != "" {
-		p.byAffinity = true
-		return p.placeInDomain(key, "")
+	if required != "" || affinity != "" {
+		return p.placeInDomain(required, affinity)
 	}
 	a := p.fill(p.tiers(p.snap.Nodes()))
 	if len(a.assignments) < p.g.MinMember {
@@ -172,45 +169,91 @@ func (p *placer) tiers(nodes []*cluster.NodeInfo) [][]*cluster.NodeInfo {
 	return p.oneTier[:]
 }
 
-// placeInDomain tries every value of key (only pinned, when set) and keeps the one whose
-// placement uses the fewest values of the preferred key (with one), then breaks the
-// fewest whole nodes, then fits the tightest, then comes first by name. key is the
-// required topology's, or the members' own pod affinity's (byAffinity): the plan's
-// Domain is the value only for the former, which pins the group's later members.
-func (p *placer) placeInDomain(key, pinned string) *Plan {
-	domains, names := p.domains(key)
-	if pinned != "" {
-		names = slices.DeleteFunc(names, func(n string) bool { return n != pinned })
-	}
-	bestName, bestSpread, bestBroken, bestFree := "", 0, 0, int64(0)
-	for _, name := range names {
-		a := p.fill(p.tiers(domains[name]))
+// placeInDomain tries each domain the group must keep within (see domainChoicesOf) and
+// keeps the one whose placement uses the fewest values of the preferred key (with
+// one), then breaks the fewest whole nodes, then fits the tightest, then comes first.
+// The plan's Domain is the required key's value, which pins the group's later members;
+// the members' own pod affinity needs no pin, since their running pods hold the rest.
+func (p *placer) placeInDomain(required, affinity string) *Plan {
+	choices := domainChoicesOf(p.snap.Nodes(), required, p.g.Topology.Domain, affinity)
+	best, bestSpread, bestBroken, bestFree := -1, 0, 0, int64(0)
+	for i, c := range choices {
+		a := p.fill(p.tiers(c.nodes))
 		placed, spread := len(a.assignments), p.spread(a)
 		a.revert()
 		p.best = max(p.best, placed)
 		if placed < p.g.MinMember {
 			continue
 		}
-		free := freeOf(domains[name], p.scarce)
+		free := freeOf(c.nodes, p.scarce)
 		better := cmp.Or(cmp.Compare(spread, bestSpread), cmp.Compare(a.broken, bestBroken), cmp.Compare(free, bestFree)) < 0
-		if bestName == "" || better {
-			bestName, bestSpread, bestBroken, bestFree = name, spread, a.broken, free
+		if best < 0 || better {
+			best, bestSpread, bestBroken, bestFree = i, spread, a.broken, free
 		}
 	}
-	if bestName == "" {
-		p.topology = fmt.Sprintf("no value of %s among %d can take %d members (the best takes %d)",
-			key, len(names), p.g.MinMember, p.best)
-		if p.byAffinity {
-			p.topology = fmt.Sprintf("their required pod affinity to each other keeps them within one value of %s, and none among %d can take %d members (the best takes %d)",
-				key, len(names), p.g.MinMember, p.best)
-		}
+	if best < 0 {
+		p.topology = p.noDomain(required, affinity, choices)
 		return nil
 	}
-	a := p.fill(p.tiers(domains[bestName]))
-	if p.byAffinity {
-		bestName = ""
+	a := p.fill(p.tiers(choices[best].nodes))
+	return p.plan(a, choices[best].value)
+}
+
+// noDomain says why no domain could take the group.
+func (p *placer) noDomain(required, affinity string, choices []domainChoice) string {
+	if required == "" {
+		return fmt.Sprintf("their required pod affinity to each other keeps them within one value of %s, and none among %d can take %d members (the best takes %d)",
+			affinity, len(choices), p.g.MinMember, p.best)
 	}
-	return p.plan(a, bestName)
+	values := 0
+	for i, c := range choices {
+		if i == 0 || c.value != choices[i-1].value {
+			values++
+		}
+	}
+	if affinity == "" {
+		return fmt.Sprintf("no value of %s among %d can take %d members (the best takes %d)", required, values, p.g.MinMember, p.best)
+	}
+	return fmt.Sprintf("no value of %s among %d can take %d members within one value of %s, where their required pod affinity to each other keeps them (the best takes %d)",
+		required, values, p.g.MinMember, affinity, p.best)
+}
+
+// domainChoice is a set of nodes a group may be placed within, and its value of the
+// required topology key ("" without one).
+type domainChoice struct {
+	value string
+	nodes []*cluster.NodeInfo
+}
+
+// domainChoicesOf returns the sets of nodes a group may be placed within: those sharing
+// a value of the required key (only pinned's, when set), each split further by the
+// values of affinity, the key the members' own pod affinity keeps them within (see
+// affinityKey), when it is set; by that key alone without a required one. The sets come
+// in order of the values, the required key's first; nodes without a key are in none.
+func domainChoicesOf(nodes []*cluster.NodeInfo, required, pinned, affinity string) []domainChoice {
+	var out []domainChoice
+	if required == "" {
+		domains, names := domainsOf(nodes, affinity)
+		for _, name := range names {
+			out = append(out, domainChoice{nodes: domains[name]})
+		}
+		return out
+	}
+	domains, names := domainsOf(nodes, required)
+	for _, name := range names {
+		if pinned != "" && name != pinned {
+			continue
+		}
+		if affinity == "" {
+			out = append(out, domainChoice{value: name, nodes: domains[name]})
+			continue
+		}
+		inner, innerNames := domainsOf(domains[name], affinity)
+		for _, in := range innerNames {
+			out = append(out, domainChoice{value: name, nodes: inner[in]})
+		}
+	}
+	return out
 }
 
 // spread counts the values of the preferred key an attempt's nodes have (nodes without
@@ -233,11 +276,6 @@ func (p *placer) spread(a *attempt) int {
 		values[v] = true
 	}
 	return len(values)
-}
-
-// domains groups the snapshot's nodes by their value of key, with the values sorted.
-func (p *placer) domains(key string) (map[string][]*cluster.NodeInfo, []string) {
-	return domainsOf(p.snap.Nodes(), key)
 }
 
 // domainsOf groups nodes by their value of key, with the values sorted; nodes without

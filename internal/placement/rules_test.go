@@ -164,6 +164,46 @@ func TestSelfAffineGangBesideAMatchWithoutZone(t *testing.T) {
 	}
 }
 
+// TestSelfAffineGangWithinRequiredZone: a gang that requires one zone (its group's
+// topology) and whose members require each other on one node (their pod affinity by
+// hostname) goes to the node of that zone that takes all four, though a tighter node of
+// the zone would take the first member; the plan's domain is the zone.
+func TestSelfAffineGangWithinRequiredZone(t *testing.T) {
+	nodes := gt.Nodes("n", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(4) })
+	for i, n := range nodes {
+		n.Labels[corev1.LabelTopologyZone] = fmt.Sprintf("z%d", i/2)
+	}
+	busy := []*corev1.Pod{
+		gt.Pod("busy-0").GPU(1).Node("n-0").Obj(),
+		gt.Pod("busy-2").GPU(2).Node("n-2").Obj(),
+		gt.Pod("busy-3").GPU(2).Node("n-3").Obj(),
+	}
+	snap := cluster.New(nodes, busy)
+	g := gang("c", 4, func(i int) *corev1.Pod {
+		return gt.Pod(fmt.Sprintf("c-%d", i)).GPU(1).Label("job", "c").PodAffinity("job", "c", corev1.LabelHostname).Obj()
+	})
+	g.Topology = placement.Topology{Required: corev1.LabelTopologyZone}
+	plan, diag := placement.Place(snap, g, placement.Options{})
+	if plan == nil {
+		t.Fatalf("not placed, though n-1 has 4 GPUs free: %v", diag)
+	}
+	if got := nodesOf(plan); got["n-1"] != 4 || plan.Domain != "z0" {
+		t.Fatalf("members on %v in domain %q, want all 4 on n-1, domain z0", got, plan.Domain)
+	}
+	plan.Revert()
+	if got := placement.TopologyDomains(snap, g); len(got) != 4 {
+		t.Errorf("forecast domains %v, want one per node", got)
+	}
+
+	// With a GPU of n-1 taken too, no node has 4 free: the group waits, saying why.
+	snap = cluster.New(nodes, append(busy, gt.Pod("busy-1").GPU(1).Node("n-1").Obj()))
+	_, diag = placement.Place(snap, g, placement.Options{})
+	want := "no value of topology.kubernetes.io/zone among 2 can take 4 members within one value of kubernetes.io/hostname, where their required pod affinity to each other keeps them (the best takes 3)"
+	if diag == nil || diag.Code != placement.Unschedulable || !strings.Contains(diag.String(), want) {
+		t.Fatalf("no node with 4 GPUs free: %v, want %q", diag, want)
+	}
+}
+
 // TestSelfAffineGangFollowsRunningMatches: once pods their affinity selects run, the
 // members may go wherever one is, as kube-scheduler has them, not within one zone
 // chosen for them: with matches running in both zones, four members take the three

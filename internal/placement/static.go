@@ -169,26 +169,23 @@ func asksHostPort(p *corev1.Pod) bool {
 // TopologyDomains returns the names of s's nodes grouped by their value of g's required
 // topology key (Topology.Required), one sorted list per value, the values in order;
 // only the pinned value's (Topology.Domain) when members already running chose it.
-// Without a required topology, the key is the one the members' own required pod
-// affinity keeps them within one value of, when Place chooses that value (see
-// affinityKey). It returns nil when neither applies, and an empty list when no node
-// has the key. The forecast plans all of g's members within one of them, as Place does.
+// When the members' own required pod affinity keeps them within one value of another
+// key, and Place chooses that value (see affinityKey), the lists are split by it too,
+// or made by it alone without a required key. It returns nil when neither applies, and
+// an empty list when no node has the keys. The forecast plans all of g's members within
+// one of them, as Place does.
 func TopologyDomains(s *cluster.Snapshot, g Group) [][]string {
-	key, pinned := g.Topology.Required, g.Topology.Domain
-	if key == "" {
-		key, pinned = affinityKey(s, g), ""
+	required, affinity := g.Topology.Required, affinityKey(s, g)
+	if affinity == required {
+		affinity = ""
 	}
-	if key == "" {
+	if required == "" && affinity == "" {
 		return nil
 	}
-	byValue, values := domainsOf(s.Nodes(), key)
 	out := [][]string{}
-	for _, v := range values {
-		if pinned != "" && v != pinned {
-			continue
-		}
-		names := make([]string, 0, len(byValue[v]))
-		for _, n := range byValue[v] {
+	for _, c := range domainChoicesOf(s.Nodes(), required, g.Topology.Domain, affinity) {
+		names := make([]string, 0, len(c.nodes))
+		for _, n := range c.nodes {
 			names = append(names, n.Name())
 		}
 		slices.Sort(names)
