@@ -235,6 +235,30 @@ func ClaimsOf(snap *cluster.Snapshot, pod *corev1.Pod) (claims []*resourcev1.Res
 	return claims, missing
 }
 
+// SelectorCount counts the narrowing in what pod's ResourceClaims not allocated yet ask
+// for: their requests' CEL selectors (a request with alternatives, those of its first)
+// and their constraints. Placement allocates the claims that narrow the most first
+// when a group did not fit in its first order (see placement's otherOrders).
+func SelectorCount(snap *cluster.Snapshot, pod *corev1.Pod) int {
+	claims, _ := ClaimsOf(snap, pod)
+	n := 0
+	for _, c := range claims {
+		if c.Status.Allocation != nil {
+			continue
+		}
+		for _, r := range c.Spec.Devices.Requests {
+			switch {
+			case r.Exactly != nil:
+				n += len(r.Exactly.Selectors)
+			case len(r.FirstAvailable) > 0:
+				n += len(r.FirstAvailable[0].Selectors)
+			}
+		}
+		n += len(c.Spec.Devices.Constraints)
+	}
+	return n
+}
+
 // ClaimNeeds describes what pod's ResourceClaims not allocated yet ask for, for
 // diagnoses: each claim with its requests' device classes, counts and selectors, and
 // its constraints, e.g. "claim ml/w0-gpu: request gpus: 2 of class gpu.nvidia.com where

@@ -264,3 +264,30 @@ func TestMatchAttributeAndAllMode(t *testing.T) {
 		t.Fatalf("all-devices member on %s with %d devices, next member on %s", a.Node, len(a.Claims[0].Allocation.Devices.Results), b.Node)
 	}
 }
+
+// TestNarrowClaimsAllocatedFirst: a node of three GPUs; a gang's first and last
+// members take any GPU, its middle one only gpu-0. Allocated in the members' order (or
+// the reverse), a member that takes any GPU would take gpu-0 first and leave the middle
+// one nothing, and the group would be Impossible; placement tries again with the claim
+// that selects first, and places all three.
+func TestNarrowClaimsAllocatedFirst(t *testing.T) {
+	snap := draCluster(1, 3)
+	snap.SetObject(gt.GPUClaim("default", "any-0-gpu", 1))
+	snap.SetObject(gt.GPUClaim("default", "zero-gpu", 1, fmt.Sprintf("device.attributes[%q].index == 0", gt.GPUDriver)))
+	snap.SetObject(gt.GPUClaim("default", "any-1-gpu", 1))
+	var pods []*corev1.Pod
+	for _, name := range []string{"any-0", "zero", "any-1"} {
+		pods = append(pods, gt.Pod(name).UID("uid-"+name).DeviceClaim("gpu", name+"-gpu").Obj())
+	}
+	plan, diag := placement.Place(snap, gang("g", 3, func(i int) *corev1.Pod { return pods[i] }), placement.Options{})
+	if plan == nil {
+		t.Fatalf("not placed, though gpu-0 can serve the middle member and the others the rest: %v", diag)
+	}
+	got := map[string]string{}
+	for _, as := range plan.Assignments {
+		got[as.Member] = as.Claims[0].Allocation.Devices.Results[0].Device
+	}
+	if got["default/zero"] != "gpu-0" || len(got) != 3 {
+		t.Fatalf("devices %v, want gpu-0 for zero and the others for any-0 and any-1", got)
+	}
+}

@@ -138,7 +138,61 @@ func (a *attempt) revert() {
 	a.undo = nil
 }
 
+// place places the group; when it does not fit and several members have DRA claims, it
+// tries again with the shapes in other orders (see otherOrders): a member whose claims
+// take any device may, placed first, take the one device another member's claims
+// select.
 func (p *placer) place() *Plan {
+	if plan := p.placeInOrder(); plan != nil {
+		return plan
+	}
+	first := p.shapes
+	defer func() { p.shapes = first }() // the diagnosis surveys the shapes in their order
+	for _, order := range p.otherOrders() {
+		p.shapes = order
+		if plan := p.placeInOrder(); plan != nil {
+			return plan
+		}
+	}
+	return nil
+}
+
+// otherOrders returns the orders place tries the shapes in after their own, when two or
+// more of them have DRA claims that differ (their signatures, see Signature): the shapes whose claims narrow the most first
+// (kubefit.SelectorCount), then their own order reversed; each once, and none that is
+// the first order. Allocation is greedy, member by member, as kube-scheduler's is; the
+// orders are a bounded heuristic, not a search of every order.
+func (p *placer) otherOrders() [][]*shape {
+	kinds := map[string]bool{} // the device shapes' signatures: alike claims need no other order
+	for _, s := range p.shapes {
+		if s.devices {
+			kinds[keyOf(s.pod, s.req, true)] = true
+		}
+	}
+	if len(kinds) < 2 {
+		return nil
+	}
+	narrow := map[*shape]int{}
+	for _, s := range p.shapes {
+		if s.devices {
+			narrow[s] = kubefit.SelectorCount(p.snap, s.pod)
+		}
+	}
+	byNarrowing := slices.Clone(p.shapes)
+	slices.SortStableFunc(byNarrowing, func(a, b *shape) int { return cmp.Compare(narrow[b], narrow[a]) })
+	reversed := slices.Clone(p.shapes)
+	slices.Reverse(reversed)
+	var out [][]*shape
+	for _, order := range [][]*shape{byNarrowing, reversed} {
+		if !slices.Equal(order, p.shapes) && !slices.ContainsFunc(out, func(o []*shape) bool { return slices.Equal(o, order) }) {
+			out = append(out, order)
+		}
+	}
+	return out
+}
+
+// placeInOrder places the group with its shapes in p.shapes' order.
+func (p *placer) placeInOrder() *Plan {
 	required, affinity := p.g.Topology.Required, affinityKey(p.snap, p.g)
 	if affinity == required {
 		affinity = ""

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
@@ -357,5 +358,44 @@ func TestDRAPodGroupClaim(t *testing.T) {
 	}
 	if a := claim.Status.Allocation; a == nil || len(a.Devices.Results) != 2 || a.Devices.Results[0].Pool != pods[0].Spec.NodeName {
 		t.Errorf("claim allocation %+v, want 2 devices of node %s", a, pods[0].Spec.NodeName)
+	}
+}
+
+// TestDRANarrowClaimFirst: one node of three DRA GPUs; a job of three pods whose master
+// and second worker take any GPU and whose first worker takes only gpu-0 (a selector
+// on the index). Its claims allocated in the pods' order, the master would take gpu-0
+// and the first worker find none: muster tries the claim that selects first, the job
+// runs, and the first worker has gpu-0.
+func TestDRANarrowClaimFirst(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "narrow", Count: 1, CPU: "32", Memory: "128Gi", DRAGPUs: 3, Clique: ns})
+	createTemplate(t, env, ns)
+	spec := sandboxtest.GPUClaimSpec(1)
+	spec.Devices.Requests[0].Exactly.Selectors = []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+		Expression: fmt.Sprintf("device.attributes[%q].%s == 0", sandbox.DRADriver, sandbox.AttributeIndex)}}}
+	const gpuZero = "gpu-zero"
+	tmpl := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gpuZero},
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: spec}}
+	if _, err := env.Kube.ResourceV1().ResourceClaimTemplates(ns).Create(context.Background(), tmpl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	job := pytorchJob{ns: ns, name: "mixed", workers: 2, mutate: func(p *corev1.Pod) {
+		draWorker(p)
+		if p.Name == "mixed-worker-0" {
+			p.Spec.ResourceClaims[len(p.Spec.ResourceClaims)-1].ResourceClaimTemplateName = ptr.To(gpuZero)
+		}
+	}}
+	job.create(t, env, c)
+	pods := waitRunning(t, env, ns, "mixed", 3)
+	checkAllocated(t, env, pods)
+	for name, claims := range claimsOfPods(t, env, pods) {
+		if name == "mixed-worker-0" {
+			if got := claims[0].Status.Allocation.Devices.Results[0].Device; got != "gpu-0" {
+				t.Errorf("mixed-worker-0 has %s, want gpu-0, the one its claim selects", got)
+			}
+		}
 	}
 }
