@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -240,12 +241,8 @@ func ClaimsOf(snap *cluster.Snapshot, pod *corev1.Pod) (claims []*resourcev1.Res
 // and their constraints. Placement allocates the claims that narrow the most first
 // when a group did not fit in its first order (see placement's otherOrders).
 func SelectorCount(snap *cluster.Snapshot, pod *corev1.Pod) int {
-	claims, _ := ClaimsOf(snap, pod)
 	n := 0
-	for _, c := range claims {
-		if c.Status.Allocation != nil {
-			continue
-		}
+	for _, c := range pendingClaims(snap, pod) {
 		for _, r := range c.Spec.Devices.Requests {
 			switch {
 			case r.Exactly != nil:
@@ -257,6 +254,15 @@ func SelectorCount(snap *cluster.Snapshot, pod *corev1.Pod) int {
 		n += len(c.Spec.Devices.Constraints)
 	}
 	return n
+}
+
+// pendingClaims returns pod's ResourceClaims that exist and are not allocated yet.
+func pendingClaims(snap *cluster.Snapshot, pod *corev1.Pod) []*resourcev1.ResourceClaim {
+	if !HasResourceClaims(pod) {
+		return nil
+	}
+	claims, _ := ClaimsOf(snap, pod)
+	return slices.DeleteFunc(claims, func(c *resourcev1.ResourceClaim) bool { return c.Status.Allocation != nil })
 }
 
 // ClaimNeeds describes what pod's ResourceClaims not allocated yet ask for, for
@@ -351,15 +357,8 @@ func DeviceCounts(snap *cluster.Snapshot, pod *corev1.Pod, seen map[string]bool)
 // ResourceClaims not allocated yet lists, one when none lists any: the forecast plans the
 // pod with each (PendingDevices' alt).
 func Alternatives(snap *cluster.Snapshot, pod *corev1.Pod) int {
-	if !HasResourceClaims(pod) {
-		return 1
-	}
-	claims, _ := ClaimsOf(snap, pod)
 	n := 1
-	for _, c := range claims {
-		if c.Status.Allocation != nil {
-			continue
-		}
+	for _, c := range pendingClaims(snap, pod) {
 		for _, r := range c.Spec.Devices.Requests {
 			n = max(n, len(r.FirstAvailable))
 		}

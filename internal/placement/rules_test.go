@@ -86,14 +86,9 @@ func TestAntiAffinityOfBoundPods(t *testing.T) {
 // placeable (kube-scheduler lets the first pod of a self-affine set go anywhere), and the
 // rest follow it into its zone.
 func TestMembersRequireEachOther(t *testing.T) {
-	nodes := gt.Nodes("n", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(2) })
-	for i, n := range nodes {
-		n.Labels[corev1.LabelTopologyZone] = fmt.Sprintf("z%d", i/2)
-	}
+	nodes := zonedNodes(2)
 	snap := cluster.New(nodes, nil)
-	g := gang("c", 4, func(i int) *corev1.Pod {
-		return gt.Pod(fmt.Sprintf("c-%d", i)).GPU(1).Label("job", "c").PodAffinity("job", "c", corev1.LabelTopologyZone).Obj()
-	})
+	g := selfAffine("c", 4, corev1.LabelTopologyZone)
 	plan, diag := placement.Place(snap, g, placement.Options{})
 	if plan == nil {
 		t.Fatalf("self-affine gang not placed: %v", diag)
@@ -112,15 +107,10 @@ func TestMembersRequireEachOther(t *testing.T) {
 // zone would take the first member: kube-scheduler lets that first member go anywhere,
 // and the rest could then not follow it.
 func TestSelfAffineGangTakesTheZoneItFits(t *testing.T) {
-	nodes := gt.Nodes("n", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(2) })
-	for i, n := range nodes {
-		n.Labels[corev1.LabelTopologyZone] = fmt.Sprintf("z%d", i/2)
-	}
+	nodes := zonedNodes(2)
 	busy := gt.Pod("busy").GPU(1).Node("n-0").Obj()
 	snap := cluster.New(nodes, []*corev1.Pod{busy})
-	g := gang("c", 4, func(i int) *corev1.Pod {
-		return gt.Pod(fmt.Sprintf("c-%d", i)).GPU(1).Label("job", "c").PodAffinity("job", "c", corev1.LabelTopologyZone).Obj()
-	})
+	g := selfAffine("c", 4, corev1.LabelTopologyZone)
 	plan, diag := placement.Place(snap, g, placement.Options{})
 	if plan == nil {
 		t.Fatalf("self-affine gang not placed, though zone z1 has 4 GPUs free: %v", diag)
@@ -131,30 +121,21 @@ func TestSelfAffineGangTakesTheZoneItFits(t *testing.T) {
 
 	// With 3 GPUs free in each zone the gang waits, and the diagnosis says why.
 	snap = cluster.New(nodes, []*corev1.Pod{busy, gt.Pod("busy2").GPU(1).Node("n-2").Obj()})
-	_, diag = placement.Place(snap, g, placement.Options{})
-	want := "their required pod affinity to each other keeps them within one value of topology.kubernetes.io/zone, and none among 2 can take 4 members (the best takes 3)"
-	if diag == nil || diag.Code != placement.Unschedulable || !strings.Contains(diag.String(), want) {
-		t.Fatalf("4 members on 3 + 3 free GPUs: %v, want %q", diag, want)
-	}
+	expectUnschedulable(t, snap, g, "their required pod affinity to each other keeps them within one value of topology.kubernetes.io/zone, and none among 2 can take 4 members (the best takes 3)")
 }
 
 // TestSelfAffineGangBesideAMatchWithoutZone: a pod the members' affinity selects runs
 // on a node without a zone label, where kube-scheduler does not count it: the first
 // member may still go anywhere, and the gang still takes the zone it fits.
 func TestSelfAffineGangBesideAMatchWithoutZone(t *testing.T) {
-	nodes := gt.Nodes("n", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(2) })
-	for i, n := range nodes {
-		n.Labels[corev1.LabelTopologyZone] = fmt.Sprintf("z%d", i/2)
-	}
+	nodes := zonedNodes(2)
 	nodes = append(nodes, gt.Node("unzoned").GPU(2).Obj())
 	pods := []*corev1.Pod{
 		gt.Pod("busy").GPU(1).Node("n-0").Obj(),
 		gt.Pod("c-old").GPU(1).Label("job", "c").Node("unzoned").Obj(),
 	}
 	snap := cluster.New(nodes, pods)
-	g := gang("c", 4, func(i int) *corev1.Pod {
-		return gt.Pod(fmt.Sprintf("c-%d", i)).GPU(1).Label("job", "c").PodAffinity("job", "c", corev1.LabelTopologyZone).Obj()
-	})
+	g := selfAffine("c", 4, corev1.LabelTopologyZone)
 	plan, diag := placement.Place(snap, g, placement.Options{})
 	if plan == nil {
 		t.Fatalf("self-affine gang not placed, though zone z1 has 4 GPUs free: %v", diag)
@@ -169,19 +150,14 @@ func TestSelfAffineGangBesideAMatchWithoutZone(t *testing.T) {
 // hostname) goes to the node of that zone that takes all four, though a tighter node of
 // the zone would take the first member; the plan's domain is the zone.
 func TestSelfAffineGangWithinRequiredZone(t *testing.T) {
-	nodes := gt.Nodes("n", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(4) })
-	for i, n := range nodes {
-		n.Labels[corev1.LabelTopologyZone] = fmt.Sprintf("z%d", i/2)
-	}
+	nodes := zonedNodes(4)
 	busy := []*corev1.Pod{
 		gt.Pod("busy-0").GPU(1).Node("n-0").Obj(),
 		gt.Pod("busy-2").GPU(2).Node("n-2").Obj(),
 		gt.Pod("busy-3").GPU(2).Node("n-3").Obj(),
 	}
 	snap := cluster.New(nodes, busy)
-	g := gang("c", 4, func(i int) *corev1.Pod {
-		return gt.Pod(fmt.Sprintf("c-%d", i)).GPU(1).Label("job", "c").PodAffinity("job", "c", corev1.LabelHostname).Obj()
-	})
+	g := selfAffine("c", 4, corev1.LabelHostname)
 	g.Topology = placement.Topology{Required: corev1.LabelTopologyZone}
 	plan, diag := placement.Place(snap, g, placement.Options{})
 	if plan == nil {
@@ -197,11 +173,7 @@ func TestSelfAffineGangWithinRequiredZone(t *testing.T) {
 
 	// With a GPU of n-1 taken too, no node has 4 free: the group waits, saying why.
 	snap = cluster.New(nodes, append(busy, gt.Pod("busy-1").GPU(1).Node("n-1").Obj()))
-	_, diag = placement.Place(snap, g, placement.Options{})
-	want := "no value of topology.kubernetes.io/zone among 2 can take 4 members within one value of kubernetes.io/hostname, where their required pod affinity to each other keeps them (the best takes 3)"
-	if diag == nil || diag.Code != placement.Unschedulable || !strings.Contains(diag.String(), want) {
-		t.Fatalf("no node with 4 GPUs free: %v, want %q", diag, want)
-	}
+	expectUnschedulable(t, snap, g, "no value of topology.kubernetes.io/zone among 2 can take 4 members within one value of kubernetes.io/hostname, where their required pod affinity to each other keeps them (the best takes 3)")
 }
 
 // TestSelfAffineGangFollowsRunningMatches: once pods their affinity selects run, the
@@ -209,10 +181,7 @@ func TestSelfAffineGangWithinRequiredZone(t *testing.T) {
 // chosen for them: with matches running in both zones, four members take the three
 // GPUs free in one and one of the other's.
 func TestSelfAffineGangFollowsRunningMatches(t *testing.T) {
-	nodes := gt.Nodes("n", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(2) })
-	for i, n := range nodes {
-		n.Labels[corev1.LabelTopologyZone] = fmt.Sprintf("z%d", i/2)
-	}
+	nodes := zonedNodes(2)
 	running := []*corev1.Pod{
 		gt.Pod("c-0").GPU(1).Label("job", "c").Node("n-0").Obj(),
 		gt.Pod("c-1").GPU(1).Label("job", "c").Node("n-2").Obj(),
@@ -455,4 +424,32 @@ func TestStaticBinding(t *testing.T) {
 	if a.Node != "n-2" || len(a.BindVolumes) != 1 || a.BindVolumes[0].Claim != "wants-static" || a.BindVolumes[0].Volume != "pv-static" {
 		t.Fatalf("assignment %+v, want n-2 binding wants-static to pv-static", a)
 	}
+}
+
+// zonedNodes returns nodes n-0 … n-3 of gpus GPUs each, n-0 and n-1 in zone z0, n-2 and
+// n-3 in z1.
+func zonedNodes(gpus int64) []*corev1.Node {
+	nodes := gt.Nodes("n", 4, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(gpus) })
+	for i, n := range nodes {
+		n.Labels[corev1.LabelTopologyZone] = fmt.Sprintf("z%d", i/2)
+	}
+	return nodes
+}
+
+// expectUnschedulable places g on snap and fails unless it waits (Unschedulable) with
+// want in its diagnosis.
+func expectUnschedulable(t *testing.T, snap *cluster.Snapshot, g placement.Group, want string) {
+	t.Helper()
+	plan, diag := placement.Place(snap, g, placement.Options{})
+	if plan != nil || diag.Code != placement.Unschedulable || !strings.Contains(diag.String(), want) {
+		t.Fatalf("placement %v, diagnosis %v; want Unschedulable with %q", plan, diag, want)
+	}
+}
+
+// selfAffine is a gang of n one-GPU members, job-0 … job-(n-1), labelled job=job, that
+// require each other within one value of key by their pod affinity.
+func selfAffine(job string, n int, key string) placement.Group {
+	return gang(job, n, func(i int) *corev1.Pod {
+		return gt.Pod(fmt.Sprintf("%s-%d", job, i)).GPU(1).Label("job", job).PodAffinity("job", job, key).Obj()
+	})
 }

@@ -48,6 +48,16 @@ func createTemplate(t *testing.T, env *sandboxtest.Env, ns string) {
 	}
 }
 
+// createClaimTemplate creates ResourceClaimTemplate name in ns with spec.
+func createClaimTemplate(t *testing.T, env *sandboxtest.Env, ns, name string, spec resourcev1.ResourceClaimSpec) {
+	t.Helper()
+	tmpl := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: spec}}
+	if _, err := env.Kube.ResourceV1().ResourceClaimTemplates(ns).Create(context.Background(), tmpl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // claimsOfPods returns each pod's claims by pod name, read from the API server.
 func claimsOfPods(t *testing.T, env *sandboxtest.Env, pods []corev1.Pod) map[string][]*resourcev1.ResourceClaim {
 	t.Helper()
@@ -375,11 +385,7 @@ func TestDRANarrowClaimFirst(t *testing.T) {
 	spec.Devices.Requests[0].Exactly.Selectors = []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
 		Expression: fmt.Sprintf("device.attributes[%q].%s == 0", sandbox.DRADriver, sandbox.AttributeIndex)}}}
 	const gpuZero = "gpu-zero"
-	tmpl := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gpuZero},
-		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: spec}}
-	if _, err := env.Kube.ResourceV1().ResourceClaimTemplates(ns).Create(context.Background(), tmpl, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createClaimTemplate(t, env, ns, gpuZero, spec)
 	c := newClient(t, env.Config)
 	startMuster(t, env, musterOptions{})
 	job := pytorchJob{ns: ns, name: "mixed", workers: 2, mutate: func(p *corev1.Pod) {

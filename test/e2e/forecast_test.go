@@ -75,11 +75,7 @@ func TestExpectedStartOfFirstAvailable(t *testing.T) {
 		{Name: "one", DeviceClassName: class, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1},
 	}}
 	const prefer = "two-gpus-or-one"
-	tmpl := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: prefer},
-		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: spec}}
-	if _, err := env.Kube.ResourceV1().ResourceClaimTemplates(ns).Create(context.Background(), tmpl, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createClaimTemplate(t, env, ns, prefer, spec)
 	c := newClient(t, env.Config)
 	startMuster(t, env, musterOptions{})
 	onPool := func(p *corev1.Pod) {
@@ -118,11 +114,7 @@ func TestExpectedStartOfSelectedDevices(t *testing.T) {
 	spec.Devices.Requests[0].Exactly.Selectors = []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
 		Expression: fmt.Sprintf("device.attributes[%q].%s == %q", sandbox.DRADriver, sandbox.AttributeCliqueID, busy)}}}
 	const inBusy = "one-gpu-in-busy-clique"
-	tmpl := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: inBusy},
-		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: spec}}
-	if _, err := env.Kube.ResourceV1().ResourceClaimTemplates(ns).Create(context.Background(), tmpl, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createClaimTemplate(t, env, ns, inBusy, spec)
 	c := newClient(t, env.Config)
 	startMuster(t, env, musterOptions{})
 	inBusyClique := func(p *corev1.Pod) {
