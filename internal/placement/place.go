@@ -157,10 +157,11 @@ func (p *placer) place() *Plan {
 }
 
 // otherOrders returns the orders place tries the shapes in after their own, when two or
-// more of them have DRA claims that differ (their signatures, see Signature): the shapes whose claims narrow the most first
-// (kubefit.SelectorCount), then their own order reversed; each once, and none that is
-// the first order. Allocation is greedy, member by member, as kube-scheduler's is; the
-// orders are a bounded heuristic, not a search of every order.
+// more of them have DRA claims that differ (their signatures, see Signature): the
+// shapes whose claims narrow the most first (kubefit.SelectorCount), then their own
+// order reversed; each once, and none that is the first order. Allocation is greedy,
+// member by member, as kube-scheduler's is; the orders are a bounded heuristic, not a
+// search of every order.
 func (p *placer) otherOrders() [][]*shape {
 	kinds := map[string]bool{} // the device shapes' signatures: alike claims need no other order
 	for _, s := range p.shapes {
