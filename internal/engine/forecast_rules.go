@@ -3,6 +3,8 @@ package engine
 import (
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/placement"
@@ -25,12 +27,17 @@ type memberRules struct {
 	nodes      [][]string
 	apart      []int
 	// domains are the node sets of the values of the group's required topology key
-	// (placement.TopologyDomains), nil when it requires none.
-	domains [][]string
+	// (placement.TopologyDomains), nil when it requires none. For a group whose members
+	// ask for pod affinity (affine), they depend on the pods running too, and are found
+	// again when the engine's snapshot version moved past domainsAt.
+	domains   [][]string
+	affine    bool
+	domainsAt uint64
 }
 
 // rulesOf returns the member rules of queued group g, found again only when the
-// group's queue entry, a node, a device or, for a group with claims, an object changed.
+// group's queue entry, a node, a device or, for a group with claims, an object changed;
+// the domains of a group whose members ask for pod affinity also when a pod did.
 func (e *Engine) rulesOf(g *group) *memberRules {
 	r := &g.rules
 	pg, ok := e.queue.Placement(g.key)
@@ -48,12 +55,23 @@ func (e *Engine) rulesOf(g *group) *memberRules {
 				return kubefit.HasResourceClaims(m.Pod) || kubefit.HasClaims(m.Pod)
 			}),
 			nodes: placement.NodesAdmitting(e.snap, pg), apart: placement.MembersApart(pg),
-			domains: placement.TopologyDomains(e.snap, pg)}
+			domains: placement.TopologyDomains(e.snap, pg), affine: asksPodAffinity(pg.Members[0].Pod),
+			domainsAt: e.snapVersion}
 		if r.claims {
 			r.nodes = withClaimNodes(r.nodes, e.snap, pg, census.requestNodes(), e.forecast.volumes.memoFor(e.snap))
 		}
 	}
+	if r.affine && r.domainsAt != e.snapVersion {
+		r.domains, r.domainsAt = placement.TopologyDomains(e.snap, pg), e.snapVersion
+	}
 	return r
+}
+
+// asksPodAffinity reports whether p has required pod affinity terms: whether its
+// group's domains depend on the pods running (see placement.TopologyDomains).
+func asksPodAffinity(p *corev1.Pod) bool {
+	a := p.Spec.Affinity
+	return a != nil && a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
 }
 
 // withClaimNodes narrows nodes, the nodes that admit each member of pg (nil for all),

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/muster-sched/muster/internal/engine"
@@ -38,6 +39,29 @@ func TestExpectedStartOfSelfAffineGang(t *testing.T) {
 		e.SetPod(gt.Pod(name).GPU(2).Label("job", "aff").PodAffinity("job", "aff", "example.com/rack").Obj(), aff)
 	}
 	expectQueuedForAnHour(t, e, aff, now, "n-0 and n-2 are free, in two racks")
+}
+
+// TestSelfAffineForecastFollowsThePods: the same racks, and a pod the gang's affinity
+// selects running on n-2 (it asks for no GPU): the gang may go only where that pod is,
+// and no rack is chosen for it. Once the pod is gone, the gang is expected to start in
+// an hour within one rack, as in TestExpectedStartOfSelfAffineGang: the forecast's
+// domains follow the pods, not only the nodes.
+func TestSelfAffineForecastFollowsThePods(t *testing.T) {
+	e, now := racksHalfBusy()
+	stray := "Coscheduling/default/stray"
+	e.SetGroup(engine.GroupSpec{Key: stray, Source: engine.Coscheduling, Namespace: "default", Name: "stray", MinMember: 1})
+	p := gt.Pod("stray-0").Label("job", "aff").Node("n-2").Obj()
+	p.Status.Phase = corev1.PodRunning
+	e.SetPod(p, stray)
+	aff := "Coscheduling/default/aff"
+	e.SetGroup(engine.GroupSpec{Key: aff, Source: engine.Coscheduling, Namespace: "default", Name: "aff", MinMember: 2})
+	for _, name := range []string{"aff-0", "aff-1"} {
+		e.SetPod(gt.Pod(name).GPU(2).Label("job", "aff").PodAffinity("job", "aff", "example.com/rack").Obj(), aff)
+	}
+	now = now.Add(sim.SimForecastEvery)
+	e.Step(now) // forecast with the stray pod running
+	e.RemovePod("default/stray-0")
+	expectQueuedForAnHour(t, e, aff, now, "the stray pod is gone; n-0 and n-2 are free, in two racks")
 }
 
 // racksHalfBusy returns an engine with racks r0 (n-0, n-1) and r1 (n-2, n-3) of 2-GPU
