@@ -27,17 +27,19 @@ type memberRules struct {
 	nodes      [][]string
 	apart      []int
 	// domains are the node sets of the values of the group's required topology key
-	// (placement.TopologyDomains), nil when it requires none. For a group whose members
-	// ask for pod affinity (affine), they depend on the pods running too, and are found
-	// again when the engine's snapshot version moved past domainsAt.
-	domains   [][]string
-	affine    bool
-	domainsAt uint64
+	// (placement.TopologyDomains), nil when it requires none.
+	domains [][]string
+	// affine is set when a member asks for pod affinity: its nodes and domains depend on
+	// the pods running, and are found again when the engine's snapshot version moved
+	// past podsAt.
+	affine bool
+	podsAt uint64
 }
 
 // rulesOf returns the member rules of queued group g, found again only when the
 // group's queue entry, a node, a device or, for a group with claims, an object changed;
-// the domains of a group whose members ask for pod affinity also when a pod did.
+// for a group whose members ask for pod affinity, also when a pod did (the pods it
+// selects decide where the members may go).
 func (e *Engine) rulesOf(g *group) *memberRules {
 	r := &g.rules
 	pg, ok := e.queue.Placement(g.key)
@@ -48,30 +50,60 @@ func (e *Engine) rulesOf(g *group) *memberRules {
 	objs := e.snap.Objects()
 	census := e.forecast.devices.count(objs)
 	if r.first != &pg.Members[0] || r.snap != e.snap || r.layout != e.snap.Layout() ||
-		r.devicesGen != census.devicesGen || r.claims && r.objGen != objs.Generation() {
+		r.devicesGen != census.devicesGen || r.claims && r.objGen != objs.Generation() ||
+		r.affine && r.podsAt != e.snapVersion {
 		*r = memberRules{first: &pg.Members[0], snap: e.snap, layout: e.snap.Layout(),
 			devicesGen: census.devicesGen, objGen: objs.Generation(),
 			claims: slices.ContainsFunc(pg.Members, func(m placement.Member) bool {
 				return kubefit.HasResourceClaims(m.Pod) || kubefit.HasClaims(m.Pod)
 			}),
-			nodes: placement.NodesAdmitting(e.snap, pg), apart: placement.MembersApart(pg),
-			domains: placement.TopologyDomains(e.snap, pg), affine: asksPodAffinity(pg.Members[0].Pod),
-			domainsAt: e.snapVersion}
+			affine: slices.ContainsFunc(pg.Members, func(m placement.Member) bool { return asksPodAffinity(m.Pod) }),
+			podsAt: e.snapVersion,
+			nodes:  placement.NodesAdmitting(e.snap, pg), apart: placement.MembersApart(pg),
+			domains: placement.TopologyDomains(e.snap, pg)}
 		if r.claims {
 			r.nodes = withClaimNodes(r.nodes, e.snap, pg, census.requestNodes(), e.forecast.volumes.memoFor(e.snap))
 		}
-	}
-	if r.affine && r.domainsAt != e.snapVersion {
-		r.domains, r.domainsAt = placement.TopologyDomains(e.snap, pg), e.snapVersion
+		if r.affine {
+			r.nodes = narrowEach(r.nodes, placement.AffinityNodes(e.snap, pg))
+		}
 	}
 	return r
 }
 
-// asksPodAffinity reports whether p has required pod affinity terms: whether its
-// group's domains depend on the pods running (see placement.TopologyDomains).
+// asksPodAffinity reports whether p has required pod affinity terms: whether the pods
+// running decide where it may go (see placement.AffinityNodes, TopologyDomains).
 func asksPodAffinity(p *corev1.Pod) bool {
 	a := p.Spec.Affinity
 	return a != nil && a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
+}
+
+// narrowEach narrows nodes, the nodes each member may use (nil for all), to by's
+// sorted list for the member, where by has one. Members that had the same list and are
+// narrowed by the same one share the narrowed list, as in withClaimNodes.
+func narrowEach(nodes, by [][]string) [][]string {
+	if by == nil {
+		return nodes
+	}
+	if nodes == nil {
+		nodes = make([][]string, len(by))
+	}
+	var lastIn, lastAllowed, lastOut []string
+	for i, allowed := range by {
+		in := nodes[i]
+		switch {
+		case allowed == nil:
+		case lastOut != nil && sameList(in, lastIn) && sameList(allowed, lastAllowed):
+			nodes[i] = lastOut
+		default:
+			nodes[i] = allowed
+			if in != nil {
+				nodes[i] = kubefit.Narrow(in, allowed)
+			}
+			lastIn, lastAllowed, lastOut = in, allowed, nodes[i]
+		}
+	}
+	return nodes
 }
 
 // withClaimNodes narrows nodes, the nodes that admit each member of pg (nil for all),

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -33,11 +34,7 @@ func TestExpectedStartInOneRack(t *testing.T) {
 // expected to start in an hour too, when r0 is free.
 func TestExpectedStartOfSelfAffineGang(t *testing.T) {
 	e, now := racksHalfBusy()
-	aff := "Coscheduling/default/aff"
-	e.SetGroup(engine.GroupSpec{Key: aff, Source: engine.Coscheduling, Namespace: "default", Name: "aff", MinMember: 2})
-	for _, name := range []string{"aff-0", "aff-1"} {
-		e.SetPod(gt.Pod(name).GPU(2).Label("job", "aff").PodAffinity("job", "aff", "example.com/rack").Obj(), aff)
-	}
+	aff := queueAffine(e, "aff", "job", "aff")
 	expectQueuedForAnHour(t, e, aff, now, "n-0 and n-2 are free, in two racks")
 }
 
@@ -48,20 +45,23 @@ func TestExpectedStartOfSelfAffineGang(t *testing.T) {
 // domains follow the pods, not only the nodes.
 func TestSelfAffineForecastFollowsThePods(t *testing.T) {
 	e, now := racksHalfBusy()
-	stray := "Coscheduling/default/stray"
-	e.SetGroup(engine.GroupSpec{Key: stray, Source: engine.Coscheduling, Namespace: "default", Name: "stray", MinMember: 1})
-	p := gt.Pod("stray-0").Label("job", "aff").Node("n-2").Obj()
-	p.Status.Phase = corev1.PodRunning
-	e.SetPod(p, stray)
-	aff := "Coscheduling/default/aff"
-	e.SetGroup(engine.GroupSpec{Key: aff, Source: engine.Coscheduling, Namespace: "default", Name: "aff", MinMember: 2})
-	for _, name := range []string{"aff-0", "aff-1"} {
-		e.SetPod(gt.Pod(name).GPU(2).Label("job", "aff").PodAffinity("job", "aff", "example.com/rack").Obj(), aff)
-	}
+	runLabelled(e, "stray", "job", "aff", "n-2")
+	aff := queueAffine(e, "aff", "job", "aff")
 	now = now.Add(sim.SimForecastEvery)
 	e.Step(now) // forecast with the stray pod running
 	e.RemovePod("default/stray-0")
 	expectQueuedForAnHour(t, e, aff, now, "the stray pod is gone; n-0 and n-2 are free, in two racks")
+}
+
+// TestExpectedStartBesideACachePod: the same racks, and a dataset cache pod (no GPU) on
+// n-1. A gang of two 2-GPU members that require the cache's rack by their pod affinity
+// may run only in r0: it is expected to start in an hour, when n-1's GPUs come back,
+// not at once on n-0 and n-2.
+func TestExpectedStartBesideACachePod(t *testing.T) {
+	e, now := racksHalfBusy()
+	runLabelled(e, "cache", "app", "cache", "n-1")
+	near := queueAffine(e, "near", "app", "cache")
+	expectQueuedForAnHour(t, e, near, now, "n-0 and n-2 are free, but only r0 has the cache")
 }
 
 // racksHalfBusy returns an engine with racks r0 (n-0, n-1) and r1 (n-2, n-3) of 2-GPU
@@ -82,4 +82,25 @@ func racksHalfBusy() (*engine.Engine, time.Time) {
 	e.SetPod(p, occupy)
 	e.Step(now)
 	return e, now
+}
+
+// queueAffine queues group name of two 2-GPU members, labelled job=name, that require
+// the rack of pods labelled key=value by their pod affinity, and returns its key.
+func queueAffine(e *engine.Engine, name, key, value string) string {
+	g := "Coscheduling/default/" + name
+	e.SetGroup(engine.GroupSpec{Key: g, Source: engine.Coscheduling, Namespace: "default", Name: name, MinMember: 2})
+	for i := range 2 {
+		e.SetPod(gt.Pod(fmt.Sprintf("%s-%d", name, i)).GPU(2).Label("job", name).PodAffinity(key, value, "example.com/rack").Obj(), g)
+	}
+	return g
+}
+
+// runLabelled runs group name of one pod, name-0, labelled key=value and asking for no
+// GPU, on node.
+func runLabelled(e *engine.Engine, name, key, value, node string) {
+	g := "Coscheduling/default/" + name
+	e.SetGroup(engine.GroupSpec{Key: g, Source: engine.Coscheduling, Namespace: "default", Name: name, MinMember: 1})
+	p := gt.Pod(name+"-0").Label(key, value).Node(node).Obj()
+	p.Status.Phase = corev1.PodRunning
+	e.SetPod(p, g)
 }

@@ -249,7 +249,7 @@ func TestPlanPools(t *testing.T) {
 	want := []Start{
 		{Key: "held", At: at(3), Nodes: []string{"a", "b"}},
 		{Key: "mixed", At: at(4), Nodes: []string{"a"}},
-		{Key: "nowhere", Unknown: "no node it may be planned on takes pods: its node selector, node affinity, tolerations, the devices its claims select or its volumes admit none of them"},
+		{Key: "nowhere", Unknown: "no node it may be planned on takes pods: its node selector, node affinity, tolerations, pod affinity, the devices its claims select or its volumes admit none of them"},
 		{Key: "free", At: at(0), Nodes: []string{"c"}},
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -178,7 +178,7 @@ func (p *profile) plan(g Group, tries int, dry *dryRun) (int64, []string, string
 	}
 	p.readApart(g, w)
 	if !p.readNodes(g, w) {
-		return 0, nil, "no node it may be planned on takes pods: its node selector, node affinity, tolerations, the devices its claims select or its volumes admit none of them"
+		return 0, nil, "no node it may be planned on takes pods: its node selector, node affinity, tolerations, pod affinity, the devices its claims select or its volumes admit none of them"
 	}
 	qp, charge := p.charge(g)
 	if why := qp.beyondPeak(charge); why != "" {

@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
@@ -118,4 +120,87 @@ func finestKey(s *cluster.Snapshot, terms []fwk.AffinityTerm) string {
 		}
 	}
 	return best
+}
+
+// AffinityNodes returns, for each member of g whose required pod affinity selects pods
+// already running, the names of s's nodes it may go to by that affinity, sorted: those
+// with, for each of its terms, the term's key and a value of it where a pod matching
+// all its terms runs, as kube-scheduler counts them. A member whose affinity selects no
+// running pod has nil when it matches them itself (the first of such a set may go
+// anywhere; see affinityKey), and none when it does not; one without affinity has nil,
+// and the result is nil when every member has nil. The forecast
+// plans each member only on its nodes: a job held to the zone of a dataset cache is not
+// expected to start in another.
+func AffinityNodes(s *cluster.Snapshot, g Group) [][]string {
+	var out [][]string
+	var lastSpec []corev1.PodAffinityTerm
+	var lastNodes []string
+	nsLabels := namespaceLabels(s)
+	for i, m := range g.Members {
+		spec := requiredAffinity(m.Pod)
+		if len(spec) == 0 {
+			continue
+		}
+		var nodes []string
+		if lastSpec != nil && apiequality.Semantic.DeepEqual(spec, lastSpec) {
+			nodes = lastNodes
+		} else {
+			terms, err := fwk.GetAffinityTerms(m.Pod, spec)
+			if err != nil {
+				continue // the filter reports terms that do not parse
+			}
+			nodes = nodesBesideMatches(s, terms, nsLabels)
+			if nodes == nil && !matchesAll(terms, m.Pod, nsLabels) {
+				nodes = []string{} // no match runs, and it is not one itself: no node until one does
+			}
+			lastSpec, lastNodes = spec, nodes
+		}
+		if nodes == nil {
+			continue
+		}
+		if out == nil {
+			out = make([][]string, len(g.Members))
+		}
+		out[i] = nodes
+	}
+	return out
+}
+
+// nodesBesideMatches returns the names of s's nodes that have, for each of terms, its
+// key and a value of it where a pod matching all of terms runs, sorted; nil when no such
+// pod runs on a node with one of the terms' keys.
+func nodesBesideMatches(s *cluster.Snapshot, terms []fwk.AffinityTerm, nsLabels func(string) labels.Set) []string {
+	values := make([]map[string]bool, len(terms)) // by term: the values where a match runs
+	found := false
+	for _, n := range s.Nodes() {
+		for _, p := range n.Pods() {
+			if !matchesAll(terms, p, nsLabels) {
+				continue
+			}
+			for i, t := range terms {
+				if v, ok := n.Node.Labels[t.TopologyKey]; ok {
+					if values[i] == nil {
+						values[i] = map[string]bool{}
+					}
+					values[i][v], found = true, true
+				}
+			}
+		}
+	}
+	if !found {
+		return nil
+	}
+	out := []string{}
+	for _, n := range s.Nodes() {
+		ok := true
+		for i, t := range terms {
+			v, has := n.Node.Labels[t.TopologyKey]
+			ok = ok && has && values[i][v]
+		}
+		if ok {
+			out = append(out, n.Name())
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/interpodaffinity"
+
 	"github.com/muster-sched/muster/internal/cluster"
 )
 
@@ -193,16 +195,17 @@ func withoutPods(r cluster.Resources) cluster.Resources {
 
 // transient reports whether the empty cluster's attempt stopped only on claims still
 // being made, bound or provisioned (kube-scheduler's "unbound immediate
-// PersistentVolumeClaims", an ephemeral volume's claim not made yet):
-// the group waits for them, as kube-scheduler retries such a pod, instead of being
-// Impossible.
+// PersistentVolumeClaims", an ephemeral volume's claim not made yet), or on required
+// pod affinity, which pods that run now or later satisfy and the empty cluster has
+// none of: the group waits for them, as kube-scheduler retries such a pod, instead of
+// being Impossible.
 func (b *Blocked) transient() bool {
 	if b == nil || len(b.Shape.Reasons) == 0 {
 		return false
 	}
 	for _, r := range b.Shape.Reasons {
 		if r.Kind != FilterRejected || (r.Detail != unboundImmediateClaims && !strings.HasPrefix(r.Detail, ephemeralClaimPending) &&
-			!strings.HasPrefix(r.Detail, deviceClaimPending)) {
+			!strings.HasPrefix(r.Detail, deviceClaimPending) && r.Detail != interpodaffinity.ErrReasonAffinityRulesNotMatch) {
 			return false
 		}
 	}

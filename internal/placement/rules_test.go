@@ -2,6 +2,7 @@ package placement_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -452,4 +453,29 @@ func selfAffine(job string, n int, key string) placement.Group {
 	return gang(job, n, func(i int) *corev1.Pod {
 		return gt.Pod(fmt.Sprintf("%s-%d", job, i)).GPU(1).Label("job", job).PodAffinity("job", job, key).Obj()
 	})
+}
+
+// TestAffinityToARunningPodWaits: a gang that requires the zone of a dataset cache pod,
+// whose zone has no room now, waits (Unschedulable), though the empty cluster, without
+// the cache, could never take it: pods that run now or later satisfy pod affinity, as
+// kube-scheduler retries such a pod. Its members may go only to the cache's zone
+// (AffinityNodes), and to none while no cache runs.
+func TestAffinityToARunningPodWaits(t *testing.T) {
+	nodes := zonedNodes(2)
+	pods := []*corev1.Pod{
+		gt.Pod("cache").Label("app", "cache").Node("n-0").Obj(),
+		gt.Pod("busy-0").GPU(1).Node("n-0").Obj(),
+		gt.Pod("busy-1").GPU(1).Node("n-1").Obj(),
+	}
+	snap := cluster.New(nodes, pods)
+	g := gang("near", 2, func(i int) *corev1.Pod {
+		return gt.Pod(fmt.Sprintf("near-%d", i)).GPU(2).PodAffinity("app", "cache", corev1.LabelTopologyZone).Obj()
+	})
+	expectUnschedulable(t, snap, g, "")
+	if got := placement.AffinityNodes(snap, g); len(got) != 2 || !slices.Equal(got[0], []string{"n-0", "n-1"}) || !slices.Equal(got[1], got[0]) {
+		t.Errorf("AffinityNodes %v, want n-0 and n-1 for both members", got)
+	}
+	if got := placement.AffinityNodes(cluster.New(nodes, nil), g); len(got) != 2 || got[0] == nil || len(got[0]) != 0 {
+		t.Errorf("AffinityNodes without the cache %v, want no node for either member", got)
+	}
 }

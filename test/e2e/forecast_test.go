@@ -221,6 +221,35 @@ func expectStartInOneRack(t *testing.T, pool string, queued func(ns string) pyto
 	expectQueuedToStartAt(t, env, c, ns, "queued", created.Add(time.Hour))
 }
 
+// TestExpectedStartBesideACachePod: two 2-GPU nodes in two zones and a dataset cache pod
+// on the first; the jobs' pods require the cache's zone by their pod affinity. A job of
+// two pods that declares an hour fills the first node; muster serve, as deployed, keeps
+// the next job queued (not Impossible, though the empty cluster has no cache) and
+// writes in its record that it is expected to start in an hour, not at once in the
+// other zone.
+func TestExpectedStartBesideACachePod(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	pool := "cache-zone"
+	env.CreateNodes(t, sandbox.NodePool{Name: pool, Count: 2, CPU: "16", Memory: "64Gi", GPUs: 2, Zones: 2})
+	cache := sandboxtest.Pod(ns, "cache").Obj()
+	cache.Labels = map[string]string{"app": "dataset-cache"}
+	cache.Spec.NodeName = pool + "-0"
+	env.CreatePod(t, cache)
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	nearCache := func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "dataset-cache"}},
+				TopologyKey:   corev1.LabelTopologyZone,
+			}},
+		}}
+	}
+
+	expectStartWhenRunningEnds(t, env, c, ns, nearCache)
+}
+
 // expectStartWhenRunningEnds runs a job of two pods made by mutate that declares an
 // hour, then queues a job of one pod made the same way that cannot run beside it, and
 // checks that muster serve writes in the queued job's record that it is expected to
