@@ -298,6 +298,7 @@ func (e *Engine) queuedGroups(last func(*queue.Entry) bool) []forecast.Group {
 // the most alternatives a member's claims list (kubefit.Alternatives).
 func (e *Engine) appendRequests(out []cluster.Resources, members []placement.Member, alt int) ([]cluster.Resources, int) {
 	var seen map[string]bool
+	var fewest cluster.Resources
 	alts := 1
 	for _, m := range members {
 		req := m.Requests
@@ -307,8 +308,9 @@ func (e *Engine) appendRequests(out []cluster.Resources, members []placement.Mem
 		if kubefit.HasResourceClaims(m.Pod) {
 			if seen == nil {
 				seen = map[string]bool{} // a claim members share is counted once
+				fewest = e.forecast.devices.count(e.snap.Objects()).fewest
 			}
-			req = withDevices(req, kubefit.PendingDevices(e.snap, m.Pod, seen, e.forecast.devices.count(e.snap.Objects()).fewest, alt))
+			req = withDevices(req, kubefit.PendingDevices(e.snap, m.Pod, seen, fewest, alt))
 			alts = max(alts, kubefit.Alternatives(e.snap, m.Pod))
 		}
 		out = append(out, req) // the forecast ignores its pods count

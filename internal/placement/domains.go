@@ -61,6 +61,17 @@ func (p *placer) noDomain(required, affinity string, choices []domainChoice) str
 		required, values, p.g.MinMember, affinity, p.best)
 }
 
+// domainKeys returns the keys g must keep within one value of: its required topology
+// key, and the key its members' own pod affinity keeps them in when placement chooses
+// its value (see affinityKey), "" when that is none or the same key.
+func domainKeys(s *cluster.Snapshot, g Group) (required, affinity string) {
+	required, affinity = g.Topology.Required, affinityKey(s, g)
+	if affinity == required {
+		affinity = ""
+	}
+	return required, affinity
+}
+
 // domainChoice is a set of nodes a group may be placed within, and its value of the
 // required topology key ("" without one).
 type domainChoice struct {

@@ -142,14 +142,15 @@ func (a *attempt) revert() {
 // take any device may, placed first, take the one device another member's claims
 // select.
 func (p *placer) place() *Plan {
-	if plan := p.placeInOrder(); plan != nil {
+	required, affinity := domainKeys(p.snap, p.g)
+	if plan := p.placeInOrder(required, affinity); plan != nil {
 		return plan
 	}
 	first := p.shapes
 	defer func() { p.shapes = first }() // the diagnosis surveys the shapes in their order
 	for _, order := range p.otherOrders() {
 		p.shapes = order
-		if plan := p.placeInOrder(); plan != nil {
+		if plan := p.placeInOrder(required, affinity); plan != nil {
 			return plan
 		}
 	}
@@ -191,12 +192,9 @@ func (p *placer) otherOrders() [][]*shape {
 	return out
 }
 
-// placeInOrder places the group with its shapes in p.shapes' order.
-func (p *placer) placeInOrder() *Plan {
-	required, affinity := p.g.Topology.Required, affinityKey(p.snap, p.g)
-	if affinity == required {
-		affinity = ""
-	}
+// placeInOrder places the group with its shapes in p.shapes' order, within one value of
+// each of the keys domainKeys returned, if any.
+func (p *placer) placeInOrder(required, affinity string) *Plan {
 	if required != "" || affinity != "" {
 		return p.placeInDomain(required, affinity)
 	}

@@ -175,10 +175,7 @@ func asksHostPort(p *corev1.Pod) bool {
 // an empty list when no node has the keys. The forecast plans all of g's members within
 // one of them, as Place does.
 func TopologyDomains(s *cluster.Snapshot, g Group) [][]string {
-	required, affinity := g.Topology.Required, affinityKey(s, g)
-	if affinity == required {
-		affinity = ""
-	}
+	required, affinity := domainKeys(s, g)
 	if required == "" && affinity == "" {
 		return nil
 	}

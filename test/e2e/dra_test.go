@@ -58,6 +58,20 @@ func createClaimTemplate(t *testing.T, env *sandboxtest.Env, ns, name string, sp
 	}
 }
 
+// createSelectorTemplate creates ResourceClaimTemplate name in ns: one GPU that the CEL
+// expression selects.
+func createSelectorTemplate(t *testing.T, env *sandboxtest.Env, ns, name, expression string) {
+	t.Helper()
+	spec := sandboxtest.GPUClaimSpec(1)
+	spec.Devices.Requests[0].Exactly.Selectors = []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: expression}}}
+	createClaimTemplate(t, env, ns, name, spec)
+}
+
+// useTemplate makes a pod that draWorker made take its GPU claim from template instead.
+func useTemplate(p *corev1.Pod, template string) {
+	p.Spec.ResourceClaims[len(p.Spec.ResourceClaims)-1].ResourceClaimTemplateName = ptr.To(template)
+}
+
 // claimsOfPods returns each pod's claims by pod name, read from the API server.
 func claimsOfPods(t *testing.T, env *sandboxtest.Env, pods []corev1.Pod) map[string][]*resourcev1.ResourceClaim {
 	t.Helper()
@@ -381,17 +395,14 @@ func TestDRANarrowClaimFirst(t *testing.T) {
 	ns := env.Namespace(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "narrow", Count: 1, CPU: "32", Memory: "128Gi", DRAGPUs: 3, Clique: ns})
 	createTemplate(t, env, ns)
-	spec := sandboxtest.GPUClaimSpec(1)
-	spec.Devices.Requests[0].Exactly.Selectors = []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
-		Expression: fmt.Sprintf("device.attributes[%q].%s == 0", sandbox.DRADriver, sandbox.AttributeIndex)}}}
 	const gpuZero = "gpu-zero"
-	createClaimTemplate(t, env, ns, gpuZero, spec)
+	createSelectorTemplate(t, env, ns, gpuZero, fmt.Sprintf("device.attributes[%q].%s == 0", sandbox.DRADriver, sandbox.AttributeIndex))
 	c := newClient(t, env.Config)
 	startMuster(t, env, musterOptions{})
 	job := pytorchJob{ns: ns, name: "mixed", workers: 2, mutate: func(p *corev1.Pod) {
 		draWorker(p)
 		if p.Name == "mixed-worker-0" {
-			p.Spec.ResourceClaims[len(p.Spec.ResourceClaims)-1].ResourceClaimTemplateName = ptr.To(gpuZero)
+			useTemplate(p, gpuZero)
 		}
 	}}
 	job.create(t, env, c)

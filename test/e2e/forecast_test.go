@@ -10,7 +10,6 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
@@ -90,7 +89,7 @@ func TestExpectedStartOfFirstAvailable(t *testing.T) {
 		annotations: map[string]string{engine.AnnotationExpectedRuntime: "30m"},
 		mutate: func(p *corev1.Pod) {
 			onPool(p)
-			p.Spec.ResourceClaims[len(p.Spec.ResourceClaims)-1].ResourceClaimTemplateName = ptr.To(prefer)
+			useTemplate(p, prefer)
 		}}
 	queued.create(t, env, c)
 
@@ -110,16 +109,13 @@ func TestExpectedStartOfSelectedDevices(t *testing.T) {
 	for _, clique := range []string{busy, idle} {
 		env.CreateNodes(t, sandbox.NodePool{Name: clique, Count: 1, CPU: "16", Memory: "64Gi", DRAGPUs: 2, Clique: clique})
 	}
-	spec := sandboxtest.GPUClaimSpec(1)
-	spec.Devices.Requests[0].Exactly.Selectors = []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
-		Expression: fmt.Sprintf("device.attributes[%q].%s == %q", sandbox.DRADriver, sandbox.AttributeCliqueID, busy)}}}
 	const inBusy = "one-gpu-in-busy-clique"
-	createClaimTemplate(t, env, ns, inBusy, spec)
+	createSelectorTemplate(t, env, ns, inBusy, fmt.Sprintf("device.attributes[%q].%s == %q", sandbox.DRADriver, sandbox.AttributeCliqueID, busy))
 	c := newClient(t, env.Config)
 	startMuster(t, env, musterOptions{})
 	inBusyClique := func(p *corev1.Pod) {
 		draWorker(p)
-		p.Spec.ResourceClaims[len(p.Spec.ResourceClaims)-1].ResourceClaimTemplateName = ptr.To(inBusy)
+		useTemplate(p, inBusy)
 	}
 
 	expectStartWhenRunningEnds(t, env, c, ns, inBusyClique)
