@@ -249,24 +249,41 @@ func TestExpectedStartOnTheNodesAGroupMayUse(t *testing.T) {
 }
 
 // TestExpectedStartOfMembersKeptApart: two 2-GPU nodes, n-0 idle and n-1 full for an
-// hour. A group of two one-GPU members whose pod anti-affinity keeps them one per node
-// waits (n-0 alone has room for both), and is expected to start in an hour, when n-1
-// frees up, not now on n-0.
+// hour. A group of two one-GPU members that a rule keeps one per node waits (n-0 alone
+// has room for both), and is expected to start in an hour, when n-1 frees up, not now
+// on n-0. The rule is pod anti-affinity or a topology spread of at most one per node,
+// over the hostname and selecting the job's pods, carried by two workers or by a
+// master and a worker, which differ in labels and are shapes of their own.
 func TestExpectedStartOfMembersKeptApart(t *testing.T) {
-	e := sim.NewEngineWith(0)
-	for i := range 2 {
-		e.SetNode(gt.Node(fmt.Sprintf("n-%d", i)).GPU(2).Obj())
+	antiAffinity := func(b *gt.PodBuilder) *gt.PodBuilder { return b.AntiAffinity("job", "apart", corev1.LabelHostname) }
+	spread := func(b *gt.PodBuilder) *gt.PodBuilder { return b.Spread(1, corev1.LabelHostname, "job", "apart") }
+	for _, tc := range []struct {
+		name     string
+		rule     func(*gt.PodBuilder) *gt.PodBuilder
+		replicas []string
+	}{
+		{"anti-affinity", antiAffinity, []string{"worker", "worker"}},
+		{"anti-affinity of a master and a worker", antiAffinity, []string{"master", "worker"}},
+		{"spread", spread, []string{"worker", "worker"}},
+		{"spread of a master and a worker", spread, []string{"master", "worker"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := sim.NewEngineWith(0)
+			for i := range 2 {
+				e.SetNode(gt.Node(fmt.Sprintf("n-%d", i)).GPU(2).Obj())
+			}
+			now := sim.Epoch
+			runTwoGPUsForAnHour(e, "n-1", now)
+			apart := "Coscheduling/default/apart"
+			e.SetGroup(engine.GroupSpec{Key: apart, Source: engine.Coscheduling, Namespace: "default", Name: "apart", MinMember: 2})
+			for i, replica := range tc.replicas {
+				p := tc.rule(gt.Pod(fmt.Sprintf("apart-%d", i)).GPU(1).Label("job", "apart").Label("replica", replica)).Obj()
+				p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "30m"}
+				e.SetPod(p, apart)
+			}
+			expectQueuedForAnHour(t, e, apart, now, "the members may not share n-0")
+		})
 	}
-	now := sim.Epoch
-	runTwoGPUsForAnHour(e, "n-1", now)
-	apart := "Coscheduling/default/apart"
-	e.SetGroup(engine.GroupSpec{Key: apart, Source: engine.Coscheduling, Namespace: "default", Name: "apart", MinMember: 2})
-	for i := range 2 {
-		p := gt.Pod(fmt.Sprintf("apart-%d", i)).GPU(1).Label("job", "apart").AntiAffinity("job", "apart", corev1.LabelHostname).Obj()
-		p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "30m"}
-		e.SetPod(p, apart)
-	}
-	expectQueuedForAnHour(t, e, apart, now, "the members may not share n-0")
 }
 
 // expectQueuedForAnHour steps e a forecast after now and fails unless group key is still

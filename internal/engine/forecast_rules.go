@@ -59,7 +59,7 @@ func (e *Engine) rulesOf(g *group) *memberRules {
 			}),
 			affine: slices.ContainsFunc(pg.Members, func(m placement.Member) bool { return asksPodAffinity(m.Pod) }),
 			podsAt: e.snapVersion,
-			nodes:  placement.NodesAdmitting(e.snap, pg), apart: placement.MembersApart(pg),
+			nodes:  placement.NodesAdmitting(e.snap, pg), apart: placement.MembersApart(e.snap, pg),
 			domains: placement.TopologyDomains(e.snap, pg)}
 		if r.claims {
 			r.nodes = withClaimNodes(r.nodes, e.snap, pg, census.requestNodes(), e.forecast.volumes.memoFor(e.snap))

@@ -2,10 +2,13 @@ package placement
 
 import (
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
 
 	"github.com/muster-sched/muster/internal/cluster"
 )
@@ -101,55 +104,157 @@ func memberKey(m Member) string {
 }
 
 // MembersApart returns, for each member of g, a class such that no two members of one
-// nonzero class may share a node, or nil when no member is held apart: the members of a
-// shape whose pods' required pod anti-affinity over kubernetes.io/hostname selects
-// their own labels in their own namespace, or whose pods ask for a host port, are one
-// class. Rules between members of different shapes, and terms whose namespaces are
-// chosen by a selector, are left to the placement. The forecast plans a class's members
-// on different nodes.
-func MembersApart(g Group) []int {
-	class := map[string]int{} // by shape key; numbered as the members come
-	for _, f := range shapeSetOf(g).forms {
-		if selfAntiAffine(f.pod) || asksHostPort(f.pod) {
-			class[f.key] = 0
+// nonzero class may share a node of s, or nil when no member is held apart. A class is
+// the members that carry one rule selecting them all in their own namespace, whatever
+// their shapes (a PyTorchJob's master and workers whose rule selects the job's name are
+// one class):
+//   - required pod anti-affinity over kubernetes.io/hostname;
+//   - a topology spread constraint over kubernetes.io/hostname with maxSkew 1 and
+//     DoNotSchedule, while the nodes it counts (labelled with its keys, and admitted by
+//     the pod's node affinity and taints as its inclusion policies say) are at least as
+//     many as the class's members, or fewer than its minDomains: until each of those
+//     nodes holds one of them, no node may hold two;
+//   - a host port (the members of one shape).
+//
+// Rules between members that carry different ones, terms whose namespaces are chosen
+// by a selector, spread by more than one per node, and the pods running that a rule
+// selects are left to the placement. The forecast plans a class's members on different
+// nodes.
+func MembersApart(s *cluster.Snapshot, g Group) []int {
+	forms := shapeSetOf(g).forms
+	rules := map[string]string{}    // by shape key: the rule that holds its members apart
+	members := map[string]int{}     // by rule: how many members carry it
+	spreads := map[string][]*form{} // by rule, when it is a spread: its shapes
+	for _, f := range forms {
+		rule, spread := apartRule(f)
+		if rule == "" {
+			continue
+		}
+		rules[f.key] = rule
+		members[rule] += len(f.members)
+		if spread != nil {
+			spreads[rule] = append(spreads[rule], f)
 		}
 	}
-	if len(class) == 0 {
+	for rule, fs := range spreads {
+		for _, f := range fs {
+			_, spread := apartRule(f)
+			if n := spreadDomains(s, f, spread); n < members[rule] && (spread.MinDomains == nil || n >= int(*spread.MinDomains)) {
+				// Once each node counted holds one, a node may hold two.
+				for _, f := range fs {
+					delete(rules, f.key)
+				}
+				break
+			}
+		}
+	}
+	if len(rules) == 0 {
 		return nil
 	}
-	out, next := make([]int, len(g.Members)), 0
+	class := map[string]int{} // by rule; numbered as the members come
+	out := make([]int, len(g.Members))
 	for i, m := range g.Members {
-		key := memberKey(m)
-		c, apart := class[key]
+		rule, apart := rules[memberKey(m)]
 		if !apart {
 			continue
 		}
-		if c == 0 {
-			next++
-			c, class[key] = next, next
+		if class[rule] == 0 {
+			class[rule] = len(class) + 1
 		}
-		out[i] = c
+		out[i] = class[rule]
 	}
 	return out
 }
 
-// selfAntiAffine reports whether p's required pod anti-affinity keeps pods with its own
-// labels in its own namespace off its node.
-func selfAntiAffine(p *corev1.Pod) bool {
+// apartRule renders the rule that keeps f's members one per node (see MembersApart),
+// with the spread constraint when it is one; "" when none does.
+func apartRule(f *form) (string, *corev1.TopologySpreadConstraint) {
+	p := f.pod
+	if term := selfAntiAffine(p); term != nil {
+		return "anti|" + p.Namespace + "|" + term.String() + ownValues(p, term.MatchLabelKeys), nil
+	}
+	if c := selfSpreadOnePerNode(p); c != nil {
+		return "spread|" + p.Namespace + "|" + c.String() + ownValues(p, c.MatchLabelKeys), c
+	}
+	if asksHostPort(p) {
+		return "port|" + f.key, nil
+	}
+	return "", nil
+}
+
+// ownValues renders p's values of keys: a term's or constraint's matchLabelKeys narrow
+// its selector to them (upstream merges them into it), so members with other values do
+// not count for each other.
+func ownValues(p *corev1.Pod, keys []string) string {
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString("|" + k + "=" + p.Labels[k])
+	}
+	return b.String()
+}
+
+// selfSpreadOnePerNode returns p's topology spread constraint over the hostname with
+// maxSkew 1 and DoNotSchedule whose selector selects p's labels, or nil.
+func selfSpreadOnePerNode(p *corev1.Pod) *corev1.TopologySpreadConstraint {
+	for i, c := range p.Spec.TopologySpreadConstraints {
+		if c.TopologyKey != corev1.LabelHostname || c.MaxSkew != 1 || c.WhenUnsatisfiable != corev1.DoNotSchedule || c.LabelSelector == nil {
+			continue
+		}
+		if sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector); err == nil && sel.Matches(labels.Set(p.Labels)) {
+			return &p.Spec.TopologySpreadConstraints[i]
+		}
+	}
+	return nil
+}
+
+// spreadDomains counts the nodes of s that PodTopologySpread counts as domains of c for
+// f's pods: labelled with the keys of all the pods' hard constraints, admitted by their
+// node affinity and selector unless c's nodeAffinityPolicy is Ignore, and tolerated
+// when its nodeTaintsPolicy is Honor. Readiness and cordon do not matter: kube-scheduler
+// counts every node it knows.
+func spreadDomains(s *cluster.Snapshot, f *form, c *corev1.TopologySpreadConstraint) int {
+	honorAffinity := c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
+	honorTaints := c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
+	n := 0
+next:
+	for _, ni := range s.Nodes() {
+		node := ni.Node
+		for _, hard := range f.pod.Spec.TopologySpreadConstraints {
+			if _, ok := node.Labels[hard.TopologyKey]; !ok && hard.WhenUnsatisfiable == corev1.DoNotSchedule {
+				continue next
+			}
+		}
+		if ok, err := f.affinity.Match(node); honorAffinity && (err != nil || !ok) {
+			continue
+		}
+		if honorTaints {
+			if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints,
+				f.pod.Spec.Tolerations, hardTaint, true); untolerated {
+				continue
+			}
+		}
+		n++
+	}
+	return n
+}
+
+// selfAntiAffine returns p's required pod anti-affinity term that keeps pods with its own
+// labels in its own namespace off its node, or nil.
+func selfAntiAffine(p *corev1.Pod) *corev1.PodAffinityTerm {
 	a := p.Spec.Affinity
 	if a == nil || a.PodAntiAffinity == nil {
-		return false
+		return nil
 	}
-	for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+	for i, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 		if term.TopologyKey != corev1.LabelHostname || term.LabelSelector == nil || term.NamespaceSelector != nil ||
 			len(term.MismatchLabelKeys) > 0 || len(term.Namespaces) > 0 && !slices.Contains(term.Namespaces, p.Namespace) {
 			continue
 		}
 		if sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector); err == nil && sel.Matches(labels.Set(p.Labels)) {
-			return true
+			return &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i]
 		}
 	}
-	return false
+	return nil
 }
 
 // asksHostPort reports whether a container of p asks for a host port.

@@ -1,11 +1,13 @@
 package placement_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/muster-sched/muster/internal/cluster"
 	gt "github.com/muster-sched/muster/internal/gangtest"
@@ -57,11 +59,20 @@ func TestNodesAdmitting(t *testing.T) {
 	}
 }
 
-// TestMembersApart: the members of a shape whose anti-affinity over the hostname selects
-// their own labels, or that ask for a host port, are one class each; a launcher free of
-// both, anti-affinity to other labels, over another topology key, or through a
-// namespace selector, is not kept apart.
+// TestMembersApart: on four nodes, three in pool a, the members whose anti-affinity over
+// the hostname, or spread of at most one per node, selects their own labels are one class
+// per rule, across shapes; so are a shape's members that ask for a host port. A launcher
+// free of them, anti-affinity to other labels or through a namespace selector, rules
+// over zones, a spread by two, one that does not select the pod, one with more members
+// than the nodes it counts (then a node may hold two), and one whose matchLabelKeys
+// differ are not kept apart.
 func TestMembersApart(t *testing.T) {
+	snap := cluster.New([]*corev1.Node{
+		gt.Node("a-0").GPU(8).Label("pool", "a").Obj(),
+		gt.Node("a-1").GPU(8).Label("pool", "a").Obj(),
+		gt.Node("a-2").GPU(8).Label("pool", "a").Taint("dedicated", "x", corev1.TaintEffectNoSchedule).Obj(),
+		gt.Node("b-0").GPU(8).Label("pool", "b").Obj(),
+	}, nil)
 	worker := func(name string) *gt.PodBuilder {
 		return gt.Pod(name).GPU(1).Label("job", "j")
 	}
@@ -72,6 +83,18 @@ func TestMembersApart(t *testing.T) {
 	}
 	nsSelected := worker("ns").AntiAffinity("job", "j", corev1.LabelHostname).Obj()
 	nsSelected.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].NamespaceSelector = &metav1.LabelSelector{}
+	spread := func(name string) *gt.PodBuilder { return worker(name).Spread(1, corev1.LabelHostname, "job", "j") }
+	inPoolA := func(b *gt.PodBuilder) *corev1.Pod { return b.Selector("pool", "a").Obj() }
+	honorTaints := func(p *corev1.Pod) *corev1.Pod {
+		honor := corev1.NodeInclusionPolicyHonor
+		p.Spec.TopologySpreadConstraints[0].NodeTaintsPolicy = &honor
+		return p
+	}
+	byKeys := func(name, replica string) *corev1.Pod {
+		p := spread(name).Label("replica", replica).Obj()
+		p.Spec.TopologySpreadConstraints[0].MatchLabelKeys = []string{"replica"}
+		return p
+	}
 	group := func(pods ...*corev1.Pod) placement.Group {
 		var members []placement.Member
 		for _, p := range pods {
@@ -88,13 +111,40 @@ func TestMembersApart(t *testing.T) {
 		{"one per node, beside a free launcher", group(gt.Pod("launcher").GPU(1).Obj(),
 			worker("w-0").AntiAffinity("job", "j", corev1.LabelHostname).Obj(),
 			worker("w-1").AntiAffinity("job", "j", corev1.LabelHostname).Obj()), []int{0, 1, 1}},
+		{"one rule over two shapes", group(
+			worker("master").GPU(2).AntiAffinity("job", "j", corev1.LabelHostname).Obj(),
+			worker("w-0").AntiAffinity("job", "j", corev1.LabelHostname).Obj()), []int{1, 1}},
 		{"host port", group(withPort("p-0"), withPort("p-1")), []int{1, 1}},
+		{"host port beside anti-affinity", group(withPort("p-0"),
+			worker("w-0").AntiAffinity("job", "j", corev1.LabelHostname).Obj()), []int{1, 2}},
 		{"anti-affinity to other labels", group(worker("w-0").AntiAffinity("job", "other", corev1.LabelHostname).Obj()), nil},
 		{"over zones", group(worker("w-0").AntiAffinity("job", "j", corev1.LabelTopologyZone).Obj()), nil},
 		{"namespaces by selector", group(nsSelected), nil},
+		{"spread one per node", group(gt.Pod("launcher").GPU(1).Obj(), spread("w-0").Obj(), spread("w-1").Obj()), []int{0, 1, 1}},
+		{"spread over two shapes", group(spread("master").GPU(2).Obj(), spread("w-0").Obj()), []int{1, 1}},
+		{"spread as many as the nodes", group(spread("w-0").Obj(), spread("w-1").Obj(), spread("w-2").Obj(), spread("w-3").Obj()), []int{1, 1, 1, 1}},
+		{"spread more than the nodes", group(spread("w-0").Obj(), spread("w-1").Obj(), spread("w-2").Obj(), spread("w-3").Obj(),
+			spread("w-4").Obj()), nil},
+		// Pool a's tainted node counts unless the constraint honours taints.
+		{"spread over a pool", group(inPoolA(spread("w-0")), inPoolA(spread("w-1")), inPoolA(spread("w-2"))), []int{1, 1, 1}},
+		{"spread over a pool's untainted nodes", group(honorTaints(inPoolA(spread("w-0"))), honorTaints(inPoolA(spread("w-1"))),
+			honorTaints(inPoolA(spread("w-2")))), nil},
+		{"spread short of its minDomains", group(func() []*corev1.Pod {
+			var out []*corev1.Pod
+			for i := range 5 {
+				p := spread(fmt.Sprintf("w-%d", i)).Obj()
+				p.Spec.TopologySpreadConstraints[0].MinDomains = ptr.To[int32](5)
+				out = append(out, p)
+			}
+			return out
+		}()...), []int{1, 1, 1, 1, 1}},
+		{"spread by two", group(worker("w-0").Spread(2, corev1.LabelHostname, "job", "j").Obj()), nil},
+		{"spread of other pods", group(worker("w-0").Spread(1, corev1.LabelHostname, "job", "other").Obj()), nil},
+		{"spread over zones", group(worker("w-0").Spread(1, corev1.LabelTopologyZone, "job", "j").Obj()), nil},
+		{"spread by matchLabelKeys", group(byKeys("m-0", "master"), byKeys("w-0", "worker"), byKeys("w-1", "worker")), []int{1, 2, 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, placement.MembersApart(tc.group)); diff != "" {
+			if diff := cmp.Diff(tc.want, placement.MembersApart(snap, tc.group)); diff != "" {
 				t.Errorf("classes (-want +got):\n%s", diff)
 			}
 		})

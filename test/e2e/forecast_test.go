@@ -194,6 +194,34 @@ func TestExpectedStartOfSelfAffineGang(t *testing.T) {
 	})
 }
 
+// TestExpectedStartOfSpreadGang: two 2-GPU nodes; a job holds all of the second node's
+// GPUs for an hour. A job of a one-GPU master and worker whose topology spread over the
+// hostname, selecting the job's pods, allows one of them per node waits, though the
+// first node has room for both, and muster serve, as deployed, writes in its record
+// that it is expected to start in an hour, when the second node frees up, not at once.
+func TestExpectedStartOfSpreadGang(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	pool := "spread-forecast"
+	env.CreateNodes(t, sandbox.NodePool{Name: pool, Count: 2, CPU: "16", Memory: "64Gi", GPUs: 2})
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	created := time.Now()
+	runReady(t, env, c, pytorchJob{ns: ns, name: "running", gpus: map[string]int64{"running-master-0": 2},
+		annotations: map[string]string{engine.AnnotationExpectedRuntime: "1h"},
+		mutate:      func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: pool + "-1"} }})
+	spread := func(p *corev1.Pod) {
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+			MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{jobNameLabel: "queued"}},
+		}}
+	}
+	pytorchJob{ns: ns, name: "queued", workers: 1, mutate: spread,
+		annotations: map[string]string{engine.AnnotationExpectedRuntime: "30m"}}.create(t, env, c)
+
+	expectQueuedToStartAt(t, env, c, ns, "queued", created.Add(time.Hour))
+}
+
 // expectStartInOneRack runs, on pool's two racks of two 2-GPU nodes, a job on all of the
 // first rack's second node for an hour and one on all of the second rack's for three,
 // queues the job queued makes, of two 2-GPU pods that must share a rack, and checks
