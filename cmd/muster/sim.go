@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -104,6 +105,9 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	walls, cpus := make([][]time.Duration, len(policies)), make([][]time.Duration, len(policies))
 	for round := range f.rounds {
 		for i, p := range policies {
+			// Each replay starts on a collected heap: the garbage the one before left is
+			// not collected, and charged, during this one's time.
+			runtime.GC()
 			start, cpu := time.Now(), processCPU()
 			cfg.Teams = p.teams
 			w := sim.Replay(jobs, p.sched(jobs, cl), cfg)
