@@ -28,14 +28,17 @@ func TestExamples(t *testing.T) {
 		path      string
 		key       string
 		minMember int
+		// scheduler is the schedulerName the producer gives the pods, "" for muster.
+		scheduler string
 	}{
-		{"pytorchjob/generated.yaml", "Coscheduling/default/bert", 8},
-		{"polyaxon/generated.yaml", "Coscheduling/default/bert-finetune", 4},
-		{"trainer-v2/generated.yaml", "Coscheduling/default/llama-sft", 4},
-		{"volcano/generated.yaml", "Volcano/default/resnet", 4},
-		{"native/generated.yaml", "Native/default/vit", 4},
-		{"dra/generated.yaml", "Coscheduling/default/llama-dra", 4},
-		{"plain/pods.yaml", "Labels/default/sweep", 4},
+		{"pytorchjob/generated.yaml", "Coscheduling/default/bert", 8, ""},
+		{"polyaxon/generated.yaml", "Coscheduling/default/bert-finetune", 4, ""},
+		{"trainer-v2/generated.yaml", "Coscheduling/default/llama-sft", 4, ""},
+		{"kuberay/generated.yaml", "Coscheduling/default/llm-batch", 5, "scheduler-plugins-scheduler"},
+		{"volcano/generated.yaml", "Volcano/default/resnet", 4, ""},
+		{"native/generated.yaml", "Native/default/vit", 4, ""},
+		{"dra/generated.yaml", "Coscheduling/default/llama-dra", 4, ""},
+		{"plain/pods.yaml", "Labels/default/sweep", 4, ""},
 	}
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, resourcev1.AddToScheme, schedulingv1beta1.AddToScheme, spv1alpha1.AddToScheme, volcanov1beta1.AddToScheme} {
@@ -89,7 +92,11 @@ func TestExamples(t *testing.T) {
 				specs = append(specs, source.FromLabels(source.GroupOf(pods[0]), pods, nil))
 			}
 			spec := specs[0]
-			source.CheckMembers(&spec, pods, nil, "muster")
+			scheduler := f.scheduler
+			if scheduler == "" {
+				scheduler = "muster"
+			}
+			source.CheckMembers(&spec, pods, nil, scheduler)
 			if spec.Key != f.key || spec.MinMember != f.minMember || len(spec.Invalid) != 0 {
 				t.Fatalf("group %s minMember %d invalid %q; want %s minMember %d valid", spec.Key, spec.MinMember, spec.Invalid, f.key, f.minMember)
 			}

@@ -95,6 +95,7 @@ var skips = []struct{ prefix, why string }{
 	{"kubectl get flowschema", "needs muster installed on a real cluster (test/helm dry-runs the FlowSchemas)"},
 	{"kustomize ", "edits deploy/ in place"},
 	{"cd ", "changes directory for the commands after it"},
+	{"helm install kuberay-operator", "installs KubeRay's operator from its chart repository, on a real cluster"},
 	{"helm ", "installs on a real cluster (test/helm renders and dry-runs the chart)"},
 	{"skopeo ", "pushes to a registry"},
 	{"podman ", "needs a container runtime"},

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/kubelet"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
@@ -115,22 +116,43 @@ func TestExampleManifestsRunWhole(t *testing.T) {
 		{"plain/pods.yaml", "sweep", 4},
 		{"batchjob/job.yaml", "allreduce", 4},
 	} {
-		t.Run(ex.file, func(t *testing.T) {
-			objs := readManifest(t, ex.file)
-			ns := objs[0].GetNamespace()
-			// Cleanups run last first: this wait runs after createAll's deletions.
-			t.Cleanup(func() {
-				env.WaitFor(t, "the example's pods to be gone", func(context.Context) (bool, error) {
-					return podsOf(t, c, ns, ex.group)[ex.group].total == 0, nil
-				})
-			})
-			createAll(t, c, objs)
-			env.WaitFor(t, fmt.Sprintf("the %d pods of %s to be Ready", ex.members, ex.group), func(context.Context) (bool, error) {
-				return podsOf(t, c, ns, ex.group)[ex.group].ready == ex.members, nil
-			})
-			if _, ok := objs[0].(*spv1alpha1.PodGroup); ok {
-				waitCondition(t, env, c, ns, ex.group, "PodsReady", metav1.ConditionTrue)
-			}
+		t.Run(ex.file, func(t *testing.T) { runExampleWhole(t, env, c, ex.file, ex.group, ex.members) })
+	}
+}
+
+// TestKubeRayExampleRunsWhole applies what KubeRay's scheduler-plugins integration
+// creates for a RayCluster (examples/kuberay/): a PodGroup of the head and four GPU
+// workers, whose pods KubeRay gives schedulerName scheduler-plugins-scheduler. muster
+// serve, as deployed but for the schedulerName its Configuration says, runs the five
+// whole.
+func TestKubeRayExampleRunsWhole(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "kuberay", Count: 4, CPU: "16", Memory: "64Gi", GPUs: 1})
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{configure: func(cfg *musterv1alpha1.Configuration) {
+		cfg.SchedulerName = "scheduler-plugins-scheduler"
+	}})
+	runExampleWhole(t, env, c, "kuberay/generated.yaml", "llm-batch", 5)
+}
+
+// runExampleWhole creates the objects of the example file, waits until members pods
+// of group are Ready and, for a scheduler-plugins PodGroup, until muster says so
+// in its PodsReady condition, and deletes them when the test ends.
+func runExampleWhole(t *testing.T, env *sandboxtest.Env, c client.Client, file, group string, members int) {
+	t.Helper()
+	objs := readManifest(t, file)
+	ns := objs[0].GetNamespace()
+	// Cleanups run last first: this wait runs after createAll's deletions.
+	t.Cleanup(func() {
+		env.WaitFor(t, "the example's pods to be gone", func(context.Context) (bool, error) {
+			return podsOf(t, c, ns, group)[group].total == 0, nil
 		})
+	})
+	createAll(t, c, objs)
+	env.WaitFor(t, fmt.Sprintf("the %d pods of %s to be Ready", members, group), func(context.Context) (bool, error) {
+		return podsOf(t, c, ns, group)[group].ready == members, nil
+	})
+	if _, ok := objs[0].(*spv1alpha1.PodGroup); ok {
+		waitCondition(t, env, c, ns, group, "PodsReady", metav1.ConditionTrue)
 	}
 }
