@@ -122,9 +122,13 @@ func memberKey(m Member) string {
 // nodes.
 func MembersApart(s *cluster.Snapshot, g Group) []int {
 	forms := shapeSetOf(g).forms
-	rules := map[string]string{}    // by shape key: the rule that holds its members apart
-	members := map[string]int{}     // by rule: how many members carry it
-	spreads := map[string][]*form{} // by rule, when it is a spread: its shapes
+	type spreadShape struct {
+		f *form
+		c *corev1.TopologySpreadConstraint
+	}
+	rules := map[string]string{}          // by shape key: the rule that holds its members apart
+	members := map[string]int{}           // by rule: how many members carry it
+	spreads := map[string][]spreadShape{} // by rule, when it is a spread: its shapes
 	for _, f := range forms {
 		rule, spread := apartRule(f)
 		if rule == "" {
@@ -133,16 +137,15 @@ func MembersApart(s *cluster.Snapshot, g Group) []int {
 		rules[f.key] = rule
 		members[rule] += len(f.members)
 		if spread != nil {
-			spreads[rule] = append(spreads[rule], f)
+			spreads[rule] = append(spreads[rule], spreadShape{f, spread})
 		}
 	}
-	for rule, fs := range spreads {
-		for _, f := range fs {
-			_, spread := apartRule(f)
-			if n := spreadDomains(s, f, spread); n < members[rule] && (spread.MinDomains == nil || n >= int(*spread.MinDomains)) {
+	for rule, shapes := range spreads {
+		for _, sh := range shapes {
+			if n := spreadDomains(s, sh.f, sh.c); n < members[rule] && (sh.c.MinDomains == nil || n >= int(*sh.c.MinDomains)) {
 				// Once each node counted holds one, a node may hold two.
-				for _, f := range fs {
-					delete(rules, f.key)
+				for _, sh := range shapes {
+					delete(rules, sh.f.key)
 				}
 				break
 			}
