@@ -106,7 +106,7 @@ func TestCacheReaderWithoutMapper(t *testing.T) {
 
 func TestUnknownKindIsUsage(t *testing.T) {
 	_, err := Gather(context.Background(), newServed(), "deployment/web", "default", "muster", time.Unix(0, 0))
-	want := `usage: kind "deployment": expected one of pytorchjob, tfjob, mpijob, xgboostjob, paddlejob, jaxjob, job, jobset, podgroup, or a plain group name`
+	want := `usage: kind "deployment": expected one of pytorchjob, tfjob, mpijob, xgboostjob, paddlejob, jaxjob, job, jobset, raycluster, podgroup, or a plain group name`
 	if !errors.Is(err, ErrUsage) || err.Error() != want {
 		t.Errorf("error %v; expected %q", err, want)
 	}

@@ -140,8 +140,8 @@ func TestGathering(t *testing.T) {
 		members: 0,
 		owner:   owner(t, "deployment"),
 		want: "members joined: 0 of the 9 spec.minMember requires (pods that carry the scheduling.x-k8s.io/pod-group label); owner Deployment web: " +
-			"unknown owner kind Deployment of apps/v1: expected a batch/v1 Job, a kubeflow.org training job or a " +
-			"jobset.x-k8s.io/v1alpha2 JobSet",
+			"unknown owner kind Deployment of apps/v1: expected a batch/v1 Job, a kubeflow.org training job, a " +
+			"jobset.x-k8s.io/v1alpha2 JobSet or a ray.io/v1 RayCluster",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

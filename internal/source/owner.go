@@ -75,6 +75,11 @@ var ownerKinds = []OwnerKind{
 		roles: func(obj map[string]any, _ string) ([]Role, error) { return jobRoles(obj) }},
 	{GroupKind: schema.GroupKind{Group: "jobset.x-k8s.io", Kind: "JobSet"}, Name: "jobset", Versions: []string{"v1alpha2"}, failure: failedCondition,
 		roles: func(obj map[string]any, _ string) ([]Role, error) { return jobSetRoles(obj) }},
+	// A RayCluster is a long-lived cluster, not a run: no condition of it means it
+	// will create no more pods.
+	{GroupKind: schema.GroupKind{Group: "ray.io", Kind: "RayCluster"}, Name: "raycluster", Versions: []string{"v1"},
+		failure: func(*unstructured.Unstructured) string { return "" },
+		roles:   func(obj map[string]any, _ string) ([]Role, error) { return rayClusterRoles(obj) }},
 }
 
 // OwnerKinds returns the owner kinds muster reads.
@@ -116,14 +121,15 @@ func OwnerKindNames() []string {
 // v1 kinds PyTorchJob, TFJob, MPIJob and the other Kubeflow jobs (spec.*ReplicaSpecs.*.replicas,
 // default 1); mpi-operator's kubeflow.org/v2beta1 MPIJob (Launcher default 1, Worker
 // default 0); JobSet jobset.x-k8s.io/v1alpha2 (spec.replicatedJobs[].replicas, default 1,
-// times template.spec.parallelism, default 1). Kubeflow roles are in name order, JobSet
+// times template.spec.parallelism, default 1); KubeRay's ray.io/v1 RayCluster (see
+// rayClusterRoles). Kubeflow roles are in name order, JobSet
 // roles in spec order. A kind or version not in OwnerKinds is an error wrapping
 // ErrUnknownOwnerKind.
 func OwnerRoles(owner *unstructured.Unstructured) ([]Role, error) {
 	gvk := owner.GroupVersionKind()
 	k := OwnerKindOf(gvk.GroupKind())
 	if k == nil || !slices.Contains(k.Versions, gvk.Version) {
-		return nil, fmt.Errorf("%s %s: %w %s of %s: expected a batch/v1 Job, a kubeflow.org training job or a jobset.x-k8s.io/v1alpha2 JobSet",
+		return nil, fmt.Errorf("%s %s: %w %s of %s: expected a batch/v1 Job, a kubeflow.org training job, a jobset.x-k8s.io/v1alpha2 JobSet or a ray.io/v1 RayCluster",
 			gvk.Kind, owner.GetName(), ErrUnknownOwnerKind, gvk.Kind, owner.GetAPIVersion())
 	}
 	roles, err := k.roles(owner.Object, gvk.Version)
@@ -239,6 +245,69 @@ func jobSetRoles(obj map[string]any) ([]Role, error) {
 		return nil, fmt.Errorf("spec.replicatedJobs[%d].%w", i, err)
 	}
 	return roles, nil
+}
+
+// rayClusterRoles reads a RayCluster's pods as KubeRay creates them: one head, and for
+// each worker group its replicas held within minReplicas and maxReplicas (maxReplicas
+// when they cross; none when the group is suspended), times numOfHosts (default 1).
+func rayClusterRoles(obj map[string]any) ([]Role, error) {
+	if _, found, _ := unstructured.NestedFieldNoCopy(obj, "spec", "headGroupSpec"); !found {
+		return nil, errors.New("spec.headGroupSpec: not set: expected the head's group")
+	}
+	roles := []Role{{Name: "head", Replicas: 1}}
+	raw, _, _ := unstructured.NestedFieldNoCopy(obj, "spec", "workerGroupSpecs")
+	if raw == nil {
+		return roles, nil
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, fmt.Errorf("spec.workerGroupSpecs: %T: expected a list of worker groups", raw)
+	}
+	for i, item := range list {
+		wg, ok := item.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("spec.workerGroupSpecs[%d]: %T: expected an object", i, item)
+		}
+		name, _, _ := unstructured.NestedString(wg, "groupName")
+		n, err := workerGroupPods(wg)
+		if err != nil {
+			return nil, fmt.Errorf("spec.workerGroupSpecs[%d].%w", i, err)
+		}
+		roles = append(roles, Role{Name: name, Replicas: n})
+	}
+	return roles, nil
+}
+
+// workerGroupPods is how many pods KubeRay creates for worker group wg.
+func workerGroupPods(wg map[string]any) (int, error) {
+	if suspended, _, _ := unstructured.NestedBool(wg, "suspend"); suspended {
+		return 0, nil
+	}
+	replicas, err := count(wg, 0, "replicas")
+	if err != nil {
+		return 0, err
+	}
+	lo, err := count(wg, 0, "minReplicas")
+	if err != nil {
+		return 0, err
+	}
+	hi, err := count(wg, math.MaxInt32, "maxReplicas")
+	if err != nil {
+		return 0, err
+	}
+	hosts, err := count(wg, 1, "numOfHosts")
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case lo > hi:
+		replicas = hi
+	case replicas < lo:
+		replicas = lo
+	case replicas > hi:
+		replicas = hi
+	}
+	return replicas * hosts, nil
 }
 
 // count reads a non-negative integer field, def when absent. Errors name the field path.

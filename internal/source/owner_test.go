@@ -80,6 +80,16 @@ func TestOwnerRoles(t *testing.T) {
 		roles:    []Role{{Name: "driver", Replicas: 1, Jobs: 1}, {Name: "workers", Replicas: 8, Jobs: 2}},
 		replicas: 9,
 		describe: "JobSet llm declares 9 replicas (driver 1, workers 8 (2 jobs × 4 pods))",
+	}, {
+		fixture:  "raycluster",
+		roles:    []Role{{Name: "head", Replicas: 1}, {Name: "gpu", Replicas: 4}, {Name: "capped", Replicas: 2}, {Name: "tpu", Replicas: 6}, {Name: "idle", Replicas: 0}},
+		replicas: 13,
+		describe: "RayCluster llm-batch declares 13 replicas (head 1, gpu 4, capped 2, tpu 6, idle 0)",
+	}, {
+		fixture:  "raycluster-head-only",
+		roles:    []Role{{Name: "head", Replicas: 1}},
+		replicas: 1,
+		describe: "RayCluster solo declares 1 replica (head 1)",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.fixture, func(t *testing.T) {
@@ -122,7 +132,7 @@ func TestOwnerRolesErrors(t *testing.T) {
 	}{{
 		fixture: "deployment",
 		err: "Deployment web: unknown owner kind Deployment of apps/v1: expected a batch/v1 Job, " +
-			"a kubeflow.org training job or a jobset.x-k8s.io/v1alpha2 JobSet",
+			"a kubeflow.org training job, a jobset.x-k8s.io/v1alpha2 JobSet or a ray.io/v1 RayCluster",
 		unknown: true,
 	}, {
 		fixture: "pytorchjob-malformed",
@@ -130,6 +140,9 @@ func TestOwnerRolesErrors(t *testing.T) {
 	}, {
 		fixture: "jobset-malformed",
 		err:     "JobSet broken: spec.replicatedJobs[0].replicas: -2: expected a whole number of 0 or more",
+	}, {
+		fixture: "raycluster-malformed",
+		err:     `RayCluster broken: spec.workerGroupSpecs[0].replicas: "four": expected a whole number, found string`,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.fixture, func(t *testing.T) {

@@ -211,7 +211,7 @@ func TestOwnerKinds(t *testing.T) {
 	if OwnerKindOf(schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}) != nil || OwnerKindNamed("podgroup") != nil {
 		t.Error("a ReplicaSet or the name podgroup resolves to an owner kind")
 	}
-	if got := strings.Join(OwnerKindNames(), ","); got != "pytorchjob,tfjob,mpijob,xgboostjob,paddlejob,jaxjob,job,jobset" {
+	if got := strings.Join(OwnerKindNames(), ","); got != "pytorchjob,tfjob,mpijob,xgboostjob,paddlejob,jaxjob,job,jobset,raycluster" {
 		t.Errorf("OwnerKindNames = %s", got)
 	}
 }

@@ -5,13 +5,10 @@ import (
 	"testing"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
@@ -60,40 +57,10 @@ func TestExplainResolvesOwnerVersionsThroughDiscovery(t *testing.T) {
 // schemaless, until the test ends.
 func installSchemalessCRD(t *testing.T, env *sandboxtest.Env, kind, plural string, versions ...string) {
 	t.Helper()
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: plural + ".kubeflow.org"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "kubeflow.org", Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: kind, ListKind: kind + "List"},
-		},
-	}
-	for i, v := range versions {
-		crd.Spec.Versions = append(crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
-			Name: v, Served: true, Storage: i == 0,
-			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-				Type: "object", XPreserveUnknownFields: ptr.To(true),
-			}},
-		})
-	}
-	ctx := context.Background()
-	if err := env.Client.Create(ctx, crd); err != nil {
-		t.Fatalf("creating the %s CRD: %v", kind, err)
-	}
+	crd := env.InstallCRD(t, "kubeflow.org", kind, plural, versions...)
 	t.Cleanup(func() {
 		if err := env.Client.Delete(context.Background(), crd); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("deleting the %s CRD: %v", kind, err)
 		}
-	})
-	env.WaitFor(t, "the "+kind+" CRD to be established", func(ctx context.Context) (bool, error) {
-		got := &apiextensionsv1.CustomResourceDefinition{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, got); err != nil {
-			return false, err
-		}
-		for _, c := range got.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -17,6 +18,7 @@ import (
 
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
@@ -28,7 +30,6 @@ func TestGatheringNamesTheOwnersReplicas(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	ns := env.Namespace(t)
 	env.InstallPyTorchJobCRD(t)
-	c := newClient(t, env.Config)
 	job := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
 		"metadata": map[string]any{"namespace": ns, "name": "train"},
@@ -37,32 +38,74 @@ func TestGatheringNamesTheOwnersReplicas(t *testing.T) {
 			"Worker": map[string]any{"replicas": int64(8)},
 		}},
 	}}
-	if err := c.Create(context.Background(), job); err != nil {
-		t.Fatalf("creating PyTorchJob train: %v", err)
+	expectGatheringNamesOwner(t, env, ns, job, 9, "train-worker", 8, "PyTorchJob train declares 9 replicas (Master 1, Worker 8)")
+}
+
+// TestGatheringNamesTheRayClustersPods: the same for a RayCluster (KubeRay) of a head
+// and a group of 4 GPU workers whose PodGroup requires 5, when only the workers carry the
+// group label: muster serve, as deployed, reads the RayCluster (its ClusterRole grants
+// get on rayclusters) and says what it declares; `muster explain raycluster/llm-batch`
+// finds it and its group, and stops at the missing member.
+func TestGatheringNamesTheRayClustersPods(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.InstallRayClusterCRD(t)
+	cluster := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "ray.io/v1", "kind": "RayCluster",
+		"metadata": map[string]any{"namespace": ns, "name": "llm-batch"},
+		"spec": map[string]any{
+			"headGroupSpec": map[string]any{"rayStartParams": map[string]any{}},
+			"workerGroupSpecs": []any{map[string]any{
+				"groupName": "gpu", "replicas": int64(4), "minReplicas": int64(4), "maxReplicas": int64(4)}},
+		},
+	}}
+	want := "RayCluster llm-batch declares 5 replicas (head 1, gpu 4)"
+	expectGatheringNamesOwner(t, env, ns, cluster, 5, "llm-batch-gpu-worker", 4, want)
+
+	f, err := explain.Gather(context.Background(), explain.NewClients(env.Kube, env.Dynamic), "raycluster/llm-batch", ns, "muster", time.Now())
+	if err != nil {
+		t.Fatal(err)
 	}
-	owner := metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Name: "train", UID: job.GetUID(), Controller: ptr.To(true)}
+	if f.Parent == nil || f.Parent.GetAPIVersion() != "ray.io/v1" || len(f.Members) != 4 {
+		t.Fatalf("raycluster/llm-batch: parent %v (%s), %d members; expected RayCluster llm-batch at ray.io/v1 and its 4 pods", f.Parent, f.ParentProblem, len(f.Members))
+	}
+	if v := explain.Build(f).Verdict; v.Step != 3 || v.Summary != "4 of minMember 5 members exist" {
+		t.Errorf("raycluster/llm-batch: verdict %+v; expected step 3: 4 of minMember 5 members exist", v)
+	}
+}
+
+// expectGatheringNamesOwner creates owner, a PodGroup it owns that requires minMember,
+// and pods of it (prefix-0, prefix-1, ...) carrying the group label, starts muster, and
+// waits until the group's Admitted condition says want and counts the pods.
+func expectGatheringNamesOwner(t *testing.T, env *sandboxtest.Env, ns string, owner *unstructured.Unstructured, minMember int32, prefix string, pods int, want string) {
+	t.Helper()
+	c := newClient(t, env.Config)
+	if err := c.Create(context.Background(), owner); err != nil {
+		t.Fatalf("creating %s %s: %v", owner.GetKind(), owner.GetName(), err)
+	}
+	name := owner.GetName()
+	ref := metav1.OwnerReference{APIVersion: owner.GetAPIVersion(), Kind: owner.GetKind(), Name: name, UID: owner.GetUID(), Controller: ptr.To(true)}
 	pg := &spv1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train", OwnerReferences: []metav1.OwnerReference{owner}},
-		Spec:       spv1alpha1.PodGroupSpec{MinMember: 9},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: []metav1.OwnerReference{ref}},
+		Spec:       spv1alpha1.PodGroupSpec{MinMember: minMember},
 	}
 	if err := c.Create(context.Background(), pg); err != nil {
-		t.Fatalf("creating PodGroup train: %v", err)
+		t.Fatalf("creating PodGroup %s: %v", name, err)
 	}
-	for i := range 8 {
-		p := sandboxtest.Pod(ns, fmt.Sprintf("train-worker-%d", i)).GPUs(1).SchedulerName("muster").Obj()
-		p.Labels = map[string]string{musterv1alpha1.CoschedulingPodGroupLabel: "train"}
-		p.OwnerReferences = []metav1.OwnerReference{owner}
+	for i := range pods {
+		p := sandboxtest.Pod(ns, fmt.Sprintf("%s-%d", prefix, i)).GPUs(1).SchedulerName("muster").Obj()
+		p.Labels = map[string]string{musterv1alpha1.CoschedulingPodGroupLabel: name}
+		p.OwnerReferences = []metav1.OwnerReference{ref}
 		env.CreatePod(t, p)
 	}
 	startMuster(t, env, musterOptions{})
-	want := "PyTorchJob train declares 9 replicas (Master 1, Worker 8)"
 	var last metav1.Condition
-	env.WaitFor(t, "the Gathering condition to name the PyTorchJob's replicas", func(context.Context) (bool, error) {
-		last, _ = groupCondition(t, c, ns, "train", "Admitted")
+	env.WaitFor(t, "the Gathering condition to name the owner's replicas", func(context.Context) (bool, error) {
+		last, _ = groupCondition(t, c, ns, name, "Admitted")
 		return strings.Contains(last.Message, want), nil
 	})
-	if !strings.Contains(last.Message, "members joined: 8 of the 9") {
-		t.Errorf("Admitted message %q: expected it to count 8 of the 9 members", last.Message)
+	if joined := fmt.Sprintf("members joined: %d of the %d", pods, minMember); !strings.Contains(last.Message, joined) {
+		t.Errorf("Admitted message %q: expected it to count %d of the %d members", last.Message, pods, minMember)
 	}
 }
 
