@@ -121,10 +121,10 @@ func OwnerKindNames() []string {
 // v1 kinds PyTorchJob, TFJob, MPIJob and the other Kubeflow jobs (spec.*ReplicaSpecs.*.replicas,
 // default 1); mpi-operator's kubeflow.org/v2beta1 MPIJob (Launcher default 1, Worker
 // default 0); JobSet jobset.x-k8s.io/v1alpha2 (spec.replicatedJobs[].replicas, default 1,
-// times template.spec.parallelism, default 1); KubeRay's ray.io/v1 RayCluster (see
-// rayClusterRoles). Kubeflow roles are in name order, JobSet
-// roles in spec order. A kind or version not in OwnerKinds is an error wrapping
-// ErrUnknownOwnerKind.
+// times template.spec.parallelism, default 1); KubeRay's ray.io/v1 RayCluster (the head,
+// then its worker groups: see rayClusterRoles). Kubeflow roles are in name order, JobSet
+// and RayCluster roles in spec order. A kind or version not in OwnerKinds is an error
+// wrapping ErrUnknownOwnerKind.
 func OwnerRoles(owner *unstructured.Unstructured) ([]Role, error) {
 	gvk := owner.GroupVersionKind()
 	k := OwnerKindOf(gvk.GroupKind())
