@@ -69,8 +69,12 @@ func TestGatheringNamesTheRayClustersPods(t *testing.T) {
 	if f.Parent == nil || f.Parent.GetAPIVersion() != "ray.io/v1" || len(f.Members) != 4 {
 		t.Fatalf("raycluster/llm-batch: parent %v (%s), %d members; expected RayCluster llm-batch at ray.io/v1 and its 4 pods", f.Parent, f.ParentProblem, len(f.Members))
 	}
-	if v := explain.Build(f).Verdict; v.Step != 3 || v.Summary != "4 of minMember 5 members exist" {
+	report := explain.Build(f)
+	if v := report.Verdict; v.Step != 3 || v.Summary != "4 of minMember 5 members exist" {
 		t.Errorf("raycluster/llm-batch: verdict %+v; expected step 3: 4 of minMember 5 members exist", v)
+	}
+	if ev := strings.Join(report.Steps[2].Evidence, "; "); !strings.Contains(ev, want) {
+		t.Errorf("raycluster/llm-batch: step 3 evidence %q; expected it to say %q", ev, want)
 	}
 }
 
