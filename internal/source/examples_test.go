@@ -3,6 +3,7 @@ package source_test
 import (
 	bufiopkg "bufio"
 	"bytes"
+	"cmp"
 	"os"
 	"path/filepath"
 	"testing"
@@ -92,11 +93,7 @@ func TestExamples(t *testing.T) {
 				specs = append(specs, source.FromLabels(source.GroupOf(pods[0]), pods, nil))
 			}
 			spec := specs[0]
-			scheduler := f.scheduler
-			if scheduler == "" {
-				scheduler = "muster"
-			}
-			source.CheckMembers(&spec, pods, nil, scheduler)
+			source.CheckMembers(&spec, pods, nil, cmp.Or(f.scheduler, "muster"))
 			if spec.Key != f.key || spec.MinMember != f.minMember || len(spec.Invalid) != 0 {
 				t.Fatalf("group %s minMember %d invalid %q; want %s minMember %d valid", spec.Key, spec.MinMember, spec.Invalid, f.key, f.minMember)
 			}
