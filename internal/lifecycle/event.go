@@ -42,6 +42,10 @@ type Observe struct {
 	// Failure describes one of the PlacedFailed members, e.g. "worker-3: init
 	// container fetch exited with 1 (Error)", for the reason a failed attempt gives.
 	Failure string
+	// TaskMissing, when set, says which task of the group has fewer member pods than
+	// its minimum (a Volcano PodGroup's spec.minTaskMember): the group gathers until
+	// it has them, as it does until it has minMember members.
+	TaskMissing string
 }
 
 // Admitted reports that the queue admitted the group with a placement for Planned members.
@@ -208,6 +212,9 @@ func (o Observe) String() string {
 	b.WriteString(formatResourceList(o.Held))
 	if o.Placed > 0 {
 		fmt.Fprintf(&b, " placed=%d placed-failed=%d", o.Placed, o.PlacedFailed)
+	}
+	if o.TaskMissing != "" {
+		fmt.Fprintf(&b, " task-missing=%q", o.TaskMissing)
 	}
 	return b.String()
 }

@@ -166,7 +166,8 @@ func observeArgs() []scenario.Arg {
 	for _, name := range counts {
 		args = append(args, scenario.Arg{Name: name, Kind: scenario.Count})
 	}
-	return append(args, scenario.Arg{Name: "held", Kind: scenario.Strings, Value: "NAME:QTY,..."})
+	return append(args, scenario.Arg{Name: "held", Kind: scenario.Strings, Value: "NAME:QTY,..."},
+		scenario.Arg{Name: "task-missing", Kind: scenario.String, Value: "MESSAGE"})
 }
 
 func observeOf(_ *scenarioSuite, c *scenario.Call) (Event, error) {
@@ -181,6 +182,9 @@ func observeOf(_ *scenarioSuite, c *scenario.Call) (Event, error) {
 			c.Fail("held", err)
 		}
 		o.Held = held
+	}
+	if c.Has("task-missing") {
+		o.TaskMissing = c.String("task-missing")
 	}
 	return o, nil
 }

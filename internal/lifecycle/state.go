@@ -96,7 +96,7 @@ func New(minMember int, now time.Time) (State, error) {
 		phase:     Gathering,
 		since:     now,
 		reason:    ReasonMembersMissing,
-		message:   gatheringMessage(0, minMember),
+		message:   gatheringMessage(Observe{}, minMember),
 		minMember: minMember,
 		clock:     now,
 	}, nil
@@ -185,6 +185,16 @@ func (s State) String() string {
 	return fmt.Sprintf("%s (%s: %s) wake=%s", s.phase, s.reason, s.message, wake)
 }
 
-func gatheringMessage(members, minMember int) string {
-	return fmt.Sprintf("%d of %d required member pods exist", members, minMember)
+func gatheringMessage(o Observe, minMember int) string {
+	msg := fmt.Sprintf("%d of %d required member pods exist", o.Members, minMember)
+	if o.TaskMissing != "" {
+		msg += "; " + o.TaskMissing
+	}
+	return msg
+}
+
+// gathered reports whether enough members exist for the group to be queued: minMember
+// of them, and each task's minimum.
+func gathered(o Observe, minMember int) bool {
+	return o.Members >= minMember && o.TaskMissing == ""
 }

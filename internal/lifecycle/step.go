@@ -87,17 +87,17 @@ func (m *machine) observe(o Observe) {
 	minMember := m.s.minMember
 	switch m.s.phase {
 	case Gathering:
-		if o.Members >= minMember {
+		if gathered(o, minMember) {
 			m.enqueue(ReasonMembersPresent, fmt.Sprintf("%d of %d required member pods exist", o.Members, minMember))
 		} else {
-			m.s.message = gatheringMessage(o.Members, minMember)
+			m.s.message = gatheringMessage(o, minMember)
 		}
 	case Queued, Impossible:
-		if o.Members < minMember {
+		if !gathered(o, minMember) {
 			if m.s.phase == Queued {
 				m.emit(Dequeue{})
 			}
-			m.to(Gathering, ReasonMembersMissing, gatheringMessage(o.Members, minMember))
+			m.to(Gathering, ReasonMembersMissing, gatheringMessage(o, minMember))
 		}
 	case Binding, Starting, Running, Recovering:
 		m.progress()
@@ -175,8 +175,8 @@ func (m *machine) lastPreempted() bool {
 
 // enqueueOrGather queues the group if enough members exist, or goes back to Gathering.
 func (m *machine) enqueueOrGather(reason, message string) {
-	if m.s.obs.Members < m.s.minMember {
-		m.to(Gathering, ReasonMembersMissing, gatheringMessage(m.s.obs.Members, m.s.minMember))
+	if !gathered(m.s.obs, m.s.minMember) {
+		m.to(Gathering, ReasonMembersMissing, gatheringMessage(m.s.obs, m.s.minMember))
 		return
 	}
 	m.enqueue(reason, message)

@@ -19,6 +19,7 @@ func (p *placer) diagnose() *Diagnosis {
 		Placed:    p.best,
 		Topology:  p.topology,
 		Shapes:    make([]ShapeDiagnosis, 0, len(p.shapes)),
+		Task:      p.task,
 	}
 	for _, s := range p.shapes {
 		p.begin(s)
@@ -30,6 +31,7 @@ func (p *placer) diagnose() *Diagnosis {
 		d.Code = Impossible
 		d.EmptyRoom = room
 		d.Blocked = empty.ifFiltered()
+		d.Task = p.emptyTask
 		for i, s := range p.shapes {
 			d.Shapes[i].Shortfall = p.shortfall(s)
 		}
@@ -115,6 +117,7 @@ func (p *placer) fitsEmpty() (room int, blocked *Blocked, ok bool) {
 		scarceID: p.scarceID,
 		cpuID:    p.cpuID,
 		withPods: p.withPods,
+		core:     p.core,
 	}
 	empty.g.Topology.Domain = ""
 	if plan := empty.place(); plan != nil {
@@ -125,6 +128,7 @@ func (p *placer) fitsEmpty() (room int, blocked *Blocked, ok bool) {
 		}
 		return len(plan.Assignments), nil, true
 	}
+	p.emptyTask = empty.task
 	return empty.best, empty.blocked, false
 }
 
@@ -150,6 +154,11 @@ func (p *placer) emptyKey() string {
 		}
 		b.WriteByte(';')
 		b.WriteString(strconv.Itoa(len(s.members)))
+		if s.core > 0 {
+			b.WriteString("(core ")
+			b.WriteString(strconv.Itoa(s.core))
+			b.WriteByte(')')
+		}
 		b.WriteByte('*')
 		b.WriteString(s.key)
 	}

@@ -133,6 +133,29 @@ type Diagnosis struct {
 	// how many members and why the next fit no node: the rule that keeps the group out
 	// (on the empty cluster, for an Impossible group).
 	Blocked *Blocked
+	// Task, when set, is the task whose minimum (Group.TaskMinimums) kept the group out:
+	// it has fewer members than its minimum (Impossible), or the best attempt that
+	// placed enough members in all could not place its minimum.
+	Task *TaskShortfall
+}
+
+// TaskShortfall is a task of a group that is short of its minimum.
+type TaskShortfall struct {
+	Task string
+	// Minimum is the members of the task the group needs; Members how many it has.
+	Minimum, Members int
+	// Placed, for a placement that failed on it, is how many of the task's Minimum
+	// members the best attempt placed.
+	Placed int
+}
+
+// text renders t: "task ps has 0 members; its minimum is 1", or "task ps: 0 of its
+// minimum 1 members can be placed with the others".
+func (t *TaskShortfall) text(impossible bool) string {
+	if impossible {
+		return fmt.Sprintf("task %s has %d members; its minimum is %d", t.Task, t.Members, t.Minimum)
+	}
+	return fmt.Sprintf("task %s: %d of its minimum %d members can be placed with the others", t.Task, t.Placed, t.Minimum)
 }
 
 // Blocked is where a placement attempt stopped: Placed members were assumed, and Shape
@@ -188,6 +211,10 @@ func (d *Diagnosis) String() string {
 			writeNodesText(&b, s.Available, s.Nodes, s.Reasons, "available")
 		}
 	}
+	if d.Task != nil && d.Code != Impossible {
+		b.WriteString("; ")
+		b.WriteString(d.Task.text(false))
+	}
 	if d.Blocked != nil {
 		if b.Len() > 0 {
 			b.WriteString("; ")
@@ -207,6 +234,9 @@ func (d *Diagnosis) impossibleText() []string {
 	if d.MinMember > d.Members {
 		return []string{fmt.Sprintf("minMember %d is larger than the group's %d members", d.MinMember, d.Members)}
 	}
+	if d.Task != nil && d.Task.Members < d.Task.Minimum {
+		return []string{d.Task.text(true)}
+	}
 	var parts []string
 	for _, s := range d.Shapes {
 		switch {
@@ -217,6 +247,9 @@ func (d *Diagnosis) impossibleText() []string {
 		case s.Available == 0 && len(s.Reasons) > 0:
 			parts = append(parts, fmt.Sprintf("%s %s: %s", s.Shape, s.Requests, nodesText(0, s.Nodes, s.Reasons, "eligible")))
 		}
+	}
+	if len(parts) == 0 && d.Task != nil {
+		parts = append(parts, d.Task.text(false)+", even on the empty cluster")
 	}
 	if len(parts) == 0 {
 		parts = append(parts, fmt.Sprintf("group needs %d members on one placement; the whole cluster, empty, can take %d",

@@ -25,7 +25,7 @@ func (p *placer) placeInDomain(required, affinity string) *Plan {
 		placed, spread := len(a.assignments), p.spread(a)
 		a.revert()
 		p.best = max(p.best, placed)
-		if placed < p.g.MinMember {
+		if !p.enough(a) {
 			continue
 		}
 		free := freeOf(c.nodes, p.scarce)

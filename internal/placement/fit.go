@@ -20,7 +20,7 @@ func FitsOn(s *cluster.Snapshot, name string, m Member) (reason NodeReason, ok b
 	}
 	// In the forms' canonical order of resources (no scarce resource tested first): the
 	// first reason is the first short resource by name.
-	sh := &shape{form: formsOf([]Member{m})[0]}
+	sh := &shape{form: formsOf([]Member{m}, nil)[0]}
 	sh.resolve(s)
 	if r, failed := staticReason(n, sh, checkHealth); failed {
 		return r, false

@@ -13,6 +13,7 @@ package placement
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +37,9 @@ type Member struct {
 	// Key, when set, is the member's ShapeKey, for callers that place it many times:
 	// placement then groups members into shapes without rendering their pods again.
 	Key string
+	// Task names the part of the job the member belongs to (a Volcano Job's task, a
+	// training job's replica type), for Group.TaskMinimums; "" for none.
+	Task string
 }
 
 // ShapeKey renders everything about a member that placement reads: members with one key
@@ -74,6 +78,11 @@ type Group struct {
 	Members []Member
 	// Topology constrains the members' nodes.
 	Topology Topology
+	// TaskMinimums, when set, are how many members of each named Task must be among
+	// those placed (a Volcano PodGroup's spec.minTaskMember). Place places each task's
+	// first members up to its minimum before any other member, and fails when one of
+	// them gets no node. Tasks whose minimum is not positive ask for nothing.
+	TaskMinimums map[string]int
 
 	// prepared, set by Prepare, is the shape set of Members.
 	prepared *shapeSet
@@ -85,7 +94,7 @@ type Group struct {
 // choosing the resource to pack on. The members must not be modified afterwards; a copy
 // of the group given other members, or a part of them, is placed as if not prepared.
 func Prepare(g Group) Group {
-	g.prepared = newShapeSet(g.Members)
+	g.prepared = newShapeSet(g.Members, g.TaskMinimums)
 	return g
 }
 
@@ -149,10 +158,13 @@ type shape struct {
 // form is what a shape is made of that depends on its members alone, made once for a
 // group that is placed many times (Prepare) and never modified after.
 type form struct {
-	key      string
-	pod      *corev1.Pod
-	req      cluster.Resources
-	members  []Member
+	key     string
+	pod     *corev1.Pod
+	req     cluster.Resources
+	members []Member
+	// core counts the members, first in members, that the group's task minimums need
+	// (see coreOf): placement places every form's core before any other member.
+	core     int
 	affinity nodeaffinity.RequiredNodeAffinity
 	// filters is set when kube-scheduler's hosted filters must judge the shape's pods,
 	// claims when the pods mount PersistentVolumeClaims, and devices when they ask for
@@ -195,11 +207,16 @@ func (f *form) name() string {
 }
 
 // formsOf splits members into the forms of their shapes, keeping first-appearance order,
-// with each form's resources in canonical order.
-func formsOf(members []Member) []*form {
+// with each form's resources in canonical order. core, when set, marks the members the
+// task minimums need (see coreOf): each form lists them first, in order.
+func formsOf(members []Member, core []bool) []*form {
 	var out []*form
 	byKey := map[string]*form{}
-	for _, m := range members {
+	var rest map[*form][]Member
+	if core != nil {
+		rest = map[*form][]Member{}
+	}
+	for i, m := range members {
 		req := m.requests()
 		key := m.Key
 		if key == "" {
@@ -227,27 +244,75 @@ func formsOf(members []Member) []*form {
 			byKey[key] = f
 			out = append(out, f)
 		}
+		if core != nil && !core[i] {
+			rest[f] = append(rest[f], m)
+			continue
+		}
 		f.members = append(f.members, m)
 	}
+	for _, f := range out {
+		f.core = len(f.members)
+		if core != nil {
+			f.members = append(f.members, rest[f]...)
+		} else {
+			f.core = 0
+		}
+	}
 	return out
+}
+
+// coreOf marks the members the task minimums need: each task's first members, in
+// order, up to its minimum. It returns nil when the minimums need none, and the tasks
+// with fewer members than their minimum, in name order.
+func coreOf(members []Member, minimums map[string]int) ([]bool, []TaskShortfall) {
+	if len(minimums) == 0 {
+		return nil, nil
+	}
+	var core []bool
+	counts := map[string]int{}
+	for i, m := range members {
+		if m.Task == "" || counts[m.Task] >= minimums[m.Task] {
+			continue
+		}
+		counts[m.Task]++
+		if core == nil {
+			core = make([]bool, len(members))
+		}
+		core[i] = true
+	}
+	var short []TaskShortfall
+	for _, task := range slices.Sorted(maps.Keys(minimums)) {
+		if n := minimums[task]; counts[task] < n {
+			short = append(short, TaskShortfall{Task: task, Minimum: n, Members: counts[task]})
+		}
+	}
+	return core, short
 }
 
 // shapeSet is everything placement derives from a group's members alone: the forms of
 // their shapes in the order placement fills them, and the resource it packs on.
 type shapeSet struct {
-	// members is the slice the set was made from, to recognise it (see of).
-	members []Member
-	forms   []*form
-	scarce  corev1.ResourceName
+	// members and minimums are what the set was made from, to recognise it (see of).
+	members  []Member
+	minimums map[string]int
+	forms    []*form
+	scarce   corev1.ResourceName
 	// filters is set when the hosted filters must judge some form's pods.
 	filters bool
+	// core is set when some form has members the task minimums need; short lists the
+	// tasks with fewer members than their minimum.
+	core  bool
+	short []TaskShortfall
 }
 
 // newShapeSet makes the shape set of members: the forms with the biggest first (see
-// orderForms), each testing the scarce resource first.
-func newShapeSet(members []Member) *shapeSet {
-	forms := formsOf(members)
-	set := &shapeSet{members: members, forms: forms, scarce: scarceResource(forms)}
+// orderForms), each testing the scarce resource first, each listing first the members
+// the task minimums need.
+func newShapeSet(members []Member, minimums map[string]int) *shapeSet {
+	core, short := coreOf(members, minimums)
+	forms := formsOf(members, core)
+	set := &shapeSet{members: members, minimums: minimums, forms: forms, scarce: scarceResource(forms),
+		core: core != nil, short: short}
 	orderForms(forms, set.scarce)
 	for _, f := range forms {
 		f.testFirst(set.scarce)
@@ -256,10 +321,11 @@ func newShapeSet(members []Member) *shapeSet {
 	return set
 }
 
-// of reports whether set was made from members: the very slice, not a copy or a part of
-// it. A nil set was made from nothing.
-func (set *shapeSet) of(members []Member) bool {
-	return set != nil && len(set.members) == len(members) && (len(members) == 0 || &set.members[0] == &members[0])
+// of reports whether set was made from members, the very slice, not a copy or a part of
+// it, and from minimums. A nil set was made from nothing.
+func (set *shapeSet) of(members []Member, minimums map[string]int) bool {
+	return set != nil && len(set.members) == len(members) && (len(members) == 0 || &set.members[0] == &members[0]) &&
+		maps.Equal(set.minimums, minimums)
 }
 
 // shapes returns the set's shapes for one placement on snap, their resources numbered
@@ -292,10 +358,10 @@ type shapeStore struct {
 // shapeSetOf returns g's prepared shape set when it was made from g's members, else a
 // new one.
 func shapeSetOf(g Group) *shapeSet {
-	if g.prepared.of(g.Members) {
+	if g.prepared.of(g.Members, g.TaskMinimums) {
 		return g.prepared
 	}
-	return newShapeSet(g.Members)
+	return newShapeSet(g.Members, g.TaskMinimums)
 }
 
 // shapeKey renders everything about a pod that placement reads, given its requests. Pods

@@ -248,7 +248,7 @@ func TestSameAgainstReflection(t *testing.T) {
 // by name, and must learn of it.
 func TestSameComparesEveryField(t *testing.T) {
 	for typ, want := range map[reflect.Type]int{
-		reflect.TypeFor[placement.Diagnosis]():      9,
+		reflect.TypeFor[placement.Diagnosis]():      10,
 		reflect.TypeFor[placement.ShapeDiagnosis](): 8,
 		reflect.TypeFor[placement.Blocked]():        2,
 	} {
@@ -268,7 +268,8 @@ func TestSameSeesEachField(t *testing.T) {
 				Shortfall: &placement.Shortfall{Resource: "cpu", Need: 1000, Largest: 500, Eligible: 4}}
 		}
 		return &placement.Diagnosis{Code: placement.Unschedulable, Group: "g", MinMember: 2, Members: 2, Placed: 1,
-			Shapes: []placement.ShapeDiagnosis{shape()}, EmptyRoom: 1, Topology: "t", Blocked: &placement.Blocked{Placed: 1, Shape: shape()}}
+			Shapes: []placement.ShapeDiagnosis{shape()}, EmptyRoom: 1, Topology: "t", Blocked: &placement.Blocked{Placed: 1, Shape: shape()},
+			Task: &placement.TaskShortfall{Task: "ps", Minimum: 1, Members: 1}}
 	}
 	for name, tc := range map[string]struct {
 		change func(d *placement.Diagnosis)
@@ -294,6 +295,8 @@ func TestSameSeesEachField(t *testing.T) {
 		"blocked after": {func(d *placement.Diagnosis) { d.Blocked.Placed++ }, false},
 		"blocked shape": {func(d *placement.Diagnosis) { d.Blocked.Shape.Shape = "other" }, false},
 		"blocked room":  {func(d *placement.Diagnosis) { d.Blocked.Shape.Room++ }, false},
+		"no task":       {func(d *placement.Diagnosis) { d.Task = nil }, false},
+		"task placed":   {func(d *placement.Diagnosis) { d.Task.Placed++ }, false},
 	} {
 		d := base()
 		tc.change(d)

@@ -43,13 +43,17 @@ func place(s *cluster.Snapshot, g Group, opts Options, diagnosed bool) (*Plan, *
 	if g.MinMember > len(g.Members) {
 		return nil, &Diagnosis{Code: Impossible, Group: g.Name, MinMember: g.MinMember, Members: len(g.Members)}
 	}
+	set := shapeSetOf(g)
+	if len(set.short) > 0 {
+		t := set.short[0]
+		return nil, &Diagnosis{Code: Impossible, Group: g.Name, MinMember: g.MinMember, Members: len(g.Members), Task: &t}
+	}
 	if len(opts.Held) > 0 {
 		defer hold(s, opts.Held)()
 	}
-	set := shapeSetOf(g)
 	p := placers.Get().(*placer)
 	defer p.release()
-	*p = placer{snap: s, g: g, opts: opts, health: checkHealth, scarce: set.scarce, buf: p.buf[:0]}
+	*p = placer{snap: s, g: g, opts: opts, health: checkHealth, scarce: set.scarce, core: set.core, buf: p.buf[:0]}
 	p.shapes = set.shapes(s, &p.store)
 	p.withPods = s.HasRequiredAntiAffinity() || set.filters
 	p.scarceID, p.cpuID = s.ResourceID(p.scarce), s.ResourceID(corev1.ResourceCPU)
@@ -117,6 +121,15 @@ type placer struct {
 	mostPlaced int
 	blocked    *Blocked
 
+	// core is set when the group's task minimums need some members (see form.core):
+	// fill places them first, and an attempt that leaves one unplaced fails; task is
+	// then the task short in the attempt that placed the most members so far.
+	core   bool
+	task   *TaskShortfall
+	taskAt int
+	// emptyTask is the empty cluster's task short, for an Impossible diagnosis.
+	emptyTask *TaskShortfall
+
 	buf     []candidate            // candidates' storage, reused: each list is used up before the next
 	oneTier [1][]*cluster.NodeInfo // tiers' storage for one tier
 }
@@ -128,6 +141,14 @@ type attempt struct {
 	undo        []func()
 	// broken counts nodes that were whole on the scarce resource before this attempt.
 	broken int
+	// short is set when a member the task minimums need got no node.
+	short bool
+}
+
+// enough reports whether a placed what the group needs: at least MinMember members,
+// and every member its task minimums need.
+func (p *placer) enough(a *attempt) bool {
+	return len(a.assignments) >= p.g.MinMember && !a.short
 }
 
 func (a *attempt) revert() {
@@ -199,7 +220,7 @@ func (p *placer) placeInOrder(required, affinity string) *Plan {
 		return p.placeInDomain(required, affinity)
 	}
 	a := p.fill(p.tiers(p.snap.Nodes()))
-	if len(a.assignments) < p.g.MinMember {
+	if !p.enough(a) {
 		p.best = max(p.best, len(a.assignments))
 		a.revert()
 		return nil
@@ -231,33 +252,103 @@ type candidate struct {
 }
 
 // fill places each shape's members, in order, on the tiers' nodes, tier by tier, the
-// tightest node first within a tier. It assumes every assignment on the snapshot.
+// tightest node first within a tier. With task minimums it fills every shape's core
+// members first, then the others, and stops at a core member that fits no node. It
+// assumes every assignment on the snapshot.
 func (p *placer) fill(tiers [][]*cluster.NodeInfo) *attempt {
 	a := &attempt{}
 	if p.withPods {
 		p.next = map[*shape]int{}
 	}
 	defer func() { p.cycles, p.next = nil, nil }()
+	if !p.core {
+		for _, s := range p.shapes {
+			p.fillPart(a, s, s.members, tiers)
+		}
+		return a
+	}
+	for i, s := range p.shapes {
+		before := len(a.unplaced)
+		p.fillPart(a, s, s.members[:s.core], tiers)
+		if len(a.unplaced) > before {
+			a.short = true
+			p.noteShort(a, s, a.unplaced[before:])
+			// The attempt has failed: what it has not filled yet is unplaced.
+			for _, m := range s.members[s.core:] {
+				a.unplaced = append(a.unplaced, m.Name)
+			}
+			for _, t := range p.shapes[i+1:] {
+				for _, m := range t.members {
+					a.unplaced = append(a.unplaced, m.Name)
+				}
+			}
+			return a
+		}
+	}
 	for _, s := range p.shapes {
-		var left []Member
-		if p.begin(s) != nil {
-			left = p.fillEach(a, s, tiers)
-		} else {
-			left = p.fillShape(a, s, tiers)
-		}
-		if len(left) > 0 {
-			p.noteBlocked(a, s, tiers)
-		}
-		for _, m := range left {
-			a.unplaced = append(a.unplaced, m.Name)
-		}
+		p.fillPart(a, s, s.members[s.core:], tiers)
 	}
 	return a
 }
 
+// fillPart places members, a part of s's in their order (what the attempt placed of s
+// before comes before them), and reports how many got no node.
+func (p *placer) fillPart(a *attempt, s *shape, members []Member, tiers [][]*cluster.NodeInfo) int {
+	if len(members) == 0 {
+		return 0
+	}
+	var left []Member
+	c, begun := p.cycles[s]
+	if !begun {
+		c = p.begin(s)
+	}
+	if c != nil {
+		left = p.fillEach(a, s, members, tiers)
+	} else {
+		left = p.fillShape(a, s, members, tiers)
+	}
+	if len(left) > 0 {
+		p.noteBlocked(a, s, tiers)
+	}
+	for _, m := range left {
+		a.unplaced = append(a.unplaced, m.Name)
+	}
+	return len(left)
+}
+
+// noteShort records, for the attempt that placed the most members so far, the task of
+// the first of s's core members that got no node: unplaced names those that got none.
+func (p *placer) noteShort(a *attempt, s *shape, unplaced []string) {
+	if p.task != nil && p.taskAt >= len(a.assignments) {
+		return
+	}
+	var task string
+	missed := 0
+	for _, m := range s.members[:s.core] {
+		if !slices.Contains(unplaced, m.Name) {
+			continue
+		}
+		if task == "" {
+			task = m.Task
+		}
+		if m.Task == task {
+			missed++
+		}
+	}
+	members := 0
+	for _, m := range p.g.Members {
+		if m.Task == task {
+			members++
+		}
+	}
+	minimum := p.g.TaskMinimums[task]
+	p.task = &TaskShortfall{Task: task, Minimum: minimum, Members: members, Placed: minimum - missed}
+	p.taskAt = len(a.assignments)
+}
+
 // fillShape places s's members on the best candidates, as many on each as it takes.
-func (p *placer) fillShape(a *attempt, s *shape, tiers [][]*cluster.NodeInfo) []Member {
-	left := s.members
+func (p *placer) fillShape(a *attempt, s *shape, members []Member, tiers [][]*cluster.NodeInfo) []Member {
+	left := members
 	for _, tier := range tiers {
 		if len(left) == 0 {
 			break
@@ -279,8 +370,8 @@ func (p *placer) fillShape(a *attempt, s *shape, tiers [][]*cluster.NodeInfo) []
 // fillEach places s's members one at a time, each on the best candidate with the members
 // before it counted: the hosted filters judge s, and a member placed changes their
 // verdicts (anti-affinity, spread, ports, volume limits) for the next.
-func (p *placer) fillEach(a *attempt, s *shape, tiers [][]*cluster.NodeInfo) []Member {
-	left := s.members
+func (p *placer) fillEach(a *attempt, s *shape, members []Member, tiers [][]*cluster.NodeInfo) []Member {
+	left := members
 next:
 	for len(left) > 0 {
 		for _, tier := range tiers {

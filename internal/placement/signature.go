@@ -16,8 +16,12 @@ import (
 func Signature(g Group) string {
 	var keys []string
 	counts := map[string]int{}
-	for _, m := range g.Members {
+	core, _ := coreOf(g.Members, g.TaskMinimums)
+	for i, m := range g.Members {
 		k := keyOf(m.Pod, m.requests(), true)
+		if core != nil && core[i] {
+			k = "core:" + k
+		}
 		if counts[k] == 0 {
 			keys = append(keys, k)
 		}
@@ -26,6 +30,9 @@ func Signature(g Group) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "min=%d;required=%s;domain=%s;preferred=%s", g.MinMember,
 		g.Topology.Required, g.Topology.Domain, g.Topology.Preferred)
+	for _, task := range slices.Sorted(maps.Keys(g.TaskMinimums)) {
+		fmt.Fprintf(&b, ";task %q>=%d", task, g.TaskMinimums[task])
+	}
 	for _, k := range keys {
 		fmt.Fprintf(&b, ";%d*%s", counts[k], k)
 	}
@@ -80,7 +87,8 @@ func (d *Diagnosis) Same(o *Diagnosis) bool {
 		return true
 	}
 	if d.Code != o.Code || d.MinMember != o.MinMember || d.Placed != o.Placed || d.EmptyRoom != o.EmptyRoom ||
-		d.Topology != o.Topology || len(d.Shapes) != len(o.Shapes) || (d.Shapes == nil) != (o.Shapes == nil) {
+		d.Topology != o.Topology || len(d.Shapes) != len(o.Shapes) || (d.Shapes == nil) != (o.Shapes == nil) ||
+		(d.Task == nil) != (o.Task == nil) || (d.Task != nil && *d.Task != *o.Task) {
 		return false
 	}
 	for i := range d.Shapes {

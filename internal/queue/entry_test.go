@@ -62,6 +62,8 @@ func TestSameEntryNamesEveryField(t *testing.T) {
 			v.Set(reflect.ValueOf([]string{"x"}))
 		case cluster.Resources:
 			v.Set(reflect.ValueOf(cluster.Resources{corev1.ResourceCPU: 1}))
+		case map[string]int:
+			v.Set(reflect.ValueOf(map[string]int{"ps": 1}))
 		case map[string]cluster.Resources:
 			v.Set(reflect.ValueOf(map[string]cluster.Resources{"m": {corev1.ResourceCPU: 1}}))
 		case placement.Group:

@@ -347,8 +347,9 @@ func sameEntry(a, b *Entry) bool {
 // sameGroup reports whether a and b are the same placement request (see sameEntry).
 func sameGroup(a, b *placement.Group) bool {
 	return a.Name == b.Name && a.MinMember == b.MinMember && a.Topology == b.Topology &&
+		maps.Equal(a.TaskMinimums, b.TaskMinimums) &&
 		slices.EqualFunc(a.Members, b.Members, func(x, y placement.Member) bool {
-			return x.Name == y.Name && x.Pod == y.Pod && x.Key == y.Key &&
+			return x.Name == y.Name && x.Pod == y.Pod && x.Key == y.Key && x.Task == y.Task &&
 				(x.Requests == nil) == (y.Requests == nil) && x.Requests.Equal(y.Requests)
 		})
 }
