@@ -109,6 +109,18 @@ type PlacementDiagnosis struct {
 	// (on the empty cluster, for an Impossible group), says after how many members and
 	// why no node could take the next.
 	Blocked *BlockedPlacement `json:"blocked,omitempty"`
+	// Task, when set, is the task whose minimum (a Volcano PodGroup's
+	// spec.minTaskMember) kept the group out.
+	Task *TaskShortfall `json:"task,omitempty"`
+}
+
+// TaskShortfall is a task of a group short of its minimum: it has Members of the
+// Minimum it needs, and the best placement attempt placed Placed of them.
+type TaskShortfall struct {
+	Task    string `json:"task"`
+	Minimum int    `json:"minimum"`
+	Members int    `json:"members"`
+	Placed  int    `json:"placed"`
 }
 
 // BlockedPlacement is where a placement attempt stopped: Placed members had nodes, and

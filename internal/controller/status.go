@@ -229,6 +229,9 @@ func (r *reporter) conditionsOf(key string, st engine.Status) []metav1.Condition
 	}
 	if owner := r.owners.objectOf(key); owner != nil {
 		conds[0].Message = source.Gathering(st.Spec, st.Observed.Members, owner)
+		if missing := st.Observed.TaskMissing; missing != "" {
+			conds[0].Message += "; " + missing
+		}
 	} else if note := source.Unowned(st.Spec, st.Observed.Members, r.mirror.memberList(key)); note != "" {
 		conds[0].Message += "; " + note
 	}

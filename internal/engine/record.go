@@ -133,6 +133,9 @@ func diagnosisRecord(d *placement.Diagnosis) *musterv1alpha1.PlacementDiagnosis 
 	if b := d.Blocked; b != nil {
 		out.Blocked = &musterv1alpha1.BlockedPlacement{Placed: b.Placed, Shape: shapeRecord(b.Shape)}
 	}
+	if t := d.Task; t != nil {
+		out.Task = &musterv1alpha1.TaskShortfall{Task: t.Task, Minimum: t.Minimum, Members: t.Members, Placed: t.Placed}
+	}
 	return out
 }
 
@@ -170,6 +173,9 @@ func diagnosisOf(r *musterv1alpha1.PlacementDiagnosis) *placement.Diagnosis {
 	}
 	if b := r.Blocked; b != nil {
 		d.Blocked = &placement.Blocked{Placed: b.Placed, Shape: shapeOf(b.Shape)}
+	}
+	if t := r.Task; t != nil {
+		d.Task = &placement.TaskShortfall{Task: t.Task, Minimum: t.Minimum, Members: t.Members, Placed: t.Placed}
 	}
 	return d
 }

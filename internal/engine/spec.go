@@ -42,6 +42,12 @@ type GroupSpec struct {
 	Name      string
 	// MinMember is the number of members that must be placed and Ready together.
 	MinMember int
+	// TaskMinimums, when set, are how many members of each task must be among them (a
+	// Volcano PodGroup's spec.minTaskMember): a member's task is its pod's annotation
+	// volcano.sh/task-spec (TaskAnnotation). The group gathers until each task has its
+	// minimum, and is admitted only with a placement for it (see
+	// placement.Group.TaskMinimums).
+	TaskMinimums map[string]int
 	// Queue names the queue; "" means the configured default.
 	Queue string
 	// QueueCandidates, set by the caller when the group names no queue, are the queues

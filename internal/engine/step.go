@@ -329,10 +329,16 @@ func (e *Engine) evictAll(g *group, a lifecycle.EvictAll, out *Output) {
 func (e *Engine) push(g *group) {
 	members := g.unplaced()
 	need := g.spec.MinMember - g.boundLive()
-	if len(members) < need {
+	needs, short := g.taskNeeds(members)
+	if len(members) < need || short != "" {
 		e.unqueue(g)
 		return
 	}
+	core := 0
+	for _, n := range needs {
+		core += n
+	}
+	need = max(need, core) // the first need members hold every task's (see taskNeeds)
 	changed := e.queue.Push(queue.Entry{
 		Key:       g.key,
 		Queue:     e.queueOf(g),
@@ -347,10 +353,11 @@ func (e *Engine) push(g *group) {
 		Candidates: candidates(g.spec),
 		Devices:    e.deviceCharges(members),
 		Group: placement.Group{
-			Name:      g.key,
-			MinMember: max(need, 1),
-			Members:   members,
-			Topology:  g.spec.Topology,
+			Name:         g.key,
+			MinMember:    max(need, 1),
+			Members:      members,
+			Topology:     g.spec.Topology,
+			TaskMinimums: needs,
 		},
 	})
 	// An entry the queue had already does not call for a pass: what a pass decides

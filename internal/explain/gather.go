@@ -346,15 +346,19 @@ func (f *Facts) fit(ctx context.Context, c Reader) error {
 	}
 	snap := cluster.FromLists(nodes, all)
 	var members []placement.Member
+	pending := map[string]int{}
 	for _, p := range f.Members {
 		if p.Spec.NodeName == "" && p.Status.Phase == corev1.PodPending {
-			members = append(members, placement.Member{Name: p.Namespace + "/" + p.Name, Pod: p})
+			task := p.Annotations[engine.TaskAnnotation]
+			members = append(members, placement.Member{Name: p.Namespace + "/" + p.Name, Pod: p, Task: task})
+			pending[task]++
 		}
 	}
 	if len(members) == 0 {
 		return nil
 	}
-	g := placement.Group{Name: f.Spec.Key, MinMember: min(f.Spec.MinMember, len(members)), Members: members, Topology: f.Spec.Topology}
+	g := placement.Group{Name: f.Spec.Key, MinMember: min(f.Spec.MinMember, len(members)), Members: members, Topology: f.Spec.Topology,
+		TaskMinimums: f.pendingTaskMinimums(pending)}
 	plan, diag := placement.Place(snap, g, placement.Options{})
 	if plan == nil {
 		f.Fit = diag
@@ -363,6 +367,28 @@ func (f *Facts) fit(ctx context.Context, c Reader) error {
 	plan.Revert()
 	f.FitsNow = true
 	return nil
+}
+
+// pendingTaskMinimums is what the group's task minimums ask of its pending members: each
+// task's minimum less its members bound already, at most its pending members (as the
+// what-if asks for at most the pending members in all), nil when none is asked.
+func (f *Facts) pendingTaskMinimums(pending map[string]int) map[string]int {
+	var out map[string]int
+	for task, n := range f.Spec.TaskMinimums {
+		for _, p := range f.Members {
+			if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil &&
+				p.Annotations[engine.TaskAnnotation] == task {
+				n--
+			}
+		}
+		if n = min(n, pending[task]); n > 0 {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[task] = n
+		}
+	}
+	return out
 }
 
 // askMuster fills the what-if (Fit, FitsNow) and Queue from muster's visibility API when

@@ -2,6 +2,7 @@ package placement_test
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,7 +20,7 @@ func psJob(workers int, minimums map[string]int) placement.Group {
 	ps := gt.Pod("job-ps-0").Req(corev1.ResourceCPU, "3").Obj()
 	g.Members = append(g.Members, placement.Member{Name: ps.Name, Pod: ps, Task: "ps"})
 	for i := range workers {
-		w := gt.Pod("job-worker-" + string(rune('0'+i))).GPU(1).Req(corev1.ResourceCPU, "1").Obj()
+		w := gt.Pod("job-worker-"+strconv.Itoa(i)).GPU(1).Req(corev1.ResourceCPU, "1").Obj()
 		g.Members = append(g.Members, placement.Member{Name: w.Name, Pod: w, Task: "worker"})
 	}
 	return g

@@ -40,8 +40,9 @@
 // spec.priorityClassName is resolved to Priority; an unknown class makes the group Invalid.
 // A hard spec.networkTopology (HyperNode tiers, which muster does not model) makes the group
 // Invalid unless muster.dev/topology names a label key to use instead; a soft one is a
-// preference muster leaves to its packing. spec.minTaskMember is not enforced: muster gangs
-// on minMember alone.
+// preference muster leaves to its packing. spec.minTaskMember is TaskMinimums (members
+// name their task in the annotation volcano.sh/task-spec) while the minimums' sum is at
+// most minMember, as Volcano enforces them; a negative one makes the group Invalid.
 //
 // Native PodGroup (scheduling.k8s.io/v1beta1): spec.schedulingPolicy.gang.minCount is
 // MinMember; the spec.schedulingConstraints.topology key (one, a node label key) is

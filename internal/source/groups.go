@@ -2,6 +2,8 @@ package source
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,6 +64,7 @@ func FromCoscheduling(pg *spv1alpha1.PodGroup, pods []*corev1.Pod, prio Priority
 func FromVolcano(pg *volcanov1beta1.PodGroup, prio PriorityResolver) engine.GroupSpec {
 	spec := newSpec(Ref{Source: engine.Volcano, Namespace: pg.Namespace, Name: pg.Name})
 	checkMinMember(&spec, "spec.minMember", pg.Spec.MinMember)
+	volcanoTaskMinimums(&spec, pg.Spec.MinMember, pg.Spec.MinTaskMember)
 	if pg.Spec.MinResources != nil {
 		spec.MinResources = resources(*pg.Spec.MinResources)
 	}
@@ -83,6 +86,28 @@ func FromVolcano(pg *volcanov1beta1.PodGroup, prio PriorityResolver) engine.Grou
 	}
 	applyAnnotations(&spec, objectLookup(pg.Annotations))
 	return spec
+}
+
+// volcanoTaskMinimums records a Volcano PodGroup's spec.minTaskMember as the group's
+// task minimums. As Volcano does, they hold only while their sum is at most minMember: a
+// Volcano Job whose minAvailable is below its tasks' minimums (their default is each
+// task's replicas) asks for minAvailable members of any task. A negative minimum is
+// recorded in spec.Invalid; a zero one asks for nothing.
+func volcanoTaskMinimums(spec *engine.GroupSpec, minMember int32, minimums map[string]int32) {
+	var sum int64
+	out := map[string]int{}
+	for _, task := range slices.Sorted(maps.Keys(minimums)) {
+		switch n := minimums[task]; {
+		case n < 0:
+			spec.Invalid = append(spec.Invalid, fmt.Sprintf("spec.minTaskMember[%q]: %d: must not be negative", task, n))
+		case n > 0:
+			out[task] = int(n)
+			sum += int64(n)
+		}
+	}
+	if len(out) > 0 && sum <= int64(minMember) {
+		spec.TaskMinimums = out
+	}
 }
 
 // IsBasic reports whether a Native PodGroup has the basic policy: no gang, each member

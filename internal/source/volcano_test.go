@@ -56,6 +56,29 @@ func TestFromVolcano(t *testing.T) {
 		}),
 		want: want(engine.Volcano, "train", 4, func(s *engine.GroupSpec) { s.Queue = "batch" }),
 	}, {
+		name: "task minimums within minMember",
+		pg: volcanoPG(4, func(pg *volcanov1beta1.PodGroup) {
+			pg.Spec.MinTaskMember = map[string]int32{"ps": 1, "worker": 3, "evaluator": 0}
+		}),
+		want: want(engine.Volcano, "train", 4, func(s *engine.GroupSpec) { s.TaskMinimums = map[string]int{"ps": 1, "worker": 3} }),
+	}, {
+		// Volcano enforces them only then: a Job's minAvailable below its tasks' minimums
+		// (by default their replicas) asks for minAvailable members of any task.
+		name: "task minimums above minMember are not enforced",
+		pg: volcanoPG(2, func(pg *volcanov1beta1.PodGroup) {
+			pg.Spec.MinTaskMember = map[string]int32{"master": 2, "worker": 2}
+		}),
+		want: want(engine.Volcano, "train", 2, nil),
+	}, {
+		name: "negative task minimum",
+		pg: volcanoPG(4, func(pg *volcanov1beta1.PodGroup) {
+			pg.Spec.MinTaskMember = map[string]int32{"ps": -1, "worker": 2}
+		}),
+		want: want(engine.Volcano, "train", 4, func(s *engine.GroupSpec) {
+			s.TaskMinimums = map[string]int{"worker": 2}
+			s.Invalid = []string{`spec.minTaskMember["ps"]: -1: must not be negative`}
+		}),
+	}, {
 		name: "minMember 0",
 		pg:   volcanoPG(0, nil),
 		want: want(engine.Volcano, "train", 0, invalid("spec.minMember: 0: must be at least 1")),

@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/placement"
+)
+
+// TaskAnnotation names the task of a job a member pod belongs to: Volcano's job
+// controller and the Kubeflow training operator (with Volcano gang scheduling) annotate
+// each pod with its task or replica type, as in "ps" or "worker".
+const TaskAnnotation = "volcano.sh/task-spec"
+
+// taskOf returns the task member pod p belongs to, "" for none.
+func taskOf(p *corev1.Pod) string { return p.Annotations[TaskAnnotation] }
+
+// taskMissing says which task, in name order, has fewer member pods than its minimum,
+// "" when none does. It counts the members observe does: live, not going away.
+func (g *group) taskMissing() string {
+	if len(g.spec.TaskMinimums) == 0 {
+		return ""
+	}
+	have := map[string]int{}
+	for key, p := range g.members {
+		if live(p) && p.DeletionTimestamp == nil && !g.evicting[key] {
+			have[taskOf(p)]++
+		}
+	}
+	for _, task := range slices.Sorted(maps.Keys(g.spec.TaskMinimums)) {
+		if n := g.spec.TaskMinimums[task]; have[task] < n {
+			return fmt.Sprintf("task %s: %d of the %d member pods its minimum (%s) asks for exist",
+				task, have[task], n, TaskAnnotation)
+		}
+	}
+	return ""
+}
+
+// taskNeeds returns, for the placement of members (the group's unplaced ones), each
+// task's minimum less its members bound already, the tasks that need none left out;
+// nil when the group has no minimums. It sets each member's Task, and moves the members
+// the needs ask for first, in order, so that a placement of the first MinMember members
+// (the queue's fallback over quota, the forecast) has them. short names a task whose
+// unplaced members are fewer than it needs.
+func (g *group) taskNeeds(members []placement.Member) (needs map[string]int, short string) {
+	if len(g.spec.TaskMinimums) == 0 {
+		return nil, ""
+	}
+	bound := map[string]int{}
+	for key, p := range g.members {
+		if !terminal(p) && g.nodeOf(key, p) != "" && !g.evicting[key] && p.DeletionTimestamp == nil {
+			bound[taskOf(p)]++
+		}
+	}
+	for task, n := range g.spec.TaskMinimums {
+		if left := n - bound[task]; left > 0 {
+			if needs == nil {
+				needs = map[string]int{}
+			}
+			needs[task] = left
+		}
+	}
+	taken := map[string]int{}
+	var first, rest []placement.Member
+	for _, m := range members {
+		m.Task = taskOf(m.Pod)
+		if m.Task != "" && taken[m.Task] < needs[m.Task] {
+			taken[m.Task]++
+			first = append(first, m)
+		} else {
+			rest = append(rest, m)
+		}
+	}
+	copy(members, append(first, rest...))
+	for _, task := range slices.Sorted(maps.Keys(needs)) {
+		if taken[task] < needs[task] {
+			return needs, task
+		}
+	}
+	return needs, ""
+}

@@ -1,0 +1,75 @@
+package engine_test
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/internal/engine"
+	gt "github.com/muster-sched/muster/internal/gangtest"
+	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/sim"
+)
+
+// taskPod is a member pod of task, annotated as Volcano's job controller does.
+func taskPod(name, task string, b func(*gt.PodBuilder) *gt.PodBuilder) *corev1.Pod {
+	p := b(gt.Pod(name)).Obj()
+	p.Annotations = map[string]string{engine.TaskAnnotation: task}
+	return p
+}
+
+// TestTaskMinimums: a Volcano PodGroup's minTaskMember, as GroupSpec.TaskMinimums. The
+// group gathers while a task has fewer pods than its minimum, whatever minMember says,
+// and its admission places each task's minimum: on two nodes of 4 CPUs and 2 GPUs,
+// four GPU workers placed first would leave no room for the parameter server's 3 CPUs,
+// and minMember 3 alone admits them without it.
+func TestTaskMinimums(t *testing.T) {
+	key := "Volcano/default/job"
+	worker := func(b *gt.PodBuilder) *gt.PodBuilder { return b.GPU(1).Req(corev1.ResourceCPU, "1") }
+	for _, tc := range []struct {
+		name     string
+		minimums map[string]int
+		psBound  bool
+	}{
+		{"minMember alone", nil, false},
+		{"with the task minimums", map[string]int{"ps": 1, "worker": 2}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := sim.NewEngine()
+			for i := range 2 {
+				e.SetNode(gt.Node("n-" + strconv.Itoa(i)).GPU(2).CPU("4").Obj())
+			}
+			e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Volcano, Namespace: "default", Name: "job",
+				MinMember: 3, TaskMinimums: tc.minimums})
+			for i := range 4 {
+				e.SetPod(taskPod("job-worker-"+strconv.Itoa(i), "worker", worker), key)
+			}
+			out := e.Step(sim.Epoch)
+			var bound []string
+			for _, b := range out.Binds() {
+				bound = append(bound, b.Pod)
+			}
+			st, _ := e.Group(key)
+			if tc.minimums != nil {
+				if len(out.Binds()) != 0 || st.Phase != lifecycle.Gathering {
+					t.Fatalf("without its ps the group is %s with binds %v, want Gathering and none", st.Phase, out.Binds())
+				}
+				want := "task ps: 0 of the 1 member pods its minimum (volcano.sh/task-spec) asks for exist"
+				if !strings.Contains(st.Message, want) {
+					t.Fatalf("message %q does not contain %q", st.Message, want)
+				}
+			}
+			e.SetPod(taskPod("job-ps-0", "ps", func(b *gt.PodBuilder) *gt.PodBuilder { return b.Req(corev1.ResourceCPU, "3") }), key)
+			out = e.Step(sim.Epoch.Add(1))
+			for _, b := range out.Binds() {
+				bound = append(bound, b.Pod)
+			}
+			if psBound := slices.Contains(bound, "default/job-ps-0"); psBound != tc.psBound || len(bound) < 3 {
+				t.Fatalf("bound %v: ps bound %t, want %t, and at least minMember 3", bound, psBound, tc.psBound)
+			}
+		})
+	}
+}
