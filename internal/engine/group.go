@@ -200,7 +200,7 @@ func (g *group) observe() (lifecycle.Observe, cluster.Resources) {
 	delete(held, corev1.ResourcePods)
 	o.Held = g.heldAsList(held)
 	g.observePlaced(&o)
-	o.TaskMissing = g.taskMissing()
+	o.TaskMissing, o.TaskNotReady = g.taskMissing(), g.taskNotReady()
 	return o, held
 }
 

@@ -39,6 +39,26 @@ func (g *group) taskMissing() string {
 	return ""
 }
 
+// taskNotReady says which task, in name order, has fewer Ready (or Succeeded) members
+// than its minimum, "" when none does. It counts the members observe counts as Ready.
+func (g *group) taskNotReady() string {
+	if len(g.spec.TaskMinimums) == 0 {
+		return ""
+	}
+	ready := map[string]int{}
+	for key, p := range g.members {
+		if live(p) && p.DeletionTimestamp == nil && !g.evicting[key] && podReady(p) {
+			ready[taskOf(p)]++
+		}
+	}
+	for _, task := range slices.Sorted(maps.Keys(g.spec.TaskMinimums)) {
+		if n := g.spec.TaskMinimums[task]; ready[task] < n {
+			return fmt.Sprintf("task %s: %d of its minimum %d members ready", task, ready[task], n)
+		}
+	}
+	return ""
+}
+
 // taskNeeds returns, for the placement of members (the group's unplaced ones), each
 // task's minimum less its members bound already, the tasks that need none left out;
 // nil when the group has no minimums. It sets each member's Task, and moves the members

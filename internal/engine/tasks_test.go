@@ -73,3 +73,46 @@ func TestTaskMinimums(t *testing.T) {
 		})
 	}
 }
+
+// TestTaskMinimumsReady: with task minimums a group is Running only when each task has
+// its minimum of Ready members: three Ready workers meet minMember 3, but not the
+// parameter server's minimum.
+func TestTaskMinimumsReady(t *testing.T) {
+	key := "Volcano/default/job"
+	e := sim.NewEngine()
+	e.SetNode(gt.Node("n-0").GPU(4).CPU("16").Obj())
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Volcano, Namespace: "default", Name: "job",
+		MinMember: 3, TaskMinimums: map[string]int{"ps": 1, "worker": 2}})
+	pods := map[string]*corev1.Pod{"default/job-ps-0": taskPod("job-ps-0", "ps", func(b *gt.PodBuilder) *gt.PodBuilder { return b })}
+	for i := range 3 {
+		p := taskPod("job-worker-"+strconv.Itoa(i), "worker", func(b *gt.PodBuilder) *gt.PodBuilder { return b.GPU(1) })
+		pods["default/"+p.Name] = p
+	}
+	for _, p := range pods {
+		e.SetPod(p, key)
+	}
+	out := e.Step(sim.Epoch)
+	if len(out.Binds()) != 4 {
+		t.Fatalf("binds %v, want the 4 members", out.Binds())
+	}
+	ready := func(name string) {
+		p := pods[name].DeepCopy()
+		p.Spec.NodeName = "n-0"
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		pods[name] = p
+		e.SetPod(p, key)
+	}
+	for i := range 3 {
+		ready("default/job-worker-" + strconv.Itoa(i))
+	}
+	e.Step(sim.Epoch.Add(1))
+	if st, _ := e.Group(key); st.Phase != lifecycle.Starting {
+		t.Fatalf("with the workers Ready and not the ps, phase %s, want Starting", st.Phase)
+	}
+	ready("default/job-ps-0")
+	e.Step(sim.Epoch.Add(2))
+	if st, _ := e.Group(key); st.Phase != lifecycle.Running {
+		t.Fatalf("with every member Ready, phase %s, want Running", st.Phase)
+	}
+}

@@ -46,6 +46,9 @@ type Observe struct {
 	// its minimum (a Volcano PodGroup's spec.minTaskMember): the group gathers until
 	// it has them, as it does until it has minMember members.
 	TaskMissing string
+	// TaskNotReady, when set, says which task has fewer Ready (or Succeeded) members
+	// than its minimum: the group is not whole, however many members are Ready.
+	TaskNotReady string
 }
 
 // Admitted reports that the queue admitted the group with a placement for Planned members.
@@ -215,6 +218,9 @@ func (o Observe) String() string {
 	}
 	if o.TaskMissing != "" {
 		fmt.Fprintf(&b, " task-missing=%q", o.TaskMissing)
+	}
+	if o.TaskNotReady != "" {
+		fmt.Fprintf(&b, " task-not-ready=%q", o.TaskNotReady)
 	}
 	return b.String()
 }

@@ -167,7 +167,8 @@ func observeArgs() []scenario.Arg {
 		args = append(args, scenario.Arg{Name: name, Kind: scenario.Count})
 	}
 	return append(args, scenario.Arg{Name: "held", Kind: scenario.Strings, Value: "NAME:QTY,..."},
-		scenario.Arg{Name: "task-missing", Kind: scenario.String, Value: "MESSAGE"})
+		scenario.Arg{Name: "task-missing", Kind: scenario.String, Value: "MESSAGE"},
+		scenario.Arg{Name: "task-not-ready", Kind: scenario.String, Value: "MESSAGE"})
 }
 
 func observeOf(_ *scenarioSuite, c *scenario.Call) (Event, error) {
@@ -185,6 +186,9 @@ func observeOf(_ *scenarioSuite, c *scenario.Call) (Event, error) {
 	}
 	if c.Has("task-missing") {
 		o.TaskMissing = c.String("task-missing")
+	}
+	if c.Has("task-not-ready") {
+		o.TaskNotReady = c.String("task-not-ready")
 	}
 	return o, nil
 }

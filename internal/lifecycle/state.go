@@ -193,6 +193,14 @@ func gatheringMessage(o Observe, minMember int) string {
 	return msg
 }
 
+// taskNote is "; " and the task short of Ready members, or "" when none is.
+func taskNote(o Observe) string {
+	if o.TaskNotReady == "" {
+		return ""
+	}
+	return "; " + o.TaskNotReady
+}
+
 // gathered reports whether enough members exist for the group to be queued: minMember
 // of them, and each task's minimum.
 func gathered(o Observe, minMember int) bool {

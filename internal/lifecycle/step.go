@@ -114,7 +114,7 @@ func (m *machine) progress() {
 		m.to(Starting, ReasonBound, fmt.Sprintf("%d of %d planned members bound", o.Bound, m.s.planned))
 		m.s.deadline = deadline // the start timeout runs from admission, across Binding and Starting
 	}
-	whole := o.Ready >= minMember && o.Members >= minMember
+	whole := o.Ready >= minMember && o.Members >= minMember && o.TaskNotReady == ""
 	if (m.s.phase == Starting || m.s.phase == Recovering) && whole {
 		m.becomeReady()
 	}
@@ -137,8 +137,8 @@ func (m *machine) progress() {
 		return
 	}
 	if m.s.phase == Running && !whole {
-		m.to(Recovering, ReasonMemberLost, fmt.Sprintf("%d of %d required members ready (%d exist, %d failed); recovery-timeout %s",
-			o.Ready, minMember, o.Members, o.Failed, m.p.RecoveryTimeout))
+		m.to(Recovering, ReasonMemberLost, fmt.Sprintf("%d of %d required members ready (%d exist, %d failed); recovery-timeout %s%s",
+			o.Ready, minMember, o.Members, o.Failed, m.p.RecoveryTimeout, taskNote(o)))
 		m.s.deadline = m.now.Add(m.p.RecoveryTimeout)
 	}
 }
@@ -268,11 +268,11 @@ func (m *machine) tick() {
 	o, minMember := m.s.obs, m.s.minMember
 	switch m.s.phase {
 	case Binding, Starting:
-		m.fail(ReasonStartTimeout, fmt.Sprintf("start-timeout %s expired in %s with %d of %d required members ready (%d exist, %d bound, %d failed)",
-			m.p.StartTimeout, m.s.phase, o.Ready, minMember, o.Members, o.Bound, o.Failed))
+		m.fail(ReasonStartTimeout, fmt.Sprintf("start-timeout %s expired in %s with %d of %d required members ready (%d exist, %d bound, %d failed)%s",
+			m.p.StartTimeout, m.s.phase, o.Ready, minMember, o.Members, o.Bound, o.Failed, taskNote(o)))
 	case Recovering:
-		m.fail(ReasonRecoveryTimeout, fmt.Sprintf("recovery-timeout %s expired with %d of %d required members ready (%d exist, %d failed)",
-			m.p.RecoveryTimeout, o.Ready, minMember, o.Members, o.Failed))
+		m.fail(ReasonRecoveryTimeout, fmt.Sprintf("recovery-timeout %s expired with %d of %d required members ready (%d exist, %d failed)%s",
+			m.p.RecoveryTimeout, o.Ready, minMember, o.Members, o.Failed, taskNote(o)))
 	case Backoff:
 		if m.s.reason == ReasonPreempted {
 			// A record written before preemption requeued in place (see Resume).
