@@ -152,6 +152,12 @@ func (w *fuzzWorld) newGroup() {
 	if w.next()%4 == 0 {
 		spec.Topology = placement.Topology{Required: "zone"}
 	}
+	// Every third group of two or more needs a member of task a, which every third
+	// member is (see newMember). Neither reads the input, so that the corpus's inputs
+	// still build the worlds they were found with.
+	if w.serial%3 == 0 && spec.MinMember >= 2 {
+		spec.TaskMinimums = map[string]int{"a": 1}
+	}
 	w.groups[spec.Key] = spec
 	w.e.SetGroup(spec)
 	gpus := w.next() % 3
@@ -172,6 +178,10 @@ func (w *fuzzWorld) newMember(key string, gpus int) {
 	}
 	p := b.Obj()
 	p.UID, p.Generation = types.UID(fmt.Sprint("uid-", w.serial)), 1
+	p.Annotations = map[string]string{engine.TaskAnnotation: "b"}
+	if w.serial%3 == 0 {
+		p.Annotations[engine.TaskAnnotation] = "a"
+	}
 	w.pods[cluster.PodKey(p)] = p
 	w.member[cluster.PodKey(p)] = key
 	w.changed(p)

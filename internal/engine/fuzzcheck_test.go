@@ -117,14 +117,22 @@ func (w *fuzzWorld) checkAdmitted(group string, failedBinds int) {
 		return // the group was removed before it was admitted: nothing waits for it
 	}
 	n := failedBinds
+	tasks := map[string]int{}
 	for key, p := range w.pods {
 		if w.member[key] == group && p.Spec.NodeName != "" && p.DeletionTimestamp == nil &&
 			p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodSucceeded {
 			n++
+			tasks[p.Annotations[engine.TaskAnnotation]]++
 		}
 	}
 	if n < spec.MinMember {
 		w.t.Fatalf("group %s admitted with %d live members bound, below its minMember %d", group, n, spec.MinMember)
+	}
+	for task, min := range spec.TaskMinimums {
+		// A failed bind is placed again, so it may stand for a member of any task.
+		if tasks[task]+failedBinds < min {
+			w.t.Fatalf("group %s admitted with %d live members of task %s bound, below its minimum %d", group, tasks[task], task, min)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package source
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,6 +76,21 @@ func FuzzFromVolcano(f *testing.F) {
 		spec := checkSpec(t, translate, engine.Volcano, pg.Namespace, pg.Name, pg.Annotations)
 		if pc, ok := fuzzClasses(pg.Spec.PriorityClassName); ok && spec.Priority != pc.Value {
 			t.Fatalf("priorityClassName %q gave priority %d, want %d", pg.Spec.PriorityClassName, spec.Priority, pc.Value)
+		}
+		sum := 0
+		for task, n := range spec.TaskMinimums {
+			if n <= 0 || int32(n) != pg.Spec.MinTaskMember[task] {
+				t.Fatalf("task %q minimum %d from minTaskMember %d", task, n, pg.Spec.MinTaskMember[task])
+			}
+			sum += n
+		}
+		if sum > max(spec.MinMember, 0) {
+			t.Fatalf("task minimums %v sum to more than minMember %d", spec.TaskMinimums, spec.MinMember)
+		}
+		for task, n := range pg.Spec.MinTaskMember {
+			if n < 0 && !slices.ContainsFunc(spec.Invalid, func(p string) bool { return strings.Contains(p, strconv.Quote(task)) }) {
+				t.Fatalf("minTaskMember %q: %d recorded no problem: %v", task, n, spec.Invalid)
+			}
 		}
 	})
 }
