@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/source"
 )
@@ -205,7 +207,27 @@ func stepMembership(f Facts) (check, bool) {
 		return failed(fmt.Sprintf("%d of minMember %d members exist", live, f.Spec.MinMember),
 			"create the missing members, or check that minMember counts only the pods the controller creates", ev...), false
 	}
+	if msg := taskShort(f); msg != "" {
+		return failed(msg, "create the task's missing pods, or check that minTaskMember counts only the pods the controller creates, each annotated with its task", ev...), false
+	}
 	return ok(ev...), true
+}
+
+// taskShort says which of the group's tasks, in name order, has fewer live member
+// pods than its minimum (spec.minTaskMember), "" when none does.
+func taskShort(f Facts) string {
+	have := map[string]int{}
+	for _, p := range f.Members {
+		if p.Status.Phase != corev1.PodFailed {
+			have[p.Annotations[engine.TaskAnnotation]]++
+		}
+	}
+	for _, task := range slices.Sorted(maps.Keys(f.Spec.TaskMinimums)) {
+		if n := f.Spec.TaskMinimums[task]; have[task] < n {
+			return fmt.Sprintf("task %s has %d of its minimum %d member pods (pods annotated %s: %s)", task, have[task], n, engine.TaskAnnotation, task)
+		}
+	}
+	return ""
 }
 
 // shapes lists the members' distinct requests: "4 × {cpu: 2, nvidia.com/gpu: 1} (bert-worker-0 ...)".

@@ -139,6 +139,19 @@ func TestBuild(t *testing.T) {
 			want:     []string{`bert-worker-0 (schedulerName "default-scheduler")`, "environment.schedulerName"},
 		},
 		{
+			name: "a task short of its minimum",
+			facts: func() explain.Facts {
+				f := facts("Gathering", members(4, false, func(_ int, p *corev1.Pod) {
+					p.Annotations = map[string]string{engine.TaskAnnotation: "worker"}
+				}))
+				f.Spec.Source, f.Spec.TaskMinimums = engine.Volcano, map[string]int{"ps": 1, "worker": 2}
+				return f
+			},
+			wantStep: 3,
+			want: []string{"verdict: step 3: task ps has 0 of its minimum 1 member pods (pods annotated volcano.sh/task-spec: ps)",
+				"create the task's missing pods"},
+		},
+		{
 			name: "launcher outside the group",
 			facts: func() explain.Facts {
 				f := facts("Gathering", members(3, false, nil))

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	volcanov1beta1 "github.com/muster-sched/muster/api/volcano/v1beta1"
+	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
@@ -23,7 +25,7 @@ import (
 // group gathering, naming the task it lacks, and binds none of them. Then the parameter
 // server (3 CPUs, no GPU) comes: muster binds it with three workers. minMember alone
 // would have bound the four workers at once, two on each node, leaving the parameter
-// server's 3 CPUs nowhere.
+// server's 3 CPUs nowhere. muster explain, meanwhile, names the missing task at step 3.
 func TestVolcanoTaskMinimumsThroughServe(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "tasks", Count: 2, CPU: "4", Memory: "16Gi", GPUs: 2})
@@ -63,6 +65,14 @@ func TestVolcanoTaskMinimumsThroughServe(t *testing.T) {
 	})
 	if held := podsOf(t, c, ns, "job")["job"].holding; held != 0 {
 		t.Fatalf("%d workers bound while the group lacks its ps; pods:\n%s", held, describePods(t, c, ns))
+	}
+	f, err := explain.Gather(context.Background(), explain.NewClients(env.Kube, env.Dynamic), "podgroup/job", ns, "muster", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantVerdict := "task ps has 0 of its minimum 1 member pods (pods annotated volcano.sh/task-spec: ps)"
+	if v := explain.Build(f).Verdict; v.Step != 3 || v.Summary != wantVerdict {
+		t.Errorf("explain podgroup/job: verdict %+v; expected step 3: %s", v, wantVerdict)
 	}
 
 	createAll(t, c, []client.Object{pod("job-ps-0", "ps", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")})})
