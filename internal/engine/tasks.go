@@ -21,42 +21,42 @@ func taskOf(p *corev1.Pod) string { return p.Annotations[TaskAnnotation] }
 // taskMissing says which task, in name order, has fewer member pods than its minimum,
 // "" when none does. It counts the members observe does: live, not going away.
 func (g *group) taskMissing() string {
-	if len(g.spec.TaskMinimums) == 0 {
+	task, have, n := g.shortTask(func(string, *corev1.Pod) bool { return true })
+	if task == "" {
 		return ""
 	}
-	have := map[string]int{}
-	for key, p := range g.members {
-		if live(p) && p.DeletionTimestamp == nil && !g.evicting[key] {
-			have[taskOf(p)]++
-		}
-	}
-	for _, task := range slices.Sorted(maps.Keys(g.spec.TaskMinimums)) {
-		if n := g.spec.TaskMinimums[task]; have[task] < n {
-			return fmt.Sprintf("task %s: %d of the %d member pods its minimum (%s) asks for exist",
-				task, have[task], n, TaskAnnotation)
-		}
-	}
-	return ""
+	return fmt.Sprintf("task %s: %d of the %d member pods its minimum (%s) asks for exist", task, have, n, TaskAnnotation)
 }
 
 // taskNotReady says which task, in name order, has fewer Ready (or Succeeded) members
-// than its minimum, "" when none does. It counts the members observe counts as Ready.
+// than its minimum, "" when none does.
 func (g *group) taskNotReady() string {
-	if len(g.spec.TaskMinimums) == 0 {
+	task, have, n := g.shortTask(func(_ string, p *corev1.Pod) bool { return podReady(p) })
+	if task == "" {
 		return ""
 	}
-	ready := map[string]int{}
+	return fmt.Sprintf("task %s: %d of its minimum %d members ready", task, have, n)
+}
+
+// shortTask returns the first task, in name order, whose members that count (live, not
+// going away, and counted) are fewer than its minimum, with how many count and the
+// minimum; "" when there is none.
+func (g *group) shortTask(counted func(key string, p *corev1.Pod) bool) (task string, have, minimum int) {
+	if len(g.spec.TaskMinimums) == 0 {
+		return "", 0, 0
+	}
+	counts := map[string]int{}
 	for key, p := range g.members {
-		if live(p) && p.DeletionTimestamp == nil && !g.evicting[key] && podReady(p) {
-			ready[taskOf(p)]++
+		if live(p) && p.DeletionTimestamp == nil && !g.evicting[key] && counted(key, p) {
+			counts[taskOf(p)]++
 		}
 	}
 	for _, task := range slices.Sorted(maps.Keys(g.spec.TaskMinimums)) {
-		if n := g.spec.TaskMinimums[task]; ready[task] < n {
-			return fmt.Sprintf("task %s: %d of its minimum %d members ready", task, ready[task], n)
+		if n := g.spec.TaskMinimums[task]; counts[task] < n {
+			return task, counts[task], n
 		}
 	}
-	return ""
+	return "", 0, 0
 }
 
 // taskNeeds returns, for the placement of members (the group's unplaced ones), each
