@@ -292,10 +292,10 @@ func (p *placer) fill(tiers [][]*cluster.NodeInfo) *attempt {
 }
 
 // fillPart places members, a part of s's in their order (what the attempt placed of s
-// before comes before them), and reports how many got no node.
-func (p *placer) fillPart(a *attempt, s *shape, members []Member, tiers [][]*cluster.NodeInfo) int {
+// before comes before them), and lists those that got no node as unplaced.
+func (p *placer) fillPart(a *attempt, s *shape, members []Member, tiers [][]*cluster.NodeInfo) {
 	if len(members) == 0 {
-		return 0
+		return
 	}
 	var left []Member
 	c, begun := p.cycles[s]
@@ -313,7 +313,6 @@ func (p *placer) fillPart(a *attempt, s *shape, members []Member, tiers [][]*clu
 	for _, m := range left {
 		a.unplaced = append(a.unplaced, m.Name)
 	}
-	return len(left)
 }
 
 // noteShort records, for the attempt that placed the most members so far, the task of
