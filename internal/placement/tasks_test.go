@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"pgregory.net/rapid"
 
 	"github.com/muster-sched/muster/internal/cluster"
 	gt "github.com/muster-sched/muster/internal/gangtest"
@@ -118,6 +119,91 @@ func TestTaskMinimums(t *testing.T) {
 		c := placement.Signature(psJob(4, map[string]int{"ps": 1, "worker": 1}))
 		if a == b || b == c || a == c {
 			t.Fatalf("signatures should differ:\n%s\n%s\n%s", a, b, c)
+		}
+	})
+}
+
+// taskOracle reports whether some assignment of c's members to nodes (or to none)
+// places at least minMember members and each task's minimum, by brute force.
+func taskOracle(c oracleCase) bool {
+	snap := cluster.New(c.nodes, c.bound)
+	nodes := snap.Nodes()
+	placed := map[string]int{}
+	var try func(i, total int) bool
+	try = func(i, total int) bool {
+		if i == len(c.group.Members) {
+			if total < c.group.MinMember {
+				return false
+			}
+			for task, n := range c.group.TaskMinimums {
+				if placed[task] < n {
+					return false
+				}
+			}
+			return true
+		}
+		m := c.group.Members[i]
+		req := cluster.PodRequests(m.Pod)
+		for _, n := range nodes {
+			if !eligible(n, m.Pod) || n.Fits(req) == 0 {
+				continue
+			}
+			undo := snap.Assume(n, req)
+			placed[m.Task]++
+			ok := try(i+1, total+1)
+			placed[m.Task]--
+			undo()
+			if ok {
+				return true
+			}
+		}
+		return try(i+1, total)
+	}
+	return try(0, 0)
+}
+
+// TestTaskMinimumsAgainstOracle checks placement with task minimums against brute force
+// on random small clusters: every plan is valid and places each task's minimum, and a
+// group whose members share one shape (they differ only in their task) gets a plan
+// whenever the oracle finds one. With mixed shapes placement is greedy, as without
+// minimums (see TestAgainstOracle).
+func TestTaskMinimumsAgainstOracle(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := drawCase(t)
+		count := map[string]int{}
+		for i := range c.group.Members {
+			task := rapid.SampledFrom([]string{"a", "b", ""}).Draw(t, "task")
+			c.group.Members[i].Task = task
+			count[task]++
+		}
+		c.group.TaskMinimums = map[string]int{}
+		sum := 0
+		for _, task := range []string{"a", "b"} {
+			if n := rapid.IntRange(0, count[task]).Draw(t, "minimum"); n > 0 {
+				c.group.TaskMinimums[task] = n
+				sum += n
+			}
+		}
+		c.group.MinMember = max(c.group.MinMember, sum)
+		plan, diag := placement.Place(cluster.New(c.nodes, c.bound), c.group, placement.Options{})
+		if plan != nil {
+			checkPlan(t, c, plan)
+			tasks := map[string]int{}
+			for _, a := range plan.Assignments {
+				for _, m := range c.group.Members {
+					if m.Name == a.Member {
+						tasks[m.Task]++
+					}
+				}
+			}
+			for task, n := range c.group.TaskMinimums {
+				if tasks[task] < n {
+					t.Fatalf("plan places %d members of task %s, fewer than its minimum %d", tasks[task], task, n)
+				}
+			}
+		}
+		if !c.mixed && plan == nil && taskOracle(c) {
+			t.Fatalf("the oracle places every task's minimum and minMember %d, but Place failed: %v", c.group.MinMember, diag)
 		}
 	})
 }
