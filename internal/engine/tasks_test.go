@@ -116,3 +116,35 @@ func TestTaskMinimumsReady(t *testing.T) {
 		t.Fatalf("with every member Ready, phase %s, want Running", st.Phase)
 	}
 }
+
+// TestTaskShortfallIsRecorded: a group refused because a task's minimum has no room
+// now (another pod holds 2 of the node's 4 CPUs; the ps asks for 3, the workers fit)
+// says so in its wait record, and the record read back renders the same words.
+func TestTaskShortfallIsRecorded(t *testing.T) {
+	key := "Volcano/default/job"
+	e := sim.NewEngine()
+	e.SetNode(gt.Node("n-0").GPU(4).CPU("4").Obj())
+	other := gt.Pod("other").Req(corev1.ResourceCPU, "2").Node("n-0").Obj()
+	other.Status.Phase = corev1.PodRunning
+	e.SetPod(other, "")
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Volcano, Namespace: "default", Name: "job",
+		MinMember: 2, TaskMinimums: map[string]int{"ps": 1}})
+	e.SetPod(taskPod("job-ps-0", "ps", func(b *gt.PodBuilder) *gt.PodBuilder { return b.Req(corev1.ResourceCPU, "3") }), key)
+	for i := range 4 {
+		e.SetPod(taskPod("job-worker-"+strconv.Itoa(i), "worker", func(b *gt.PodBuilder) *gt.PodBuilder {
+			return b.GPU(1).Req(corev1.ResourceCPU, "1")
+		}), key)
+	}
+	if out := e.Step(sim.Epoch); len(out.Binds()) != 0 {
+		t.Fatalf("binds %v: the ps's 3 CPUs do not fit the 2 free", out.Binds())
+	}
+	st, _ := e.Group(key)
+	rec := engine.WaitRecord(st)
+	if rec == nil || rec.Placement == nil || rec.Placement.Task == nil {
+		t.Fatalf("wait record %+v has no task", rec)
+	}
+	want := "task ps: 0 of its minimum 1 members can be placed with the others"
+	if got := engine.ReasonOf(*rec).String(); !strings.Contains(got, want) {
+		t.Fatalf("recorded reason %q does not say %q", got, want)
+	}
+}
