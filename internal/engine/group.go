@@ -271,11 +271,17 @@ func (g *group) needsNode(key string, p *corev1.Pod) bool {
 func (g *group) boundLive() int {
 	n := 0
 	for key, p := range g.members {
-		if !terminal(p) && g.nodeOf(key, p) != "" && !g.evicting[key] && p.DeletionTimestamp == nil {
+		if g.boundLiveMember(key, p) {
 			n++
 		}
 	}
 	return n
+}
+
+// boundLiveMember reports whether member key, pod p, is bound and not terminal, nor
+// being deleted.
+func (g *group) boundLiveMember(key string, p *corev1.Pod) bool {
+	return !terminal(p) && g.nodeOf(key, p) != "" && !g.evicting[key] && p.DeletionTimestamp == nil
 }
 
 // policyFor merges overrides over the queue's defaults over the configuration's.

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -51,12 +49,8 @@ func (g *group) shortTask(counted func(key string, p *corev1.Pod) bool) (task st
 			counts[taskOf(p)]++
 		}
 	}
-	for _, task := range slices.Sorted(maps.Keys(g.spec.TaskMinimums)) {
-		if n := g.spec.TaskMinimums[task]; counts[task] < n {
-			return task, counts[task], n
-		}
-	}
-	return "", 0, 0
+	t, _ := placement.ShortTask(g.spec.TaskMinimums, counts)
+	return t.Task, t.Members, t.Minimum
 }
 
 // taskNeeds returns, for the placement of members (the group's unplaced ones), each
@@ -71,7 +65,7 @@ func (g *group) taskNeeds(members []placement.Member) (needs map[string]int, sho
 	}
 	bound := map[string]int{}
 	for key, p := range g.members {
-		if !terminal(p) && g.nodeOf(key, p) != "" && !g.evicting[key] && p.DeletionTimestamp == nil {
+		if g.boundLiveMember(key, p) {
 			bound[taskOf(p)]++
 		}
 	}
@@ -95,10 +89,6 @@ func (g *group) taskNeeds(members []placement.Member) (needs map[string]int, sho
 		}
 	}
 	copy(members, append(first, rest...))
-	for _, task := range slices.Sorted(maps.Keys(needs)) {
-		if taken[task] < needs[task] {
-			return needs, task
-		}
-	}
-	return needs, ""
+	t, _ := placement.ShortTask(needs, taken)
+	return needs, t.Task
 }

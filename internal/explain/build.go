@@ -2,7 +2,6 @@ package explain
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/placement"
 	"github.com/muster-sched/muster/internal/source"
 )
 
@@ -222,12 +222,11 @@ func taskShort(f Facts) string {
 			have[p.Annotations[engine.TaskAnnotation]]++
 		}
 	}
-	for _, task := range slices.Sorted(maps.Keys(f.Spec.TaskMinimums)) {
-		if n := f.Spec.TaskMinimums[task]; have[task] < n {
-			return fmt.Sprintf("task %s has %d of its minimum %d member pods (pods annotated %s: %s)", task, have[task], n, engine.TaskAnnotation, task)
-		}
+	t, short := placement.ShortTask(f.Spec.TaskMinimums, have)
+	if !short {
+		return ""
 	}
-	return ""
+	return fmt.Sprintf("task %s has %d of its minimum %d member pods (pods annotated %s: %s)", t.Task, t.Members, t.Minimum, engine.TaskAnnotation, t.Task)
 }
 
 // shapes lists the members' distinct requests: "4 × {cpu: 2, nvidia.com/gpu: 1} (bert-worker-0 ...)".

@@ -373,15 +373,15 @@ func (f *Facts) fit(ctx context.Context, c Reader) error {
 // task's minimum less its members bound already, at most its pending members (as the
 // what-if asks for at most the pending members in all), nil when none is asked.
 func (f *Facts) pendingTaskMinimums(pending map[string]int) map[string]int {
+	bound := map[string]int{}
+	for _, p := range f.Members {
+		if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil {
+			bound[p.Annotations[engine.TaskAnnotation]]++
+		}
+	}
 	var out map[string]int
 	for task, n := range f.Spec.TaskMinimums {
-		for _, p := range f.Members {
-			if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil &&
-				p.Annotations[engine.TaskAnnotation] == task {
-				n--
-			}
-		}
-		if n = min(n, pending[task]); n > 0 {
+		if n = min(n-bound[task], pending[task]); n > 0 {
 			if out == nil {
 				out = map[string]int{}
 			}

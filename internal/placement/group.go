@@ -250,21 +250,19 @@ func formsOf(members []Member, core []bool) []*form {
 		}
 		f.members = append(f.members, m)
 	}
-	for _, f := range out {
-		f.core = len(f.members)
-		if core != nil {
+	if core != nil {
+		for _, f := range out {
+			f.core = len(f.members)
 			f.members = append(f.members, rest[f]...)
-		} else {
-			f.core = 0
 		}
 	}
 	return out
 }
 
 // coreOf marks the members the task minimums need: each task's first members, in
-// order, up to its minimum. It returns nil when the minimums need none, and the tasks
-// with fewer members than their minimum, in name order.
-func coreOf(members []Member, minimums map[string]int) ([]bool, []TaskShortfall) {
+// order, up to its minimum. It returns nil when the minimums need none, and the first
+// task with fewer members than its minimum, if any.
+func coreOf(members []Member, minimums map[string]int) ([]bool, *TaskShortfall) {
 	if len(minimums) == 0 {
 		return nil, nil
 	}
@@ -280,13 +278,22 @@ func coreOf(members []Member, minimums map[string]int) ([]bool, []TaskShortfall)
 		}
 		core[i] = true
 	}
-	var short []TaskShortfall
+	if t, short := ShortTask(minimums, counts); short {
+		return core, &t
+	}
+	return core, nil
+}
+
+// ShortTask returns the first task, in name order, whose count is below its minimum,
+// with both (Members is its count); false when none is. Callers that count a group's
+// members their own way (existing, Ready) check them against the minimums with it.
+func ShortTask(minimums, counts map[string]int) (TaskShortfall, bool) {
 	for _, task := range slices.Sorted(maps.Keys(minimums)) {
 		if n := minimums[task]; counts[task] < n {
-			short = append(short, TaskShortfall{Task: task, Minimum: n, Members: counts[task]})
+			return TaskShortfall{Task: task, Minimum: n, Members: counts[task]}, true
 		}
 	}
-	return core, short
+	return TaskShortfall{}, false
 }
 
 // shapeSet is everything placement derives from a group's members alone: the forms of
@@ -299,10 +306,10 @@ type shapeSet struct {
 	scarce   corev1.ResourceName
 	// filters is set when the hosted filters must judge some form's pods.
 	filters bool
-	// core is set when some form has members the task minimums need; short lists the
-	// tasks with fewer members than their minimum.
+	// core is set when some form has members the task minimums need; short is the
+	// first task with fewer members than its minimum.
 	core  bool
-	short []TaskShortfall
+	short *TaskShortfall
 }
 
 // newShapeSet makes the shape set of members: the forms with the biggest first (see

@@ -44,8 +44,8 @@ func place(s *cluster.Snapshot, g Group, opts Options, diagnosed bool) (*Plan, *
 		return nil, &Diagnosis{Code: Impossible, Group: g.Name, MinMember: g.MinMember, Members: len(g.Members)}
 	}
 	set := shapeSetOf(g)
-	if len(set.short) > 0 {
-		t := set.short[0]
+	if set.short != nil {
+		t := *set.short
 		return nil, &Diagnosis{Code: Impossible, Group: g.Name, MinMember: g.MinMember, Members: len(g.Members), Task: &t}
 	}
 	if len(opts.Held) > 0 {

@@ -299,15 +299,8 @@ func workerGroupPods(wg map[string]any) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	switch {
-	case lo > hi:
-		replicas = hi
-	case replicas < lo:
-		replicas = lo
-	case replicas > hi:
-		replicas = hi
-	}
-	return replicas * hosts, nil
+	// Held within [lo, hi]; maxReplicas wins when the two cross.
+	return min(max(replicas, lo), hi) * hosts, nil
 }
 
 // count reads a non-negative integer field, def when absent. Errors name the field path.
