@@ -226,8 +226,7 @@ func (g *group) observePlaced(o *lifecycle.Observe) {
 			continue // deleted: its controller's to replace, or gone with an eviction
 		}
 		o.Placed++
-		if p.Status.Phase == corev1.PodFailed && p.DeletionTimestamp == nil && !g.evicting[key] &&
-			!cluster.KubeletRejected(p) && metav1.GetControllerOf(p) == nil {
+		if g.failedForGood(key, p) {
 			failed = append(failed, key)
 		}
 	}
@@ -237,6 +236,15 @@ func (g *group) observePlaced(o *lifecycle.Observe) {
 	slices.Sort(failed)
 	o.PlacedFailed = len(failed)
 	o.Failure = failed[0] + ": " + cluster.PodFailure(g.members[failed[0]])
+	o.TaskFailed = g.taskFailed()
+}
+
+// failedForGood reports whether member key, pod p, failed on its own and nothing
+// replaces it: phase Failed, not deleted, not evicted, not rejected by the kubelet at
+// admission (such a member is placed again), and without a controller owner.
+func (g *group) failedForGood(key string, p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodFailed && p.DeletionTimestamp == nil && !g.evicting[key] &&
+		!cluster.KubeletRejected(p) && metav1.GetControllerOf(p) == nil
 }
 
 // unplaced returns the members that need a node: live, not terminal, unbound, not being

@@ -36,6 +36,33 @@ func (g *group) taskNotReady() string {
 	return fmt.Sprintf("task %s: %d of its minimum %d members ready", task, have, n)
 }
 
+// taskFailed says which task, in name order, has a member placed in the current attempt
+// that failed for good and fewer members placed in the attempt and not failed than its
+// minimum, "" when none does: the attempt cannot be whole.
+func (g *group) taskFailed() string {
+	if len(g.spec.TaskMinimums) == 0 {
+		return ""
+	}
+	left, failed := map[string]int{}, map[string]int{}
+	for key := range g.placed {
+		p := g.members[key]
+		switch {
+		case p == nil:
+		case g.failedForGood(key, p):
+			if n, ok := g.spec.TaskMinimums[taskOf(p)]; ok {
+				failed[taskOf(p)] = n
+			}
+		default:
+			left[taskOf(p)]++
+		}
+	}
+	t, _ := placement.ShortTask(failed, left)
+	if t.Task == "" {
+		return ""
+	}
+	return fmt.Sprintf("task %s: %d of its minimum %d members placed in the attempt are left", t.Task, t.Members, t.Minimum)
+}
+
 // shortTask returns the first task, in name order, whose members that count (live, not
 // going away, and counted) are fewer than its minimum, with how many count and the
 // minimum; "" when there is none.

@@ -148,3 +148,58 @@ func TestTaskShortfallIsRecorded(t *testing.T) {
 		t.Fatalf("recorded reason %q does not say %q", got, want)
 	}
 }
+
+// TestTaskMemberFailedToStart: a parameter server placed in the attempt fails before the
+// group is Ready, with no controller to replace it. The three workers left make
+// minMember 3, but the ps's minimum of 1 cannot be met: the attempt ends at once, naming
+// the task, instead of holding the workers' GPUs until the start timeout.
+func TestTaskMemberFailedToStart(t *testing.T) {
+	key := "Volcano/default/job"
+	for _, tc := range []struct {
+		name     string
+		minimums map[string]int
+		want     lifecycle.Phase
+	}{
+		{"minMember alone", nil, lifecycle.Starting},
+		{"with the task minimums", map[string]int{"ps": 1, "worker": 2}, lifecycle.Backoff},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := sim.NewEngine()
+			e.SetNode(gt.Node("n-0").GPU(4).CPU("16").Obj())
+			e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Volcano, Namespace: "default", Name: "job",
+				MinMember: 3, TaskMinimums: tc.minimums})
+			pods := map[string]*corev1.Pod{"default/job-ps-0": taskPod("job-ps-0", "ps", func(b *gt.PodBuilder) *gt.PodBuilder { return b })}
+			for i := range 3 {
+				p := taskPod("job-worker-"+strconv.Itoa(i), "worker", func(b *gt.PodBuilder) *gt.PodBuilder { return b.GPU(1) })
+				pods["default/"+p.Name] = p
+			}
+			for _, p := range pods {
+				e.SetPod(p, key)
+			}
+			if out := e.Step(sim.Epoch); len(out.Binds()) != 4 {
+				t.Fatalf("binds %v, want the 4 members", out.Binds())
+			}
+			for name, p := range pods {
+				p = p.DeepCopy()
+				p.Spec.NodeName = "n-0"
+				p.Status.Phase = corev1.PodPending
+				if name == "default/job-ps-0" {
+					p.Status.Phase = corev1.PodFailed
+				}
+				e.SetPod(p, key)
+			}
+			e.Step(sim.Epoch.Add(1))
+			st, _ := e.Group(key)
+			if st.Phase != tc.want {
+				t.Fatalf("with the ps Failed and the workers starting, phase %s (%s), want %s", st.Phase, st.Message, tc.want)
+			}
+			if tc.minimums == nil {
+				return
+			}
+			want := "task ps: 0 of its minimum 1 members placed in the attempt are left"
+			if st.Reason != lifecycle.ReasonMemberFailedToStart || !strings.Contains(st.Message, want) {
+				t.Fatalf("reason %s: %q, want %s saying %q", st.Reason, st.Message, lifecycle.ReasonMemberFailedToStart, want)
+			}
+		})
+	}
+}

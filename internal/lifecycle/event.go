@@ -49,6 +49,10 @@ type Observe struct {
 	// TaskNotReady, when set, says which task has fewer Ready (or Succeeded) members
 	// than its minimum: the group is not whole, however many members are Ready.
 	TaskNotReady string
+	// TaskFailed, when set, says which task's members placed in the current attempt,
+	// less those of them counted in PlacedFailed, are fewer than its minimum: the
+	// attempt cannot be whole, however many members of other tasks are placed.
+	TaskFailed string
 }
 
 // Admitted reports that the queue admitted the group with a placement for Planned members.
@@ -221,6 +225,9 @@ func (o Observe) String() string {
 	}
 	if o.TaskNotReady != "" {
 		fmt.Fprintf(&b, " task-not-ready=%q", o.TaskNotReady)
+	}
+	if o.TaskFailed != "" {
+		fmt.Fprintf(&b, " task-failed=%q", o.TaskFailed)
 	}
 	return b.String()
 }

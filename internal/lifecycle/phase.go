@@ -74,8 +74,9 @@ const (
 	// ReasonStartTimeout: the group was not Ready within its start timeout of admission.
 	ReasonStartTimeout = "StartTimeout"
 	// ReasonMemberFailedToStart: a member placed in the attempt failed before the group
-	// was Ready, nothing replaces it, and the members left cannot make minMember: the
-	// attempt is over at once, without waiting for the start timeout.
+	// was Ready, nothing replaces it, and the members left cannot make minMember, or
+	// the minimum of the member's task: the attempt is over at once, without waiting
+	// for the start timeout.
 	ReasonMemberFailedToStart = "MemberFailedToStart"
 	// ReasonRecoveryTimeout: a Recovering group was not whole again within its recovery
 	// timeout.

@@ -83,7 +83,12 @@ func drawEvent(t *rapid.T, minMember int) Event {
 	switch kind := rapid.IntRange(0, 99).Draw(t, "kind"); {
 	case kind < 50:
 		placed := count.Draw(t, "placed")
+		// A task short of its minimum is the exception, as in a cluster.
+		task := rapid.SampledFrom([]string{"", "", "", "task ps short"})
 		return Observe{
+			TaskMissing:  task.Draw(t, "taskMissing"),
+			TaskNotReady: task.Draw(t, "taskNotReady"),
+			TaskFailed:   task.Draw(t, "taskFailed"),
 			Members:      count.Draw(t, "members"),
 			Bound:        count.Draw(t, "bound"),
 			Ready:        count.Draw(t, "ready"),

@@ -168,7 +168,8 @@ func observeArgs() []scenario.Arg {
 	}
 	return append(args, scenario.Arg{Name: "held", Kind: scenario.Strings, Value: "NAME:QTY,..."},
 		scenario.Arg{Name: "task-missing", Kind: scenario.String, Value: "MESSAGE"},
-		scenario.Arg{Name: "task-not-ready", Kind: scenario.String, Value: "MESSAGE"})
+		scenario.Arg{Name: "task-not-ready", Kind: scenario.String, Value: "MESSAGE"},
+		scenario.Arg{Name: "task-failed", Kind: scenario.String, Value: "MESSAGE"})
 }
 
 func observeOf(_ *scenarioSuite, c *scenario.Call) (Event, error) {
@@ -189,6 +190,9 @@ func observeOf(_ *scenarioSuite, c *scenario.Call) (Event, error) {
 	}
 	if c.Has("task-not-ready") {
 		o.TaskNotReady = c.String("task-not-ready")
+	}
+	if c.Has("task-failed") {
+		o.TaskFailed = c.String("task-failed")
 	}
 	return o, nil
 }

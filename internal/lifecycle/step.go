@@ -118,16 +118,20 @@ func (m *machine) progress() {
 	if (m.s.phase == Starting || m.s.phase == Recovering) && whole {
 		m.becomeReady()
 	}
-	if (m.s.phase == Binding || m.s.phase == Starting) && o.PlacedFailed > 0 && o.Placed-o.PlacedFailed < minMember {
+	if (m.s.phase == Binding || m.s.phase == Starting) && o.PlacedFailed > 0 && (o.Placed-o.PlacedFailed < minMember || o.TaskFailed != "") {
 		// A member failed while starting (restartPolicy Never) and nothing replaces it:
-		// the attempt cannot be whole, and waiting for the start timeout would only hold
-		// the others' resources.
+		// the attempt cannot be whole, in all or in one of its tasks, and waiting for
+		// the start timeout would only hold the others' resources.
 		failure := o.Failure
 		if failure == "" {
 			failure = "a member failed"
 		}
-		m.fail(ReasonMemberFailedToStart, fmt.Sprintf("%s; %d of %d members placed in attempt %d failed before the group was ready, leaving %d of %d required",
-			failure, o.PlacedFailed, o.Placed, m.s.attempt, o.Placed-o.PlacedFailed, minMember))
+		msg := fmt.Sprintf("%s; %d of %d members placed in attempt %d failed before the group was ready, leaving %d of %d required",
+			failure, o.PlacedFailed, o.Placed, m.s.attempt, o.Placed-o.PlacedFailed, minMember)
+		if o.TaskFailed != "" {
+			msg += "; " + o.TaskFailed
+		}
+		m.fail(ReasonMemberFailedToStart, msg)
 		return
 	}
 	running := o.Members - o.Succeeded
