@@ -24,6 +24,9 @@ type preemption struct {
 	// preemptor waits for, in their groups or, for a victim whose owner keeps its state
 	// (see HandOff), out of them.
 	pods []string
+	// claims are the DRA ResourceClaims (namespace/name) the victims give back: the
+	// preemptor waits for them to be deallocated as it waits for the pods to be gone.
+	claims []string
 	// reclaim marks victims evicted to give the preemptor's queue its lent quota back.
 	reclaim bool
 }
@@ -79,9 +82,13 @@ func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
 		}
 		tries++
 		closed := e.queue.ClosedByPreemption(g.key, g.spec.Priority)
+		release := e.claimRelease(candidates)
 		admits := func(trial *cluster.Snapshot, evicted []*group) bool {
 			if reclaim && !e.queue.FitsQuotaWithout(g.key, keysOf(evicted)) {
 				return false
+			}
+			if release != nil {
+				defer release.show(trial, evicted)()
 			}
 			return fits(trial, w.Entry.Group, closed)
 		}
@@ -89,7 +96,7 @@ func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
 		if len(victims) == 0 {
 			continue
 		}
-		e.evictFor(g, victims, reclaim, now, out)
+		e.evictFor(g, victims, release.keys(victims), reclaim, now, out)
 	}
 }
 
@@ -120,13 +127,14 @@ func needsRoom(r queue.Reason) bool {
 
 // preemptionPending reports whether a preemption is still in flight: its preemptor is
 // queued and some pod of its victims still counts on a node of the snapshot (a bind in
-// flight when it was evicted counts until the pod is gone).
+// flight when it was evicted counts until the pod is gone), or a claim they give back
+// is still allocated.
 func (e *Engine) preemptionPending(pr *preemption) bool {
 	g := e.groups[pr.preemptor]
 	if g == nil || !g.queued {
 		return false
 	}
-	return slices.ContainsFunc(pr.pods, e.snap.Bound)
+	return slices.ContainsFunc(pr.pods, e.snap.Bound) || slices.ContainsFunc(pr.claims, e.claimAllocated)
 }
 
 // mayPreempt reports whether a group may evict others: neither its PriorityClass nor
@@ -268,11 +276,12 @@ func fits(snap *cluster.Snapshot, g placement.Group, closed map[string]bool) boo
 }
 
 // evictFor preempts victims for g: each victim's attempt ends as Preempted and its
-// members are evicted, and their nodes are reserved for g until they are free. reclaim
+// members are evicted, and their nodes are reserved for g until they are free and the
+// DRA claims they give back (claims) deallocated. reclaim
 // says g takes back its queue's quota from borrowing victims rather than preempting
 // groups of lower priority.
-func (e *Engine) evictFor(g *group, victims []*group, reclaim bool, now time.Time, out *Output) {
-	pr := &preemption{preemptor: g.key, reclaim: reclaim}
+func (e *Engine) evictFor(g *group, victims []*group, claims []string, reclaim bool, now time.Time, out *Output) {
+	pr := &preemption{preemptor: g.key, claims: claims, reclaim: reclaim}
 	names := make([]string, len(victims))
 	var nodes []string
 	msg := fmt.Sprintf("preempted by %s (priority %d)", g.key, g.spec.Priority)

@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"slices"
+
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/kubefit"
+)
+
+// claimRelease tells which DRA ResourceClaims a set of preemption victims gives back:
+// the allocated claims of their members that are reserved for none but those members,
+// or their PodGroups (a native PodGroup's own claims, which muster releases when it
+// evicts the group). Once the members are gone, the resourceclaim controller takes them
+// out of the claims' reservations and deallocates a claim reserved for no one, so a
+// preemptor that needs devices counts on those of such claims.
+type claimRelease struct {
+	// claims are, by candidate, the allocated claims its members refer to.
+	claims map[*group][]*resourcev1.ResourceClaim
+	// consumers maps the UID of each candidate's members, and of its PodGroup's claim
+	// consumer, to the candidate.
+	consumers map[types.UID]*group
+	// released are, by claim key, the claims as deallocated, made once.
+	released map[string]*resourcev1.ResourceClaim
+}
+
+// claimRelease returns the claims candidates' members refer to, nil when none refers to
+// an allocated claim: a preemption without devices costs nothing more.
+func (e *Engine) claimRelease(candidates []*group) *claimRelease {
+	var r *claimRelease
+	for _, g := range candidates {
+		for _, key := range g.memberKeys() {
+			p := g.members[key]
+			if !kubefit.HasResourceClaims(p) {
+				continue
+			}
+			claims, _ := kubefit.ClaimsOf(e.snap, p)
+			for _, c := range claims {
+				if c.Status.Allocation == nil || len(c.Status.ReservedFor) == 0 {
+					continue
+				}
+				if r == nil {
+					r = &claimRelease{claims: map[*group][]*resourcev1.ResourceClaim{}, consumers: map[types.UID]*group{},
+						released: map[string]*resourcev1.ResourceClaim{}}
+				}
+				if !slices.Contains(r.claims[g], c) {
+					r.claims[g] = append(r.claims[g], c)
+				}
+			}
+		}
+	}
+	if r == nil {
+		return nil
+	}
+	for _, g := range candidates {
+		for _, p := range g.members {
+			r.consumers[p.UID] = g
+		}
+		if c := g.spec.ClaimConsumer; c != nil {
+			r.consumers[c.UID] = g
+		}
+	}
+	return r
+}
+
+// freedBy returns the claims evicting victims gives back, in the order found: those
+// of their members every consumer of which is one of the victims'.
+func (r *claimRelease) freedBy(victims []*group) []*resourcev1.ResourceClaim {
+	if r == nil {
+		return nil
+	}
+	var out []*resourcev1.ResourceClaim
+	for _, v := range victims {
+		for _, c := range r.claims[v] {
+			if !slices.Contains(out, c) && r.onlyFor(c, victims) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// onlyFor reports whether every consumer c is reserved for belongs to one of victims.
+func (r *claimRelease) onlyFor(c *resourcev1.ResourceClaim, victims []*group) bool {
+	for _, ref := range c.Status.ReservedFor {
+		if g := r.consumers[ref.UID]; g == nil || !slices.Contains(victims, g) {
+			return false
+		}
+	}
+	return true
+}
+
+// show shows on snap the claims evicting victims gives back as deallocated and reserved
+// for no one, until undo is called. snap's objects are shared with the engine's
+// snapshot: undo must run before the decision ends.
+func (r *claimRelease) show(snap *cluster.Snapshot, victims []*group) (undo func()) {
+	var undos []func()
+	for _, c := range r.freedBy(victims) {
+		key := c.Namespace + "/" + c.Name
+		rel := r.released[key]
+		if rel == nil {
+			rel = c.DeepCopy()
+			rel.Status.Allocation, rel.Status.ReservedFor = nil, nil
+			r.released[key] = rel
+		}
+		undos = append(undos, snap.AssumeClaim(rel))
+	}
+	return func() {
+		for i := len(undos) - 1; i >= 0; i-- {
+			undos[i]()
+		}
+	}
+}
+
+// keys returns the keys of the claims evicting victims gives back, sorted.
+func (r *claimRelease) keys(victims []*group) []string {
+	var out []string
+	for _, c := range r.freedBy(victims) {
+		out = append(out, c.Namespace+"/"+c.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// claimAllocated reports whether the claim namespace/name exists and is allocated on
+// the snapshot: a victim's claim not yet given back.
+func (e *Engine) claimAllocated(key string) bool {
+	c := e.snap.ResourceClaim(key)
+	return c != nil && c.Status.Allocation != nil
+}
