@@ -130,3 +130,19 @@ func (e *Engine) claimAllocated(key string) bool {
 	c := e.snap.ResourceClaim(key)
 	return c != nil && c.Status.Allocation != nil
 }
+
+// claimsPending returns the claims the victims of key's preemption in flight give back
+// that are still allocated, sorted; nil when there is none.
+func (e *Engine) claimsPending(key string) []string {
+	pr := e.preempting[key]
+	if pr == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range pr.claims {
+		if e.claimAllocated(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -81,6 +81,9 @@ func (e *Engine) Group(key string) (Status, bool) {
 		}
 		st.Waiting += fmt.Sprintf("; preempting %d group(s) %s, which are releasing their nodes: %s",
 			len(st.Preempting), whom, strings.Join(st.Preempting, ", "))
+		if claims := e.claimsPending(key); len(claims) > 0 {
+			st.Waiting += fmt.Sprintf("; %d of their ResourceClaims not deallocated yet: %s", len(claims), strings.Join(claims, ", "))
+		}
 	}
 	for k, p := range g.members {
 		if n := g.nodeOf(k, p); n != "" {
