@@ -39,12 +39,13 @@ func TestRBACGetsExactlyTheOwnerKinds(t *testing.T) {
 		// What kube-scheduler's filters, hosted in placement, read (controller's
 		// filterObjects).
 		{Resource: "persistentvolumeclaims"}: true, {Resource: "persistentvolumes"}: true,
-		{Group: "storage.k8s.io", Resource: "storageclasses"}:  true,
-		{Group: "storage.k8s.io", Resource: "csinodes"}:        true,
-		{Group: "storage.k8s.io", Resource: "csidrivers"}:      true,
-		{Group: "resource.k8s.io", Resource: "resourceclaims"}: true,
-		{Group: "resource.k8s.io", Resource: "resourceslices"}: true,
-		{Group: "resource.k8s.io", Resource: "deviceclasses"}:  true,
+		{Group: "storage.k8s.io", Resource: "storageclasses"}:    true,
+		{Group: "storage.k8s.io", Resource: "csinodes"}:          true,
+		{Group: "storage.k8s.io", Resource: "csidrivers"}:        true,
+		{Group: "resource.k8s.io", Resource: "resourceclaims"}:   true,
+		{Group: "resource.k8s.io", Resource: "resourceslices"}:   true,
+		{Group: "resource.k8s.io", Resource: "deviceclasses"}:    true,
+		{Group: "resource.k8s.io", Resource: "devicetaintrules"}: true,
 	}
 	for _, api := range source.GroupAPIs() {
 		watched[api.Resource.GroupResource()] = true

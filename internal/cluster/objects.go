@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"maps"
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -9,7 +12,7 @@ import (
 // Objects are the cluster objects besides nodes and pods that kube-scheduler's filters
 // read: namespaces (for pod affinity's namespace selectors), the volume objects (claims,
 // volumes, classes, the CSI drivers and their per-node limits) and the DRA objects
-// (ResourceClaims, ResourceSlices, DeviceClasses). A snapshot and
+// (ResourceClaims, ResourceSlices, DeviceClasses, DeviceTaintRules). A snapshot and
 // its copies share one Objects; the engine changes it between decisions, never during one.
 type Objects struct {
 	// Namespaces are Namespace objects by name.
@@ -32,6 +35,9 @@ type Objects struct {
 	Slices map[string]*resourcev1.ResourceSlice
 	// DeviceClasses are DeviceClasses by name.
 	DeviceClasses map[string]*resourcev1.DeviceClass
+	// DeviceTaintRules are DeviceTaintRules by name: taints an administrator puts on
+	// devices, which the allocator honours as it honours those of the slices.
+	DeviceTaintRules map[string]*resourcev1.DeviceTaintRule
 
 	// observed are the claims as last observed, under an assumed allocation.
 	observed map[string]*resourcev1.ResourceClaim
@@ -40,23 +46,24 @@ type Objects struct {
 	emptyGeneration uint64
 
 	generation uint64
-	// devices counts the changes of ResourceSlices and DeviceClasses.
+	// devices counts the changes of ResourceSlices, DeviceClasses and DeviceTaintRules.
 	devices uint64
 }
 
 // Generation changes with every change of the objects.
 func (st *Objects) Generation() uint64 { return st.generation }
 
-// DevicesGeneration changes with every change of the ResourceSlices and DeviceClasses:
-// what devices each node has, and which classes select them.
+// DevicesGeneration changes with every change of the ResourceSlices, DeviceClasses and
+// DeviceTaintRules: what devices each node has, which are tainted, and which classes
+// select them.
 func (st *Objects) DevicesGeneration() uint64 { return st.devices }
 
 // Objects returns the snapshot's cluster objects besides nodes and pods.
 func (s *Snapshot) Objects() *Objects { return s.storage }
 
 // SetObject adds or replaces one object: a Namespace, PersistentVolumeClaim,
-// PersistentVolume, StorageClass, CSINode, CSIDriver, ResourceClaim, ResourceSlice or
-// DeviceClass. Other objects are ignored and reported false.
+// PersistentVolume, StorageClass, CSINode, CSIDriver, ResourceClaim, ResourceSlice,
+// DeviceClass or DeviceTaintRule. Other objects are ignored and reported false.
 func (s *Snapshot) SetObject(obj any) bool {
 	st := s.storage
 	switch o := obj.(type) {
@@ -79,6 +86,9 @@ func (s *Snapshot) SetObject(obj any) bool {
 		st.devices++
 	case *resourcev1.DeviceClass:
 		st.DeviceClasses = put(st.DeviceClasses, o.Name, o)
+		st.devices++
+	case *resourcev1.DeviceTaintRule:
+		st.DeviceTaintRules = put(st.DeviceTaintRules, o.Name, o)
 		st.devices++
 	default:
 		return false
@@ -181,6 +191,9 @@ func (s *Snapshot) RemoveObject(obj any) {
 	case *resourcev1.DeviceClass:
 		delete(st.DeviceClasses, o.Name)
 		st.devices++
+	case *resourcev1.DeviceTaintRule:
+		delete(st.DeviceTaintRules, o.Name)
+		st.devices++
 	default:
 		return
 	}
@@ -195,15 +208,19 @@ func put[T any](m map[string]T, key string, v T) map[string]T {
 	return m
 }
 
-// unallocated is st as an empty cluster shows it: every ResourceClaim without its
-// allocation and reservations, so that devices in use count as free. It shares
-// everything else with st, and is kept until st changes.
+// unallocated is st as an empty, healthy cluster shows it: every ResourceClaim without
+// its allocation and reservations, so that devices in use count as free, and no device
+// tainted (no DeviceTaintRules, slices without their devices' taints): taints mark
+// devices unhealthy or under maintenance, for a while, and a group that needs them
+// waits rather than being Impossible. It shares everything else with st, and is kept
+// until st changes.
 func (st *Objects) unallocated() *Objects {
 	if st.empty != nil && st.emptyGeneration == st.generation {
 		return st.empty
 	}
 	cp := *st
-	cp.observed, cp.empty = nil, nil
+	cp.observed, cp.empty, cp.DeviceTaintRules = nil, nil, nil
+	cp.Slices = untainted(st.Slices)
 	cp.ResourceClaims = make(map[string]*resourcev1.ResourceClaim, len(st.ResourceClaims))
 	for key, c := range st.ResourceClaims {
 		if c.Status.Allocation != nil || len(c.Status.ReservedFor) > 0 {
@@ -215,4 +232,27 @@ func (st *Objects) unallocated() *Objects {
 	}
 	st.empty, st.emptyGeneration = &cp, st.generation
 	return st.empty
+}
+
+// untainted returns all with their devices' taints removed: the same map when no
+// device has any, else a new one whose tainted slices are copies.
+func untainted(all map[string]*resourcev1.ResourceSlice) map[string]*resourcev1.ResourceSlice {
+	var out map[string]*resourcev1.ResourceSlice
+	for name, s := range all {
+		if !slices.ContainsFunc(s.Spec.Devices, func(d resourcev1.Device) bool { return len(d.Taints) > 0 }) {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(all)
+		}
+		cp := s.DeepCopy()
+		for i := range cp.Spec.Devices {
+			cp.Spec.Devices[i].Taints = nil
+		}
+		out[name] = cp
+	}
+	if out == nil {
+		return all
+	}
+	return out
 }

@@ -24,6 +24,11 @@ var draObjects = []client.Object{
 	&resourcev1.ResourceClaim{}, &resourcev1.ResourceSlice{}, &resourcev1.DeviceClass{},
 }
 
+// taintRules are DeviceTaintRules, whose taints the DynamicResources plugin honours as
+// kube-scheduler v1.37's does: watched when the cluster serves them (GA in 1.37; a
+// cluster before it may not), with DRA.
+var taintRules = []client.Object{&resourcev1.DeviceTaintRule{}}
+
 // claimTries bounds the writes of one claim: members sharing a claim write it in turn,
 // and a conflict is a write the cache has not shown yet, read again from the API server.
 const claimTries = 3

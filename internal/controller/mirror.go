@@ -104,7 +104,7 @@ func (m *mirror) apply(ctx context.Context, c *changes) {
 // applyFilterObject reads one namespace or volume object from the cache for the engine's
 // filters, or tells the engine it is gone.
 func (m *mirror) applyFilterObject(ctx context.Context, ref objectRef) {
-	for _, kind := range append(slices.Clip(filterObjects), draObjects...) {
+	for _, kind := range slices.Concat(filterObjects, draObjects, taintRules) {
 		if fmt.Sprintf("%T", kind) != ref.kind {
 			continue
 		}

@@ -35,8 +35,8 @@ type recovery struct {
 	evictor *evictor
 	filters *kubefit.Host
 	// dra is set when the cluster serves DRA: claims are loaded, and reservations of
-	// members never bound released.
-	dra bool
+	// members never bound released; taintRules when it serves DeviceTaintRules too.
+	dra, taintRules bool
 }
 
 // run carries out the recreation records and settles the plans a previous
@@ -249,6 +249,9 @@ func (r *recovery) loadObjects(ctx context.Context, snap *cluster.Snapshot) erro
 		&corev1.PersistentVolumeList{}, &storagev1.StorageClassList{}, &storagev1.CSINodeList{}, &storagev1.CSIDriverList{}}
 	if r.dra {
 		lists = append(lists, &resourcev1.ResourceClaimList{}, &resourcev1.ResourceSliceList{}, &resourcev1.DeviceClassList{})
+	}
+	if r.dra && r.taintRules {
+		lists = append(lists, &resourcev1.DeviceTaintRuleList{})
 	}
 	for _, list := range lists {
 		if err := r.cache.List(ctx, list); err != nil {

@@ -46,8 +46,8 @@ type scheduler struct {
 	// filters are kube-scheduler's filter plugins with the configured arguments.
 	filters *kubefit.Host
 	// dra is set when the cluster serves DRA (resource.k8s.io/v1), whose objects are
-	// then watched for the filters.
-	dra bool
+	// then watched for the filters; taintRules when it serves DeviceTaintRules too.
+	dra, taintRules bool
 	// observer, when set, is told of every Step (the dashboard's cost ledger).
 	observer StepObserver
 	// nextSummary is when the loop next reads the queues' status and metrics, and sweep
@@ -98,7 +98,7 @@ func (s *scheduler) Start(ctx context.Context) error {
 	if err := s.watch(ctx); err != nil {
 		return err
 	}
-	rec := &recovery{kit: s.kit, signer: sig, binder: s.binder, evictor: s.evictor, filters: s.filters, dra: s.dra}
+	rec := &recovery{kit: s.kit, signer: sig, binder: s.binder, evictor: s.evictor, filters: s.filters, dra: s.dra, taintRules: s.taintRules}
 	if err := rec.run(ctx); err != nil {
 		return err
 	}

@@ -137,6 +137,10 @@ func (s *scheduler) servedAPIs() (apis []source.GroupAPI, queues bool) {
 	if !s.dra {
 		s.log.Info("the cluster does not serve DRA's resource.k8s.io/v1; pods with ResourceClaims wait", "api", resourcev1.SchemeGroupVersion.String())
 	}
+	s.taintRules = s.dra && served(resourcev1.SchemeGroupVersion.WithResource("devicetaintrules"))
+	if s.dra && !s.taintRules {
+		s.log.Info("the cluster does not serve DeviceTaintRules; only the taints ResourceSlices carry are honoured", "api", resourcev1.SchemeGroupVersion.String())
+	}
 	queues = served(musterv1alpha1.GroupVersion.WithResource("queues"))
 	if !queues {
 		s.log.Info("the cluster does not serve muster's Queue API; every group uses the unlimited default queue",
@@ -167,6 +171,9 @@ func (s *scheduler) watch(ctx context.Context) error {
 	objs := filterObjects
 	if s.dra {
 		objs = append(slices.Clip(objs), draObjects...)
+	}
+	if s.taintRules {
+		objs = append(slices.Clip(objs), taintRules...)
 	}
 	for _, obj := range objs {
 		kind := fmt.Sprintf("%T", obj)

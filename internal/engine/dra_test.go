@@ -391,3 +391,25 @@ func preferGroup(e *engine.Engine, name, runtime string, alternatives ...resourc
 	}
 	return key
 }
+
+// TestDeviceTaintRuleWaits: a DeviceTaintRule that drains n0's two GPUs leaves a gang of
+// three one-GPU claims waiting, Queued with the plugin's reason rather than Impossible
+// (an empty, healthy cluster has the devices); once the rule is removed it is admitted.
+func TestDeviceTaintRuleWaits(t *testing.T) {
+	e := draEngine()
+	rule := gt.DeviceTaintRule("drain", "n0", "", resourcev1.DeviceTaintEffectNoSchedule)
+	rule.Spec.DeviceSelector.Device = nil
+	e.SetObject(rule)
+	key, _ := draGroup(e, "a", 3)
+	now := sim.Epoch
+	if out := e.Step(now); len(out.Plans) != 0 {
+		t.Fatalf("admitted on tainted devices: %+v", out.Plans)
+	}
+	st, _ := e.Group(key)
+	if st.Phase != "Queued" || !strings.Contains(st.Waiting, "cannot allocate all claims") {
+		t.Fatalf("with n0's devices tainted: %s, waiting %q; want Queued with the plugin's reason", st.Phase, st.Waiting)
+	}
+	e.RemoveObject(rule)
+	now = now.Add(time.Second)
+	onePlan(t, e.Step(now), 3)
+}

@@ -82,3 +82,15 @@ func (b *PodBuilder) DeviceClaim(name, claim string) *PodBuilder {
 
 // UID sets the pod's UID.
 func (b *PodBuilder) UID(uid string) *PodBuilder { b.p.UID = types.UID(uid); return b }
+
+// DeviceTaintRule is a DeviceTaintRule named name that taints device (of GPUDriver, in
+// pool) with effect: an administrator draining a GPU.
+func DeviceTaintRule(name, pool, device string, effect resourcev1.DeviceTaintEffect) *resourcev1.DeviceTaintRule {
+	return &resourcev1.DeviceTaintRule{
+		ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "1"},
+		Spec: resourcev1.DeviceTaintRuleSpec{
+			DeviceSelector: &resourcev1.DeviceTaintSelector{Driver: ptr.To(GPUDriver), Pool: ptr.To(pool), Device: ptr.To(device)},
+			Taint:          resourcev1.DeviceTaint{Key: "example.com/unhealthy", Effect: effect},
+		},
+	}
+}

@@ -46,15 +46,19 @@ func NodeDevices(objs *cluster.Objects) map[string]cluster.Resources {
 }
 
 // eachNodeDevice calls fn with each device of a single node, in the newest generation of
-// its pool.
+// its pool, that no taint keeps new claims off (see taintedDevices).
 func eachNodeDevice(objs *cluster.Objects, fn func(node string, d dracel.Device)) {
 	newest := newestPools(objs)
+	tainted := taintedDevices(objs)
 	for _, s := range objs.Slices {
 		if s.Spec.Pool.Generation != newest[poolKey{s.Spec.Driver, s.Spec.Pool.Name}] {
 			continue
 		}
 		for i := range s.Spec.Devices {
 			d := &s.Spec.Devices[i]
+			if tainted[deviceKey{s.Spec.Driver, s.Spec.Pool.Name, d.Name}] {
+				continue
+			}
 			if node := nodeOfDevice(s, d); node != "" {
 				fn(node, dracel.Device{Driver: s.Spec.Driver, AllowMultipleAllocations: d.AllowMultipleAllocations,
 					Attributes: d.Attributes, Capacity: d.Capacity})
@@ -136,12 +140,17 @@ func ClaimedDevices(objs *cluster.Objects) map[string]cluster.Resources {
 
 type deviceKey struct{ driver, pool, device string }
 
-// devicesNodes maps each device of a single node to the node.
+// devicesNodes maps each device of a single node that no taint keeps new claims off to
+// the node: a tainted device is left out of the forecast's counts, allocated or not.
 func devicesNodes(objs *cluster.Objects) map[deviceKey]string {
 	out := map[deviceKey]string{}
+	tainted := taintedDevices(objs)
 	for _, s := range objs.Slices {
 		for i := range s.Spec.Devices {
 			d := &s.Spec.Devices[i]
+			if tainted[deviceKey{s.Spec.Driver, s.Spec.Pool.Name, d.Name}] {
+				continue
+			}
 			if node := nodeOfDevice(s, d); node != "" {
 				out[deviceKey{s.Spec.Driver, s.Spec.Pool.Name, d.Name}] = node
 			}
@@ -169,13 +178,15 @@ func requestClasses(c *resourcev1.ResourceClaim) map[string]string {
 
 // OwnDevices is what pod's ResourceClaims that are allocated and reserved for it alone
 // hold, per DeviceClass: the devices that come back when it ends. A claim shared with
-// other consumers comes back only when the last of them ends, and is not counted.
+// other consumers comes back only when the last of them ends, and is not counted; nor
+// is a tainted device, which does not come back for new claims (see taintedDevices).
 func OwnDevices(snap *cluster.Snapshot, pod *corev1.Pod) cluster.Resources {
 	if !HasResourceClaims(pod) {
 		return nil
 	}
 	claims, _ := ClaimsOf(snap, pod)
 	var out cluster.Resources
+	tainted := taintedDevices(snap.Objects())
 	for _, c := range claims {
 		a := c.Status.Allocation
 		if a == nil || !reservedForOnly(c, pod) {
@@ -183,6 +194,9 @@ func OwnDevices(snap *cluster.Snapshot, pod *corev1.Pod) cluster.Resources {
 		}
 		classOf := requestClasses(c)
 		for _, res := range a.Devices.Results {
+			if tainted[deviceKey{res.Driver, res.Pool, res.Device}] {
+				continue
+			}
 			if class := classOf[res.Request]; class != "" {
 				if out == nil {
 					out = cluster.Resources{}

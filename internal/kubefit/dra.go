@@ -24,12 +24,15 @@ import (
 
 // newDRAManager builds kube-scheduler's own DRA manager over the host's informers: its
 // claim tracker (an assume cache over the claims informer, with the allocations in
-// flight), the ResourceSlice lister and the DeviceClass lister. DeviceTaintRules are not
-// read: muster does not watch them.
+// flight), the ResourceSlice tracker, which shows the slices with the taints of the
+// DeviceTaintRules that select their devices (as kube-scheduler v1.37 does, where
+// DRADeviceTaintRules is on by default), and the DeviceClass lister.
 func (h *Host) newDRAManager(ctx context.Context, factory informers.SharedInformerFactory) (*dynamicresources.DefaultDRAManager, error) {
 	claims := assumecache.NewAssumeCache(klog.FromContext(ctx), h.informers[claimType], "ResourceClaim", "", nil)
 	slices, err := resourceslicetracker.StartTracker(ctx, resourceslicetracker.Options{
-		SliceInformer: factory.Resource().V1().ResourceSlices(),
+		EnableDeviceTaintRules: true,
+		SliceInformer:          factory.Resource().V1().ResourceSlices(),
+		TaintInformer:          factory.Resource().V1().DeviceTaintRules(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the ResourceSlice tracker: %w", err)

@@ -102,6 +102,7 @@ var watched = []runtime.Object{
 	&corev1.Namespace{}, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{},
 	&storagev1.StorageClass{}, &storagev1.CSINode{}, &storagev1.CSIDriver{},
 	&resourcev1.ResourceClaim{}, &resourcev1.ResourceSlice{}, &resourcev1.DeviceClass{},
+	&resourcev1.DeviceTaintRule{},
 	// Read by the plugins, never filled: muster has no volume attachments or storage
 	// capacities to show them, and topology spread's system defaults are soft.
 	&storagev1.VolumeAttachment{}, &storagev1.CSIStorageCapacity{}, &corev1.Service{},
@@ -251,6 +252,7 @@ func (h *Host) load(snap *cluster.Snapshot) error {
 		claimType:                                       h.claims.of(objs.ResourceClaims),
 		reflect.TypeOf(&resourcev1.ResourceSlice{}):     values(objs.Slices),
 		reflect.TypeOf(&resourcev1.DeviceClass{}):       values(objs.DeviceClasses),
+		reflect.TypeOf(&resourcev1.DeviceTaintRule{}):   values(objs.DeviceTaintRules),
 	}
 	for t, list := range fill {
 		var release func(runtime.Object) bool

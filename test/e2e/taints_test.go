@@ -1,0 +1,54 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/muster-sched/muster/internal/sandbox"
+	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
+)
+
+// TestDeviceTaintRuleThroughServe: on 2 nodes of 2 DRA GPUs each, an administrator
+// drains the first node's GPUs with a DeviceTaintRule (NoSchedule). A gang of 3 one-GPU
+// workers, which would fit the 4 GPUs, waits (Unschedulable, not Impossible: the taint
+// is for a while) with the plugin's reason and holds nothing; when the rule is deleted
+// it runs, each claim allocated on its pod's node.
+func TestDeviceTaintRuleThroughServe(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	nodes := env.CreateNodes(t, sandbox.NodePool{Name: "dra-taint", Count: 2, CPU: "32", Memory: "128Gi", DRAGPUs: 2, Clique: "clique-t"})
+	createTemplate(t, env, ns)
+	rules := env.Kube.ResourceV1().DeviceTaintRules()
+	rule := &resourcev1.DeviceTaintRule{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-drain"},
+		Spec: resourcev1.DeviceTaintRuleSpec{
+			DeviceSelector: &resourcev1.DeviceTaintSelector{Driver: ptr.To(sandbox.DRADriver), Pool: ptr.To(nodes[0])},
+			Taint:          resourcev1.DeviceTaint{Key: "example.com/maintenance", Effect: resourcev1.DeviceTaintEffectNoSchedule},
+		},
+	}
+	if _, err := rules.Create(context.Background(), rule, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rules.Delete(context.Background(), rule.Name, metav1.DeleteOptions{}) })
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+
+	(pytorchJob{ns: ns, name: "train", workers: 2, mutate: draWorker}).create(t, env, c)
+	want := "cannot allocate all claims"
+	env.WaitFor(t, "train waiting for untainted devices", func(context.Context) (bool, error) {
+		cond, ok := groupCondition(t, c, ns, "train", "Unschedulable")
+		return ok && cond.Status == metav1.ConditionTrue && strings.Contains(cond.Message, want), nil
+	})
+	if got := stateOf(t, env, ns, "train").holding; got != 0 {
+		t.Fatalf("the waiting gang holds %d pods", got)
+	}
+	if err := rules.Delete(context.Background(), rule.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	checkAllocated(t, env, waitRunning(t, env, ns, "train", 3))
+}
