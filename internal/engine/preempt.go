@@ -24,9 +24,9 @@ type preemption struct {
 	// preemptor waits for, in their groups or, for a victim whose owner keeps its state
 	// (see HandOff), out of them.
 	pods []string
-	// claims are the DRA ResourceClaims (namespace/name) the victims give back: the
-	// preemptor waits for them to be deallocated as it waits for the pods to be gone.
-	claims []string
+	// claims are the DRA ResourceClaims the victims give back: the preemptor waits for
+	// them to be deallocated as it waits for the pods to be gone.
+	claims []givenClaim
 	// reclaim marks victims evicted to give the preemptor's queue its lent quota back.
 	reclaim bool
 }
@@ -96,7 +96,7 @@ func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
 		if len(victims) == 0 {
 			continue
 		}
-		e.evictFor(g, victims, release.keys(victims), reclaim, now, out)
+		e.evictFor(g, victims, release.given(victims), reclaim, now, out)
 	}
 }
 
@@ -127,14 +127,14 @@ func needsRoom(r queue.Reason) bool {
 
 // preemptionPending reports whether a preemption is still in flight: its preemptor is
 // queued and some pod of its victims still counts on a node of the snapshot (a bind in
-// flight when it was evicted counts until the pod is gone), or a claim they give back
-// is still allocated.
+// flight when it was evicted counts until the pod is gone), or they still hold a claim
+// they give back.
 func (e *Engine) preemptionPending(pr *preemption) bool {
 	g := e.groups[pr.preemptor]
 	if g == nil || !g.queued {
 		return false
 	}
-	return slices.ContainsFunc(pr.pods, e.snap.Bound) || slices.ContainsFunc(pr.claims, e.claimAllocated)
+	return slices.ContainsFunc(pr.pods, e.snap.Bound) || slices.ContainsFunc(pr.claims, func(c givenClaim) bool { return c.heldOn(e.snap) })
 }
 
 // mayPreempt reports whether a group may evict others: neither its PriorityClass nor
@@ -280,7 +280,7 @@ func fits(snap *cluster.Snapshot, g placement.Group, closed map[string]bool) boo
 // DRA claims they give back (claims) deallocated. reclaim
 // says g takes back its queue's quota from borrowing victims rather than preempting
 // groups of lower priority.
-func (e *Engine) evictFor(g *group, victims []*group, claims []string, reclaim bool, now time.Time, out *Output) {
+func (e *Engine) evictFor(g *group, victims []*group, claims []givenClaim, reclaim bool, now time.Time, out *Output) {
 	pr := &preemption{preemptor: g.key, claims: claims, reclaim: reclaim}
 	names := make([]string, len(victims))
 	var nodes []string

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"slices"
+	"strings"
 
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -114,25 +115,48 @@ func (r *claimRelease) show(snap *cluster.Snapshot, victims []*group) (undo func
 	}
 }
 
-// keys returns the keys of the claims evicting victims gives back, sorted.
-func (r *claimRelease) keys(victims []*group) []string {
-	var out []string
+// givenClaim is a claim a preemption's victims give back, as it was when they were
+// evicted.
+type givenClaim struct {
+	key string
+	uid types.UID
+	// holders are the consumers it was reserved for: the victims' members or PodGroups.
+	holders []types.UID
+}
+
+// given returns the claims evicting victims gives back, by key.
+func (r *claimRelease) given(victims []*group) []givenClaim {
+	var out []givenClaim
 	for _, c := range r.freedBy(victims) {
-		out = append(out, c.Namespace+"/"+c.Name)
+		g := givenClaim{key: c.Namespace + "/" + c.Name, uid: c.UID}
+		for _, ref := range c.Status.ReservedFor {
+			g.holders = append(g.holders, ref.UID)
+		}
+		out = append(out, g)
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b givenClaim) int { return strings.Compare(a.key, b.key) })
 	return out
 }
 
-// claimAllocated reports whether the claim namespace/name exists and is allocated on
-// the snapshot: a victim's claim not yet given back.
-func (e *Engine) claimAllocated(key string) bool {
-	c := e.snap.ResourceClaim(key)
-	return c != nil && c.Status.Allocation != nil
+// heldOn reports whether the claim is, on snap, still allocated for the victims: the
+// same claim, allocated, and reserved for none but them (for no one, once their pods are
+// gone and until the resourceclaim controller deallocates it). A claim deleted,
+// deallocated, or reserved for a new consumer is given back.
+func (c givenClaim) heldOn(snap *cluster.Snapshot) bool {
+	cur := snap.ResourceClaim(c.key)
+	if cur == nil || cur.UID != c.uid || cur.Status.Allocation == nil {
+		return false
+	}
+	for _, ref := range cur.Status.ReservedFor {
+		if !slices.Contains(c.holders, ref.UID) {
+			return false
+		}
+	}
+	return true
 }
 
-// claimsPending returns the claims the victims of key's preemption in flight give back
-// that are still allocated, sorted; nil when there is none.
+// claimsPending returns the keys of the claims the victims of key's preemption in
+// flight give back that they still hold, sorted; nil when there is none.
 func (e *Engine) claimsPending(key string) []string {
 	pr := e.preempting[key]
 	if pr == nil {
@@ -140,8 +164,8 @@ func (e *Engine) claimsPending(key string) []string {
 	}
 	var out []string
 	for _, c := range pr.claims {
-		if e.claimAllocated(c) {
-			out = append(out, c)
+		if c.heldOn(e.snap) {
+			out = append(out, c.key)
 		}
 	}
 	return out
