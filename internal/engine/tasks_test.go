@@ -74,15 +74,14 @@ func TestTaskMinimums(t *testing.T) {
 	}
 }
 
-// TestTaskMinimumsReady: with task minimums a group is Running only when each task has
-// its minimum of Ready members: three Ready workers meet minMember 3, but not the
-// parameter server's minimum.
-func TestTaskMinimumsReady(t *testing.T) {
-	key := "Volcano/default/job"
+// psAndWorkers is an engine over one node of 4 GPUs and 16 CPUs with group key, of
+// minMember 3 and the task minimums given, whose members are a parameter server (task
+// ps) and three one-GPU workers (task worker), by key.
+func psAndWorkers(key string, minimums map[string]int) (*engine.Engine, map[string]*corev1.Pod) {
 	e := sim.NewEngine()
 	e.SetNode(gt.Node("n-0").GPU(4).CPU("16").Obj())
 	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Volcano, Namespace: "default", Name: "job",
-		MinMember: 3, TaskMinimums: map[string]int{"ps": 1, "worker": 2}})
+		MinMember: 3, TaskMinimums: minimums})
 	pods := map[string]*corev1.Pod{"default/job-ps-0": taskPod("job-ps-0", "ps", func(b *gt.PodBuilder) *gt.PodBuilder { return b })}
 	for i := range 3 {
 		p := taskPod("job-worker-"+strconv.Itoa(i), "worker", func(b *gt.PodBuilder) *gt.PodBuilder { return b.GPU(1) })
@@ -91,6 +90,15 @@ func TestTaskMinimumsReady(t *testing.T) {
 	for _, p := range pods {
 		e.SetPod(p, key)
 	}
+	return e, pods
+}
+
+// TestTaskMinimumsReady: with task minimums a group is Running only when each task has
+// its minimum of Ready members: three Ready workers meet minMember 3, but not the
+// parameter server's minimum.
+func TestTaskMinimumsReady(t *testing.T) {
+	key := "Volcano/default/job"
+	e, pods := psAndWorkers(key, map[string]int{"ps": 1, "worker": 2})
 	out := e.Step(sim.Epoch)
 	if len(out.Binds()) != 4 {
 		t.Fatalf("binds %v, want the 4 members", out.Binds())
@@ -164,18 +172,7 @@ func TestTaskMemberFailedToStart(t *testing.T) {
 		{"with the task minimums", map[string]int{"ps": 1, "worker": 2}, lifecycle.Backoff},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := sim.NewEngine()
-			e.SetNode(gt.Node("n-0").GPU(4).CPU("16").Obj())
-			e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Volcano, Namespace: "default", Name: "job",
-				MinMember: 3, TaskMinimums: tc.minimums})
-			pods := map[string]*corev1.Pod{"default/job-ps-0": taskPod("job-ps-0", "ps", func(b *gt.PodBuilder) *gt.PodBuilder { return b })}
-			for i := range 3 {
-				p := taskPod("job-worker-"+strconv.Itoa(i), "worker", func(b *gt.PodBuilder) *gt.PodBuilder { return b.GPU(1) })
-				pods["default/"+p.Name] = p
-			}
-			for _, p := range pods {
-				e.SetPod(p, key)
-			}
+			e, pods := psAndWorkers(key, tc.minimums)
 			if out := e.Step(sim.Epoch); len(out.Binds()) != 4 {
 				t.Fatalf("binds %v, want the 4 members", out.Binds())
 			}
