@@ -71,7 +71,7 @@ use and take their own quota back when they need it.`,
 		"muster: how far back a group goes in the queue's order per GPU-hour it declares (Configuration sizeOrder); 0 orders by queue time alone")
 	fl.DurationVar(&f.maxHandicap, "max-handicap", musterv1alpha1.DefaultMaxHandicap, "muster: the largest handicap (Configuration sizeOrder.maxHandicap)")
 	fl.DurationVar(&f.stall, "deadlock-after", 10*time.Minute, "how long capacity must be held by incomplete groups, none becoming whole, to count as a deadlock episode")
-	fl.IntVar(&f.rounds, "rounds", 1, "replay every policy this many times, the policies taking turns, and report each one's median wall and CPU time (a shared machine moves one run's wall time by a fifth); every round decides the same")
+	fl.IntVar(&f.rounds, "rounds", 1, "replay every policy this many times, the policies taking turns (each round starting with the next policy), and report each one's median wall and CPU time (a shared machine moves one run's wall time by a fifth); every round decides the same")
 	return cmd
 }
 
@@ -104,7 +104,11 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	sums, worlds := make([]sim.Summary, len(policies)), make([]*sim.World, len(policies))
 	walls, cpus := make([][]time.Duration, len(policies)), make([][]time.Duration, len(policies))
 	for round := range f.rounds {
-		for i, p := range policies {
+		// Each round starts one policy later than the one before, so that no policy
+		// always replays on the heap the others left.
+		for k := range policies {
+			i := (k + round) % len(policies)
+			p := policies[i]
 			// Each replay starts on a collected heap: the garbage the one before left is
 			// not collected, and charged, during this one's time.
 			runtime.GC()
