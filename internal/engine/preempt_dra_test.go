@@ -72,6 +72,20 @@ func TestPreemptionForDevices(t *testing.T) {
 			if !strings.Contains(st.Waiting, want) {
 				t.Errorf("vip's status says %q, want it to name the claims: %q", st.Waiting, want)
 			}
+			// A claim reserved for a new consumer (the victim's replacement pod, placed
+			// elsewhere) is no longer the victim's: the preemption waits for the other.
+			c := e.Snapshot().ResourceClaim("default/" + tc.victim + "-0-gpu").DeepCopy()
+			c.Status.ReservedFor = []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: "new", UID: "uid-new"}}
+			e.SetObject(c)
+			now = now.Add(time.Second)
+			if out := e.Step(now); len(out.Evictions) != 0 || len(out.Plans) != 0 {
+				t.Fatalf("with one claim taken by a new consumer: evictions %+v, plans %+v; want none", out.Evictions, out.Plans)
+			}
+			st, _ = e.Group(vip)
+			want = "1 of their ResourceClaims not deallocated yet: default/" + tc.victim + "-1-gpu"
+			if !strings.Contains(st.Waiting, want) {
+				t.Errorf("vip's status says %q, want %q", st.Waiting, want)
+			}
 
 			// The resourceclaim controller deallocates them.
 			for _, p := range evicted {
