@@ -92,7 +92,7 @@ func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
 			}
 			return fits(trial, w.Entry.Group, closed)
 		}
-		victims := chooseVictims(e.snap, candidates, placement.Scarce(w.Entry.Group), admits)
+		victims := chooseVictims(e.snap, candidates, e.scarceFor(w.Entry.Group), e.heldBy(candidates, release), admits)
 		if len(victims) == 0 {
 			continue
 		}

@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 
 	"github.com/muster-sched/muster/internal/engine"
 	gt "github.com/muster-sched/muster/internal/gangtest"
+	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/sim"
 )
 
@@ -98,5 +100,53 @@ func TestPreemptionForDevices(t *testing.T) {
 			}
 			onePlan(t, out, len(pods))
 		})
+	}
+}
+
+// runClaimGroup admits a group of one member whose claim asks for gpus devices at now,
+// writes the claim's allocation and makes the member Running and Ready on its node.
+func runClaimGroup(t *testing.T, e *engine.Engine, name string, gpus int64, now time.Time) {
+	t.Helper()
+	key := "Coscheduling/default/" + name
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: name, MinMember: 1})
+	e.SetObject(gt.GPUClaim("default", name+"-gpu", gpus))
+	pod := gt.Pod(name).UID("uid-" + name).DeviceClaim("gpu", name+"-gpu").Obj()
+	e.SetPod(pod, key)
+	st := onePlan(t, e.Step(now), 1)[0]
+	running := pod.DeepCopy()
+	running.Spec.NodeName = st.Node
+	running.Status.Phase = corev1.PodRunning
+	running.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	for _, ca := range st.Claims {
+		claim, err := kubefit.Allocated(e.Snapshot().ResourceClaim("default/"+name+"-gpu"), running, ca)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SetObject(claim)
+	}
+	e.SetPod(running, key)
+	e.Step(now)
+}
+
+// TestPreemptionFreesTheFewestDevices: on 2 nodes of 2 DRA GPUs each, a group holding
+// both GPUs of one node through one claim (the youngest) and two groups of one GPU each
+// fill the cluster. A group of priority 10 needing one GPU could evict any one of them;
+// it evicts the younger one-GPU group, which frees what it needs and no more, not the
+// two-GPU group that the order of value alone would pick.
+func TestPreemptionFreesTheFewestDevices(t *testing.T) {
+	e := draEngine()
+	now := sim.Epoch
+	for _, g := range []struct {
+		name string
+		gpus int64
+	}{{"solo", 1}, {"other", 1}, {"pair", 2}} {
+		runClaimGroup(t, e, g.name, g.gpus, now)
+		now = now.Add(time.Minute)
+	}
+	vip, _ := draGroup(e, "vip", 1)
+	e.SetGroup(engine.GroupSpec{Key: vip, Source: engine.Coscheduling, Namespace: "default", Name: "vip", MinMember: 1, Priority: 10})
+	out := e.Step(now)
+	if len(out.Evictions) != 1 || out.Evictions[0].Pod != "default/other" {
+		t.Fatalf("evictions %+v, want the one-GPU group admitted last, other", out.Evictions)
 	}
 }

@@ -1,14 +1,17 @@
 package engine
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/kubefit"
+	"github.com/muster-sched/muster/internal/placement"
 )
 
 // claimRelease tells which DRA ResourceClaims a set of preemption victims gives back:
@@ -169,4 +172,40 @@ func (e *Engine) claimsPending(key string) []string {
 		}
 	}
 	return out
+}
+
+// heldBy returns what each candidate holds, for the choice among victim sets of one size
+// (betterVictims): its members' requests and, when some candidate's members hold
+// claims (release), the devices of those claims, per DeviceClass.
+func (e *Engine) heldBy(candidates []*group, release *claimRelease) map[*group]cluster.Resources {
+	held := heldBy(candidates)
+	if release == nil {
+		return held
+	}
+	for _, g := range candidates {
+		if d := e.devicesHeld(g); d != nil {
+			held[g] = withDevices(held[g], d)
+		}
+	}
+	return held
+}
+
+// scarceFor is the resource a victim set should free the least of beyond the need: the
+// DeviceClass the group's members ask the most devices of, when they ask for any, else
+// the group's scarce resource (placement.Scarce).
+func (e *Engine) scarceFor(g placement.Group) corev1.ResourceName {
+	var devices cluster.Resources
+	for _, d := range e.deviceCharges(g.Members) {
+		if devices == nil {
+			devices = cluster.Resources{}
+		}
+		devices.Add(d)
+	}
+	best, most := placement.Scarce(g), int64(0)
+	for _, class := range slices.Sorted(maps.Keys(devices)) {
+		if n := devices[class]; n > most {
+			best, most = class, n
+		}
+	}
+	return best
 }

@@ -25,7 +25,7 @@ const maxVictimTrials = 4096
 // youngest. When the search would take more than maxVictimTrials
 // placements, it falls back to the greedy search (see greedyVictims): a set where no
 // victim can be spared, not always the smallest.
-func chooseVictims(snap *cluster.Snapshot, candidates []*group, scarce corev1.ResourceName,
+func chooseVictims(snap *cluster.Snapshot, candidates []*group, scarce corev1.ResourceName, held map[*group]cluster.Resources,
 	fits func(trial *cluster.Snapshot, evicted []*group) bool) []*group {
 	trial := snap.Clone()
 	for _, v := range candidates {
@@ -37,7 +37,7 @@ func chooseVictims(snap *cluster.Snapshot, candidates []*group, scarce corev1.Re
 	for _, v := range candidates {
 		v.addTo(trial)
 	}
-	if best, ok := exactVictims(trial, candidates, scarce, fits); ok {
+	if best, ok := exactVictims(trial, candidates, scarce, held, fits); ok {
 		return best
 	}
 	return greedyVictims(snap, candidates, fits)
@@ -46,7 +46,7 @@ func chooseVictims(snap *cluster.Snapshot, candidates []*group, scarce corev1.Re
 // exactVictims searches the subsets of candidates by size on trial, which holds every
 // candidate's members, and leaves it so. It returns false when the search passed
 // maxVictimTrials placements without finding a set.
-func exactVictims(trial *cluster.Snapshot, candidates []*group, scarce corev1.ResourceName,
+func exactVictims(trial *cluster.Snapshot, candidates []*group, scarce corev1.ResourceName, held map[*group]cluster.Resources,
 	fits func(trial *cluster.Snapshot, evicted []*group) bool) ([]*group, bool) {
 	n := len(candidates)
 	trials := 0
@@ -66,7 +66,7 @@ func exactVictims(trial *cluster.Snapshot, candidates []*group, scarce corev1.Re
 			for _, v := range set {
 				v.addTo(trial)
 			}
-			if ok && (best == nil || betterVictims(idx, best, candidates, scarce) < 0) {
+			if ok && (best == nil || betterVictims(idx, best, candidates, scarce, held) < 0) {
 				best = slices.Clone(idx)
 			}
 		}
@@ -83,11 +83,12 @@ func exactVictims(trial *cluster.Snapshot, candidates []*group, scarce corev1.Re
 
 // betterVictims orders two victim sets of one size, given as increasing indexes into
 // the candidates (most valuable first), the better first: the one that frees less of
-// scarce, then of cpu, then of memory; then the one that spares the more valuable
-// candidates (its first index is later; on a tie, its next one): lower priority, then
-// admitted later (the youngest), or for reclaim the queue borrowing the most.
-func betterVictims(a, b []int, candidates []*group, scarce corev1.ResourceName) int {
-	fa, fb := freedBy(a, candidates), freedBy(b, candidates)
+// scarce, then of cpu, then of memory, by what each candidate holds (held); then the
+// one that spares the more valuable candidates (its first index is later; on a tie, its
+// next one): lower priority, then admitted later (the youngest), or for reclaim the
+// queue borrowing the most.
+func betterVictims(a, b []int, candidates []*group, scarce corev1.ResourceName, held map[*group]cluster.Resources) int {
+	fa, fb := freedBy(a, candidates, held), freedBy(b, candidates, held)
 	for _, name := range []corev1.ResourceName{scarce, corev1.ResourceCPU, corev1.ResourceMemory} {
 		if c := cmp.Compare(fa[name], fb[name]); c != 0 {
 			return c
@@ -96,16 +97,26 @@ func betterVictims(a, b []int, candidates []*group, scarce corev1.ResourceName) 
 	return slices.Compare(b, a)
 }
 
-// freedBy sums what the live bound members of the candidates at idx hold.
-func freedBy(idx []int, candidates []*group) cluster.Resources {
+// freedBy sums what the candidates at idx hold.
+func freedBy(idx []int, candidates []*group, held map[*group]cluster.Resources) cluster.Resources {
 	out := cluster.Resources{}
 	for _, i := range idx {
-		g := candidates[i]
+		out.Add(held[candidates[i]])
+	}
+	return out
+}
+
+// heldBy returns what each group's live bound members request.
+func heldBy(groups []*group) map[*group]cluster.Resources {
+	out := make(map[*group]cluster.Resources, len(groups))
+	for _, g := range groups {
+		r := cluster.Resources{}
 		for key, p := range g.members {
 			if g.nodeOf(key, p) != "" && !terminal(p) {
-				out.Add(g.requests[key])
+				r.Add(g.requests[key])
 			}
 		}
+		out[g] = r
 	}
 	return out
 }

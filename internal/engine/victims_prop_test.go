@@ -66,7 +66,8 @@ func TestChooseVictimsAgainstBruteForce(t *testing.T) {
 		c := drawVictimCase(t)
 		fitsOn := func(trial *cluster.Snapshot, _ []*group) bool { return fits(trial, c.preemptor, nil) }
 		before := c.snap.Clone()
-		got := chooseVictims(c.snap, c.candidates, gt.GPU, fitsOn)
+		held := heldBy(c.candidates)
+		got := chooseVictims(c.snap, c.candidates, gt.GPU, held, fitsOn)
 
 		n := len(c.candidates)
 		bestSize, bestFreed := -1, int64(0)
@@ -86,7 +87,7 @@ func TestChooseVictimsAgainstBruteForce(t *testing.T) {
 			if !fitsOn(trial, nil) {
 				continue
 			}
-			freed := freedBy(set, c.candidates)[gt.GPU]
+			freed := freedBy(set, c.candidates, held)[gt.GPU]
 			if bestSize < 0 || size < bestSize || freed < bestFreed {
 				bestSize, bestFreed = size, freed
 			}
@@ -116,7 +117,7 @@ func TestChooseVictimsAgainstBruteForce(t *testing.T) {
 		if !fitsOn(trial, nil) {
 			t.Fatalf("chose %v, which does not make room", keysOf(got))
 		}
-		if freed := freedBy(idx, c.candidates)[gt.GPU]; freed != bestFreed {
+		if freed := freedBy(idx, c.candidates, held)[gt.GPU]; freed != bestFreed {
 			t.Fatalf("chose %v freeing %d GPUs; a set of %d frees %d", keysOf(got), freed, bestSize, bestFreed)
 		}
 		for _, nd := range before.Nodes() {
