@@ -110,7 +110,7 @@ func runClaimGroup(t *testing.T, e *engine.Engine, name string, gpus int64, now 
 	key := "Coscheduling/default/" + name
 	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: name, MinMember: 1})
 	e.SetObject(gt.GPUClaim("default", name+"-gpu", gpus))
-	pod := gt.Pod(name).UID("uid-" + name).DeviceClaim("gpu", name+"-gpu").Obj()
+	pod := gt.Pod(name).UID("uid-"+name).DeviceClaim("gpu", name+"-gpu").Obj()
 	e.SetPod(pod, key)
 	st := onePlan(t, e.Step(now), 1)[0]
 	running := pod.DeepCopy()
