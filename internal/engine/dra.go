@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/muster-sched/muster/internal/cluster"
@@ -144,4 +147,33 @@ func withDevices(r, d cluster.Resources) cluster.Resources {
 	}
 	out.Add(d)
 	return out
+}
+
+// extendedByDRA says, for a group whose members request an extended resource that no
+// node has in its allocatable but a DeviceClass provides through DRA (its
+// spec.extendedResourceName, or the implicit name deviceclass.resource.kubernetes.io/
+// and the class's name), which resource and class: kube-scheduler v1.37 allocates such
+// a request as devices, muster does not. "" when there is none.
+func (e *Engine) extendedByDRA(g *group) string {
+	classes := e.snap.Objects().DeviceClasses
+	if len(classes) == 0 {
+		return ""
+	}
+	total := e.snap.Allocatable()
+	for _, key := range g.memberKeys() {
+		req := g.requests[key]
+		for _, name := range slices.Sorted(maps.Keys(req)) {
+			if req[name] <= 0 || !cluster.IsExtended(name) || total[name] > 0 {
+				continue
+			}
+			for _, className := range slices.Sorted(maps.Keys(classes)) {
+				c := classes[className]
+				if ptr.Deref(c.Spec.ExtendedResourceName, "") == string(name) || resourcev1.ResourceDeviceClassPrefix+className == string(name) {
+					return fmt.Sprintf("%s is provided through DRA by DeviceClass %s and no node has it as an extended resource; muster does not allocate extended resources backed by DRA: ask for the device with a ResourceClaim",
+						name, className)
+				}
+			}
+		}
+	}
+	return ""
 }

@@ -413,3 +413,36 @@ func TestDeviceTaintRuleWaits(t *testing.T) {
 	now = now.Add(time.Second)
 	onePlan(t, e.Step(now), 3)
 }
+
+// TestExtendedResourceBackedByDRA: on nodes that publish their GPUs only through DRA, a
+// DeviceClass that names nvidia.com/gpu as its extended resource makes kube-scheduler
+// v1.37 allocate a pod's nvidia.com/gpu request as a device; muster does not, and the
+// group's reason says so, naming the resource and the class, rather than only that no
+// node has nvidia.com/gpu. A request no DeviceClass provides gets no such note.
+func TestExtendedResourceBackedByDRA(t *testing.T) {
+	e := draEngine()
+	class := gt.DeviceClass()
+	name := gt.GPU.String()
+	class.Spec.ExtendedResourceName = &name
+	e.SetObject(class)
+	for _, tc := range []struct {
+		name     string
+		resource corev1.ResourceName
+		note     bool
+	}{
+		{"nvidia.com/gpu, provided by the class", gt.GPU, true},
+		{"another extended resource", "example.com/fpga", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "Coscheduling/default/" + strings.ReplaceAll(string(tc.resource), "/", "-")
+			e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "g", MinMember: 1})
+			e.SetPod(gt.Pod(strings.ReplaceAll(string(tc.resource), "/", "-")).Req(tc.resource, "1").Obj(), key)
+			e.Step(sim.Epoch)
+			st, _ := e.Group(key)
+			want := string(tc.resource) + " is provided through DRA by DeviceClass " + gt.GPUClass
+			if got := strings.Contains(st.Waiting, want); got != tc.note {
+				t.Fatalf("%s, waiting %q: says %q %t, want %t", st.Phase, st.Waiting, want, got, tc.note)
+			}
+		})
+	}
+}

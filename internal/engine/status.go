@@ -73,6 +73,9 @@ func (e *Engine) Group(key string) (Status, bool) {
 	if g.waiting != nil {
 		w, text := e.waitingNow(g)
 		st.Wait, st.Waiting = &w, text
+		if note := e.extendedByDRA(g); note != "" {
+			st.Waiting += "; " + note
+		}
 	}
 	if st.Preempting, st.Reclaiming = e.preemptingFor(key); len(st.Preempting) > 0 && st.Waiting != "" {
 		whom := "of lower priority"
