@@ -204,7 +204,15 @@ func TestPodGroupClaim(t *testing.T) {
 func runDRAGang(t *testing.T, e *engine.Engine, name string, n int, runtime string, now time.Time, selectors ...string) {
 	t.Helper()
 	key, pods := draGroup(e, name, n, selectors...)
-	for _, st := range onePlan(t, e.Step(now), n) {
+	runPlanned(t, e, key, pods, runtime, now)
+}
+
+// runPlanned steps e at now, which must admit group key of pods with one plan, writes
+// the allocations of each member's claim (named after the pod, with "-gpu") and makes
+// the members Running and Ready on the nodes planned, declaring runtime unless it is "".
+func runPlanned(t *testing.T, e *engine.Engine, key string, pods []*corev1.Pod, runtime string, now time.Time) {
+	t.Helper()
+	for _, st := range onePlan(t, e.Step(now), len(pods)) {
 		i := slices.IndexFunc(pods, func(p *corev1.Pod) bool { return "default/"+p.Name == st.Pod })
 		running := pods[i].DeepCopy()
 		running.Spec.NodeName = st.Node

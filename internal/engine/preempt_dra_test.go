@@ -11,7 +11,6 @@ import (
 
 	"github.com/muster-sched/muster/internal/engine"
 	gt "github.com/muster-sched/muster/internal/gangtest"
-	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/sim"
 )
 
@@ -112,20 +111,7 @@ func runClaimGroup(t *testing.T, e *engine.Engine, name string, gpus int64, now 
 	e.SetObject(gt.GPUClaim("default", name+"-gpu", gpus))
 	pod := gt.Pod(name).UID("uid-"+name).DeviceClaim("gpu", name+"-gpu").Obj()
 	e.SetPod(pod, key)
-	st := onePlan(t, e.Step(now), 1)[0]
-	running := pod.DeepCopy()
-	running.Spec.NodeName = st.Node
-	running.Status.Phase = corev1.PodRunning
-	running.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	for _, ca := range st.Claims {
-		claim, err := kubefit.Allocated(e.Snapshot().ResourceClaim("default/"+name+"-gpu"), running, ca)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.SetObject(claim)
-	}
-	e.SetPod(running, key)
-	e.Step(now)
+	runPlanned(t, e, key, []*corev1.Pod{pod}, "", now)
 }
 
 // TestPreemptionFreesTheFewestDevices: on 2 nodes of 2 DRA GPUs each, a group holding
