@@ -160,13 +160,14 @@ func (e *Engine) extendedByDRA(g *group) string {
 		return ""
 	}
 	total := e.snap.Allocatable()
+	classNames := slices.Sorted(maps.Keys(classes))
 	for _, key := range g.memberKeys() {
 		req := g.requests[key]
 		for _, name := range slices.Sorted(maps.Keys(req)) {
 			if req[name] <= 0 || !cluster.IsExtended(name) || total[name] > 0 {
 				continue
 			}
-			for _, className := range slices.Sorted(maps.Keys(classes)) {
+			for _, className := range classNames {
 				c := classes[className]
 				if ptr.Deref(c.Spec.ExtendedResourceName, "") == string(name) || resourcev1.ResourceDeviceClassPrefix+className == string(name) {
 					return fmt.Sprintf("%s is provided through DRA by DeviceClass %s and no node has it as an extended resource; muster does not allocate extended resources backed by DRA: ask for the device with a ResourceClaim",

@@ -220,14 +220,23 @@ func (g *group) heldAsList(held cluster.Resources) corev1.ResourceList {
 // replacement it creates is placed alone, within the start timeout.
 func (g *group) observePlaced(o *lifecycle.Observe) {
 	var failed []string
+	// left counts, per task, the placed members not failed, when the group has task
+	// minimums.
+	var left map[string]int
+	if len(g.spec.TaskMinimums) > 0 {
+		left = map[string]int{}
+	}
 	for key := range g.placed {
 		p := g.members[key]
 		if p == nil {
 			continue // deleted: its controller's to replace, or gone with an eviction
 		}
 		o.Placed++
-		if g.failedForGood(key, p) {
+		switch {
+		case g.failedForGood(key, p):
 			failed = append(failed, key)
+		case left != nil:
+			left[taskOf(p)]++
 		}
 	}
 	if len(failed) == 0 {
@@ -236,7 +245,7 @@ func (g *group) observePlaced(o *lifecycle.Observe) {
 	slices.Sort(failed)
 	o.PlacedFailed = len(failed)
 	o.Failure = failed[0] + ": " + cluster.PodFailure(g.members[failed[0]])
-	o.TaskFailed = g.taskFailed()
+	o.TaskFailed = g.taskFailed(failed, left)
 }
 
 // failedForGood reports whether member key, pod p, failed on its own and nothing

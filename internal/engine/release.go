@@ -178,7 +178,7 @@ func (e *Engine) claimsPending(key string) []string {
 // (betterVictims): its members' requests and, when some candidate's members hold
 // claims (release), the devices of those claims, per DeviceClass.
 func (e *Engine) heldBy(candidates []*group, release *claimRelease) map[*group]cluster.Resources {
-	held := heldBy(candidates)
+	held := requestsHeld(candidates)
 	if release == nil {
 		return held
 	}

@@ -36,27 +36,22 @@ func (g *group) taskNotReady() string {
 	return fmt.Sprintf("task %s: %d of its minimum %d members ready", task, have, n)
 }
 
-// taskFailed says which task, in name order, has a member placed in the current attempt
-// that failed for good and fewer members placed in the attempt and not failed than its
-// minimum, "" when none does: the attempt cannot be whole.
-func (g *group) taskFailed() string {
+// taskFailed says which task, in name order, has a member among failed (the members
+// placed in the current attempt that failed for good) and fewer members placed in the
+// attempt and not failed (left, per task) than its minimum, "" when none does: the
+// attempt cannot be whole.
+func (g *group) taskFailed(failed []string, left map[string]int) string {
 	if len(g.spec.TaskMinimums) == 0 {
 		return ""
 	}
-	left, failed := map[string]int{}, map[string]int{}
-	for key := range g.placed {
-		p := g.members[key]
-		switch {
-		case p == nil:
-		case g.failedForGood(key, p):
-			if n, ok := g.spec.TaskMinimums[taskOf(p)]; ok {
-				failed[taskOf(p)] = n
-			}
-		default:
-			left[taskOf(p)]++
+	minimums := map[string]int{} // of the tasks with a failed member
+	for _, key := range failed {
+		task := taskOf(g.members[key])
+		if n, ok := g.spec.TaskMinimums[task]; ok {
+			minimums[task] = n
 		}
 	}
-	t, _ := placement.ShortTask(failed, left)
+	t, _ := placement.ShortTask(minimums, left)
 	if t.Task == "" {
 		return ""
 	}

@@ -106,8 +106,8 @@ func freedBy(idx []int, candidates []*group, held map[*group]cluster.Resources) 
 	return out
 }
 
-// heldBy returns what each group's live bound members request.
-func heldBy(groups []*group) map[*group]cluster.Resources {
+// requestsHeld returns what each group's live bound members request.
+func requestsHeld(groups []*group) map[*group]cluster.Resources {
 	out := make(map[*group]cluster.Resources, len(groups))
 	for _, g := range groups {
 		r := cluster.Resources{}

@@ -66,7 +66,7 @@ func TestChooseVictimsAgainstBruteForce(t *testing.T) {
 		c := drawVictimCase(t)
 		fitsOn := func(trial *cluster.Snapshot, _ []*group) bool { return fits(trial, c.preemptor, nil) }
 		before := c.snap.Clone()
-		held := heldBy(c.candidates)
+		held := requestsHeld(c.candidates)
 		got := chooseVictims(c.snap, c.candidates, gt.GPU, held, fitsOn)
 
 		n := len(c.candidates)
