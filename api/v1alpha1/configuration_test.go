@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,13 @@ reconcilePeriod: 250ms
 			edit: func(c *Configuration) { c.SchedulerName = "x" },
 		},
 		{
+			name: "additional scheduler names",
+			yaml: header + "additionalSchedulerNames: [scheduler-plugins-scheduler, volcano]\n",
+			edit: func(c *Configuration) {
+				c.AdditionalSchedulerNames = []string{"scheduler-plugins-scheduler", "volcano"}
+			},
+		},
+		{
 			name: "two servers on any free port",
 			yaml: header + "metricsAddr: 127.0.0.1:0\nhealthAddr: 127.0.0.1:0\n",
 			edit: func(c *Configuration) { c.MetricsAddr, c.HealthAddr = "127.0.0.1:0", "127.0.0.1:0" },
@@ -143,6 +151,16 @@ func TestParseConfigurationRejects(t *testing.T) {
 			[]string{"groupDefaults.backoffMax: 30s: must be >= backoffBase (1m0s)"}},
 		{"bad scheduler name", header + "schedulerName: Gang_Scheduler\n",
 			[]string{`schedulerName: "Gang_Scheduler": must be a DNS-1123 subdomain`}},
+		{"kube-scheduler's name", header + "schedulerName: default-scheduler\n",
+			[]string{`schedulerName: "default-scheduler": kube-scheduler's own schedulerName`}},
+		{"bad additional scheduler name", header + "additionalSchedulerNames: [volcano, Ray_Sched]\n",
+			[]string{`additionalSchedulerNames[1]: "Ray_Sched": must be a DNS-1123 subdomain`}},
+		{"additional name twice", header + "additionalSchedulerNames: [volcano, volcano]\n",
+			[]string{`additionalSchedulerNames[1]: "volcano": already named by additionalSchedulerNames[0]`}},
+		{"additional name is schedulerName", header + "additionalSchedulerNames: [muster]\n",
+			[]string{`additionalSchedulerNames[0]: "muster": already named by schedulerName`}},
+		{"additional name is kube-scheduler's", header + "additionalSchedulerNames: [default-scheduler]\n",
+			[]string{`additionalSchedulerNames[0]: "default-scheduler": kube-scheduler's own schedulerName`}},
 		{"unknown preemption", header + "preemption: Always\n",
 			[]string{`preemption: "Always": expected "LowerPriority" or "Never"`}},
 		{"bad queue name", header + "defaultQueue: a/b\n", []string{`defaultQueue: "a/b": must be a DNS-1123 subdomain`}},
@@ -246,5 +264,18 @@ func TestLoadConfiguration(t *testing.T) {
 	_, err = LoadConfiguration(filepath.Join(dir, "missing.yaml"))
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("LoadConfiguration of a missing file: error %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestSchedulerNames(t *testing.T) {
+	c := DefaultConfiguration()
+	c.AdditionalSchedulerNames = []string{"scheduler-plugins-scheduler"}
+	if got, want := c.SchedulerNames(), []string{"muster", "scheduler-plugins-scheduler"}; !slices.Equal(got, want) {
+		t.Errorf("SchedulerNames() = %q, want %q", got, want)
+	}
+	for name, want := range map[string]bool{"muster": true, "scheduler-plugins-scheduler": true, "volcano": false, "": false} {
+		if got := c.Schedules(name); got != want {
+			t.Errorf("Schedules(%q) = %v, want %v", name, got, want)
+		}
 	}
 }

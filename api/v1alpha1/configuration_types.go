@@ -56,6 +56,14 @@ type Configuration struct {
 	// Defaults to "muster".
 	SchedulerName string `json:"schedulerName,omitempty"`
 
+	// additionalSchedulerNames are further spec.schedulerName values whose pods muster
+	// schedules as its own, for tools that name another gang scheduler and cannot be
+	// told muster's: KubeRay's scheduler-plugins integration names
+	// "scheduler-plugins-scheduler", Volcano's integrations "volcano". Name only
+	// schedulers that are not installed: two schedulers of one name race for its pods.
+	// schedulerName stays the name muster reports as and expects in its diagnoses.
+	AdditionalSchedulerNames []string `json:"additionalSchedulerNames,omitempty"`
+
 	// defaultQueue is the Queue of groups that name none and whose namespace no
 	// Queue selects. Defaults to "default".
 	DefaultQueue string `json:"defaultQueue,omitempty"`

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -44,7 +46,7 @@ func (c *Configuration) Validate() error {
 		errs = append(errs, &FieldError{"kind", fmt.Sprintf("%q", c.Kind),
 			fmt.Sprintf("expected %q", ConfigurationKind)})
 	}
-	errs = append(errs, dnsSubdomain("schedulerName", c.SchedulerName)...)
+	errs = append(errs, schedulerNames(c.SchedulerName, c.AdditionalSchedulerNames)...)
 	errs = append(errs, dnsSubdomain("defaultQueue", c.DefaultQueue)...)
 	if err := c.GroupDefaults.Validate("groupDefaults"); err != nil {
 		errs = append(errs, err)
@@ -190,6 +192,42 @@ func nonNegativeDuration(path string, d *metav1.Duration) []error {
 
 // dnsSubdomain reports a value that is not a DNS-1123 subdomain, the form of object
 // names and of a pod's spec.schedulerName.
+// schedulerNames reports a schedulerName or additional name that is not a DNS-1123
+// subdomain, is kube-scheduler's own (muster would race it for every pod), or is named
+// twice.
+func schedulerNames(primary string, additional []string) []error {
+	check := func(path, name string) []error {
+		if name == corev1.DefaultSchedulerName {
+			return []error{&FieldError{path, fmt.Sprintf("%q", name),
+				"kube-scheduler's own schedulerName: muster and kube-scheduler would both bind every pod that names no scheduler"}}
+		}
+		return dnsSubdomain(path, name)
+	}
+	errs := check("schedulerName", primary)
+	seen := map[string]string{primary: "schedulerName"}
+	for i, name := range additional {
+		path := fmt.Sprintf("additionalSchedulerNames[%d]", i)
+		if first, dup := seen[name]; dup {
+			errs = append(errs, &FieldError{path, fmt.Sprintf("%q", name), "already named by " + first})
+			continue
+		}
+		seen[name] = path
+		errs = append(errs, check(path, name)...)
+	}
+	return errs
+}
+
+// SchedulerNames returns the spec.schedulerName values of the pods muster schedules:
+// schedulerName first, then additionalSchedulerNames.
+func (c *Configuration) SchedulerNames() []string {
+	return append([]string{c.SchedulerName}, c.AdditionalSchedulerNames...)
+}
+
+// Schedules reports whether pods with spec.schedulerName schedulerName are muster's.
+func (c *Configuration) Schedules(schedulerName string) bool {
+	return schedulerName == c.SchedulerName || slices.Contains(c.AdditionalSchedulerNames, schedulerName)
+}
+
 func dnsSubdomain(path, value string) []error {
 	if msgs := validation.IsDNS1123Subdomain(value); len(msgs) > 0 {
 		return []error{&FieldError{path, fmt.Sprintf("%q", value),

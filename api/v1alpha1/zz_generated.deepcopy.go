@@ -63,6 +63,11 @@ func (in *ClientConnection) DeepCopy() *ClientConnection {
 func (in *Configuration) DeepCopyInto(out *Configuration) {
 	*out = *in
 	out.TypeMeta = in.TypeMeta
+	if in.AdditionalSchedulerNames != nil {
+		in, out := &in.AdditionalSchedulerNames, &out.AdditionalSchedulerNames
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	in.GroupDefaults.DeepCopyInto(&out.GroupDefaults)
 	if in.StarvationThreshold != nil {
 		in, out := &in.StarvationThreshold, &out.StarvationThreshold

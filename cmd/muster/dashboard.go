@@ -26,7 +26,8 @@ import (
 
 // dashboardFlags are the flags of `muster dashboard`.
 type dashboardFlags struct {
-	kubeconfig, addr, schedulerName, namespace string
+	kubeconfig, addr, namespace string
+	schedulerNames              []string
 }
 
 // newDashboardCmd returns `muster dashboard`.
@@ -49,7 +50,8 @@ dashboardAddr is set).`,
 	fs := cmd.Flags()
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8090", "loopback host:port to serve on")
-	fs.StringVar(&f.schedulerName, "scheduler-name", "muster", "muster's schedulerName in the cluster")
+	fs.StringSliceVar(&f.schedulerNames, "scheduler-name", []string{"muster"},
+		"muster's schedulerNames in the cluster: its Configuration's schedulerName, then its additionalSchedulerNames (repeat the flag or separate them with commas)")
 	fs.StringVar(&f.namespace, "namespace", "muster-system", "muster's namespace, where it keeps its cost ledger")
 	return cmd
 }
@@ -88,7 +90,7 @@ func runDashboard(cmd *cobra.Command, f *dashboardFlags) error {
 	if err != nil {
 		return fmt.Errorf("creating the cache: %w", err)
 	}
-	d, err := dashboard.New(dashboard.Options{Reader: c, Mapper: mapper, SchedulerName: f.schedulerName,
+	d, err := dashboard.New(dashboard.Options{Reader: c, Mapper: mapper, SchedulerNames: f.schedulerNames,
 		Costs: dashboard.StoredCosts{Reader: c, Namespace: f.namespace}})
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -61,7 +62,7 @@ func runOnSandbox(ctx context.Context, admin *rest.Config, out io.Writer) error 
 		return err
 	}
 	fmt.Fprintf(out, "Scheduler: muster serve (pid %d, schedulerName: %s), as ServiceAccount %s/%s; log: %s\n",
-		m.PID(), cfg.SchedulerName, deploy.ServiceAccount.Namespace, deploy.ServiceAccount.Name, logFile.Name())
+		m.PID(), strings.Join(cfg.SchedulerNames(), ", "), deploy.ServiceAccount.Namespace, deploy.ServiceAccount.Name, logFile.Name())
 	fmt.Fprintf(out, "Dashboard: http://%s/\n", cfg.DashboardAddr)
 	if err := sandbox.RegisterVisibility(ctx, admin, cfg, m); err != nil {
 		fmt.Fprintf(out, "Visibility API: not registered (tenants' explain shows the recorded diagnosis): %v\n", err)

@@ -27,7 +27,8 @@ func NewExplainCmd() *cobra.Command {
 
 // newExplainCmd returns the explain command reading the cluster through f.
 func newExplainCmd(f *Flags) *cobra.Command {
-	var output, schedulerName string
+	var output string
+	var schedulerNames []string
 	cmd := &cobra.Command{
 		Use:   "explain KIND/NAME",
 		Short: "Explain why a group is not running",
@@ -57,7 +58,7 @@ kubeconfig context's.`,
 			if err != nil {
 				return err
 			}
-			fs, err := explain.Gather(cmd.Context(), c, args[0], namespace, schedulerName, time.Now())
+			fs, err := explain.Gather(cmd.Context(), c, args[0], namespace, schedulerNames, time.Now())
 			if err != nil {
 				return err
 			}
@@ -72,7 +73,8 @@ kubeconfig context's.`,
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
-	cmd.Flags().StringVar(&schedulerName, "scheduler-name", "muster", "muster's schedulerName")
+	cmd.Flags().StringSliceVar(&schedulerNames, "scheduler-name", []string{"muster"},
+		"muster's schedulerNames: its Configuration's schedulerName, then its additionalSchedulerNames (repeat the flag or separate them with commas)")
 	return cmd
 }
 

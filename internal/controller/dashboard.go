@@ -78,7 +78,7 @@ func addDashboard(mgr manager.Manager, cfg *musterv1alpha1.Configuration, kube k
 	if !served {
 		return ledger, nil
 	}
-	d, err := dashboard.New(dashboard.Options{Reader: mgr.GetCache(), Mapper: mgr.GetRESTMapper(), SchedulerName: cfg.SchedulerName, Costs: ledger})
+	d, err := dashboard.New(dashboard.Options{Reader: mgr.GetCache(), Mapper: mgr.GetRESTMapper(), SchedulerNames: cfg.SchedulerNames(), Costs: ledger})
 	if err != nil {
 		return nil, err
 	}

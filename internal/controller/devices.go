@@ -161,7 +161,7 @@ func (r *recovery) releaseOrphanReservations(ctx context.Context) error {
 			}
 			p := &corev1.Pod{}
 			if err := r.cache.Get(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: ref.Name}, p); err != nil ||
-				p.UID != ref.UID || p.Spec.NodeName != "" || p.Spec.SchedulerName != r.cfg.SchedulerName {
+				p.UID != ref.UID || p.Spec.NodeName != "" || !r.cfg.Schedules(p.Spec.SchedulerName) {
 				continue
 			}
 			r.log.Info("releasing a claim reserved for a member muster did not bind", "claim", claim.Namespace+"/"+claim.Name, "pod", p.Name)

@@ -217,7 +217,7 @@ func (v *evictor) loadRecords(ctx context.Context) error {
 	}
 	for i := range list.Items {
 		cm := &list.Items[i]
-		p, bad := v.signer.verifyRecord(cm, v.cfg.SchedulerName)
+		p, bad := v.signer.verifyRecord(cm, v.cfg.SchedulerNames())
 		if bad != nil {
 			v.kit.untrusted(cm, KindRecord, bad)
 			continue

@@ -274,7 +274,7 @@ func (m *mirror) recordCarrier(key string) *corev1.Pod {
 }
 
 // isOurs reports whether pod is muster's to schedule.
-func (m *mirror) isOurs(p *corev1.Pod) bool { return p.Spec.SchedulerName == m.cfg.SchedulerName }
+func (m *mirror) isOurs(p *corev1.Pod) bool { return m.cfg.Schedules(p.Spec.SchedulerName) }
 
 // ours returns the pods that are muster's.
 func (m *mirror) ours(pods []*corev1.Pod) []*corev1.Pod {

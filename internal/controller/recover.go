@@ -131,9 +131,9 @@ func (r *recovery) findPlans(ctx context.Context) (map[string]*Plan, error) {
 		if !ok || pod.Spec.NodeName == "" || plans[v] != nil {
 			continue
 		}
-		if pod.Spec.SchedulerName != r.cfg.SchedulerName {
+		if !r.cfg.Schedules(pod.Spec.SchedulerName) {
 			r.kit.untrusted(pod, KindPlan, &untrusted{UntrustedNotOurs,
-				fmt.Sprintf("spec.schedulerName: %q: only muster's pods (%q) carry its plans", pod.Spec.SchedulerName, r.cfg.SchedulerName)})
+				fmt.Sprintf("spec.schedulerName: %q: only muster's pods (%s) carry its plans", pod.Spec.SchedulerName, source.ExpectedSchedulerNames(r.cfg.SchedulerNames()))})
 			continue
 		}
 		p, bad := r.signer.verifyPlan(pod, v)
@@ -157,7 +157,7 @@ func (r *recovery) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pla
 	for _, name := range plan.names() {
 		p := &corev1.Pod{}
 		err := r.cache.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)
-		if err != nil || p.UID != plan.Pods[name].UID || p.Spec.SchedulerName != r.cfg.SchedulerName || !claims(p, plan.Group) {
+		if err != nil || p.UID != plan.Pods[name].UID || !r.cfg.Schedules(p.Spec.SchedulerName) || !claims(p, plan.Group) {
 			continue // gone, replaced, another scheduler's, or no longer the group's
 		}
 		if p.Spec.NodeName != "" {

@@ -113,7 +113,7 @@ func (s *scheduler) Start(ctx context.Context) error {
 			run(ctx)
 		}()
 	}
-	s.log.Info("scheduling", "schedulerName", s.cfg.SchedulerName, "defaultQueue", s.cfg.DefaultQueue)
+	s.log.Info("scheduling", "schedulerNames", s.cfg.SchedulerNames(), "defaultQueue", s.cfg.DefaultQueue)
 	s.loop(ctx)
 	for range runs {
 		<-done // binds and reads in flight end with ctx; none outlives the scheduler

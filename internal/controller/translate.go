@@ -40,7 +40,7 @@ func (t *translator) translate(key string) {
 	if pending && !t.eng.Started(key) {
 		return
 	}
-	source.CheckMembers(&spec, pods, owner, t.cfg.SchedulerName)
+	source.CheckMembers(&spec, pods, owner, t.cfg.SchedulerNames())
 	spec.OwnerFailed = source.OwnerFailure(owner)
 	spec.Stopped = stopped(t.mirror.object(key), pods)
 	if spec.Queue == "" {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/source"
 )
 
 // What a tenant may write, muster must not trust (docs/reliability.md). Two things
@@ -158,9 +160,9 @@ func (g signer) signRecord(name, pod, uid string) string {
 }
 
 // verifyRecord checks a recreate record before muster acts on it: it is signed by
-// muster, names the pod it records, and records a pod of muster's (schedulerName) that
-// is bound to no node. It returns the pod.
-func (g signer) verifyRecord(cm *corev1.ConfigMap, schedulerName string) (*corev1.Pod, *untrusted) {
+// muster, names the pod it records, and records a pod of muster's (one of
+// schedulerNames) that is bound to no node. It returns the pod.
+func (g signer) verifyRecord(cm *corev1.ConfigMap, schedulerNames []string) (*corev1.Pod, *untrusted) {
 	raw, uid, sig := cm.Data[recordPodKey], cm.Data[recordUIDKey], cm.Data[recordSignatureKey]
 	if sig == "" {
 		return nil, &untrusted{UntrustedUnsigned, fmt.Sprintf("data.%s: expected a signature, found none", recordSignatureKey)}
@@ -175,8 +177,9 @@ func (g signer) verifyRecord(cm *corev1.ConfigMap, schedulerName string) (*corev
 	if want := recordName(p.Namespace, p.Name); cm.Name != want {
 		return nil, &untrusted{UntrustedWrongName, fmt.Sprintf("metadata.name: %q: the record of pod %s/%s is named %q", cm.Name, p.Namespace, p.Name, want)}
 	}
-	if p.Spec.SchedulerName != schedulerName {
-		return nil, &untrusted{UntrustedNotOurs, fmt.Sprintf("data.%s: spec.schedulerName: %q: expected %q", recordPodKey, p.Spec.SchedulerName, schedulerName)}
+	if !slices.Contains(schedulerNames, p.Spec.SchedulerName) {
+		return nil, &untrusted{UntrustedNotOurs, fmt.Sprintf("data.%s: spec.schedulerName: %q: expected %s",
+			recordPodKey, p.Spec.SchedulerName, source.ExpectedSchedulerNames(schedulerNames))}
 	}
 	if p.Spec.NodeName != "" {
 		return nil, &untrusted{UntrustedNodeNameSet, fmt.Sprintf("data.%s: spec.nodeName: %q: expected none", recordPodKey, p.Spec.NodeName)}

@@ -93,7 +93,7 @@ func TestVerifyRecord(t *testing.T) {
 		}, UntrustedMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, bad := g.verifyRecord(tc.cm(), "muster")
+			p, bad := g.verifyRecord(tc.cm(), []string{"muster"})
 			switch {
 			case tc.want == "" && bad != nil:
 				t.Fatalf("expected the record trusted, found %v", bad)

@@ -21,11 +21,11 @@ func addVisibility(mgr manager.Manager, cfg *musterv1alpha1.Configuration, opts 
 	vopts := visibility.Options{
 		BindAddress: v.BindAddress, CertDir: v.CertDir,
 		ServiceName: v.ServiceName, ServiceNamespace: cfg.Namespace,
-		Kubeconfig: opts.Kubeconfig, Reader: mgr.GetCache(), Mapper: mgr.GetRESTMapper(), SchedulerName: cfg.SchedulerName,
+		Kubeconfig: opts.Kubeconfig, Reader: mgr.GetCache(), Mapper: mgr.GetRESTMapper(), SchedulerNames: cfg.SchedulerNames(),
 		Clock: opts.Clock, Log: opts.Log.WithName("visibility"),
 	}
 	if dashboardBehindVisibility(cfg) {
-		d, err := dashboard.New(dashboard.Options{Reader: mgr.GetCache(), Mapper: mgr.GetRESTMapper(), SchedulerName: cfg.SchedulerName, Costs: ledger})
+		d, err := dashboard.New(dashboard.Options{Reader: mgr.GetCache(), Mapper: mgr.GetRESTMapper(), SchedulerNames: cfg.SchedulerNames(), Costs: ledger})
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -122,8 +123,8 @@ func nodeDown(n *corev1.Node) bool {
 }
 
 // holdOf returns what a bound pod's devices are held as.
-func holdOf(m *model, p *corev1.Pod, schedulerName string) (Hold, *group) {
-	if p.Spec.SchedulerName != schedulerName {
+func holdOf(m *model, p *corev1.Pod, schedulerNames []string) (Hold, *group) {
+	if !slices.Contains(schedulerNames, p.Spec.SchedulerName) {
 		return Other, nil
 	}
 	g := m.groups[source.GroupOf(p).Key()]
@@ -141,7 +142,7 @@ func holdOf(m *model, p *corev1.Pod, schedulerName string) (Hold, *group) {
 }
 
 // heat builds the cluster page from m.
-func heat(m *model, schedulerName string) Heat {
+func heat(m *model, schedulerNames []string) Heat {
 	h := Heat{Totals: map[Hold]int{}}
 	byNode := map[string][]*corev1.Pod{}
 	for i := range m.pods {
@@ -160,7 +161,7 @@ func heat(m *model, schedulerName string) Heat {
 		sort.Slice(pods, func(i, j int) bool { return podKey(pods[i]) < podKey(pods[j]) })
 		for _, res := range devices(n) {
 			seen[res] = true
-			row.Cells = append(row.Cells, cells(m, n, res, pods, row.Down, schedulerName)...)
+			row.Cells = append(row.Cells, cells(m, n, res, pods, row.Down, schedulerNames)...)
 		}
 		counts := map[Hold]int{}
 		for _, c := range row.Cells {
@@ -179,12 +180,12 @@ func heat(m *model, schedulerName string) Heat {
 
 // cells returns the cells of one device resource of node n: one per unit, the units
 // held by pods first (in pod order), then the free ones.
-func cells(m *model, n *corev1.Node, res corev1.ResourceName, pods []*corev1.Pod, down bool, schedulerName string) []Cell {
+func cells(m *model, n *corev1.Node, res corev1.ResourceName, pods []*corev1.Pod, down bool, schedulerNames []string) []Cell {
 	total := n.Status.Allocatable[res]
 	count := int(total.Value())
 	out := make([]Cell, 0, count)
 	for _, p := range pods {
-		hold, g := holdOf(m, p, schedulerName)
+		hold, g := holdOf(m, p, schedulerNames)
 		c := Cell{Hold: hold, Pod: podKey(p)}
 		if g != nil {
 			c.Group, c.Link = g.ref.Namespace+"/"+g.ref.Name, groupLink(g.ref)

@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -27,8 +28,9 @@ type Options struct {
 	// Mapper resolves kinds to resources for the explain walk (the controller-runtime
 	// manager's RESTMapper); nil leaves workload kinds unresolved.
 	Mapper meta.RESTMapper
-	// SchedulerName is muster's schedulerName: pods with another are other schedulers'.
-	SchedulerName string
+	// SchedulerNames are the schedulerNames muster serves, its Configuration's
+	// schedulerName first: pods with another are other schedulers'.
+	SchedulerNames []string
 	// Costs is where the cost page reads: the ledger the scheduler feeds in this
 	// process, or the one muster keeps in its namespace (StoredCosts); nil shows none.
 	Costs CostSource
@@ -52,8 +54,8 @@ func New(opts Options) (*Dashboard, error) {
 	if opts.Reader == nil {
 		return nil, errors.New("dashboard: Options.Reader: expected a cache reader, found nil")
 	}
-	if opts.SchedulerName == "" {
-		return nil, errors.New("dashboard: Options.SchedulerName: expected muster's schedulerName, found \"\"")
+	if len(opts.SchedulerNames) == 0 || slices.Contains(opts.SchedulerNames, "") {
+		return nil, fmt.Errorf("dashboard: Options.SchedulerNames: %q: expected muster's schedulerNames, none empty", opts.SchedulerNames)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -117,7 +119,7 @@ func (d *Dashboard) page(name string, build func(ctx context.Context, r *http.Re
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), d.opts.ReadTimeout)
 		defer cancel()
-		m, err := read(ctx, d.opts.Reader, d.opts.SchedulerName)
+		m, err := read(ctx, d.opts.Reader, d.opts.SchedulerNames)
 		if err != nil {
 			http.Error(w, "reading muster's cache: "+err.Error(), http.StatusServiceUnavailable)
 			return
@@ -148,7 +150,7 @@ func (d *Dashboard) cluster(_ context.Context, _ *http.Request, m *model) (strin
 		Heat    Heat
 		Legend  any
 		Compact bool
-	}{heat(m, d.opts.SchedulerName), legend, len(m.nodes) > 48}, 0, nil
+	}{heat(m, d.opts.SchedulerNames), legend, len(m.nodes) > 48}, 0, nil
 }
 
 func (d *Dashboard) queues(_ context.Context, _ *http.Request, m *model) (string, any, int, error) {
@@ -180,7 +182,7 @@ func (d *Dashboard) group(ctx context.Context, r *http.Request, m *model) (strin
 		p.Phase, p.Queue, p.Reason, p.Message, p.Waiting = rec.Phase, rec.Queue, rec.Reason, rec.Message, rec.Waiting
 	}
 	if target := explainTarget(ref); target != "" {
-		f, err := explain.Gather(ctx, explain.NewCacheReader(d.opts.Reader, d.opts.Mapper), target, ref.Namespace, d.opts.SchedulerName, now)
+		f, err := explain.Gather(ctx, explain.NewCacheReader(d.opts.Reader, d.opts.Mapper), target, ref.Namespace, d.opts.SchedulerNames, now)
 		if err != nil {
 			p.ExplainProblem = err.Error()
 		} else {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,12 +53,16 @@ func withRecord(p corev1.Pod, rec musterv1alpha1.GroupLifecycle) corev1.Pod {
 	return p
 }
 
-// modelOf builds the model read() would from these objects.
-func modelOf(nodes []corev1.Node, pods []corev1.Pod) *model {
+// modelOf builds the model read() would from these objects, for muster serving the
+// schedulerNames served ("muster" when none are given).
+func modelOf(nodes []corev1.Node, pods []corev1.Pod, served ...string) *model {
+	if len(served) == 0 {
+		served = []string{"muster"}
+	}
 	m := &model{nodes: nodes, pods: pods, groups: map[string]*group{}}
 	for i := range m.pods {
 		p := &m.pods[i]
-		if p.Spec.SchedulerName != "muster" {
+		if !slices.Contains(served, p.Spec.SchedulerName) {
 			continue
 		}
 		g := m.group(source.GroupOf(p))
@@ -98,7 +103,7 @@ func TestHeatColoursEachDeviceByItsHolder(t *testing.T) {
 			deleting,
 			pod("ns", "s-0", "s", "n3", 1), // bound, no record yet
 		})
-	h := heat(m, "muster")
+	h := heat(m, []string{"muster"})
 	got := map[string][]Hold{}
 	for _, r := range h.Rows {
 		got[r.Name] = holds(r)
@@ -119,6 +124,19 @@ func TestHeatColoursEachDeviceByItsHolder(t *testing.T) {
 	}
 }
 
+func TestHeatCountsEveryNameMusterServes(t *testing.T) {
+	ray := withRecord(pod("ns", "ray-0", "ray", "n1", 1), musterv1alpha1.GroupLifecycle{Phase: "Running", Queue: "q"})
+	ray.Spec.SchedulerName = "scheduler-plugins-scheduler"
+	nodes, pods := []corev1.Node{node("n1", 1, true)}, []corev1.Pod{ray}
+	if got := holds(heat(modelOf(nodes, pods), []string{"muster"}).Rows[0]); got[0] != Other {
+		t.Errorf("with muster serving only \"muster\": cell %v, want %v", got, Other)
+	}
+	served := []string{"muster", "scheduler-plugins-scheduler"}
+	if got := holds(heat(modelOf(nodes, pods, served...), served).Rows[0]); got[0] != Training {
+		t.Errorf("with muster serving %q: cell %v, want %v", served, got, Training)
+	}
+}
+
 func TestAForgedRecordIsShownAsAProblem(t *testing.T) {
 	p := pod("ns", "a-0", "a", "n1", 1)
 	p.Annotations = map[string]string{musterv1alpha1.LifecycleAnnotation: `{"phase": 3`}
@@ -127,7 +145,7 @@ func TestAForgedRecordIsShownAsAProblem(t *testing.T) {
 	if g.record != nil || g.recordProblem == "" {
 		t.Fatalf("record %+v, problem %q; want no record and a problem", g.record, g.recordProblem)
 	}
-	if got := holds(heat(m, "muster").Rows[0]); got[0] != Starting {
+	if got := holds(heat(m, []string{"muster"}).Rows[0]); got[0] != Starting {
 		t.Errorf("cell %v; a group with no readable record is shown as starting", got)
 	}
 }

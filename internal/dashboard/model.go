@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -93,7 +94,7 @@ func objects[T any, PT interface {
 
 // read reads the model from r. APIs the cluster does not serve (no PodGroup CRD, no
 // Queue CRD) are read as empty.
-func read(ctx context.Context, r client.Reader, schedulerName string) (*model, error) {
+func read(ctx context.Context, r client.Reader, schedulerNames []string) (*model, error) {
 	m := &model{groups: map[string]*group{}}
 	var nodes corev1.NodeList
 	if err := r.List(ctx, &nodes); err != nil {
@@ -126,7 +127,7 @@ func read(ctx context.Context, r client.Reader, schedulerName string) (*model, e
 	}
 	for i := range m.pods {
 		p := &m.pods[i]
-		if p.Spec.SchedulerName != schedulerName {
+		if !slices.Contains(schedulerNames, p.Spec.SchedulerName) {
 			continue
 		}
 		g := m.group(source.GroupOf(p))

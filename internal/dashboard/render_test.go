@@ -31,7 +31,7 @@ func (noReader) List(context.Context, client.ObjectList, ...client.ListOption) e
 // TestPagesRender renders each page, whole and as the fragment the script fetches,
 // and checks that what a tenant wrote is escaped.
 func TestPagesRender(t *testing.T) {
-	d, err := New(Options{Reader: noReader{}, SchedulerName: "muster", Costs: NewLedger(), Now: func() time.Time { return t0 }})
+	d, err := New(Options{Reader: noReader{}, SchedulerNames: []string{"muster"}, Costs: NewLedger(), Now: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func (s *world) explain(c *scenario.Call) (string, error) {
 	}
 	rec := recordOf(st)
 	f := explain.Facts{
-		Kind: "podgroup", Name: name, Namespace: st.Spec.Namespace, SchedulerName: "muster",
+		Kind: "podgroup", Name: name, Namespace: st.Spec.Namespace, SchedulerNames: []string{"muster"},
 		GroupAPI: podGroupAPI, GroupServed: true, GroupFound: true,
 		Spec: st.Spec, Members: s.sim.Pods(name), Lifecycle: &rec,
 		Queue: s.queueObject(st.Queue), Now: s.clock.Now(),

@@ -133,7 +133,7 @@ func stepObjects(f Facts) (check, bool) {
 			fix = fmt.Sprintf("give the pod template the label %s: %s and the annotation %s (the group's minimum), or the label of a PodGroup; see docs/integrations.md",
 				musterv1alpha1.GroupLabel, f.Parent.GetName(), musterv1alpha1.MinMemberAnnotation)
 		case f.Parent != nil:
-			fix = "run the training operator with --gang-scheduler-name=" + f.SchedulerName + " so that it creates the PodGroup"
+			fix = "run the training operator with --gang-scheduler-name=" + f.SchedulerNames[0] + " so that it creates the PodGroup"
 		}
 		return failed(msg, fix, append(ev, msg)...), false
 	}
@@ -167,17 +167,28 @@ func stepOwnership(f Facts) (check, bool) {
 		msg := "the cluster does not serve " + f.GroupAPI
 		return failed(msg, "install the CRD from deploy/crd (or enable the API)", msg), false
 	}
-	var others []string
+	var others, names []string
 	for _, p := range f.Members {
-		if p.Spec.SchedulerName != f.SchedulerName {
-			others = append(others, fmt.Sprintf("%s (schedulerName %q)", p.Name, p.Spec.SchedulerName))
+		name := p.Spec.SchedulerName
+		switch {
+		case !slices.Contains(f.SchedulerNames, name):
+			others = append(others, fmt.Sprintf("%s (schedulerName %q)", p.Name, name))
+		case !slices.Contains(names, name):
+			names = append(names, name)
 		}
 	}
 	if len(others) > 0 {
 		msg := fmt.Sprintf("%d of %d members are not muster's: %s", len(others), len(f.Members), strings.Join(others, ", "))
-		return failed(msg, fmt.Sprintf("set spec.schedulerName: %s on every member's pod template (Polyaxon: environment.schedulerName)", f.SchedulerName), msg), true
+		fix := fmt.Sprintf("set spec.schedulerName: %s on every member's pod template (Polyaxon: environment.schedulerName)", f.SchedulerNames[0])
+		if len(f.SchedulerNames) > 1 {
+			fix += fmt.Sprintf("; muster also schedules pods of %s (additionalSchedulerNames)", strings.Join(f.SchedulerNames[1:], ", "))
+		}
+		return failed(msg, fix, msg), true
 	}
-	return ok(fmt.Sprintf("%s served; %d members with schedulerName %s", f.GroupAPI, len(f.Members), f.SchedulerName)), true
+	if len(names) == 0 {
+		names = f.SchedulerNames[:1]
+	}
+	return ok(fmt.Sprintf("%s served; %d members with schedulerName %s", f.GroupAPI, len(f.Members), strings.Join(names, " or "))), true
 }
 
 // stepMembership: members found vs minMember, the owner's declared replicas, pods of the

@@ -43,7 +43,7 @@ func facts(phase string, pods []*corev1.Pod) explain.Facts {
 	admitted := metav1.NewTime(now.Add(-2 * time.Minute))
 	wake := metav1.NewTime(now.Add(3 * time.Minute))
 	return explain.Facts{
-		Kind: "podgroup", Name: "bert", Namespace: "default", SchedulerName: "muster",
+		Kind: "podgroup", Name: "bert", Namespace: "default", SchedulerNames: []string{"muster"},
 		GroupAPI: "scheduling.x-k8s.io/v1alpha1 PodGroup", GroupServed: true, GroupFound: true,
 		Spec:    engine.GroupSpec{Key: "Coscheduling/default/bert", Source: engine.Coscheduling, Namespace: "default", Name: "bert", MinMember: 4},
 		Members: pods,
@@ -137,6 +137,35 @@ func TestBuild(t *testing.T) {
 			},
 			wantStep: 2,
 			want:     []string{`bert-worker-0 (schedulerName "default-scheduler")`, "environment.schedulerName"},
+		},
+		{
+			name: "members under two names muster serves",
+			facts: func() explain.Facts {
+				f := facts("Gathering", members(4, false, func(i int, p *corev1.Pod) {
+					if i < 2 {
+						p.Spec.SchedulerName = "scheduler-plugins-scheduler"
+					}
+				}))
+				f.SchedulerNames = []string{"muster", "scheduler-plugins-scheduler"}
+				return f
+			},
+			wantStep: 0,
+			want:     []string{"✓ 2.", "4 members with schedulerName scheduler-plugins-scheduler or muster"},
+		},
+		{
+			name: "member with a scheduler muster does not serve, two served",
+			facts: func() explain.Facts {
+				f := facts("Gathering", members(4, false, func(i int, p *corev1.Pod) {
+					if i == 0 {
+						p.Spec.SchedulerName = "default-scheduler"
+					}
+				}))
+				f.SchedulerNames = []string{"muster", "volcano"}
+				return f
+			},
+			wantStep: 2,
+			want: []string{`1 of 4 members are not muster's: bert-worker-0 (schedulerName "default-scheduler")`,
+				"muster also schedules pods of volcano (additionalSchedulerNames)"},
 		},
 		{
 			name: "a task short of its minimum",

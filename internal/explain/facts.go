@@ -30,8 +30,9 @@ import (
 type Facts struct {
 	// Target is what the user asked about, e.g. pytorchjob/bert in namespace default.
 	Kind, Name, Namespace string
-	// SchedulerName is muster's schedulerName.
-	SchedulerName string
+	// SchedulerNames are the schedulerNames muster serves, its Configuration's
+	// schedulerName first.
+	SchedulerNames []string
 	// Parent is the workload object (a PyTorchJob, Job, ...) when Kind names one.
 	Parent *unstructured.Unstructured
 	// ParentProblem says why Parent is missing (not found, API not served).

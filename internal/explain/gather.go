@@ -40,13 +40,13 @@ var ErrUsage = errors.New("usage")
 
 // Gather collects the facts about target ("pytorchjob/bert", "podgroup/bert", or a plain
 // group's name) in namespace.
-func Gather(ctx context.Context, c Reader, target, namespace, schedulerName string, now time.Time) (Facts, error) {
+func Gather(ctx context.Context, c Reader, target, namespace string, schedulerNames []string, now time.Time) (Facts, error) {
 	kind, name, found := strings.Cut(target, "/")
 	if !found {
 		kind, name = "group", target
 	}
 	kind = strings.ToLower(kind)
-	f := Facts{Kind: kind, Name: name, Namespace: namespace, SchedulerName: schedulerName, Now: now, GroupServed: true}
+	f := Facts{Kind: kind, Name: name, Namespace: namespace, SchedulerNames: schedulerNames, Now: now, GroupServed: true}
 	pods, err := c.Pods(ctx, namespace)
 	if err != nil {
 		return f, fmt.Errorf("listing pods in %s: %w", namespace, err)
@@ -95,7 +95,7 @@ func Gather(ctx context.Context, c Reader, target, namespace, schedulerName stri
 	if f.Spec.Source == engine.Labels {
 		f.GroupFound = len(members) > 0
 	}
-	source.CheckMembers(&f.Spec, members, f.Parent, schedulerName)
+	source.CheckMembers(&f.Spec, members, f.Parent, schedulerNames)
 	f.Lifecycle = lifecycleOf(obj, members)
 	if f.Lifecycle == nil && f.TemplateGroup {
 		// A Job muster suspended carries its group's record (see SuspendedAnnotation).

@@ -71,7 +71,7 @@ func TestParentVersionFromDiscovery(t *testing.T) {
 		gvr := schema.GroupVersionResource{Group: "kubeflow.org", Version: tc.want, Resource: "mpijobs"}
 		r.objects[gvr] = parent("kubeflow.org/"+tc.want, "MPIJob", "pi", "uid-pi", map[string]any{
 			"mpiReplicaSpecs": map[string]any{"Launcher": map[string]any{}}})
-		f, err := Gather(context.Background(), r, "mpijob/pi", "default", "muster", time.Unix(0, 0))
+		f, err := Gather(context.Background(), r, "mpijob/pi", "default", []string{"muster"}, time.Unix(0, 0))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -83,7 +83,7 @@ func TestParentVersionFromDiscovery(t *testing.T) {
 
 func TestParentKindNotServed(t *testing.T) {
 	r := newServed(mpiV1)
-	f, err := Gather(context.Background(), r, "pytorchjob/bert", "default", "muster", time.Unix(0, 0))
+	f, err := Gather(context.Background(), r, "pytorchjob/bert", "default", []string{"muster"}, time.Unix(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestCacheReaderWithoutMapper(t *testing.T) {
 }
 
 func TestUnknownKindIsUsage(t *testing.T) {
-	_, err := Gather(context.Background(), newServed(), "deployment/web", "default", "muster", time.Unix(0, 0))
+	_, err := Gather(context.Background(), newServed(), "deployment/web", "default", []string{"muster"}, time.Unix(0, 0))
 	want := `usage: kind "deployment": expected one of pytorchjob, tfjob, mpijob, xgboostjob, paddlejob, jaxjob, job, jobset, raycluster, podgroup, or a plain group name`
 	if !errors.Is(err, ErrUsage) || err.Error() != want {
 		t.Errorf("error %v; expected %q", err, want)

@@ -383,7 +383,7 @@ func explainRecord(t *testing.T, spec engine.GroupSpec, rec musterv1alpha1.Group
 	for i := range spec.MinMember {
 		pods = append(pods, gt.Pod(spec.Name+"-"+string(rune('0'+i))).GPU(1).Obj())
 	}
-	f := explain.Facts{Kind: "podgroup", Name: spec.Name, Namespace: spec.Namespace, SchedulerName: "muster",
+	f := explain.Facts{Kind: "podgroup", Name: spec.Name, Namespace: spec.Namespace, SchedulerNames: []string{"muster"},
 		GroupAPI: "scheduling.x-k8s.io/v1alpha1 PodGroup", GroupServed: true, GroupFound: true,
 		Spec: spec, Members: pods, Lifecycle: &rec, Now: now,
 		Queue: &musterv1alpha1.Queue{Spec: musterv1alpha1.QueueSpec{Quota: corev1.ResourceList{gt.GPU: resource.MustParse("2")}}}}

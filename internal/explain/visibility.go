@@ -63,12 +63,12 @@ func ExplanationPath(namespace, name string) string {
 
 // Explain answers the visibility API's get for group name of source in namespace,
 // from r (muster's cache). A group muster cannot find is a NotFound error.
-func Explain(ctx context.Context, r Reader, namespace, name string, source engine.Source, schedulerName string, now time.Time) (*Explanation, error) {
+func Explain(ctx context.Context, r Reader, namespace, name string, source engine.Source, schedulerNames []string, now time.Time) (*Explanation, error) {
 	target := "podgroup/" + name
 	if source == engine.Labels {
 		target = "group/" + name
 	}
-	f, err := Gather(ctx, r, target, namespace, schedulerName, now)
+	f, err := Gather(ctx, r, target, namespace, schedulerNames, now)
 	if err != nil {
 		return nil, err
 	}

@@ -93,7 +93,7 @@ func TestExamples(t *testing.T) {
 				specs = append(specs, source.FromLabels(source.GroupOf(pods[0]), pods, nil))
 			}
 			spec := specs[0]
-			source.CheckMembers(&spec, pods, nil, cmp.Or(f.scheduler, "muster"))
+			source.CheckMembers(&spec, pods, nil, []string{cmp.Or(f.scheduler, "muster")})
 			if spec.Key != f.key || spec.MinMember != f.minMember || len(spec.Invalid) != 0 {
 				t.Fatalf("group %s minMember %d invalid %q; want %s minMember %d valid", spec.Key, spec.MinMember, spec.Invalid, f.key, f.minMember)
 			}

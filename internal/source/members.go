@@ -3,6 +3,9 @@ package source
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -12,8 +15,8 @@ import (
 
 // CheckMembers checks a group's member pods and their owner against spec, appending each
 // problem to spec.Invalid:
-//   - a member whose spec.schedulerName is not schedulerName (muster's), naming the pods
-//     and the schedulerNames found;
+//   - a member whose spec.schedulerName is none of schedulerNames (muster's, its
+//     Configuration's schedulerName first), naming the pods and the schedulerNames found;
 //   - a minimum larger than the replicas the owner declares.
 //
 // owner, when not nil, is the controller object behind the members (a Job, a Kubeflow
@@ -22,8 +25,8 @@ import (
 // lets the diagnosis say how many pods the owner declares. An owner of a kind OwnerRoles
 // does not know is recorded with Replicas 0 (unknown); one whose replica fields are
 // malformed is a problem.
-func CheckMembers(spec *engine.GroupSpec, pods []*corev1.Pod, owner *unstructured.Unstructured, schedulerName string) {
-	checkSchedulerNames(spec, pods, schedulerName)
+func CheckMembers(spec *engine.GroupSpec, pods []*corev1.Pod, owner *unstructured.Unstructured, schedulerNames []string) {
+	checkSchedulerNames(spec, pods, schedulerNames)
 	if owner == nil {
 		return
 	}
@@ -44,24 +47,42 @@ func CheckMembers(spec *engine.GroupSpec, pods []*corev1.Pod, owner *unstructure
 }
 
 // checkSchedulerNames records members that are not muster's: all of them under one other
-// schedulerName, or a mix.
-func checkSchedulerNames(spec *engine.GroupSpec, pods []*corev1.Pod, schedulerName string) {
+// schedulerName, or a mix. Members under different names muster serves are all its own.
+func checkSchedulerNames(spec *engine.GroupSpec, pods []*corev1.Pod, schedulerNames []string) {
 	byName := map[string][]string{}
+	others := 0
 	for _, p := range pods {
-		byName[p.Spec.SchedulerName] = append(byName[p.Spec.SchedulerName], p.Name)
+		name := p.Spec.SchedulerName
+		byName[name] = append(byName[name], p.Name)
+		if !slices.Contains(schedulerNames, name) {
+			others++
+		}
 	}
-	if _, ours := byName[schedulerName]; len(byName) == 0 || (ours && len(byName) == 1) {
+	if others == 0 {
 		return
 	}
 	if len(byName) == 1 {
 		for name, members := range byName {
-			spec.Invalid = append(spec.Invalid, fmt.Sprintf("spec.schedulerName: %q on every member (%s): expected %q",
-				name, podNames(members), schedulerName))
+			spec.Invalid = append(spec.Invalid, fmt.Sprintf("spec.schedulerName: %q on every member (%s): expected %s",
+				name, podNames(members), ExpectedSchedulerNames(schedulerNames)))
 		}
 		return
 	}
-	spec.Invalid = append(spec.Invalid, fmt.Sprintf("spec.schedulerName: members disagree: %s: expected %q on every member",
-		describeSplit(byName), schedulerName))
+	spec.Invalid = append(spec.Invalid, fmt.Sprintf("spec.schedulerName: members disagree: %s: expected %s on every member",
+		describeSplit(byName), ExpectedSchedulerNames(schedulerNames)))
+}
+
+// ExpectedSchedulerNames renders the schedulerNames muster serves for a message:
+// `"muster"`, or `one of "muster", "volcano"`.
+func ExpectedSchedulerNames(schedulerNames []string) string {
+	quoted := make([]string, len(schedulerNames))
+	for i, name := range schedulerNames {
+		quoted[i] = strconv.Quote(name)
+	}
+	if len(quoted) == 1 {
+		return quoted[0]
+	}
+	return "one of " + strings.Join(quoted, ", ")
 }
 
 // Gathering explains a group that has fewer members than its minimum: how many pods joined,

@@ -24,7 +24,8 @@ func TestCheckMembers(t *testing.T) {
 		name      string
 		minMember int
 		pods      []*corev1.Pod
-		owner     string // fixture in testdata/owners, "" for none
+		owner     string   // fixture in testdata/owners, "" for none
+		served    []string // the schedulerNames muster serves; nil for "muster" alone
 		want      func(*engine.GroupSpec)
 	}{{
 		name:      "all muster's, no owner",
@@ -50,6 +51,24 @@ func TestCheckMembers(t *testing.T) {
 		minMember: 2,
 		pods:      pods("w", 2, member, scheduler("default-scheduler")),
 		want:      invalid(`spec.schedulerName: "default-scheduler" on every member (w-0, w-1): expected "muster"`),
+	}, {
+		name:      "members under two names muster serves",
+		minMember: 3,
+		pods:      joined(pods("w", 2, member, scheduler("scheduler-plugins-scheduler")), []*corev1.Pod{pod("head", member)}),
+		served:    []string{"muster", "scheduler-plugins-scheduler"},
+	}, {
+		name:      "every member is another scheduler's, two names served",
+		minMember: 2,
+		pods:      pods("w", 2, member, scheduler("default-scheduler")),
+		served:    []string{"muster", "volcano"},
+		want:      invalid(`spec.schedulerName: "default-scheduler" on every member (w-0, w-1): expected one of "muster", "volcano"`),
+	}, {
+		name:      "one member is another scheduler's, two names served",
+		minMember: 3,
+		pods:      joined(pods("w", 2, member, scheduler("volcano")), []*corev1.Pod{pod("launcher", member, scheduler("default-scheduler"))}),
+		served:    []string{"muster", "volcano"},
+		want: invalid(`spec.schedulerName: members disagree: "default-scheduler" on launcher; ` +
+			`"volcano" on w-0, w-1: expected one of "muster", "volcano" on every member`),
 	}, {
 		name:      "launcher outside the group: 8 workers joined, owner declares 9",
 		minMember: 9,
@@ -92,7 +111,11 @@ func TestCheckMembers(t *testing.T) {
 				o = owner(t, tt.owner)
 			}
 			got := want(engine.Coscheduling, "train", tt.minMember, nil)
-			CheckMembers(&got, tt.pods, o, "muster")
+			served := tt.served
+			if served == nil {
+				served = []string{"muster"}
+			}
+			CheckMembers(&got, tt.pods, o, served)
 			if diff := cmp.Diff(want(engine.Coscheduling, "train", tt.minMember, tt.want), got); diff != "" {
 				t.Errorf("CheckMembers (-want +got):\n%s", diff)
 			}
@@ -111,7 +134,7 @@ func TestCheckMembersNamesTheSourcesMinimum(t *testing.T) {
 	}
 	for _, tt := range tests {
 		spec := want(tt.source, "train", 12, nil)
-		CheckMembers(&spec, nil, owner(t, "pytorchjob"), "muster")
+		CheckMembers(&spec, nil, owner(t, "pytorchjob"), []string{"muster"})
 		if diff := cmp.Diff([]string{tt.want}, spec.Invalid); diff != "" {
 			t.Errorf("%s: Invalid (-want +got):\n%s", tt.source, diff)
 		}

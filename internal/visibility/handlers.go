@@ -35,7 +35,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), answerTimeout)
 	defer cancel()
-	e, err := explain.Explain(ctx, explain.NewCacheReader(s.opts.Reader, s.opts.Mapper), info.Namespace, info.Name, source, s.opts.SchedulerName, s.opts.Clock.Now())
+	e, err := explain.Explain(ctx, explain.NewCacheReader(s.opts.Reader, s.opts.Mapper), info.Namespace, info.Name, source, s.opts.SchedulerNames, s.opts.Clock.Now())
 	if err != nil {
 		if _, ok := err.(apierrors.APIStatus); !ok {
 			s.opts.Log.Error(err, "explaining a group", "namespace", info.Namespace, "group", info.Name)

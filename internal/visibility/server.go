@@ -53,8 +53,9 @@ type Options struct {
 	// Mapper resolves kinds to resources for the explain walk: the controller-runtime
 	// manager's RESTMapper.
 	Mapper meta.RESTMapper
-	// SchedulerName is muster's schedulerName.
-	SchedulerName string
+	// SchedulerNames are the schedulerNames muster serves, its Configuration's
+	// schedulerName first.
+	SchedulerNames []string
 	// Clock stamps the answers; nil means the real clock.
 	Clock clock.PassiveClock
 	// Log receives the server's log lines.

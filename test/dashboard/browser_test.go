@@ -266,7 +266,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 // explainVerdict is what muster explain, reading the API server, says of a group.
 func explainVerdict(t *testing.T, env *sandboxtest.Env, ns, name string) explain.Verdict {
 	t.Helper()
-	f, err := explain.Gather(context.Background(), explain.Clients{Kube: env.Kube, Dynamic: env.Dynamic}, "podgroup/"+name, ns, "muster", time.Now())
+	f, err := explain.Gather(context.Background(), explain.Clients{Kube: env.Kube, Dynamic: env.Dynamic}, "podgroup/"+name, ns, []string{"muster"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

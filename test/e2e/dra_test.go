@@ -159,7 +159,7 @@ func TestDRAGangOnTheSandbox(t *testing.T) {
 	if got := stateOf(t, env, ns, "small").holding; got != 0 {
 		t.Fatalf("the waiting gang holds %d pods", got)
 	}
-	f, err := explain.Gather(context.Background(), explain.NewClients(env.Kube, env.Dynamic), "podgroup/small", ns, "muster", time.Now())
+	f, err := explain.Gather(context.Background(), explain.NewClients(env.Kube, env.Dynamic), "podgroup/small", ns, []string{"muster"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,14 +33,14 @@ func TestExplainResolvesOwnerVersionsThroughDiscovery(t *testing.T) {
 		t.Fatalf("creating MPIJob pi: %v", err)
 	}
 	c := explain.NewClients(env.Kube, env.Dynamic)
-	f, err := explain.Gather(context.Background(), c, "mpijob/pi", ns, "muster", time.Now())
+	f, err := explain.Gather(context.Background(), c, "mpijob/pi", ns, []string{"muster"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f.Parent == nil || f.Parent.GetAPIVersion() != "kubeflow.org/v1" || f.ParentProblem != "" {
 		t.Errorf("mpijob/pi: parent %v, problem %q; expected MPIJob pi read at kubeflow.org/v1", f.Parent, f.ParentProblem)
 	}
-	f, err = explain.Gather(context.Background(), c, "tfjob/bert", ns, "muster", time.Now())
+	f, err = explain.Gather(context.Background(), c, "tfjob/bert", ns, []string{"muster"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func TestGatheringNamesTheRayClustersPods(t *testing.T) {
 	want := "RayCluster llm-batch declares 5 replicas (head 1, gpu 4)"
 	expectGatheringNamesOwner(t, env, ns, cluster, 5, "llm-batch-gpu-worker", 4, want)
 
-	f, err := explain.Gather(context.Background(), explain.NewClients(env.Kube, env.Dynamic), "raycluster/llm-batch", ns, "muster", time.Now())
+	f, err := explain.Gather(context.Background(), explain.NewClients(env.Kube, env.Dynamic), "raycluster/llm-batch", ns, []string{"muster"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func TestOnePerNodeGangOnTheSandbox(t *testing.T) {
 	if got := stateOf(t, env, ns, "wide").holding; got != 0 {
 		t.Fatalf("the Impossible gang holds %d pods", got)
 	}
-	f, err := explain.Gather(context.Background(), explain.NewClients(env.Kube, env.Dynamic), "podgroup/wide", ns, "muster", time.Now())
+	f, err := explain.Gather(context.Background(), explain.NewClients(env.Kube, env.Dynamic), "podgroup/wide", ns, []string{"muster"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,16 +123,25 @@ func TestExampleManifestsRunWhole(t *testing.T) {
 // TestKubeRayExampleRunsWhole applies what KubeRay's scheduler-plugins integration
 // creates for a RayCluster (examples/kuberay/): a PodGroup of the head and four GPU
 // workers, whose pods KubeRay gives schedulerName scheduler-plugins-scheduler. muster
-// serve, as deployed but for the schedulerName its Configuration says, runs the five
-// whole.
+// serve, as deployed but for the additional schedulerName its Configuration names,
+// runs the five whole, and then, in the same process, the plain group of
+// examples/plain/, whose pods name muster.
 func TestKubeRayExampleRunsWhole(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "kuberay", Count: 4, CPU: "16", Memory: "64Gi", GPUs: 1})
 	c := newClient(t, env.Config)
 	startMuster(t, env, musterOptions{configure: func(cfg *musterv1alpha1.Configuration) {
-		cfg.SchedulerName = "scheduler-plugins-scheduler"
+		cfg.AdditionalSchedulerNames = []string{"scheduler-plugins-scheduler"}
 	}})
-	runExampleWhole(t, env, c, "kuberay/generated.yaml", "llm-batch", 5)
+	for _, ex := range []struct {
+		file, group string
+		members     int
+	}{
+		{"kuberay/generated.yaml", "llm-batch", 5},
+		{"plain/pods.yaml", "sweep", 4},
+	} {
+		t.Run(ex.file, func(t *testing.T) { runExampleWhole(t, env, c, ex.file, ex.group, ex.members) })
+	}
 }
 
 // runExampleWhole creates the objects of the example file, waits until members pods

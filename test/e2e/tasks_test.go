@@ -66,7 +66,7 @@ func TestVolcanoTaskMinimumsThroughServe(t *testing.T) {
 	if held := podsOf(t, c, ns, "job")["job"].holding; held != 0 {
 		t.Fatalf("%d workers bound while the group lacks its ps; pods:\n%s", held, describePods(t, c, ns))
 	}
-	f, err := explain.Gather(context.Background(), explain.NewClients(env.Kube, env.Dynamic), "podgroup/job", ns, "muster", time.Now())
+	f, err := explain.Gather(context.Background(), explain.NewClients(env.Kube, env.Dynamic), "podgroup/job", ns, []string{"muster"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

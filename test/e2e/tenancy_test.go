@@ -78,7 +78,7 @@ func TestQueueOfAnotherTeamIsNotAllowed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := explain.Gather(context.Background(), tcl, "podgroup/spend", stranger, "muster", time.Now())
+	f, err := explain.Gather(context.Background(), tcl, "podgroup/spend", stranger, []string{"muster"}, time.Now())
 	if err != nil {
 		t.Fatalf("explain as the tenant: %v", err)
 	}

@@ -69,7 +69,7 @@ func TestTenantExplainsThroughTheVisibilityAPI(t *testing.T) {
 	if e.Phase != "Queued" || e.Fit == nil || !strings.Contains(e.Fit.String(), "Insufficient nvidia.com/gpu") {
 		t.Errorf("the visibility API's explanation of waiter: expected phase Queued and a fit short of GPUs, found phase %q, fit %v", e.Phase, e.Fit)
 	}
-	f, err := explain.Gather(ctx, tenant, "podgroup/waiter", ns, "muster", time.Now())
+	f, err := explain.Gather(ctx, tenant, "podgroup/waiter", ns, []string{"muster"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 // gather runs what `muster explain TARGET -n NS` runs.
 func gather(t *testing.T, env *sandboxtest.Env, target, ns string) explain.Facts {
 	t.Helper()
-	f, err := explain.Gather(context.Background(), explain.Clients{Kube: env.Kube, Dynamic: env.Dynamic}, target, ns, "muster", time.Now())
+	f, err := explain.Gather(context.Background(), explain.Clients{Kube: env.Kube, Dynamic: env.Dynamic}, target, ns, []string{"muster"}, time.Now())
 	if err != nil {
 		t.Fatalf("explain %s -n %s: %v", target, ns, err)
 	}
