@@ -52,6 +52,18 @@ type WaitReason struct {
 	// back the quota it lent to its cohort, false when for priority.
 	Preempting []string `json:"preempting,omitempty"`
 	Reclaiming bool     `json:"reclaiming,omitempty"`
+	// ExtendedByDRA, for a group that asks for an extended resource no node has which a
+	// DeviceClass provides through DRA, names the resource and the class: muster does not
+	// allocate extended resources backed by DRA.
+	ExtendedByDRA *ExtendedByDRA `json:"extendedByDRA,omitempty"`
+}
+
+// ExtendedByDRA is an extended resource a group asks for that no node has in its
+// allocatable and DeviceClass provides through DRA (its spec.extendedResourceName, or
+// the implicit deviceclass.resource.kubernetes.io/ name of the class).
+type ExtendedByDRA struct {
+	Resource    corev1.ResourceName `json:"resource"`
+	DeviceClass string              `json:"deviceClass"`
 }
 
 // QuotaWait is the quota a group waits for: it needs Need of Resource, and its queue's

@@ -9,6 +9,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/utils/ptr"
 
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/placement"
@@ -153,11 +154,11 @@ func withDevices(r, d cluster.Resources) cluster.Resources {
 // node has in its allocatable but a DeviceClass provides through DRA (its
 // spec.extendedResourceName, or the implicit name deviceclass.resource.kubernetes.io/
 // and the class's name), which resource and class: kube-scheduler v1.37 allocates such
-// a request as devices, muster does not. "" when there is none.
-func (e *Engine) extendedByDRA(g *group) string {
+// a request as devices, muster does not. nil when there is none.
+func (e *Engine) extendedByDRA(g *group) *musterv1alpha1.ExtendedByDRA {
 	classes := e.snap.Objects().DeviceClasses
 	if len(classes) == 0 {
-		return ""
+		return nil
 	}
 	total := e.snap.Allocatable()
 	classNames := slices.Sorted(maps.Keys(classes))
@@ -170,11 +171,16 @@ func (e *Engine) extendedByDRA(g *group) string {
 			for _, className := range classNames {
 				c := classes[className]
 				if ptr.Deref(c.Spec.ExtendedResourceName, "") == string(name) || resourcev1.ResourceDeviceClassPrefix+className == string(name) {
-					return fmt.Sprintf("%s is provided through DRA by DeviceClass %s and no node has it as an extended resource; muster does not allocate extended resources backed by DRA: ask for the device with a ResourceClaim",
-						name, className)
+					return &musterv1alpha1.ExtendedByDRA{Resource: name, DeviceClass: className}
 				}
 			}
 		}
 	}
-	return ""
+	return nil
+}
+
+// ExtendedByDRANote is the text of x in a group's reason.
+func ExtendedByDRANote(x musterv1alpha1.ExtendedByDRA) string {
+	return fmt.Sprintf("%s is provided through DRA by DeviceClass %s and no node has it as an extended resource; muster does not allocate extended resources backed by DRA: ask for the device with a ResourceClaim",
+		x.Resource, x.DeviceClass)
 }

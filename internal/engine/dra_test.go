@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
 	gt "github.com/muster-sched/muster/internal/gangtest"
@@ -450,6 +452,17 @@ func TestExtendedResourceBackedByDRA(t *testing.T) {
 			want := string(tc.resource) + " is provided through DRA by DeviceClass " + gt.GPUClass
 			if got := strings.Contains(st.Waiting, want); got != tc.note {
 				t.Fatalf("%s, waiting %q: says %q %t, want %t", st.Phase, st.Waiting, want, got, tc.note)
+			}
+			// The same as data, in the status and in the record muster explain reads.
+			var wantX *musterv1alpha1.ExtendedByDRA
+			if tc.note {
+				wantX = &musterv1alpha1.ExtendedByDRA{Resource: tc.resource, DeviceClass: gt.GPUClass}
+			}
+			if diff := cmp.Diff(wantX, st.ExtendedByDRA); diff != "" {
+				t.Errorf("Status.ExtendedByDRA (-want +got):\n%s", diff)
+			}
+			if w := engine.WaitRecord(st); w == nil || !cmp.Equal(wantX, w.ExtendedByDRA) {
+				t.Errorf("WaitRecord %+v, want ExtendedByDRA %+v", w, wantX)
 			}
 		})
 	}

@@ -99,6 +99,9 @@ func WaitRecord(st Status) *musterv1alpha1.WaitReason {
 		ReservedFor: r.ReservedFor, ForPreemption: r.ForPreemption,
 		Preempting: append([]string(nil), st.Preempting...), Reclaiming: st.Reclaiming && len(st.Preempting) > 0,
 	}
+	if x := st.ExtendedByDRA; x != nil {
+		w.ExtendedByDRA = &musterv1alpha1.ExtendedByDRA{Resource: x.Resource, DeviceClass: x.DeviceClass}
+	}
 	if r.Kind == queue.QuotaExceeded || r.Kind == queue.QuotaNeverEnough {
 		w.Quota = quotaRecord(*r)
 	}

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/queue"
 )
@@ -36,10 +37,13 @@ type Status struct {
 	// back the quota it lent, false when for priority.
 	Preempting []string
 	Reclaiming bool
-	Observed   lifecycle.Observe
-	Policy     lifecycle.Policy
-	WakeAt     time.Time
-	AdmittedAt time.Time
+	// ExtendedByDRA, for a waiting group, is an extended resource it asks for that no
+	// node has and a DeviceClass provides through DRA, which muster does not allocate.
+	ExtendedByDRA *musterv1alpha1.ExtendedByDRA
+	Observed      lifecycle.Observe
+	Policy        lifecycle.Policy
+	WakeAt        time.Time
+	AdmittedAt    time.Time
 	// Attempt counts admissions so far; Attempts lists those that ended.
 	Attempt  int
 	Attempts []lifecycle.Attempt
@@ -73,8 +77,8 @@ func (e *Engine) Group(key string) (Status, bool) {
 	if g.waiting != nil {
 		w, text := e.waitingNow(g)
 		st.Wait, st.Waiting = &w, text
-		if note := e.extendedByDRA(g); note != "" {
-			st.Waiting += "; " + note
+		if st.ExtendedByDRA = e.extendedByDRA(g); st.ExtendedByDRA != nil {
+			st.Waiting += "; " + ExtendedByDRANote(*st.ExtendedByDRA)
 		}
 	}
 	if st.Preempting, st.Reclaiming = e.preemptingFor(key); len(st.Preempting) > 0 && st.Waiting != "" {

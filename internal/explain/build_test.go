@@ -203,6 +203,24 @@ func TestBuild(t *testing.T) {
 			want:     []string{"✗ 4. admission and fit", "largest eligible node has 4", "retries will not help"},
 		},
 		{
+			name: "impossible: an extended resource backed by DRA",
+			facts: func() explain.Facts {
+				f := facts("Impossible", members(1, false, nil))
+				f.Spec.MinMember, f.Lifecycle.MinMember = 1, 1
+				f.Lifecycle.Waiting, f.Lifecycle.WaitingKind = "default/bert-worker-0 needs 1 nvidia.com/gpu on one node; largest eligible node has 0; "+
+					"nvidia.com/gpu is provided through DRA by DeviceClass gpu.nvidia.com and no node has it as an extended resource", "Impossible"
+				f.Lifecycle.Wait = &musterv1alpha1.WaitReason{Kind: musterv1alpha1.WaitPlacement,
+					Placement: &musterv1alpha1.PlacementDiagnosis{Code: musterv1alpha1.PlacementImpossible, MinMember: 1, Members: 1,
+						Shapes: []musterv1alpha1.ShapeDiagnosis{{Shape: "{nvidia.com/gpu: 1}", Members: 1,
+							Shortfall: &musterv1alpha1.Shortfall{Resource: "nvidia.com/gpu", Need: resource.MustParse("1"), Largest: resource.MustParse("0")}}}},
+					ExtendedByDRA: &musterv1alpha1.ExtendedByDRA{Resource: "nvidia.com/gpu", DeviceClass: "gpu.nvidia.com"}}
+				return f
+			},
+			wantStep: 4,
+			want: []string{"provided through DRA by DeviceClass gpu.nvidia.com",
+				"try: ask for the devices with a ResourceClaim of DeviceClass gpu.nvidia.com in place of resources.requests[nvidia.com/gpu]"},
+		},
+		{
 			name: "quota",
 			facts: func() explain.Facts {
 				f := facts("Queued", members(4, false, nil))

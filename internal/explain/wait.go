@@ -48,6 +48,11 @@ func impossibleFix(w recordedWait) string {
 	if w.Kind == musterv1alpha1.WaitQuotaNeverEnough {
 		return "raise the Queue's spec.quota or submit to a queue with more quota; retries will not help"
 	}
+	if x := w.ExtendedByDRA; x != nil {
+		return fmt.Sprintf("ask for the devices with a ResourceClaim of DeviceClass %s in place of resources.requests[%s] "+
+			"(muster does not allocate extended resources backed by DRA), or add nodes that have %s; retries will not help",
+			x.DeviceClass, x.Resource, x.Resource)
+	}
 	const generic = "change the member shape (requests, nodeSelector, tolerations, topology) or add nodes that can hold it; retries will not help"
 	d := w.Placement
 	if d == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/muster-sched/muster/internal/explain"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
@@ -53,5 +55,15 @@ func TestExtendedResourceBackedByDRAThroughServe(t *testing.T) {
 	})
 	if got := stateOf(t, env, ns, "ext").holding; got != 0 {
 		t.Fatalf("the waiting job holds %d pods", got)
+	}
+	// The reason reaches muster explain as data, from the group's record: its fix asks
+	// for a ResourceClaim of the class.
+	f, err := explain.Gather(context.Background(), explain.NewClients(env.Kube, env.Dynamic), "podgroup/ext", ns, []string{"muster"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := explain.Build(f)
+	if want := "ask for the devices with a ResourceClaim of DeviceClass " + class.Name + " in place of resources.requests[" + string(res) + "]"; r.Verdict.Step != 4 || !strings.Contains(r.Verdict.Fix, want) {
+		t.Errorf("explain's verdict: step %d, fix %q; want step 4 and a fix containing %q", r.Verdict.Step, r.Verdict.Fix, want)
 	}
 }
