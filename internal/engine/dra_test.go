@@ -50,7 +50,7 @@ func draGroup(e *engine.Engine, name string, n int, selectors ...string) (string
 
 // onePlan returns the steps of out's only plan, failing unless there is one plan, of n
 // steps, each of which writes the allocation of the member's claims.
-func onePlan(t *testing.T, out engine.Output, n int) []engine.Step {
+func onePlan(t testing.TB, out engine.Output, n int) []engine.Step {
 	t.Helper()
 	if len(out.Plans) != 1 || len(out.Plans[0].Steps) != n {
 		t.Fatalf("plans %+v, want one of %d members", out.Plans, n)
@@ -212,7 +212,7 @@ func runDRAGang(t *testing.T, e *engine.Engine, name string, n int, runtime stri
 // runPlanned steps e at now, which must admit group key of pods with one plan, writes
 // the allocations of each member's claim (named after the pod, with "-gpu") and makes
 // the members Running and Ready on the nodes planned, declaring runtime unless it is "".
-func runPlanned(t *testing.T, e *engine.Engine, key string, pods []*corev1.Pod, runtime string, now time.Time) {
+func runPlanned(t testing.TB, e *engine.Engine, key string, pods []*corev1.Pod, runtime string, now time.Time) {
 	t.Helper()
 	for _, st := range onePlan(t, e.Step(now), len(pods)) {
 		i := slices.IndexFunc(pods, func(p *corev1.Pod) bool { return "default/"+p.Name == st.Pod })

@@ -44,8 +44,10 @@ func chooseVictims(snap *cluster.Snapshot, candidates []*group, scarce corev1.Re
 }
 
 // exactVictims searches the subsets of candidates by size on trial, which holds every
-// candidate's members, and leaves it so. It returns false when the search passed
-// maxVictimTrials placements without finding a set.
+// candidate's members, and leaves it so. Within a size it tries the subsets best first
+// (betterVictims needs only what each candidate holds, not a placement), so the first
+// that fits is the answer and the rest are not placed. It returns false when the search
+// passed maxVictimTrials placements without finding a set.
 func exactVictims(trial *cluster.Snapshot, candidates []*group, scarce corev1.ResourceName, held map[*group]cluster.Resources,
 	fits func(trial *cluster.Snapshot, evicted []*group) bool) ([]*group, bool) {
 	n := len(candidates)
@@ -54,10 +56,14 @@ func exactVictims(trial *cluster.Snapshot, candidates []*group, scarce corev1.Re
 		if trials+binomial(n, k) > maxVictimTrials && k < n {
 			return nil, false
 		}
-		var best []int
-		set := make([]*group, k)
+		sets := make([]victimSet, 0, binomial(n, k))
 		for idx := range combinations(n, k) {
-			for i, j := range idx {
+			sets = append(sets, victimSet{idx: slices.Clone(idx), freed: freedBy(idx, candidates, held)})
+		}
+		slices.SortFunc(sets, func(a, b victimSet) int { return betterVictims(a, b, scarce) })
+		set := make([]*group, k)
+		for _, vs := range sets {
+			for i, j := range vs.idx {
 				set[i] = candidates[j]
 				set[i].removeFrom(trial)
 			}
@@ -66,35 +72,33 @@ func exactVictims(trial *cluster.Snapshot, candidates []*group, scarce corev1.Re
 			for _, v := range set {
 				v.addTo(trial)
 			}
-			if ok && (best == nil || betterVictims(idx, best, candidates, scarce, held) < 0) {
-				best = slices.Clone(idx)
+			if ok {
+				return set, true
 			}
-		}
-		if best != nil {
-			out := make([]*group, k)
-			for i, j := range best {
-				out[i] = candidates[j]
-			}
-			return out, true
 		}
 	}
 	return nil, false // cannot happen: the full set fits (chooseVictims checked)
 }
 
-// betterVictims orders two victim sets of one size, given as increasing indexes into
-// the candidates (most valuable first), the better first: the one that frees less of
-// scarce, then of cpu, then of memory, by what each candidate holds (held); then the
-// one that spares the more valuable candidates (its first index is later; on a tie, its
-// next one): lower priority, then admitted later (the youngest), or for reclaim the
-// queue borrowing the most.
-func betterVictims(a, b []int, candidates []*group, scarce corev1.ResourceName, held map[*group]cluster.Resources) int {
-	fa, fb := freedBy(a, candidates, held), freedBy(b, candidates, held)
+// victimSet is a set of candidates, as increasing indexes into them (most valuable
+// first), and what they hold together.
+type victimSet struct {
+	idx   []int
+	freed cluster.Resources
+}
+
+// betterVictims orders two victim sets of one size, the better first: the one that
+// frees less of scarce, then of cpu, then of memory; then the one that spares the more
+// valuable candidates (its first index is later; on a tie, its next one): lower
+// priority, then admitted later (the youngest), or for reclaim the queue borrowing the
+// most. The order is total: two different sets differ in their indexes.
+func betterVictims(a, b victimSet, scarce corev1.ResourceName) int {
 	for _, name := range []corev1.ResourceName{scarce, corev1.ResourceCPU, corev1.ResourceMemory} {
-		if c := cmp.Compare(fa[name], fb[name]); c != 0 {
+		if c := cmp.Compare(a.freed[name], b.freed[name]); c != 0 {
 			return c
 		}
 	}
-	return slices.Compare(b, a)
+	return slices.Compare(b.idx, a.idx)
 }
 
 // freedBy sums what the candidates at idx hold.

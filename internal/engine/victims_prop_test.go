@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,8 +60,9 @@ func drawVictimCase(t *rapid.T) victimCase {
 
 // TestChooseVictimsAgainstBruteForce checks the exact search against every subset of
 // the candidates: it returns a set that makes room exactly when one exists, of the
-// smallest size any set has, freeing no more GPUs than the best set of that size; and
-// the snapshot is left as it was.
+// smallest size any set has, freeing no more GPUs than the best set of that size, and
+// among those sparing the most valuable candidates (the set whose indexes compare
+// greatest); and the snapshot is left as it was.
 func TestChooseVictimsAgainstBruteForce(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := drawVictimCase(t)
@@ -70,7 +72,7 @@ func TestChooseVictimsAgainstBruteForce(t *testing.T) {
 		got := chooseVictims(c.snap, c.candidates, gt.GPU, held, fitsOn)
 
 		n := len(c.candidates)
-		bestSize, bestFreed := -1, int64(0)
+		bestSize, bestFreed, bestIdx := -1, int64(0), []int(nil)
 		for mask := 0; mask < 1<<n; mask++ {
 			size := bits.OnesCount(uint(mask))
 			if bestSize >= 0 && size > bestSize {
@@ -88,8 +90,8 @@ func TestChooseVictimsAgainstBruteForce(t *testing.T) {
 				continue
 			}
 			freed := freedBy(set, c.candidates, held)[gt.GPU]
-			if bestSize < 0 || size < bestSize || freed < bestFreed {
-				bestSize, bestFreed = size, freed
+			if bestSize < 0 || size < bestSize || freed < bestFreed || freed == bestFreed && slices.Compare(set, bestIdx) > 0 {
+				bestSize, bestFreed, bestIdx = size, freed, set
 			}
 		}
 		if bestSize < 0 {
@@ -119,6 +121,9 @@ func TestChooseVictimsAgainstBruteForce(t *testing.T) {
 		}
 		if freed := freedBy(idx, c.candidates, held)[gt.GPU]; freed != bestFreed {
 			t.Fatalf("chose %v freeing %d GPUs; a set of %d frees %d", keysOf(got), freed, bestSize, bestFreed)
+		}
+		if slices.Sort(idx); !slices.Equal(idx, bestIdx) {
+			t.Fatalf("chose candidates %v; the set of %d freeing %d GPUs that spares the most valuable is %v", idx, bestSize, bestFreed, bestIdx)
 		}
 		for _, nd := range before.Nodes() {
 			if a, b := nd.Free(gt.GPU), c.snap.Node(nd.Name()).Free(gt.GPU); a != b {
