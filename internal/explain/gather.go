@@ -39,8 +39,12 @@ var queueGVR = musterv1alpha1.GroupVersion.WithResource("queues")
 var ErrUsage = errors.New("usage")
 
 // Gather collects the facts about target ("pytorchjob/bert", "podgroup/bert", or a plain
-// group's name) in namespace.
+// group's name) in namespace. schedulerNames are the names muster serves, its
+// Configuration's schedulerName first; none, or an empty one, is an error.
 func Gather(ctx context.Context, c Reader, target, namespace string, schedulerNames []string, now time.Time) (Facts, error) {
+	if len(schedulerNames) == 0 || slices.Contains(schedulerNames, "") {
+		return Facts{}, fmt.Errorf("schedulerNames: %q: expected muster's schedulerName, then its additional ones, none empty", schedulerNames)
+	}
 	kind, name, found := strings.Cut(target, "/")
 	if !found {
 		kind, name = "group", target

@@ -3,6 +3,7 @@ package explain
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -109,5 +110,14 @@ func TestUnknownKindIsUsage(t *testing.T) {
 	want := `usage: kind "deployment": expected one of pytorchjob, tfjob, mpijob, xgboostjob, paddlejob, jaxjob, job, jobset, raycluster, podgroup, or a plain group name`
 	if !errors.Is(err, ErrUsage) || err.Error() != want {
 		t.Errorf("error %v; expected %q", err, want)
+	}
+}
+
+func TestGatherWithoutSchedulerNames(t *testing.T) {
+	for _, names := range [][]string{nil, {"muster", ""}} {
+		_, err := Gather(context.Background(), newServed(), "podgroup/bert", "default", names, time.Unix(0, 0))
+		if want := fmt.Sprintf("schedulerNames: %q: expected muster's schedulerName", names); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Gather with schedulerNames %q: error %v; expected one containing %q", names, err, want)
+		}
 	}
 }
