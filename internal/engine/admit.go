@@ -49,7 +49,7 @@ func (e *Engine) admit(now time.Time, out *Output) {
 	case full && !e.cfg.DisablePreemption:
 		e.preempt(res, now, out)
 	case !full:
-		e.endPreemptions(out)
+		e.endPreemptions(now, out)
 	}
 	e.noteReservation(out)
 }
@@ -221,7 +221,7 @@ func (e *Engine) placeReplacements(out *Output) {
 // wakeAt is the earliest time a group's timer or a starvation reservation is due.
 func (e *Engine) wakeAt() time.Time {
 	w := e.nextTimer()
-	for _, t := range []time.Time{e.nextStarve, e.forecastWake(), e.nextFlip()} {
+	for _, t := range []time.Time{e.nextStarve, e.forecastWake(), e.nextFlip(), e.nextPreemptionDeadline()} {
 		if !t.IsZero() && (w.IsZero() || t.Before(w)) {
 			w = t
 		}

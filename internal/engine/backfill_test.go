@@ -177,12 +177,17 @@ func TestReservationWhereCapacityFreesFirst(t *testing.T) {
 }
 
 // TestForecastCountsThePreemptor: one GPU, held by a group that vip, of higher priority,
-// preempts. While the victim's pod terminates, a group queued behind vip is not told it
-// starts when the victim's GPU is released: the forecast plans vip first, on that GPU,
-// and since vip declares no run time, the later group's start is unknown.
+// preempts. While the victim's pod terminates (its grace period is 10 minutes), a group
+// queued behind vip is not told it starts when the victim's GPU is released: the
+// forecast plans vip first, on that GPU, and since vip declares no run time, the later
+// group's start is unknown.
 func TestForecastCountsThePreemptor(t *testing.T) {
 	e := oneGPUEngine(1)
-	runningGroup(e, "victim", "n-0", 0)
+	victim := runningPod("victim-0", "n-0")
+	grace := int64(600)
+	victim.Spec.TerminationGracePeriodSeconds = &grace
+	e.SetGroup(engine.GroupSpec{Key: "Coscheduling/default/victim", Source: engine.Coscheduling, Namespace: "default", Name: "victim", MinMember: 1})
+	e.SetPod(victim, "Coscheduling/default/victim")
 	e.Step(sim.Epoch)
 	now := sim.Epoch.Add(time.Minute)
 	vip := waitingGroup(e, "vip", 10, false)

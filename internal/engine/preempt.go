@@ -29,6 +29,27 @@ type preemption struct {
 	claims []givenClaim
 	// reclaim marks victims evicted to give the preemptor's queue its lent quota back.
 	reclaim bool
+	// deadline is when the preemption ends even if the victims still hold their nodes
+	// (see preemptionSlack).
+	deadline time.Time
+}
+
+// preemptionSlack is how long past its victims' largest termination grace period a
+// preemption waits for their pods to be gone and their claims deallocated. A victim
+// pod stuck terminating (a finalizer nobody removes, a node that died) would otherwise
+// keep the preemptor's nodes reserved, and every other group off them, for ever.
+const preemptionSlack = 2 * time.Minute
+
+// terminationGrace is the longest termination grace period of pods, the API's default
+// for a pod that sets none.
+func terminationGrace(pods []*corev1.Pod) time.Duration {
+	longest := time.Duration(corev1.DefaultTerminationGracePeriodSeconds) * time.Second
+	for _, p := range pods {
+		if s := p.Spec.TerminationGracePeriodSeconds; s != nil {
+			longest = max(longest, time.Duration(*s)*time.Second)
+		}
+	}
+	return longest
 }
 
 // maxPreemptionTries bounds the waiting groups an admission pass tries to preempt for.
@@ -54,7 +75,7 @@ const maxPreemptionTries = 3
 // two preemptors evict groups for the same nodes. A victim whose pods take minutes to
 // stop (a checkpoint on SIGTERM) holds up its own preemptor only.
 func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
-	e.endPreemptions(out)
+	e.endPreemptions(now, out)
 	var lowest int32
 	byPriority := e.anyBelow(res.Waiting)
 	if byPriority {
@@ -101,15 +122,65 @@ func (e *Engine) preempt(res queue.Result, now time.Time, out *Output) {
 }
 
 // endPreemptions ends the preemptions that are over: the preemptor was admitted or left
-// the queue, or its victims hold nothing any more.
-func (e *Engine) endPreemptions(out *Output) {
+// the queue, or its victims hold nothing any more, or they still do at the deadline.
+// The last is a Warning event on the preemptor, naming what still holds its nodes.
+func (e *Engine) endPreemptions(now time.Time, out *Output) {
 	for _, key := range sortedKeys(e.preempting) {
-		if pr := e.preempting[key]; !e.preemptionPending(pr) {
-			e.queue.Unreserve(key)
-			delete(e.preempting, key)
-			e.touch(out, key)
+		pr := e.preempting[key]
+		pending := e.preemptionPending(pr)
+		if pending && now.Before(pr.deadline) {
+			continue
+		}
+		if pending {
+			out.Events = append(out.Events, Event{Group: key, Type: Warning, Reason: ReasonPreemptionTimedOut,
+				Message: e.stillHeld(pr) + "; the nodes are no longer reserved for this group"})
+		}
+		e.queue.Unreserve(key)
+		delete(e.preempting, key)
+		e.touch(out, key)
+	}
+}
+
+// ReasonPreemptionTimedOut is the reason of the Warning event on a preemptor whose
+// victims still held their nodes preemptionSlack past their termination grace period.
+const ReasonPreemptionTimedOut = "PreemptionTimedOut"
+
+// stillHeld says what of pr's victims still holds the preemptor's nodes: their pods
+// still bound and their ResourceClaims still allocated, a few of each named.
+func (e *Engine) stillHeld(pr *preemption) string {
+	var pods, claims []string
+	for _, p := range pr.pods {
+		if e.snap.Bound(p) {
+			pods = append(pods, p)
 		}
 	}
+	for _, c := range pr.claims {
+		if c.heldOn(e.snap) {
+			claims = append(claims, c.key)
+		}
+	}
+	return fmt.Sprintf("the %d group(s) preempted for it (%s) still hold %d pod(s) and %d ResourceClaim(s) past their termination grace period and %s: %s",
+		len(pr.victims), strings.Join(pr.victims, ", "), len(pods), len(claims), preemptionSlack, strings.Join(firstFew(append(pods, claims...), 5), ", "))
+}
+
+// firstFew returns the first n of names, and how many more there are.
+func firstFew(names []string, n int) []string {
+	if len(names) <= n {
+		return names
+	}
+	return append(slices.Clip(names[:n]), fmt.Sprintf("and %d more", len(names)-n))
+}
+
+// nextPreemptionDeadline returns the earliest deadline of the preemptions in flight,
+// or zero when there is none.
+func (e *Engine) nextPreemptionDeadline() time.Time {
+	var next time.Time
+	for _, pr := range e.preempting {
+		if next.IsZero() || pr.deadline.Before(next) {
+			next = pr.deadline
+		}
+	}
+	return next
 }
 
 // needsRoom reports whether a group waits for nodes that preemption could free: it does
@@ -294,14 +365,19 @@ func (e *Engine) evictFor(g *group, victims []*group, claims []givenClaim, recla
 		reason = "Reclaiming"
 		what = fmt.Sprintf("evicting %%d group(s) that borrow from cohort %s to give queue %s its quota back: %%s", e.queue.Cohort(q), q)
 	}
+	var victimPods []*corev1.Pod
 	for i, v := range victims {
 		names[i] = fmt.Sprintf("%s (priority %d)", v.key, v.spec.Priority)
 		pr.victims = append(pr.victims, v.key)
 		pr.pods = append(pr.pods, v.memberKeys()...)
+		for _, key := range v.memberKeys() {
+			victimPods = append(victimPods, v.members[key])
+		}
 		nodes = append(nodes, v.nodes()...) // before the eviction clears pending binds
 		e.step(v, lifecycle.Preempt{Message: msg, How: how, For: g.key}, now, out)
 		e.arm(v)
 	}
+	pr.deadline = now.Add(terminationGrace(victimPods) + preemptionSlack)
 	e.preempting[g.key] = pr
 	e.queue.ReserveForPreemption(g.key, g.spec.Priority, nodes, reclaim, now)
 	out.decision(strings.ToLower(reason))

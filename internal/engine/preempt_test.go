@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -237,5 +238,53 @@ func TestPreemptorDoesNotCountOnNodesFreedForAnother(t *testing.T) {
 	}
 	if len(out.Binds()) != 0 {
 		t.Fatalf("expected no bind on n-1 while vip1 waits for it, found %+v", out.Binds())
+	}
+}
+
+// TestPreemptionTimesOut: a victim's pod that never goes (a finalizer nobody removes, a
+// node that died) holds the preemption in flight only until its termination grace
+// period (the default 30s) and 2 minutes have passed since the eviction. Then the
+// preemption ends with a PreemptionTimedOut event naming the pod, the node is no longer
+// reserved for the preemptor, and the preemptor, still waiting, preempts again: the
+// other group, on the other node.
+func TestPreemptionTimesOut(t *testing.T) {
+	e := oneGPUEngine(2)
+	old := runningGroup(e, "old", "n-0", 0)
+	e.Step(sim.Epoch)
+	young := runningGroup(e, "young", "n-1", 0)
+	evicted := sim.Epoch.Add(time.Minute)
+	e.Step(evicted)
+	vip := waitingGroup(e, "vip", 10, false)
+	if out := e.Step(evicted); len(out.Evictions) != 1 || out.Evictions[0].Group != young {
+		t.Fatalf("evictions %+v, want young's", out.Evictions)
+	}
+	deadline := evicted.Add(30*time.Second + 2*time.Minute)
+
+	out := e.Step(deadline.Add(-time.Second))
+	if len(out.Evictions) != 0 || slices.ContainsFunc(out.Events, func(ev engine.Event) bool { return ev.Reason == engine.ReasonPreemptionTimedOut }) {
+		t.Fatalf("a second before the deadline: evictions %+v, events %+v; want the preemption still in flight", out.Evictions, out.Events)
+	}
+	if st, _ := e.Group(vip); !slices.Equal(st.Preempting, []string{young}) {
+		t.Fatalf("vip a second before the deadline: Preempting %v, want [%s]", st.Preempting, young)
+	}
+	if out.WakeAt.IsZero() || out.WakeAt.After(deadline) {
+		t.Errorf("wake at %v, want at the latest the deadline %v", out.WakeAt, deadline)
+	}
+
+	out = e.Step(deadline)
+	i := slices.IndexFunc(out.Events, func(ev engine.Event) bool { return ev.Reason == engine.ReasonPreemptionTimedOut })
+	if i < 0 {
+		t.Fatalf("at the deadline: events %+v, want %s on %s", out.Events, engine.ReasonPreemptionTimedOut, vip)
+	}
+	if ev := out.Events[i]; ev.Group != vip || ev.Type != engine.Warning || !strings.Contains(ev.Message, "still hold 1 pod(s) and 0 ResourceClaim(s)") ||
+		!strings.Contains(ev.Message, "default/young-0") {
+		t.Errorf("event %+v: want a Warning on %s naming default/young-0", ev, vip)
+	}
+	want := []engine.Eviction{{Group: old, Pod: "default/old-0", Reason: lifecycle.ReasonPreempted, Message: "preempted by " + vip + " (priority 10)"}}
+	if d := cmp.Diff(want, out.Evictions); d != "" {
+		t.Errorf("at the deadline, evictions (-want +got):\n%s", d)
+	}
+	if st, _ := e.Group(vip); !slices.Equal(st.Preempting, []string{old}) {
+		t.Errorf("vip at the deadline: Preempting %v, want [%s]", st.Preempting, old)
 	}
 }

@@ -34,6 +34,9 @@ func (e *Engine) Step(now time.Time) Output {
 		}
 	}
 	e.due(now)
+	if d := e.nextPreemptionDeadline(); !d.IsZero() && !d.After(now) {
+		e.schedule = true // the pass ends the preemption (endPreemptions)
+	}
 	e.dirtyKeys = sortedKeysInto(e.dirtyKeys, e.dirty)
 	for _, key := range e.dirtyKeys {
 		g := e.groups[key]
