@@ -41,13 +41,15 @@ type preemption struct {
 const preemptionSlack = 2 * time.Minute
 
 // terminationGrace is the longest termination grace period of pods, the API's default
-// for a pod that sets none.
+// (30s) for a pod that sets none.
 func terminationGrace(pods []*corev1.Pod) time.Duration {
-	longest := time.Duration(corev1.DefaultTerminationGracePeriodSeconds) * time.Second
+	var longest time.Duration
 	for _, p := range pods {
-		if s := p.Spec.TerminationGracePeriodSeconds; s != nil {
-			longest = max(longest, time.Duration(*s)*time.Second)
+		s := int64(corev1.DefaultTerminationGracePeriodSeconds)
+		if p.Spec.TerminationGracePeriodSeconds != nil {
+			s = *p.Spec.TerminationGracePeriodSeconds
 		}
+		longest = max(longest, time.Duration(s)*time.Second)
 	}
 	return longest
 }
