@@ -1,6 +1,7 @@
 package helm
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,10 +63,13 @@ func TestConfigurationValues(t *testing.T) {
 		t.Errorf("default Configuration: leader election %v in %q, qps %v; want on, muster-system, 1000",
 			*cfg.LeaderElection.Enabled, cfg.LeaderElection.LeaseNamespace, cfg.ClientConnection.QPS)
 	}
-	changed := mustRender(t, "config.clientConnection.qps=50", "config.preemption=Never")
+	changed := mustRender(t, "config.clientConnection.qps=50", "config.preemption=Never",
+		"config.additionalSchedulerNames={scheduler-plugins-scheduler}") // as docs/integrations.md says for KubeRay
 	cfg = configuration(t, changed[configKey])
-	if cfg.ClientConnection.QPS != 50 || cfg.Preemption != musterv1alpha1.PreemptNever {
-		t.Errorf("--set qps=50, preemption=Never: got qps %v, preemption %q", cfg.ClientConnection.QPS, cfg.Preemption)
+	if cfg.ClientConnection.QPS != 50 || cfg.Preemption != musterv1alpha1.PreemptNever ||
+		!slices.Equal(cfg.SchedulerNames(), []string{"muster", "scheduler-plugins-scheduler"}) {
+		t.Errorf("--set qps=50, preemption=Never, additionalSchedulerNames: got qps %v, preemption %q, schedulerNames %q",
+			cfg.ClientConnection.QPS, cfg.Preemption, cfg.SchedulerNames())
 	}
 	before, after := checksum(t, def[deployKey]), checksum(t, changed[deployKey])
 	if before == "" || before == after {
