@@ -190,8 +190,6 @@ func nonNegativeDuration(path string, d *metav1.Duration) []error {
 	return nil
 }
 
-// dnsSubdomain reports a value that is not a DNS-1123 subdomain, the form of object
-// names and of a pod's spec.schedulerName.
 // schedulerNames reports a schedulerName or additional name that is not a DNS-1123
 // subdomain, is kube-scheduler's own (muster would race it for every pod), or is named
 // twice.
@@ -228,6 +226,8 @@ func (c *Configuration) Schedules(schedulerName string) bool {
 	return schedulerName == c.SchedulerName || slices.Contains(c.AdditionalSchedulerNames, schedulerName)
 }
 
+// dnsSubdomain reports a value that is not a DNS-1123 subdomain, the form of object
+// names and of a pod's spec.schedulerName.
 func dnsSubdomain(path, value string) []error {
 	if msgs := validation.IsDNS1123Subdomain(value); len(msgs) > 0 {
 		return []error{&FieldError{path, fmt.Sprintf("%q", value),

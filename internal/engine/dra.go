@@ -179,8 +179,8 @@ func (e *Engine) extendedByDRA(g *group) *musterv1alpha1.ExtendedByDRA {
 	return nil
 }
 
-// ExtendedByDRANote is the text of x in a group's reason.
-func ExtendedByDRANote(x musterv1alpha1.ExtendedByDRA) string {
+// extendedByDRANote is the text of x in a group's reason.
+func extendedByDRANote(x musterv1alpha1.ExtendedByDRA) string {
 	return fmt.Sprintf("%s is provided through DRA by DeviceClass %s and no node has it as an extended resource; muster does not allocate extended resources backed by DRA: ask for the device with a ResourceClaim",
 		x.Resource, x.DeviceClass)
 }

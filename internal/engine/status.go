@@ -78,7 +78,7 @@ func (e *Engine) Group(key string) (Status, bool) {
 		w, text := e.waitingNow(g)
 		st.Wait, st.Waiting = &w, text
 		if st.ExtendedByDRA = e.extendedByDRA(g); st.ExtendedByDRA != nil {
-			st.Waiting += "; " + ExtendedByDRANote(*st.ExtendedByDRA)
+			st.Waiting += "; " + extendedByDRANote(*st.ExtendedByDRA)
 		}
 	}
 	if st.Preempting, st.Reclaiming = e.preemptingFor(key); len(st.Preempting) > 0 && st.Waiting != "" {
