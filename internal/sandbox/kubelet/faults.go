@@ -32,7 +32,25 @@ const (
 	AnnotationStopAfter = "sandbox.muster.dev/stop-after"
 	// AnnotationDown ("true") on a Node turns it NotReady and fails its pods.
 	AnnotationDown = "sandbox.muster.dev/down"
+	// AnnotationLostOnDelete ("true") makes the kubelet never confirm the pod's
+	// deletion, as a kubelet cut off from its node: the pod stays bound and Running,
+	// with its deletionTimestamp, until it is deleted with grace period 0.
+	AnnotationLostOnDelete = "sandbox.muster.dev/lost-on-delete"
 )
+
+// lostOnDelete reports whether pod carries AnnotationLostOnDelete set to a true value.
+// A malformed value counts as false and is reported as an error.
+func lostOnDelete(pod *v1.Pod) (bool, error) {
+	v, ok := pod.Annotations[AnnotationLostOnDelete]
+	if !ok {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("annotation %s: expected true or false, found %q", AnnotationLostOnDelete, v)
+	}
+	return b, nil
+}
 
 // faults is what a pod's annotations ask the kubelet to simulate.
 type faults struct {

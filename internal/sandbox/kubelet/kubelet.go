@@ -6,7 +6,8 @@
 // and Succeeded or Failed after Timing.RunFor if set. Annotations on the pod change
 // that (AnnotationFailInit, AnnotationReadyAfter, AnnotationRunFor,
 // AnnotationExitCode); AnnotationDown on a node turns it NotReady and fails its pods.
-// Pods being deleted from a node are removed at once, as a kubelet confirms a delete.
+// Pods being deleted from a node are removed at once, as a kubelet confirms a delete,
+// unless AnnotationStopAfter delays it or AnnotationLostOnDelete prevents it.
 //
 // A pod whose volumes use PersistentVolumeClaims (persistentVolumeClaim volumes, and
 // the <pod>-<volume> claims of generic ephemeral volumes) waits, Pending in
@@ -359,6 +360,13 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 		return err
 	}
 	if pod.DeletionTimestamp != nil {
+		lost, err := lostOnDelete(pod)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Ignoring malformed annotation", "pod", klog.KObj(pod))
+		}
+		if lost {
+			return nil // never confirmed: see AnnotationLostOnDelete
+		}
 		if wait := k.stopping(ctx, pod, k.clock.Now()); wait > 0 {
 			k.podQueue.AddAfter(key, wait)
 			return nil

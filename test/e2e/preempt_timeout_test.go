@@ -1,0 +1,69 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/muster-sched/muster/internal/sandbox/kubelet"
+)
+
+// TestPreemptionTimesOutThroughServe: two jobs of priority 0 fill four GPUs, and the
+// younger one's pods, once deleted, never go (their kubelet lost them: the sandbox's
+// AnnotationLostOnDelete). A job of higher priority preempts the younger job. Its pods
+// stay bound; their grace period is 1 s (0 would make the API server delete them at
+// once), and 2 minutes after the eviction muster stops waiting for them: a PreemptionTimedOut Warning event on the preemptor's PodGroup
+// names them, and the preemptor preempts the older job and runs on its nodes.
+func TestPreemptionTimesOutThroughServe(t *testing.T) {
+	env, ns, urgent, c := preemptionCluster(t, "preempt-lost", 4)
+	(pytorchJob{ns: ns, name: "old", workers: 1}).create(t, env, c)
+	waitCondition(t, env, c, ns, "old", "PodsReady", metav1.ConditionTrue)
+	young := pytorchJob{ns: ns, name: "young", workers: 1,
+		annotations: map[string]string{kubelet.AnnotationLostOnDelete: "true"},
+		mutate:      func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1) }}
+	young.create(t, env, c)
+	waitCondition(t, env, c, ns, "young", "PodsReady", metav1.ConditionTrue)
+	t.Cleanup(func() { // no kubelet will confirm their deletion: delete them at once
+		for _, name := range young.podNames() {
+			_ = env.Kube.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		}
+	})
+
+	(pytorchJob{ns: ns, name: "vip", workers: 1, priorityClass: urgent}).create(t, env, c)
+	waitCondition(t, env, c, ns, "young", "Evicted", metav1.ConditionTrue)
+	evicted := time.Now()
+	// The deadline is 2 minutes after the eviction: wait up to twice that.
+	var note string
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := env.Kube.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range list.Items {
+			if ev.ReportingController == "muster" && ev.Regarding.Name == "vip" && ev.Reason == "PreemptionTimedOut" {
+				note = ev.Type + ": " + ev.Note
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for a PreemptionTimedOut event on vip, %v after young was evicted: %v", time.Since(evicted).Round(time.Second), err)
+	}
+	if !strings.HasPrefix(note, "Warning: ") || !strings.Contains(note, ns+"/young-master-0") || !strings.Contains(note, "still hold 2 pod(s)") {
+		t.Errorf("PreemptionTimedOut event %q: want a Warning naming %s/young-master-0 and its 2 pods", note, ns)
+	}
+	if cond := waitCondition(t, env, c, ns, "old", "Evicted", metav1.ConditionTrue); cond.Reason != "Preempted" {
+		t.Errorf("old: expected Evicted by preemption once vip stopped waiting for young, found %s: %s", cond.Reason, cond.Message)
+	}
+	waitCondition(t, env, c, ns, "vip", "PodsReady", metav1.ConditionTrue)
+	if s := stateOf(t, env, ns, "young"); s.total != 2 {
+		t.Errorf("young: expected its 2 pods still there, terminating, found %d", s.total)
+	}
+}
