@@ -41,13 +41,18 @@ const (
 // lostOnDelete reports whether pod carries AnnotationLostOnDelete set to a true value.
 // A malformed value counts as false and is reported as an error.
 func lostOnDelete(pod *v1.Pod) (bool, error) {
-	v, ok := pod.Annotations[AnnotationLostOnDelete]
+	return boolAnnotation(pod.Annotations, AnnotationLostOnDelete)
+}
+
+// boolAnnotation parses annotation key of a as true or false, false when it is absent.
+func boolAnnotation(a map[string]string, key string) (bool, error) {
+	v, ok := a[key]
 	if !ok {
 		return false, nil
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, fmt.Errorf("annotation %s: expected true or false, found %q", AnnotationLostOnDelete, v)
+		return false, fmt.Errorf("annotation %s: expected true or false, found %q", key, v)
 	}
 	return b, nil
 }
@@ -66,14 +71,10 @@ type faults struct {
 func parseFaults(pod *v1.Pod, t Timing) (faults, error) {
 	f := faults{readyAfter: t.ReadyDelay, runFor: t.RunFor}
 	a := pod.Annotations
-	if v, ok := a[AnnotationFailInit]; ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return f, fmt.Errorf("annotation %s: expected true or false, found %q", AnnotationFailInit, v)
-		}
-		f.failInit = b
-	}
 	var err error
+	if f.failInit, err = boolAnnotation(a, AnnotationFailInit); err != nil {
+		return f, err
+	}
 	if f.readyAfter, err = durationAnnotation(a, AnnotationReadyAfter, f.readyAfter); err != nil {
 		return f, err
 	}
@@ -110,13 +111,9 @@ func durationAnnotation(a map[string]string, key string, def time.Duration) (tim
 // nodeDown reports whether node carries AnnotationDown set to a true value. A
 // malformed value counts as up and is reported as an error.
 func nodeDown(node *v1.Node) (bool, error) {
-	v, ok := node.Annotations[AnnotationDown]
-	if !ok {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(v)
+	down, err := boolAnnotation(node.Annotations, AnnotationDown)
 	if err != nil {
-		return false, fmt.Errorf("node %s annotation %s: expected true or false, found %q", node.Name, AnnotationDown, v)
+		return false, fmt.Errorf("node %s %w", node.Name, err)
 	}
-	return b, nil
+	return down, nil
 }
