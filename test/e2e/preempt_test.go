@@ -33,14 +33,21 @@ func createPriorityClass(t *testing.T, env *sandboxtest.Env, name string, value 
 // PriorityClass of value 1000 that may preempt, and returns them with a client.
 func preemptionCluster(t *testing.T, pool string, n int) (env *sandboxtest.Env, ns, urgent string, c client.Client) {
 	t.Helper()
+	env, ns, urgent, c, _ = preemptionClusterWith(t, pool, n, musterOptions{})
+	return env, ns, urgent, c
+}
+
+// preemptionClusterWith is preemptionCluster with muster started with o, and returned.
+func preemptionClusterWith(t *testing.T, pool string, n int, o musterOptions) (env *sandboxtest.Env, ns, urgent string, c client.Client, m *muster) {
+	t.Helper()
 	env = sandboxtest.Shared(t)
 	ns = env.Namespace(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: pool, Count: n, CPU: "16", Memory: "64Gi", GPUs: 1})
 	c = newClient(t, env.Config)
 	urgent = ns + "-urgent"
 	createPriorityClass(t, env, urgent, 1000, corev1.PreemptLowerPriority)
-	startMuster(t, env, musterOptions{})
-	return env, ns, urgent, c
+	m = startMuster(t, env, o)
+	return env, ns, urgent, c, m
 }
 
 // TestPreemptionEvictsTheFewestLowerPriorityGroups: two jobs of priority 0 fill four

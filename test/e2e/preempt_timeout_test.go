@@ -12,16 +12,19 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/muster-sched/muster/internal/sandbox/kubelet"
+	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
 // TestPreemptionTimesOutThroughServe: two jobs of priority 0 fill four GPUs, and the
 // younger one's pods, once deleted, never go (their kubelet lost them: the sandbox's
 // AnnotationLostOnDelete). A job of higher priority preempts the younger job. Its pods
 // stay bound; their grace period is 1 s (0 would make the API server delete them at
-// once), and 2 minutes after the eviction muster stops waiting for them: a PreemptionTimedOut Warning event on the preemptor's PodGroup
-// names them, and the preemptor preempts the older job and runs on its nodes.
+// once). Muster's clock is moved 3 minutes on, past the deadline (the grace period and
+// 2 minutes after the eviction): muster stops waiting for them, a PreemptionTimedOut
+// Warning event on the preemptor's PodGroup names them, and the preemptor preempts the
+// older job and runs on its nodes.
 func TestPreemptionTimesOutThroughServe(t *testing.T) {
-	env, ns, urgent, c := preemptionCluster(t, "preempt-lost", 4)
+	env, ns, urgent, c, m := preemptionClusterWith(t, "preempt-lost", 4, musterOptions{clock: true})
 	(pytorchJob{ns: ns, name: "old", workers: 1}).create(t, env, c)
 	waitCondition(t, env, c, ns, "old", "PodsReady", metav1.ConditionTrue)
 	young := pytorchJob{ns: ns, name: "young", workers: 1,
@@ -37,24 +40,18 @@ func TestPreemptionTimesOutThroughServe(t *testing.T) {
 
 	(pytorchJob{ns: ns, name: "vip", workers: 1, priorityClass: urgent}).create(t, env, c)
 	waitCondition(t, env, c, ns, "young", "Evicted", metav1.ConditionTrue)
-	evicted := time.Now()
-	// The deadline is 2 minutes after the eviction: wait up to twice that.
+	// Before the deadline, vip waits for young's pods to go.
+	if note := preemptionTimedOut(t, env, ns); note != "" {
+		t.Fatalf("a PreemptionTimedOut event before muster's clock moved: %s", note)
+	}
+	m.AdvanceClock(t, 3*time.Minute)
 	var note string
-	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := env.Kube.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, ev := range list.Items {
-			if ev.ReportingController == "muster" && ev.Regarding.Name == "vip" && ev.Reason == "PreemptionTimedOut" {
-				note = ev.Type + ": " + ev.Note
-				return true, nil
-			}
-		}
-		return false, nil
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(context.Context) (bool, error) {
+		note = preemptionTimedOut(t, env, ns)
+		return note != "", nil
 	})
 	if err != nil {
-		t.Fatalf("waiting for a PreemptionTimedOut event on vip, %v after young was evicted: %v", time.Since(evicted).Round(time.Second), err)
+		t.Fatalf("waiting for a PreemptionTimedOut event on vip once muster's clock was 3 minutes past young's eviction: %v", err)
 	}
 	if !strings.HasPrefix(note, "Warning: ") || !strings.Contains(note, ns+"/young-master-0") || !strings.Contains(note, "still hold 2 pod(s)") {
 		t.Errorf("PreemptionTimedOut event %q: want a Warning naming %s/young-master-0 and its 2 pods", note, ns)
@@ -66,4 +63,20 @@ func TestPreemptionTimesOutThroughServe(t *testing.T) {
 	if s := stateOf(t, env, ns, "young"); s.total != 2 {
 		t.Errorf("young: expected its 2 pods still there, terminating, found %d", s.total)
 	}
+}
+
+// preemptionTimedOut returns the type and note of muster's PreemptionTimedOut event on
+// vip in ns, or "" when there is none.
+func preemptionTimedOut(t *testing.T, env *sandboxtest.Env, ns string) string {
+	t.Helper()
+	list, err := env.Kube.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing the events of %s: %v", ns, err)
+	}
+	for _, ev := range list.Items {
+		if ev.ReportingController == "muster" && ev.Regarding.Name == "vip" && ev.Reason == "PreemptionTimedOut" {
+			return ev.Type + ": " + ev.Note
+		}
+	}
+	return ""
 }
