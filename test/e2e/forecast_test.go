@@ -30,10 +30,10 @@ func TestExpectedStartOnItsGPUPool(t *testing.T) {
 	env.CreateNodes(t, sandbox.NodePool{Name: "forecast-a", Count: 1, CPU: "16", Memory: "64Gi", GPUs: 2, GPUProduct: busy})
 	env.CreateNodes(t, sandbox.NodePool{Name: "forecast-b", Count: 1, CPU: "16", Memory: "64Gi", GPUs: 2, GPUProduct: idle})
 	c := newClient(t, env.Config)
-	startMuster(t, env, musterOptions{})
+	m := startMuster(t, env, musterOptions{clock: true})
 	onBusy := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"nvidia.com/gpu.product": busy} }
 
-	expectStartWhenRunningEnds(t, env, c, ns, onBusy)
+	expectStartWhenRunningEnds(t, env, m, c, ns, onBusy)
 }
 
 // TestExpectedStartOfDeviceClaims: one node of two DRA GPUs. A job of two pods that
@@ -47,13 +47,13 @@ func TestExpectedStartOfDeviceClaims(t *testing.T) {
 	env.CreateNodes(t, sandbox.NodePool{Name: "forecast-dra", Count: 1, CPU: "16", Memory: "64Gi", DRAGPUs: 2})
 	createTemplate(t, env, ns)
 	c := newClient(t, env.Config)
-	startMuster(t, env, musterOptions{})
+	m := startMuster(t, env, musterOptions{clock: true})
 	onPool := func(p *corev1.Pod) {
 		draWorker(p)
 		p.Spec.NodeSelector = map[string]string{sandbox.LabelPool: "forecast-dra"}
 	}
 
-	expectStartWhenRunningEnds(t, env, c, ns, onPool)
+	expectStartWhenRunningEnds(t, env, m, c, ns, onPool)
 }
 
 // TestExpectedStartOfFirstAvailable: two nodes of two DRA GPUs each. Jobs hold two GPUs
@@ -76,7 +76,7 @@ func TestExpectedStartOfFirstAvailable(t *testing.T) {
 	const prefer = "two-gpus-or-one"
 	createClaimTemplate(t, env, ns, prefer, spec)
 	c := newClient(t, env.Config)
-	startMuster(t, env, musterOptions{})
+	m := startMuster(t, env, musterOptions{clock: true})
 	onPool := func(p *corev1.Pod) {
 		draWorker(p)
 		p.Spec.NodeSelector = map[string]string{sandbox.LabelPool: pool}
@@ -93,7 +93,7 @@ func TestExpectedStartOfFirstAvailable(t *testing.T) {
 		}}
 	queued.create(t, env, c)
 
-	expectQueuedToStartAt(t, env, c, ns, "queued", created.Add(time.Hour))
+	expectQueuedToStartAt(t, env, m, c, ns, "queued", created.Add(time.Hour))
 }
 
 // TestExpectedStartOfSelectedDevices: two nodes of two DRA GPUs each, in two NVLink
@@ -112,13 +112,13 @@ func TestExpectedStartOfSelectedDevices(t *testing.T) {
 	const inBusy = "one-gpu-in-busy-clique"
 	createSelectorTemplate(t, env, ns, inBusy, fmt.Sprintf("device.attributes[%q].%s == %q", sandbox.DRADriver, sandbox.AttributeCliqueID, busy))
 	c := newClient(t, env.Config)
-	startMuster(t, env, musterOptions{})
+	m := startMuster(t, env, musterOptions{clock: true})
 	inBusyClique := func(p *corev1.Pod) {
 		draWorker(p)
 		useTemplate(p, inBusy)
 	}
 
-	expectStartWhenRunningEnds(t, env, c, ns, inBusyClique)
+	expectStartWhenRunningEnds(t, env, m, c, ns, inBusyClique)
 }
 
 // TestExpectedStartOfZonalData: two 2-GPU nodes in two zones, and a disk of the first
@@ -140,10 +140,10 @@ func TestExpectedStartOfZonalData(t *testing.T) {
 	env.CreateClaim(t, claim)
 	env.WaitForClaim(t, ns, "data", "bound", sandboxtest.ClaimBound)
 	c := newClient(t, env.Config)
-	startMuster(t, env, musterOptions{})
+	m := startMuster(t, env, musterOptions{clock: true})
 	mountData := withVolumes(ns, func(b *sandboxtest.PodBuilder) *sandboxtest.PodBuilder { return b.Volume("data", "data") })
 
-	expectStartWhenRunningEnds(t, env, c, ns, mountData)
+	expectStartWhenRunningEnds(t, env, m, c, ns, mountData)
 }
 
 // TestExpectedStartOfZonalClass: as TestExpectedStartOfZonalData, but each pod's scratch
@@ -161,12 +161,12 @@ func TestExpectedStartOfZonalClass(t *testing.T) {
 		AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{
 			{Key: corev1.LabelTopologyZone, Values: []string{pool + "-zone-0"}}}}}})
 	c := newClient(t, env.Config)
-	startMuster(t, env, musterOptions{})
+	m := startMuster(t, env, musterOptions{clock: true})
 	scratch := withVolumes(ns, func(b *sandboxtest.PodBuilder) *sandboxtest.PodBuilder {
 		return b.EphemeralVolume("scratch", class.Name, "1Gi")
 	})
 
-	expectStartWhenRunningEnds(t, env, c, ns, scratch)
+	expectStartWhenRunningEnds(t, env, m, c, ns, scratch)
 }
 
 // TestExpectedStartInOneRack: racks 0 (nodes 0, 1) and 1 (nodes 2, 3) of 2-GPU nodes.
@@ -205,7 +205,7 @@ func TestExpectedStartOfSpreadGang(t *testing.T) {
 	pool := "spread-forecast"
 	env.CreateNodes(t, sandbox.NodePool{Name: pool, Count: 2, CPU: "16", Memory: "64Gi", GPUs: 2})
 	c := newClient(t, env.Config)
-	startMuster(t, env, musterOptions{})
+	m := startMuster(t, env, musterOptions{clock: true})
 	created := time.Now()
 	runReady(t, env, c, pytorchJob{ns: ns, name: "running", gpus: map[string]int64{"running-master-0": 2},
 		annotations: map[string]string{engine.AnnotationExpectedRuntime: "1h"},
@@ -219,7 +219,7 @@ func TestExpectedStartOfSpreadGang(t *testing.T) {
 	pytorchJob{ns: ns, name: "queued", workers: 1, mutate: spread,
 		annotations: map[string]string{engine.AnnotationExpectedRuntime: "30m"}}.create(t, env, c)
 
-	expectQueuedToStartAt(t, env, c, ns, "queued", created.Add(time.Hour))
+	expectQueuedToStartAt(t, env, m, c, ns, "queued", created.Add(time.Hour))
 }
 
 // expectStartInOneRack runs, on pool's two racks of two 2-GPU nodes, a job on all of the
@@ -232,7 +232,7 @@ func expectStartInOneRack(t *testing.T, pool string, queued func(ns string) pyto
 	ns := env.Namespace(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: pool, Count: 4, CPU: "16", Memory: "64Gi", GPUs: 2, Racks: 2})
 	c := newClient(t, env.Config)
-	startMuster(t, env, musterOptions{})
+	m := startMuster(t, env, musterOptions{clock: true})
 	created := time.Now()
 	twoGPUsOn := func(name, node, runtime string) pytorchJob {
 		return pytorchJob{ns: ns, name: name, gpus: map[string]int64{name + "-master-0": 2},
@@ -242,7 +242,7 @@ func expectStartInOneRack(t *testing.T, pool string, queued func(ns string) pyto
 	runReady(t, env, c, twoGPUsOn("running", pool+"-1", "1h"), twoGPUsOn("occupy", pool+"-3", "3h"))
 	queued(ns).create(t, env, c)
 
-	expectQueuedToStartAt(t, env, c, ns, "queued", created.Add(time.Hour))
+	expectQueuedToStartAt(t, env, m, c, ns, "queued", created.Add(time.Hour))
 }
 
 // TestExpectedStartBesideACachePod: two 2-GPU nodes in two zones and a dataset cache pod
@@ -261,7 +261,7 @@ func TestExpectedStartBesideACachePod(t *testing.T) {
 	cache.Spec.NodeName = pool + "-0"
 	env.CreatePod(t, cache)
 	c := newClient(t, env.Config)
-	startMuster(t, env, musterOptions{})
+	m := startMuster(t, env, musterOptions{clock: true})
 	nearCache := func(p *corev1.Pod) {
 		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
@@ -271,14 +271,14 @@ func TestExpectedStartBesideACachePod(t *testing.T) {
 		}}
 	}
 
-	expectStartWhenRunningEnds(t, env, c, ns, nearCache)
+	expectStartWhenRunningEnds(t, env, m, c, ns, nearCache)
 }
 
 // expectStartWhenRunningEnds runs a job of two pods made by mutate that declares an
 // hour, then queues a job of one pod made the same way that cannot run beside it, and
 // checks that muster serve writes in the queued job's record that it is expected to
 // start an hour after the first started, and that it is still queued.
-func expectStartWhenRunningEnds(t *testing.T, env *sandboxtest.Env, c client.Client, ns string, mutate func(*corev1.Pod)) {
+func expectStartWhenRunningEnds(t *testing.T, env *sandboxtest.Env, m *muster, c client.Client, ns string, mutate func(*corev1.Pod)) {
 	t.Helper()
 	created := time.Now()
 	running := pytorchJob{ns: ns, name: "running", workers: 1, mutate: mutate,
@@ -289,7 +289,7 @@ func expectStartWhenRunningEnds(t *testing.T, env *sandboxtest.Env, c client.Cli
 		annotations: map[string]string{engine.AnnotationExpectedRuntime: "30m"}}
 	queued.create(t, env, c)
 
-	expectQueuedToStartAt(t, env, c, ns, "queued", created.Add(time.Hour))
+	expectQueuedToStartAt(t, env, m, c, ns, "queued", created.Add(time.Hour))
 }
 
 // runReady creates each of jobs and waits for its PodsReady condition, one after another.
@@ -304,10 +304,17 @@ func runReady(t *testing.T, env *sandboxtest.Env, c client.Client, jobs ...pytor
 // expectQueuedToStartAt waits for the record of job name to have an expected start, and
 // checks that it is between earliest (less a second: the record's times are to the
 // second) and an hour after now, the latest an hour-long job started before now can end,
-// and that the job is still queued.
-func expectQueuedToStartAt(t *testing.T, env *sandboxtest.Env, c client.Client, ns, name string, earliest time.Time) {
+// and that the job is still queued. Once the job's record shows it queued, muster's
+// clock moves on by the forecast's period, so that the next forecast, which counts the
+// job, is made at once rather than up to 10 seconds later.
+func expectQueuedToStartAt(t *testing.T, env *sandboxtest.Env, m *muster, c client.Client, ns, name string, earliest time.Time) {
 	t.Helper()
 	record := groupRecord(c, ns, name)
+	env.WaitFor(t, "the job queued, in its record", func(ctx context.Context) (bool, error) {
+		rec, ok := record(ctx)
+		return ok && rec.Phase == "Queued", nil
+	})
+	m.AdvanceClock(t, engine.DefaultForecastEvery)
 	var at time.Time
 	env.WaitFor(t, "the queued job's expected start in its record", func(ctx context.Context) (bool, error) {
 		rec, ok := record(ctx)
