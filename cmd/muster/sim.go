@@ -117,6 +117,7 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 			w := sim.Replay(jobs, p.sched(jobs, cl), cfg)
 			s := sim.Summarise(p.name, w, cl.GPUs())
 			s.Wall = time.Since(start)
+			w.Retire()
 			walls[i] = append(walls[i], s.Wall)
 			cpus[i] = append(cpus[i], processCPU()-cpu)
 			if round > 0 {

@@ -150,3 +150,19 @@ func (w *World) RunUntilIdle(limit time.Time) {
 		w.RunUntil(next)
 	}
 }
+
+// Retire drops what only running the world needs (the scheduler, the pods and each
+// job's pods) and keeps what summaries, comparisons and plots read: the jobs' times and
+// measures, the recorded occupancy and the nodes. A retired world cannot run again.
+// `muster sim` keeps every policy's world until it compares them. Kept whole, a month
+// of Philly's world is about 70 MB that every collection of the next replay marks
+// again: muster's replay of October at load 2 took 9.5 s after the two others' worlds
+// kept whole, 8.2 to 8.4 s after them retired (about 30 MB each).
+func (w *World) Retire() {
+	w.sched, w.predictor, w.reserver, w.explainer = nil, nil, nil, nil
+	w.pods, w.podJob, w.events, w.arrived, w.done = nil, nil, nil, nil, nil
+	w.touched, w.accruing, w.unpredicted = nil, nil, nil
+	for _, j := range w.jobs {
+		j.pods, j.gen, j.requests = nil, nil, nil
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/muster-sched/muster/internal/trace"
 )
 
@@ -155,5 +157,48 @@ func TestStartErrorOrder(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%v sorted to %v, want %v", in, got, want)
 		}
+	}
+}
+
+// TestRetiredWorldMeasuresTheSame replays two days of Philly under muster and pod-by-pod
+// and checks that what muster sim reads from a world after the replay (its summary, the
+// comparison of instant starts, the recorded occupancy, the nodes' GPUs) is the same once both worlds are
+// retired.
+func TestRetiredWorldMeasuresTheSame(t *testing.T) {
+	all, err := trace.Philly()
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := time.Date(2017, 10, 1, 0, 0, 0, 0, time.UTC)
+	var jobs []trace.Job
+	for _, j := range all {
+		if !j.Submit.Before(from) && j.Submit.Before(from.Add(48*time.Hour)) {
+			jobs = append(jobs, j)
+		}
+	}
+	cfg := ReplayConfig{Cluster: Cluster{Nodes: 8, GPUsPerNode: 8}, Load: 2, ReadyAfter: 30 * time.Second, Seed: 1,
+		Horizon: 30 * 24 * time.Hour, StallThreshold: 10 * time.Minute, Estimate: 1}
+	m, p := Replay(jobs, NewEngine(), cfg), Replay(jobs, NewPodByPod(), cfg)
+	gpus := cfg.Cluster.GPUs()
+	type measures struct {
+		M, P       Summary
+		Instant    InstantStarts
+		OccM, OccP []Occupancy
+		// GPUs is the capacity CompareInstantStarts reads from the nodes.
+		GPUs int64
+	}
+	read := func() measures {
+		return measures{Summarise("muster", m, gpus), Summarise("pod-by-pod", p, gpus), CompareInstantStarts(m, p),
+			slices.Clone(m.Occupancy()), slices.Clone(p.Occupancy()), m.gpus()}
+	}
+	before := read()
+	if before.M.Finished == 0 || before.Instant.A == 0 || len(before.OccM) == 0 {
+		t.Fatalf("the replay measured nothing to compare: %d jobs finished, %d started at once, %d occupancy points",
+			before.M.Finished, before.Instant.A, len(before.OccM))
+	}
+	m.Retire()
+	p.Retire()
+	if diff := cmp.Diff(before, read()); diff != "" {
+		t.Errorf("retired worlds measure differently (-before +after):\n%s", diff)
 	}
 }
