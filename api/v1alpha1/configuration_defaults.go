@@ -31,6 +31,7 @@ func (c *Configuration) SetDefaults() {
 	}
 	c.GroupDefaults = c.GroupDefaults.WithFallback(DefaultGroupPolicy())
 	setDuration(&c.StarvationThreshold, DefaultStarvationThreshold)
+	setDuration(&c.PreemptionSlack, DefaultPreemptionSlack)
 	setDuration(&c.SizeOrder.HandicapPerDeviceHour, DefaultHandicapPerDeviceHour)
 	setDuration(&c.SizeOrder.MaxHandicap, DefaultMaxHandicap)
 	if c.Preemption == "" {

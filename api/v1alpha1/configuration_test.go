@@ -40,6 +40,7 @@ groupDefaults:
   backoffMax: 1h
 starvationThreshold: 30m
 preemption: Never
+preemptionSlack: 15m
 namespace: gang-system
 leaderElection:
   enabled: false
@@ -59,6 +60,7 @@ reconcilePeriod: 250ms
 					MaxRetries: ptr[int32](5), BackoffBase: dur(time.Second), BackoffMax: dur(time.Hour)}
 				c.StarvationThreshold = dur(30 * time.Minute)
 				c.Preemption = PreemptNever
+				c.PreemptionSlack = dur(15 * time.Minute)
 				c.Namespace = "gang-system"
 				c.LeaderElection = LeaderElection{Enabled: ptr(false), LeaseName: "gang-lock", LeaseNamespace: "ops",
 					LeaseDuration: dur(4 * time.Second), RenewDeadline: dur(3 * time.Second), RetryPeriod: dur(500 * time.Millisecond)}
@@ -147,6 +149,7 @@ func TestParseConfigurationRejects(t *testing.T) {
 		{"negative retries", header + "groupDefaults:\n  maxRetries: -1\n", []string{"groupDefaults.maxRetries: -1: must be >= 0"}},
 		{"zero start timeout", header + "groupDefaults:\n  startTimeout: 0s\n", []string{"groupDefaults.startTimeout: 0s: must be > 0"}},
 		{"negative period", header + "reconcilePeriod: -1s\n", []string{"reconcilePeriod: -1s: must be > 0"}},
+		{"zero preemption slack", header + "preemptionSlack: 0s\n", []string{"preemptionSlack: 0s: must be > 0"}},
 		{"backoff max below base", header + "groupDefaults:\n  backoffBase: 1m\n  backoffMax: 30s\n",
 			[]string{"groupDefaults.backoffMax: 30s: must be >= backoffBase (1m0s)"}},
 		{"bad scheduler name", header + "schedulerName: Gang_Scheduler\n",
@@ -226,6 +229,7 @@ func TestValidateReportsFieldErrors(t *testing.T) {
 		"groupDefaults.startTimeout: must be set",
 		"groupDefaults.backoffMax: must be set",
 		"starvationThreshold: must be set",
+		"preemptionSlack: must be set",
 		"leaderElection.enabled: must be set",
 		`metricsAddr: "": expected host:port`,
 	} {

@@ -20,6 +20,7 @@ const (
 	DefaultBackoffBase                 = 30 * time.Second
 	DefaultBackoffMax                  = 10 * time.Minute
 	DefaultStarvationThreshold         = 10 * time.Minute
+	DefaultPreemptionSlack             = 2 * time.Minute
 	DefaultHandicapPerDeviceHour       = 12 * time.Minute
 	DefaultMaxHandicap                 = 2 * time.Hour
 	DefaultLeaseName                   = "muster"
@@ -90,6 +91,16 @@ type Configuration struct {
 	// group whose pods have preemptionPolicy Never does not preempt) or "Never".
 	// Defaults to "LowerPriority", as kube-scheduler preempts pods.
 	Preemption string `json:"preemption,omitempty"`
+
+	// preemptionSlack is how long past its victims' longest termination grace period
+	// (30s for a pod that sets none) a preemption waits for their pods to be gone and
+	// their ResourceClaims deallocated. Then it ends with a PreemptionTimedOut Warning
+	// event on the preemptor, whose nodes are no longer kept for it, and the
+	// preemptor may preempt other groups. A victim pod stuck terminating (a finalizer
+	// nobody removes, a node that died) would otherwise keep them for ever. Raise it
+	// where nodes take long to give devices back (a GPU reset, a DRA driver's
+	// cleanup). Defaults to 2m.
+	PreemptionSlack *metav1.Duration `json:"preemptionSlack,omitempty"`
 
 	// namespace is muster's own namespace, where only muster (and the cluster's
 	// administrators) may write: it keeps there the records of the pods it will create

@@ -59,6 +59,7 @@ func (c *Configuration) Validate() error {
 		errs = append(errs, &FieldError{"preemption", fmt.Sprintf("%q", c.Preemption),
 			fmt.Sprintf("expected %q or %q", PreemptLowerPriority, PreemptNever)})
 	}
+	errs = append(errs, positiveDuration("preemptionSlack", c.PreemptionSlack, true)...)
 	errs = append(errs, positiveDuration("reconcilePeriod", c.ReconcilePeriod, true)...)
 	if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
 		errs = append(errs, &FieldError{"namespace", fmt.Sprintf("%q", c.Namespace),

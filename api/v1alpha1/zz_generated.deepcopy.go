@@ -75,6 +75,11 @@ func (in *Configuration) DeepCopyInto(out *Configuration) {
 		**out = **in
 	}
 	in.SizeOrder.DeepCopyInto(&out.SizeOrder)
+	if in.PreemptionSlack != nil {
+		in, out := &in.PreemptionSlack, &out.PreemptionSlack
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	in.LeaderElection.DeepCopyInto(&out.LeaderElection)
 	out.Visibility = in.Visibility
 	if in.ReconcilePeriod != nil {

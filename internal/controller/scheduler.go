@@ -137,6 +137,7 @@ func (s *scheduler) engineConfig() engine.Config {
 		SizeOrder: engine.SizeOrder{PerDeviceHour: s.cfg.SizeOrder.HandicapPerDeviceHour.Duration,
 			Max: s.cfg.SizeOrder.MaxHandicap.Duration},
 		DisablePreemption: s.cfg.Preemption == musterv1alpha1.PreemptNever,
+		PreemptionSlack:   s.cfg.PreemptionSlack.Duration,
 		Filters:           s.filters,
 	}
 }

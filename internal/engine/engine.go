@@ -37,6 +37,10 @@ type Config struct {
 	// admitted groups, neither of lower priority nor of the queues that borrow its
 	// queue's quota (see preempt): a cohort's queues then lend without taking back.
 	DisablePreemption bool
+	// PreemptionSlack is how long past its victims' longest termination grace period a
+	// preemption waits for them to give its nodes back before it ends
+	// (DefaultPreemptionSlack when zero; see ReasonPreemptionTimedOut).
+	PreemptionSlack time.Duration
 	// Filters runs kube-scheduler's filter plugins for placement, with the configured
 	// plugin arguments; nil uses the default profile's arguments.
 	Filters *kubefit.Host

@@ -30,15 +30,24 @@ type preemption struct {
 	// reclaim marks victims evicted to give the preemptor's queue its lent quota back.
 	reclaim bool
 	// deadline is when the preemption ends even if the victims still hold their nodes
-	// (see preemptionSlack).
+	// (see Config.PreemptionSlack).
 	deadline time.Time
 }
 
-// preemptionSlack is how long past its victims' largest termination grace period a
-// preemption waits for their pods to be gone and their claims deallocated. A victim
-// pod stuck terminating (a finalizer nobody removes, a node that died) would otherwise
-// keep the preemptor's nodes reserved, and every other group off them, for ever.
-const preemptionSlack = 2 * time.Minute
+// DefaultPreemptionSlack is how long past its victims' largest termination grace period
+// a preemption waits, unless Config.PreemptionSlack says otherwise, for their pods to be
+// gone and their claims deallocated. A victim pod stuck terminating (a finalizer nobody
+// removes, a node that died) would otherwise keep the preemptor's nodes reserved, and
+// every other group off them, for ever.
+const DefaultPreemptionSlack = 2 * time.Minute
+
+// preemptionSlack is the configured slack, or DefaultPreemptionSlack.
+func (e *Engine) preemptionSlack() time.Duration {
+	if e.cfg.PreemptionSlack > 0 {
+		return e.cfg.PreemptionSlack
+	}
+	return DefaultPreemptionSlack
+}
 
 // terminationGrace is the longest termination grace period of pods, the API's default
 // (30s) for a pod that sets none.
@@ -144,7 +153,8 @@ func (e *Engine) endPreemptions(now time.Time, out *Output) {
 }
 
 // ReasonPreemptionTimedOut is the reason of the Warning event on a preemptor whose
-// victims still held their nodes preemptionSlack past their termination grace period.
+// victims still held their nodes Config.PreemptionSlack past their termination grace
+// period.
 const ReasonPreemptionTimedOut = "PreemptionTimedOut"
 
 // stillHeld says what of pr's victims still holds the preemptor's nodes: their pods
@@ -162,7 +172,7 @@ func (e *Engine) stillHeld(pr *preemption) string {
 		}
 	}
 	return fmt.Sprintf("the %d group(s) preempted for it (%s) still hold %d pod(s) and %d ResourceClaim(s) past their termination grace period and %s: %s",
-		len(pr.victims), strings.Join(pr.victims, ", "), len(pods), len(claims), preemptionSlack, strings.Join(firstFew(append(pods, claims...), 5), ", "))
+		len(pr.victims), strings.Join(pr.victims, ", "), len(pods), len(claims), e.preemptionSlack(), strings.Join(firstFew(append(pods, claims...), 5), ", "))
 }
 
 // firstFew returns the first n of names, and how many more there are.
@@ -379,7 +389,7 @@ func (e *Engine) evictFor(g *group, victims []*group, claims []givenClaim, recla
 		e.step(v, lifecycle.Preempt{Message: msg, How: how, For: g.key}, now, out)
 		e.arm(v)
 	}
-	pr.deadline = now.Add(terminationGrace(victimPods) + preemptionSlack)
+	pr.deadline = now.Add(terminationGrace(victimPods) + e.preemptionSlack())
 	e.preempting[g.key] = pr
 	e.queue.ReserveForPreemption(g.key, g.spec.Priority, nodes, reclaim, now)
 	out.decision(strings.ToLower(reason))

@@ -12,6 +12,7 @@ import (
 	"github.com/muster-sched/muster/internal/engine"
 	gt "github.com/muster-sched/muster/internal/gangtest"
 	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/queue"
 	"github.com/muster-sched/muster/internal/sim"
 )
 
@@ -248,7 +249,28 @@ func TestPreemptorDoesNotCountOnNodesFreedForAnother(t *testing.T) {
 // reserved for the preemptor, and the preemptor, still waiting, preempts again: the
 // other group, on the other node.
 func TestPreemptionTimesOut(t *testing.T) {
-	e := oneGPUEngine(2)
+	for _, tc := range []struct {
+		name  string
+		slack time.Duration // Config.PreemptionSlack
+		want  time.Duration // the slack the deadline is reached with
+	}{
+		{"default slack", 0, engine.DefaultPreemptionSlack},
+		{"configured slack", 10 * time.Minute, 10 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testPreemptionTimesOut(t, tc.slack, tc.want) })
+	}
+}
+
+// testPreemptionTimesOut: a preemption whose victim never lets its node go ends its
+// victims' grace period (30 s) and want past the eviction, under Config.PreemptionSlack
+// slack.
+func testPreemptionTimesOut(t *testing.T, slack, want time.Duration) {
+	e := engine.New(engine.Config{DefaultQueue: "default", Policy: lifecycle.DefaultPolicy(), StarvationThreshold: 10 * time.Minute,
+		PreemptionSlack: slack})
+	e.SetQueue(engine.Queue{Queue: queue.Queue{Name: "default"}})
+	for _, node := range gt.Nodes("n", 2, func(b *gt.NodeBuilder) *gt.NodeBuilder { return b.GPU(1) }) {
+		e.SetNode(node)
+	}
 	old := runningGroup(e, "old", "n-0", 0)
 	e.Step(sim.Epoch)
 	young := runningGroup(e, "young", "n-1", 0)
@@ -258,7 +280,7 @@ func TestPreemptionTimesOut(t *testing.T) {
 	if out := e.Step(evicted); len(out.Evictions) != 1 || out.Evictions[0].Group != young {
 		t.Fatalf("evictions %+v, want young's", out.Evictions)
 	}
-	deadline := evicted.Add(30*time.Second + 2*time.Minute)
+	deadline := evicted.Add(30*time.Second + want)
 
 	out := e.Step(deadline.Add(-time.Second))
 	if len(out.Evictions) != 0 || slices.ContainsFunc(out.Events, func(ev engine.Event) bool { return ev.Reason == engine.ReasonPreemptionTimedOut }) {
@@ -277,11 +299,11 @@ func TestPreemptionTimesOut(t *testing.T) {
 		t.Fatalf("at the deadline: events %+v, want %s on %s", out.Events, engine.ReasonPreemptionTimedOut, vip)
 	}
 	if ev := out.Events[i]; ev.Group != vip || ev.Type != engine.Warning || !strings.Contains(ev.Message, "still hold 1 pod(s) and 0 ResourceClaim(s)") ||
-		!strings.Contains(ev.Message, "default/young-0") {
-		t.Errorf("event %+v: want a Warning on %s naming default/young-0", ev, vip)
+		!strings.Contains(ev.Message, "default/young-0") || !strings.Contains(ev.Message, "grace period and "+want.String()) {
+		t.Errorf("event %+v: want a Warning on %s naming default/young-0 and the slack %s", ev, vip, want)
 	}
-	want := []engine.Eviction{{Group: old, Pod: "default/old-0", Reason: lifecycle.ReasonPreempted, Message: "preempted by " + vip + " (priority 10)"}}
-	if d := cmp.Diff(want, out.Evictions); d != "" {
+	evictions := []engine.Eviction{{Group: old, Pod: "default/old-0", Reason: lifecycle.ReasonPreempted, Message: "preempted by " + vip + " (priority 10)"}}
+	if d := cmp.Diff(evictions, out.Evictions); d != "" {
 		t.Errorf("at the deadline, evictions (-want +got):\n%s", d)
 	}
 	if st, _ := e.Group(vip); !slices.Equal(st.Preempting, []string{old}) {

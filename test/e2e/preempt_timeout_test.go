@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/sandbox/kubelet"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
@@ -19,12 +20,15 @@ import (
 // younger one's pods, once deleted, never go (their kubelet lost them: the sandbox's
 // AnnotationLostOnDelete). A job of higher priority preempts the younger job. Its pods
 // stay bound; their grace period is 1 s (0 would make the API server delete them at
-// once). Muster's clock is moved 3 minutes on, past the deadline (the grace period and
-// 2 minutes after the eviction): muster stops waiting for them, a PreemptionTimedOut
-// Warning event on the preemptor's PodGroup names them, and the preemptor preempts the
-// older job and runs on its nodes.
+// once). muster's Configuration sets preemptionSlack to 5m. Muster's clock is moved 6
+// minutes on, past the deadline (the grace period and 5 minutes after the eviction):
+// muster stops waiting for them, a PreemptionTimedOut Warning event on the preemptor's
+// PodGroup names them and the configured slack, and the preemptor preempts the older
+// job and runs on its nodes.
 func TestPreemptionTimesOutThroughServe(t *testing.T) {
-	env, ns, urgent, c, m := preemptionClusterWith(t, "preempt-lost", 4, musterOptions{clock: true})
+	slack := 5 * time.Minute
+	env, ns, urgent, c, m := preemptionClusterWith(t, "preempt-lost", 4, musterOptions{clock: true,
+		configure: func(cfg *musterv1alpha1.Configuration) { cfg.PreemptionSlack = &metav1.Duration{Duration: slack} }})
 	(pytorchJob{ns: ns, name: "old", workers: 1}).create(t, env, c)
 	waitCondition(t, env, c, ns, "old", "PodsReady", metav1.ConditionTrue)
 	young := pytorchJob{ns: ns, name: "young", workers: 1,
@@ -44,17 +48,18 @@ func TestPreemptionTimesOutThroughServe(t *testing.T) {
 	if note := preemptionTimedOut(t, env, ns); note != "" {
 		t.Fatalf("a PreemptionTimedOut event before muster's clock moved: %s", note)
 	}
-	m.AdvanceClock(t, 3*time.Minute)
+	m.AdvanceClock(t, slack+time.Minute)
 	var note string
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(context.Context) (bool, error) {
 		note = preemptionTimedOut(t, env, ns)
 		return note != "", nil
 	})
 	if err != nil {
-		t.Fatalf("waiting for a PreemptionTimedOut event on vip once muster's clock was 3 minutes past young's eviction: %v", err)
+		t.Fatalf("waiting for a PreemptionTimedOut event on vip once muster's clock was %s past young's eviction: %v", slack+time.Minute, err)
 	}
-	if !strings.HasPrefix(note, "Warning: ") || !strings.Contains(note, ns+"/young-master-0") || !strings.Contains(note, "still hold 2 pod(s)") {
-		t.Errorf("PreemptionTimedOut event %q: want a Warning naming %s/young-master-0 and its 2 pods", note, ns)
+	if !strings.HasPrefix(note, "Warning: ") || !strings.Contains(note, ns+"/young-master-0") || !strings.Contains(note, "still hold 2 pod(s)") ||
+		!strings.Contains(note, "grace period and "+slack.String()) {
+		t.Errorf("PreemptionTimedOut event %q: want a Warning naming %s/young-master-0, its 2 pods and the slack %s", note, ns, slack)
 	}
 	if cond := waitCondition(t, env, c, ns, "old", "Evicted", metav1.ConditionTrue); cond.Reason != "Preempted" {
 		t.Errorf("old: expected Evicted by preemption once vip stopped waiting for young, found %s: %s", cond.Reason, cond.Message)
