@@ -156,8 +156,9 @@ func (w *World) RunUntilIdle(limit time.Time) {
 // measures, the recorded occupancy and the nodes. A retired world cannot run again.
 // `muster sim` keeps every policy's world until it compares them. Kept whole, a month
 // of Philly's world is about 70 MB that every collection of the next replay marks
-// again: muster's replay of October at load 2 took 9.5 s after the two others' worlds
-// kept whole, 8.2 to 8.4 s after them retired (about 30 MB each).
+// again: muster's replay of October at load 2, after the two others, took 8.14 to
+// 8.51 s with their worlds kept whole and 7.64 to 7.76 s with them retired, about 30 MB
+// each (docs/benchmarks.md, "Retired worlds").
 func (w *World) Retire() {
 	w.sched, w.predictor, w.reserver, w.explainer = nil, nil, nil, nil
 	w.pods, w.podJob, w.events, w.arrived, w.done = nil, nil, nil, nil, nil

@@ -162,8 +162,8 @@ func TestStartErrorOrder(t *testing.T) {
 
 // TestRetiredWorldMeasuresTheSame replays two days of Philly under muster and pod-by-pod
 // and checks that what muster sim reads from a world after the replay (its summary, the
-// comparison of instant starts, the recorded occupancy, the nodes' GPUs) is the same once both worlds are
-// retired.
+// comparison of instant starts, the recorded occupancy, the nodes' GPUs) is the same
+// once both worlds are retired.
 func TestRetiredWorldMeasuresTheSame(t *testing.T) {
 	all, err := trace.Philly()
 	if err != nil {
