@@ -20,9 +20,9 @@ import (
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
 )
 
-// Chaos runs are set by environment variables: MUSTER_CHAOS_TRIALS (default 20; a
-// long run sets hundreds) and MUSTER_CHAOS_SEED (default: the time; printed, so that a
-// failing run can be repeated).
+// Chaos runs are set by environment variables: MUSTER_CHAOS_TRIALS (default 16, every
+// kill point once; a long run sets hundreds) and MUSTER_CHAOS_SEED (default: the time;
+// printed, so that a failing run can be repeated).
 const (
 	chaosTrialsEnv = "MUSTER_CHAOS_TRIALS"
 	chaosSeedEnv   = "MUSTER_CHAOS_SEED"
@@ -51,13 +51,14 @@ func (c chaosTrial) String() string {
 // chaosGang is the size of each trial's gangs.
 const chaosGang = 4
 
-// TestKillAtRandom SIGKILLs `muster serve` at seeded random moments during the binds
-// of a gang and during the eviction of a gang preempted by a higher-priority one, and
-// restarts it. After each kill: no pod is bound twice, no node is over-committed, and
-// within the recovery window every group is whole or cleanly requeued (no member
-// bound).
+// TestKillAtRandom SIGKILLs `muster serve` during the binds of a gang and during the
+// eviction of a gang preempted by a higher-priority one, and restarts it. After each
+// kill: no pod is bound twice, no node is over-committed, and within the recovery
+// window every group is whole or cleanly requeued (no member bound). The trials take
+// the kill points (chaosTrials) in a seeded random order, each once before any again:
+// the default run tries each of the 16 once.
 func TestKillAtRandom(t *testing.T) {
-	trials := 20
+	trials := len(chaosTrials())
 	if s := os.Getenv(chaosTrialsEnv); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
@@ -79,12 +80,32 @@ func TestKillAtRandom(t *testing.T) {
 	c := newClient(t, env.Config)
 	urgent := "chaos-urgent"
 	createPriorityClass(t, env, urgent, 1000, corev1.PreemptLowerPriority)
+	var order []chaosTrial
 	for i := range trials {
-		tr := chaosTrial{evict: rng.IntN(2) == 1, at: 1 + rng.IntN(chaosGang), forwarded: rng.IntN(2) == 1}
+		if len(order) == 0 {
+			order = chaosTrials()
+			rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		}
+		tr := order[0]
+		order = order[1:]
 		t.Run(fmt.Sprintf("%d %s", i, tr), func(t *testing.T) {
 			runChaosTrial(t, env, c, i, tr, urgent)
 		})
 	}
+}
+
+// chaosTrials returns every kill point: each bind of a gang and each pod delete of a
+// preempted gang, the request held or forwarded.
+func chaosTrials() []chaosTrial {
+	var out []chaosTrial
+	for _, evict := range []bool{false, true} {
+		for at := 1; at <= chaosGang; at++ {
+			for _, forwarded := range []bool{false, true} {
+				out = append(out, chaosTrial{evict: evict, at: at, forwarded: forwarded})
+			}
+		}
+	}
+	return out
 }
 
 // runChaosTrial runs one trial on nodes and a namespace of its own.
