@@ -133,12 +133,14 @@ func TestShortfall(t *testing.T) {
 			t.Errorf("AtOrAboveFrom(%v, %v) = %v, want %v", tc.a.Delays, tc.b.Delays, got, tc.from)
 		}
 	}
-	m, other, same := d(1, 3, 3, 4), d(1, 2, 3, 4), d(1, 3, 3, 4)
-	m.Policy, other.Policy, same.Policy = "muster", "other", "same"
+	// fewer started fewer jobs: its shortfall is a fraction only.
+	m, other, same, fewer := d(1, 3, 3, 4), d(1, 2, 3, 4), d(1, 3, 3, 4), d(1, 2)
+	m.Policy, other.Policy, same.Policy, fewer.Policy = "muster", "other", "same", "fewer"
 	var out bytes.Buffer
-	WriteDominance(&out, []Summary{other, same, m})
-	want := "muster's queueing-delay CDF falls below other's by up to 25.00% of jobs (at 2.0m), and is at or above it from 3m0s on\n" +
-		"muster's queueing-delay CDF is at or above same's over its whole range\n"
+	WriteDominance(&out, []Summary{other, same, fewer, m})
+	want := "muster's queueing-delay CDF falls below other's by up to 25.00% of jobs, 1 of 4 (at 2.0m), and is at or above it from 3m0s on\n" +
+		"muster's queueing-delay CDF is at or above same's over its whole range\n" +
+		"muster's queueing-delay CDF falls below fewer's by up to 75.00% of jobs (at 2.0m), and is at or above it from 4m0s on\n"
 	if out.String() != want {
 		t.Errorf("WriteDominance wrote\n%s\nwant\n%s", out.String(), want)
 	}

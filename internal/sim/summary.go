@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -274,8 +275,19 @@ func WriteDominance(out io.Writer, sums []Summary) {
 		if f, at := Shortfall(*m, s); f == 0 {
 			fmt.Fprintf(out, "muster's queueing-delay CDF is at or above %s's over its whole range\n", s.Policy)
 		} else {
-			fmt.Fprintf(out, "muster's queueing-delay CDF falls below %s's by up to %.2f%% of jobs (at %s), and is at or above it from %s on\n",
-				s.Policy, 100*f, human(at), AtOrAboveFrom(*m, s).Round(time.Millisecond))
+			fmt.Fprintf(out, "muster's queueing-delay CDF falls below %s's by up to %.2f%% of jobs%s (at %s), and is at or above it from %s on\n",
+				s.Policy, 100*f, jobsOf(f, *m, s), human(at), AtOrAboveFrom(*m, s).Round(time.Millisecond))
 		}
 	}
+}
+
+// jobsOf renders a shortfall f between two CDFs over the same number of jobs as a count
+// of jobs, ", N of M", so that a reader sees whether a fraction is a handful of jobs or
+// many; "" when the CDFs count different numbers of jobs.
+func jobsOf(f float64, a, b Summary) string {
+	n := len(a.Delays)
+	if n == 0 || n != len(b.Delays) {
+		return ""
+	}
+	return fmt.Sprintf(", %d of %d", int(math.Round(f*float64(n))), n)
 }
