@@ -295,6 +295,40 @@ func TestExpectedStartOfAllDevices(t *testing.T) {
 	}
 }
 
+// TestExpectedStartOfClaimsNotMadeYet: on 2 nodes of 2 DRA GPUs each, a gang of 4
+// one-GPU claims runs for an hour. A queued pod refers to a ResourceClaim not created
+// yet (as a template's claim is, until the resourceclaim controller makes it): its
+// start is unknown, naming the claim, not now, as it would be planned without the
+// devices it asks for. Once the claim exists, it is expected to start in an hour.
+func TestExpectedStartOfClaimsNotMadeYet(t *testing.T) {
+	e := draEngine()
+	now := sim.Epoch
+	runDRAGang(t, e, "run", 4, "1h", now)
+	key := "Coscheduling/default/late"
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "late", MinMember: 1})
+	pod := gt.Pod("late").UID("uid-late").DeviceClaim("gpu", "late-gpu").Obj()
+	pod.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "30m"}
+	e.SetPod(pod, key)
+	now = now.Add(sim.SimForecastEvery)
+	if out := e.Step(now); len(out.Plans) != 0 {
+		t.Fatalf("late admitted without its claim: %+v", out.Plans)
+	}
+	st, _ := e.Group(key)
+	if !st.ExpectedStart.IsZero() || !strings.Contains(st.ExpectedStartUnknown, "pod late's ResourceClaim gpu is not created yet") {
+		t.Errorf("late, its claim not created: expected start %v (%q), want unknown, naming the claim", st.ExpectedStart, st.ExpectedStartUnknown)
+	}
+
+	e.SetObject(gt.GPUClaim("default", "late-gpu", 1))
+	now = now.Add(sim.SimForecastEvery)
+	if out := e.Step(now); len(out.Plans) != 0 {
+		t.Fatalf("late admitted while run holds every GPU: %+v", out.Plans)
+	}
+	st, _ = e.Group(key)
+	if want := sim.Epoch.Add(time.Hour); !st.ExpectedStart.Equal(want) {
+		t.Errorf("late, its claim created: expected start %v (%q), want %v", st.ExpectedStart, st.ExpectedStartUnknown, want)
+	}
+}
+
 // TestExpectedStartOfSelectedDevices: the DeviceClass covers the GPUs of both NVLink
 // cliques, and the claims select clique-b's; a gang runs for an hour on n1, clique-b's
 // only node then. A queued member that selects clique-b too is expected to start when

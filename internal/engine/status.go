@@ -160,6 +160,9 @@ func (e *Engine) expectedStart(g *group) (time.Time, string) {
 	if e.preempting[g.key] != nil {
 		return time.Time{}, "it waits for the groups preempted for it to release their nodes"
 	}
+	if why := e.claimsNotMade(g); why != "" {
+		return time.Time{}, "muster cannot tell when it can start: " + why
+	}
 	if !e.forecastable(g) {
 		return time.Time{}, "muster cannot tell when it can start: " + string(g.waiting.Kind)
 	}

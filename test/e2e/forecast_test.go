@@ -10,6 +10,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
@@ -314,15 +315,24 @@ func expectQueuedToStartAt(t *testing.T, env *sandboxtest.Env, m *muster, c clie
 		rec, ok := record(ctx)
 		return ok && rec.Phase == "Queued", nil
 	})
-	m.AdvanceClock(t, engine.DefaultForecastEvery)
+	// The forecast after the clock's move may still find the start unknown (its pods'
+	// ResourceClaims not created yet): the clock moves on by a period until the record
+	// has one.
 	var at time.Time
-	env.WaitFor(t, "the queued job's expected start in its record", func(ctx context.Context) (bool, error) {
-		rec, ok := record(ctx)
-		if ok && rec.ExpectedStart != nil {
-			at = rec.ExpectedStart.Time
+	for deadline := time.Now().Add(sandboxtest.WaitTimeout); at.IsZero(); {
+		if time.Now().After(deadline) {
+			rec, _ := record(context.Background())
+			t.Fatalf("waiting for the queued job's expected start in its record: none after %s (phase %s)", sandboxtest.WaitTimeout, rec.Phase)
 		}
-		return !at.IsZero(), nil
-	})
+		m.AdvanceClock(t, engine.DefaultForecastEvery)
+		_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 3*time.Second, true, func(ctx context.Context) (bool, error) {
+			rec, ok := record(ctx)
+			if ok && rec.ExpectedStart != nil {
+				at = rec.ExpectedStart.Time
+			}
+			return !at.IsZero(), nil
+		})
+	}
 	earliest, latest := earliest.Add(-time.Second), time.Now().Add(time.Hour+time.Second)
 	if at.Before(earliest) || at.After(latest) {
 		t.Errorf("expected start %s, want an hour after the running job started: between %s and %s",
