@@ -184,3 +184,24 @@ func extendedByDRANote(x musterv1alpha1.ExtendedByDRA) string {
 	return fmt.Sprintf("%s is provided through DRA by DeviceClass %s and no node has it as an extended resource; muster does not allocate extended resources backed by DRA: ask for the device with a ResourceClaim",
 		x.Resource, x.DeviceClass)
 }
+
+// claimsNotMade names the member of g (the first by key) whose pod refers to a
+// ResourceClaim that does not exist yet (a template's claim the resourceclaim
+// controller has not made), and that claim, or "" when every claim exists. Until they
+// do, what the members ask for is unknown: planned without their devices, a group that
+// waits for devices would be expected to start at once.
+func (e *Engine) claimsNotMade(g *group) string {
+	var first, claim string // the first such member by key, so that the answer is stable
+	for key, p := range g.members {
+		if p == nil || !kubefit.HasResourceClaims(p) || first != "" && key > first {
+			continue
+		}
+		if _, missing := kubefit.ClaimsOf(e.snap, p); len(missing) > 0 {
+			first, claim = key, missing[0]
+		}
+	}
+	if first == "" {
+		return ""
+	}
+	return "pod " + g.members[first].Name + "'s ResourceClaim " + claim + " is not created yet"
+}

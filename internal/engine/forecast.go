@@ -517,27 +517,6 @@ func (e *Engine) forecastable(g *group) bool {
 	return false
 }
 
-// claimsNotMade names the member of g (the first by key) whose pod refers to a
-// ResourceClaim that does not exist yet (a template's claim the resourceclaim controller has not made),
-// and that claim, or "" when every claim exists. Until they do, what the members ask
-// for is unknown: planned without their devices, a group that waits for devices would
-// be expected to start at once.
-func (e *Engine) claimsNotMade(g *group) string {
-	var first, claim string // the first such member by key, so that the answer is stable
-	for key, p := range g.members {
-		if p == nil || !kubefit.HasResourceClaims(p) || first != "" && key > first {
-			continue
-		}
-		if _, missing := kubefit.ClaimsOf(e.snap, p); len(missing) > 0 {
-			first, claim = key, missing[0]
-		}
-	}
-	if first == "" {
-		return ""
-	}
-	return "pod " + g.members[first].Name + "'s ResourceClaim " + claim + " is not created yet"
-}
-
 // quotaOutlook is the quota of each queue of groups that has one the forecast can
 // follow: what is left now, and what each admitted group gives back when it is expected
 // to end.
