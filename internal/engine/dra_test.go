@@ -254,10 +254,7 @@ func TestExpectedStartOfDeviceClaims(t *testing.T) {
 				e.SetPod(p, next)
 			}
 			now = now.Add(sim.SimForecastEvery)
-			if out := e.Step(now); len(out.Plans) != 0 {
-				t.Fatalf("next admitted while run holds every GPU: %+v", out.Plans)
-			}
-			st, _ := e.Group(next)
+			st := stepQueued(t, e, now, next, "next admitted while run holds every GPU")
 			if runtime == "" {
 				if !st.ExpectedStart.IsZero() || !strings.Contains(st.ExpectedStartUnknown, "of the 2 "+gt.GPUClass+" its members ask for") {
 					t.Errorf("next: expected start %v (%q), want unknown, naming 2 of class %s", st.ExpectedStart, st.ExpectedStartUnknown, gt.GPUClass)
@@ -286,10 +283,7 @@ func TestExpectedStartOfAllDevices(t *testing.T) {
 	e.SetObject(claim)
 	e.SetPod(gt.Pod("whole").UID("uid-whole").DeviceClaim("gpu", "whole-gpus").Obj(), key)
 	now = now.Add(sim.SimForecastEvery)
-	if out := e.Step(now); len(out.Plans) != 0 {
-		t.Fatalf("whole admitted while no node has all its GPUs free: %+v", out.Plans)
-	}
-	st, _ := e.Group(key)
+	st := stepQueued(t, e, now, key, "whole admitted while no node has all its GPUs free")
 	if want := sim.Epoch.Add(time.Hour); !st.ExpectedStart.Equal(want) {
 		t.Errorf("whole: expected start %v (%q), want %v, when the gang gives its GPUs back", st.ExpectedStart, st.ExpectedStartUnknown, want)
 	}
@@ -310,20 +304,14 @@ func TestExpectedStartOfClaimsNotMadeYet(t *testing.T) {
 	pod.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "30m"}
 	e.SetPod(pod, key)
 	now = now.Add(sim.SimForecastEvery)
-	if out := e.Step(now); len(out.Plans) != 0 {
-		t.Fatalf("late admitted without its claim: %+v", out.Plans)
-	}
-	st, _ := e.Group(key)
+	st := stepQueued(t, e, now, key, "late admitted without its claim")
 	if !st.ExpectedStart.IsZero() || !strings.Contains(st.ExpectedStartUnknown, "pod late's ResourceClaim gpu is not created yet") {
 		t.Errorf("late, its claim not created: expected start %v (%q), want unknown, naming the claim", st.ExpectedStart, st.ExpectedStartUnknown)
 	}
 
 	e.SetObject(gt.GPUClaim("default", "late-gpu", 1))
 	now = now.Add(sim.SimForecastEvery)
-	if out := e.Step(now); len(out.Plans) != 0 {
-		t.Fatalf("late admitted while run holds every GPU: %+v", out.Plans)
-	}
-	st, _ = e.Group(key)
+	st = stepQueued(t, e, now, key, "late admitted while run holds every GPU")
 	if want := sim.Epoch.Add(time.Hour); !st.ExpectedStart.Equal(want) {
 		t.Errorf("late, its claim created: expected start %v (%q), want %v", st.ExpectedStart, st.ExpectedStartUnknown, want)
 	}
@@ -401,10 +389,7 @@ func TestExpectedStartOfFirstAvailable(t *testing.T) {
 	runDRAGang(t, e, "three", 1, "3h", now)
 	key := preferGroup(e, "prefer", "30m", oneOf("two", 2), oneOf("one", 1))
 	now = now.Add(sim.SimForecastEvery)
-	if out := e.Step(now); len(out.Plans) != 0 {
-		t.Fatalf("prefer admitted with one GPU free: %+v", out.Plans)
-	}
-	st, _ := e.Group(key)
+	st := stepQueued(t, e, now, key, "prefer admitted with one GPU free")
 	if want := sim.Epoch.Add(time.Hour); !st.ExpectedStart.Equal(want) {
 		t.Errorf("prefer: expected start %v (%q), want %v, with one GPU a member", st.ExpectedStart, st.ExpectedStartUnknown, want)
 	}
@@ -500,4 +485,15 @@ func TestExtendedResourceBackedByDRA(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stepQueued steps e at now, fails the test if the step admitted a group (why names the
+// group and why it must not be), and returns the status of group key.
+func stepQueued(t *testing.T, e *engine.Engine, now time.Time, key, why string) engine.Status {
+	t.Helper()
+	if out := e.Step(now); len(out.Plans) != 0 {
+		t.Fatalf("%s: %+v", why, out.Plans)
+	}
+	st, _ := e.Group(key)
+	return st
 }

@@ -502,9 +502,13 @@ func (f *forecastState) dropUnread() {
 // been decided yet. Groups that are invalid, or can never fit their quota, take no
 // capacity in the forecast.
 func (e *Engine) forecastable(g *group) bool {
-	if e.claimsNotMade(g) != "" {
-		return false // what its claims ask for is not known yet
-	}
+	// Without its claims, what it asks for is not known yet.
+	return e.claimsNotMade(g) == "" && e.waitIsForecast(g)
+}
+
+// waitIsForecast reports whether what a queued group waits for is what the forecast
+// plans (see forecastable), its claims aside.
+func (e *Engine) waitIsForecast(g *group) bool {
 	if g.waiting == nil {
 		return true
 	}

@@ -163,7 +163,7 @@ func (e *Engine) expectedStart(g *group) (time.Time, string) {
 	if why := e.claimsNotMade(g); why != "" {
 		return time.Time{}, "muster cannot tell when it can start: " + why
 	}
-	if !e.forecastable(g) {
+	if !e.waitIsForecast(g) {
 		return time.Time{}, "muster cannot tell when it can start: " + string(g.waiting.Kind)
 	}
 	s, ok := e.forecast.starts[g.key]
