@@ -33,6 +33,9 @@ func (e *Engine) deviceCharges(members []placement.Member) map[string]cluster.Re
 
 // devicesHeld is what the claims of g's members that hold a node charge to quota.
 func (e *Engine) devicesHeld(g *group) cluster.Resources {
+	if !g.anyMember(kubefit.HasResourceClaims) {
+		return nil // most groups: nothing to list or sort
+	}
 	var out cluster.Resources
 	seen := map[string]bool{}
 	for _, key := range g.memberKeys() {

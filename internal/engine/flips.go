@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"container/heap"
 	"time"
 
 	"github.com/muster-sched/muster/internal/lifecycle"
@@ -43,7 +42,7 @@ func (e *Engine) holdFlip(g *group, kind string, now time.Time) bool {
 	}
 	if !g.flipAt.Equal(due) {
 		g.flipAt = due
-		heap.Push(&e.flips, timer{at: due, key: g.key})
+		e.flips.push(timer{at: due, key: g.key})
 	}
 	return true
 }
@@ -52,7 +51,7 @@ func (e *Engine) holdFlip(g *group, kind string, now time.Time) bool {
 // hold: the kind of the reason the queue has for the group now is the other of the two.
 func (e *Engine) reportFlips(now time.Time, out *Output) {
 	for e.flips.Len() > 0 && !e.flips[0].at.After(now) {
-		t := heap.Pop(&e.flips).(timer)
+		t := e.flips.pop()
 		g := e.groups[t.key]
 		if g == nil || !g.flipAt.Equal(t.at) {
 			continue
@@ -96,7 +95,7 @@ func (e *Engine) nextFlip() time.Time {
 		if g := e.groups[t.key]; g != nil && g.flipAt.Equal(t.at) {
 			return t.at
 		}
-		heap.Pop(&e.flips)
+		e.flips.pop()
 	}
 	return time.Time{}
 }

@@ -86,6 +86,8 @@ type forecastState struct {
 	// planned holds the keys of the groups the latest plan, whole or of the head,
 	// planned.
 	planned map[string]bool
+	// seq is Forecast's iterator over starts, made once.
+	seq iter.Seq2[string, time.Time]
 }
 
 // nodePods is what a forecast read of a node's pods, at the node's generation gen; read
@@ -570,16 +572,23 @@ func (e *Engine) endOf(g *group, now time.Time) end {
 // Forecast returns when the queued groups' starts were last forecast (zero before the
 // first forecast) and the expected start of each group still queued that has one, by
 // key.
+// The iterator is made once: the simulator asks at every step.
 func (e *Engine) Forecast() (time.Time, iter.Seq2[string, time.Time]) {
-	return e.forecast.at, func(yield func(string, time.Time) bool) {
-		for key, s := range e.forecast.starts {
-			g := e.groups[key]
-			if s.At.IsZero() || g == nil || !g.started || g.state.Phase() != lifecycle.Queued {
-				continue
-			}
-			if !yield(key, s.At) {
-				return
-			}
+	if e.forecast.seq == nil {
+		e.forecast.seq = e.forecastStarts
+	}
+	return e.forecast.at, e.forecast.seq
+}
+
+// forecastStarts yields the expected start of each group still queued that has one.
+func (e *Engine) forecastStarts(yield func(string, time.Time) bool) {
+	for key, s := range e.forecast.starts {
+		g := e.groups[key]
+		if s.At.IsZero() || g == nil || !g.started || g.state.Phase() != lifecycle.Queued {
+			continue
+		}
+		if !yield(key, s.At) {
+			return
 		}
 	}
 }

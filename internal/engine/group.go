@@ -147,6 +147,16 @@ func (g *group) memberKeys() []string {
 	return keys
 }
 
+// anyMember reports whether f holds for a member pod.
+func (g *group) anyMember(f func(*corev1.Pod) bool) bool {
+	for _, p := range g.members {
+		if p != nil && f(p) {
+			return true
+		}
+	}
+	return false
+}
+
 // live reports whether a member pod still counts: it exists and has not failed.
 func live(p *corev1.Pod) bool { return p.Status.Phase != corev1.PodFailed }
 

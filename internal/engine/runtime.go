@@ -114,23 +114,28 @@ type declaredRuntime struct {
 	from string
 }
 
-// readMembersRuntime is membersRuntime, read from the members.
+// readMembersRuntime is membersRuntime, read from the members: the annotation of the
+// first member by key that has one, else the shortest deadline. The members are not
+// sorted for it: that was a third of the key lists a replay made.
 func (g *group) readMembersRuntime() (time.Duration, string) {
 	var deadline time.Duration
-	for _, key := range g.memberKeys() {
-		p := g.members[key]
-		if v, ok := p.Annotations[AnnotationExpectedRuntime]; ok {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return 0, fmt.Sprintf("pod %s: annotation %s: %q is not a positive duration", key, AnnotationExpectedRuntime, v)
-			}
-			return d, RuntimeDeclared
+	var annotated, value string
+	for key, p := range g.members {
+		if v, ok := p.Annotations[AnnotationExpectedRuntime]; ok && (annotated == "" || key < annotated) {
+			annotated, value = key, v
 		}
 		if s := p.Spec.ActiveDeadlineSeconds; s != nil && *s > 0 {
 			if d := time.Duration(*s) * time.Second; deadline == 0 || d < deadline {
 				deadline = d
 			}
 		}
+	}
+	if annotated != "" {
+		d, err := time.ParseDuration(value)
+		if err != nil || d <= 0 {
+			return 0, fmt.Sprintf("pod %s: annotation %s: %q is not a positive duration", annotated, AnnotationExpectedRuntime, value)
+		}
+		return d, RuntimeDeclared
 	}
 	if deadline > 0 {
 		return deadline, RuntimeDeadline

@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"container/heap"
-	"time"
-)
+import "time"
 
 // timers is a min-heap of group wake-ups. Entries are not removed when a group's wake-up
 // changes; a popped entry that no longer matches its group's WakeAt is skipped.
@@ -14,15 +11,46 @@ type timer struct {
 	key string
 }
 
-func (t timers) Len() int           { return len(t) }
-func (t timers) Less(i, j int) bool { return t[i].at.Before(t[j].at) }
-func (t timers) Swap(i, j int)      { t[i], t[j] = t[j], t[i] }
-func (t *timers) Push(x any)        { *t = append(*t, x.(timer)) }
-func (t *timers) Pop() any {
-	old := *t
-	x := old[len(old)-1]
-	*t = old[:len(old)-1]
-	return x
+func (t timers) Len() int { return len(t) }
+
+// push and pop keep the heap ordered by time. They are container/heap's algorithm on
+// the typed slice: through heap.Push and heap.Pop each timer was boxed twice, which
+// made 2.5% of the objects a month's replay allocated.
+func (t *timers) push(x timer) {
+	*t = append(*t, x)
+	h := *t
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h[i].at.Before(h[parent].at) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+func (t *timers) pop() timer {
+	h := *t
+	top, n := h[0], len(h)-1
+	h[0] = h[n]
+	h[n] = timer{} // the key is not kept alive
+	h = h[:n]
+	for i := 0; ; {
+		least, l, r := i, 2*i+1, 2*i+2
+		if l < n && h[l].at.Before(h[least].at) {
+			least = l
+		}
+		if r < n && h[r].at.Before(h[least].at) {
+			least = r
+		}
+		if least == i {
+			break
+		}
+		h[i], h[least] = h[least], h[i]
+		i = least
+	}
+	*t = h
+	return top
 }
 
 // arm records a group's wake-up, if it has one.
@@ -32,14 +60,14 @@ func (e *Engine) arm(g *group) {
 	}
 	if w := g.wakeAt(); !w.IsZero() && !w.Equal(g.armed) {
 		g.armed = w
-		heap.Push(&e.timers, timer{at: w, key: g.key})
+		e.timers.push(timer{at: w, key: g.key})
 	}
 }
 
 // due marks dirty every group whose wake-up is at or before now.
 func (e *Engine) due(now time.Time) {
 	for e.timers.Len() > 0 && !e.timers[0].at.After(now) {
-		t := heap.Pop(&e.timers).(timer)
+		t := e.timers.pop()
 		g := e.groups[t.key]
 		if g == nil || !g.started || !g.armed.Equal(t.at) {
 			continue
@@ -56,7 +84,7 @@ func (e *Engine) nextTimer() time.Time {
 		if g := e.groups[t.key]; g != nil && g.started && g.armed.Equal(t.at) {
 			return t.at
 		}
-		heap.Pop(&e.timers)
+		e.timers.pop()
 	}
 	return time.Time{}
 }

@@ -380,7 +380,7 @@ func shapeKey(p *corev1.Pod, req cluster.Resources) string { return keyOf(p, req
 // pod (see devicesKey).
 func keyOf(p *corev1.Pod, req cluster.Resources, signature bool) string {
 	var b strings.Builder
-	b.WriteString(req.String())
+	req.Render(&b)
 	keys := make([]string, 0, len(p.Spec.NodeSelector))
 	for k := range p.Spec.NodeSelector {
 		keys = append(keys, k)

@@ -80,7 +80,10 @@ func (r *Reservation) stamp() string {
 	var b strings.Builder
 	b.WriteString(r.Key)
 	for _, n := range r.Nodes {
-		b.WriteString("\x00" + n + "=" + r.Shares[n].String())
+		b.WriteByte(0)
+		b.WriteString(n)
+		b.WriteByte('=')
+		r.Shares[n].Render(&b)
 	}
 	return b.String()
 }
