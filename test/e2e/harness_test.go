@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -126,4 +129,40 @@ func waitUntil(t *testing.T, what string, timeout time.Duration, cond func(conte
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// logOnFailure logs, when the test fails, the lifecycle record of each named
+// scheduler-plugins PodGroup of ns and every pod of ns (its node, phase, deletion and
+// PodScheduled condition). Registered after startMuster, it runs while muster still
+// does: what a failure that does not repeat needs to be understood afterwards.
+func logOnFailure(t *testing.T, env *sandboxtest.Env, c client.Client, ns string, groups ...string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx := context.Background()
+		for _, name := range groups {
+			rec, ok := groupRecord(c, ns, name)(ctx)
+			if !ok {
+				t.Logf("PodGroup %s/%s: no record (gone, or not written)", ns, name)
+				continue
+			}
+			b, _ := json.Marshal(rec)
+			t.Logf("PodGroup %s/%s: record %s", ns, name, b)
+		}
+		pods, err := env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Logf("listing the pods of %s: %v", ns, err)
+			return
+		}
+		for _, p := range pods.Items {
+			var sched *corev1.PodCondition
+			for i := range p.Status.Conditions {
+				if p.Status.Conditions[i].Type == corev1.PodScheduled {
+					sched = &p.Status.Conditions[i]
+				}
+			}
+			t.Logf("pod %s: node %q, phase %s, deleting since %v, PodScheduled %+v", p.Name, p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp, sched)
+		}
+	})
 }

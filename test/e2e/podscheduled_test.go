@@ -233,6 +233,7 @@ func TestPodScheduledNeverUndoesABind(t *testing.T) {
 	}
 	proxy.SetHook(h.hook)
 	startMuster(t, env, musterOptions{proxy: proxy, clock: true})
+	logOnFailure(t, env, c, ns, "holder", "late") // it failed once in CI, late never bound
 	twoGPUs := func(name string) map[string]int64 {
 		return map[string]int64{name + "-master-0": 2, name + "-worker-0": 2}
 	}
