@@ -33,7 +33,7 @@ func (e *Engine) deviceCharges(members []placement.Member) map[string]cluster.Re
 
 // devicesHeld is what the claims of g's members that hold a node charge to quota.
 func (e *Engine) devicesHeld(g *group) cluster.Resources {
-	if !g.anyMember(kubefit.HasResourceClaims) {
+	if !g.hasResourceClaims() {
 		return nil // most groups: nothing to list or sort
 	}
 	var out cluster.Resources
@@ -194,6 +194,9 @@ func extendedByDRANote(x musterv1alpha1.ExtendedByDRA) string {
 // do, what the members ask for is unknown: planned without their devices, a group that
 // waits for devices would be expected to start at once.
 func (e *Engine) claimsNotMade(g *group) string {
+	if !g.hasResourceClaims() {
+		return ""
+	}
 	var first, claim string // the first such member by key, so that the answer is stable
 	for key, p := range g.members {
 		if p == nil || !kubefit.HasResourceClaims(p) || first != "" && key > first {

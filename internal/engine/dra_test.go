@@ -487,6 +487,30 @@ func TestExtendedResourceBackedByDRA(t *testing.T) {
 	}
 }
 
+// TestExpectedStartOfALaterMembersClaim: a group stepped while its one member has no
+// claims, then joined by a member whose claim is not created yet, has no expected start,
+// naming the new member's claim: what the members ask for is read again when they change.
+func TestExpectedStartOfALaterMembersClaim(t *testing.T) {
+	e := draEngine()
+	now := sim.Epoch
+	runDRAGang(t, e, "run", 4, "1h", now)
+	key := "Coscheduling/default/late"
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "late", MinMember: 2})
+	plain := gt.Pod("late-0").UID("uid-late-0").Obj()
+	plain.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "30m"}
+	e.SetPod(plain, key)
+	now = now.Add(sim.SimForecastEvery)
+	stepQueued(t, e, now, key, "late admitted with one of its two members")
+	claiming := gt.Pod("late-1").UID("uid-late-1").DeviceClaim("gpu", "late-1-gpu").Obj()
+	claiming.Annotations = plain.Annotations
+	e.SetPod(claiming, key)
+	now = now.Add(sim.SimForecastEvery)
+	st := stepQueued(t, e, now, key, "late admitted without its claim")
+	if !st.ExpectedStart.IsZero() || !strings.Contains(st.ExpectedStartUnknown, "pod late-1's ResourceClaim gpu is not created yet") {
+		t.Errorf("late, late-1's claim not created: expected start %v (%q), want unknown, naming the claim", st.ExpectedStart, st.ExpectedStartUnknown)
+	}
+}
+
 // stepQueued steps e at now, fails the test if the step admitted a group (why names the
 // group and why it must not be), and returns the status of group key.
 func stepQueued(t *testing.T, e *engine.Engine, now time.Time, key, why string) engine.Status {

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/placement"
 	"github.com/muster-sched/muster/internal/queue"
@@ -56,6 +57,10 @@ type group struct {
 	// run time at one count (see membersRuntime).
 	membersGen uint64
 	declared   declaredRuntime
+	// claims says, at members count claimsGen, whether a member has ResourceClaims (see
+	// hasResourceClaims).
+	claimsGen uint64
+	claims    bool
 	// touched is the Engine.steps of the last Step that listed the group in
 	// Output.Changed.
 	touched uint64
@@ -147,14 +152,20 @@ func (g *group) memberKeys() []string {
 	return keys
 }
 
-// anyMember reports whether f holds for a member pod.
-func (g *group) anyMember(f func(*corev1.Pod) bool) bool {
-	for _, p := range g.members {
-		if p != nil && f(p) {
-			return true
+// hasResourceClaims reports whether a member pod has ResourceClaims, read again only
+// when the members changed: every forecast asks it of every queued group.
+func (g *group) hasResourceClaims() bool {
+	if g.claimsGen != g.membersGen+1 {
+		g.claims = false
+		for _, p := range g.members {
+			if p != nil && kubefit.HasResourceClaims(p) {
+				g.claims = true
+				break
+			}
 		}
+		g.claimsGen = g.membersGen + 1 // zero is never read
 	}
-	return false
+	return g.claims
 }
 
 // live reports whether a member pod still counts: it exists and has not failed.
