@@ -42,7 +42,7 @@ func (e *Engine) holdFlip(g *group, kind string, now time.Time) bool {
 	}
 	if !g.flipAt.Equal(due) {
 		g.flipAt = due
-		e.flips.push(timer{at: due, key: g.key})
+		e.flips.Push(timer{at: due, key: g.key})
 	}
 	return true
 }
@@ -50,8 +50,8 @@ func (e *Engine) holdFlip(g *group, kind string, now time.Time) bool {
 // reportFlips reports the flips held back whose quiet ended by now and which still
 // hold: the kind of the reason the queue has for the group now is the other of the two.
 func (e *Engine) reportFlips(now time.Time, out *Output) {
-	for e.flips.Len() > 0 && !e.flips[0].at.After(now) {
-		t := e.flips.pop()
+	for len(e.flips) > 0 && !e.flips[0].at.After(now) {
+		t := e.flips.Pop()
 		g := e.groups[t.key]
 		if g == nil || !g.flipAt.Equal(t.at) {
 			continue
@@ -90,12 +90,12 @@ func heldFlip(g *group, r queue.Reason) *queue.Reason {
 
 // nextFlip returns when the earliest flip held back is due, dropping stale entries.
 func (e *Engine) nextFlip() time.Time {
-	for e.flips.Len() > 0 {
+	for len(e.flips) > 0 {
 		t := e.flips[0]
 		if g := e.groups[t.key]; g != nil && g.flipAt.Equal(t.at) {
 			return t.at
 		}
-		e.flips.pop()
+		e.flips.Pop()
 	}
 	return time.Time{}
 }

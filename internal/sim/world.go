@@ -19,6 +19,7 @@ import (
 
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
+	"github.com/muster-sched/muster/internal/minheap"
 )
 
 // Scheduler is what the world drives. *engine.Engine implements it.
@@ -149,7 +150,7 @@ func fmtDur(d time.Duration) string {
 // at schedules f at t.
 func (w *World) at(t time.Time, f func()) {
 	w.seq++
-	w.events.push(event{at: t, seq: w.seq, do: f})
+	w.events.Push(event{at: t, seq: w.seq, do: f})
 }
 
 // RunFor advances simulated time by d, running every event and scheduler wake-up due.
@@ -171,7 +172,7 @@ func (w *World) RunUntil(t time.Time) {
 		}
 		w.advance(next)
 		for len(w.events) > 0 && !w.events[0].at.After(w.now) {
-			w.events.pop().do()
+			w.events.Pop().do()
 		}
 		w.settle()
 		if !w.now.Before(t) {
@@ -214,9 +215,7 @@ func shortKey(key string) string {
 }
 
 // events is a time-ordered heap of world events; seq keeps insertion order among equals.
-// It is typed rather than a container/heap: boxing each event in an interface to push
-// and pop it was an allocation per event.
-type events []event
+type events = minheap.Heap[event]
 
 type event struct {
 	at  time.Time
@@ -224,51 +223,12 @@ type event struct {
 	do  func()
 }
 
-func (e events) less(i, j int) bool {
-	if !e[i].at.Equal(e[j].at) {
-		return e[i].at.Before(e[j].at)
+// Before orders events by time, then by insertion (minheap.Ordered).
+func (e event) Before(o event) bool {
+	if !e.at.Equal(o.at) {
+		return e.at.Before(o.at)
 	}
-	return e[i].seq < e[j].seq
-}
-
-// push adds ev, keeping the heap ordered.
-func (e *events) push(ev event) {
-	*e = append(*e, ev)
-	h := *e
-	for i := len(h) - 1; i > 0; {
-		parent := (i - 1) / 2
-		if !h.less(i, parent) {
-			break
-		}
-		h[i], h[parent] = h[parent], h[i]
-		i = parent
-	}
-}
-
-// pop removes and returns the earliest event.
-func (e *events) pop() event {
-	h := *e
-	top := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	h[n] = event{} // let the closure go
-	h = h[:n]
-	for i := 0; ; {
-		least, l, r := i, 2*i+1, 2*i+2
-		if l < n && h.less(l, least) {
-			least = l
-		}
-		if r < n && h.less(r, least) {
-			least = r
-		}
-		if least == i {
-			break
-		}
-		h[i], h[least] = h[least], h[i]
-		i = least
-	}
-	*e = h
-	return top
+	return e.seq < o.seq
 }
 
 // gpusOf returns the GPUs a pod requests.

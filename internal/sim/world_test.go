@@ -16,14 +16,14 @@ func TestEventsOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var h events
 	for seq := 1; seq <= 500; seq++ {
-		h.push(event{at: Epoch.Add(time.Duration(rng.IntN(50)) * time.Second), seq: seq})
+		h.Push(event{at: Epoch.Add(time.Duration(rng.IntN(50)) * time.Second), seq: seq})
 		if rng.IntN(3) == 0 {
-			h.pop()
+			h.Pop()
 		}
 	}
-	prev := h.pop()
+	prev := h.Pop()
 	for len(h) > 0 {
-		ev := h.pop()
+		ev := h.Pop()
 		if ev.at.Before(prev.at) || ev.at.Equal(prev.at) && ev.seq < prev.seq {
 			t.Fatalf("popped %v #%d after %v #%d", ev.at, ev.seq, prev.at, prev.seq)
 		}
