@@ -273,11 +273,8 @@ func TestExpectedStartOfDeviceClaims(t *testing.T) {
 // GPUs of its node needs both of a node's, and is expected to start when the gang ends,
 // not at once on the free one.
 func TestExpectedStartOfAllDevices(t *testing.T) {
-	e := draEngine()
+	e, key := behindAGang(t, 3, "whole", 1)
 	now := sim.Epoch
-	runDRAGang(t, e, "run", 3, "1h", now)
-	key := "Coscheduling/default/whole"
-	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "whole", MinMember: 1})
 	claim := gt.GPUClaim("default", "whole-gpus", 0)
 	claim.Spec.Devices.Requests[0].Exactly.AllocationMode = resourcev1.DeviceAllocationModeAll
 	e.SetObject(claim)
@@ -295,11 +292,8 @@ func TestExpectedStartOfAllDevices(t *testing.T) {
 // start is unknown, naming the claim, not now, as it would be planned without the
 // devices it asks for. Once the claim exists, it is expected to start in an hour.
 func TestExpectedStartOfClaimsNotMadeYet(t *testing.T) {
-	e := draEngine()
+	e, key := behindAGang(t, 4, "late", 1)
 	now := sim.Epoch
-	runDRAGang(t, e, "run", 4, "1h", now)
-	key := "Coscheduling/default/late"
-	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "late", MinMember: 1})
 	pod := gt.Pod("late").UID("uid-late").DeviceClaim("gpu", "late-gpu").Obj()
 	pod.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "30m"}
 	e.SetPod(pod, key)
@@ -491,11 +485,8 @@ func TestExtendedResourceBackedByDRA(t *testing.T) {
 // claims, then joined by a member whose claim is not created yet, has no expected start,
 // naming the new member's claim: what the members ask for is read again when they change.
 func TestExpectedStartOfALaterMembersClaim(t *testing.T) {
-	e := draEngine()
+	e, key := behindAGang(t, 4, "late", 2)
 	now := sim.Epoch
-	runDRAGang(t, e, "run", 4, "1h", now)
-	key := "Coscheduling/default/late"
-	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "late", MinMember: 2})
 	plain := gt.Pod("late-0").UID("uid-late-0").Obj()
 	plain.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "30m"}
 	e.SetPod(plain, key)
@@ -509,6 +500,17 @@ func TestExpectedStartOfALaterMembersClaim(t *testing.T) {
 	if !st.ExpectedStart.IsZero() || !strings.Contains(st.ExpectedStartUnknown, "pod late-1's ResourceClaim gpu is not created yet") {
 		t.Errorf("late, late-1's claim not created: expected start %v (%q), want unknown, naming the claim", st.ExpectedStart, st.ExpectedStartUnknown)
 	}
+}
+
+// behindAGang returns a DRA engine whose gang "run" of n one-GPU members was admitted at
+// sim.Epoch for an hour, and the key of group name, of minMember, made with no members.
+func behindAGang(t *testing.T, n int, name string, minMember int) (*engine.Engine, string) {
+	t.Helper()
+	e := draEngine()
+	runDRAGang(t, e, "run", n, "1h", sim.Epoch)
+	key := "Coscheduling/default/" + name
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: name, MinMember: minMember})
+	return e, key
 }
 
 // stepQueued steps e at now, fails the test if the step admitted a group (why names the
