@@ -571,8 +571,7 @@ func (e *Engine) endOf(g *group, now time.Time) end {
 
 // Forecast returns when the queued groups' starts were last forecast (zero before the
 // first forecast) and the expected start of each group still queued that has one, by
-// key.
-// The iterator is made once: the simulator asks at every step.
+// key. The iterator is made once: the simulator asks at every step.
 func (e *Engine) Forecast() (time.Time, iter.Seq2[string, time.Time]) {
 	if e.forecast.seq == nil {
 		e.forecast.seq = e.forecastStarts

@@ -57,8 +57,8 @@ type group struct {
 	// run time at one count (see membersRuntime).
 	membersGen uint64
 	declared   declaredRuntime
-	// claims says, at members count claimsGen, whether a member has ResourceClaims (see
-	// hasResourceClaims).
+	// claims says whether a member has ResourceClaims, as read when membersGen was
+	// claimsGen-1; claimsGen is zero until it is first read (see hasResourceClaims).
 	claimsGen uint64
 	claims    bool
 	// touched is the Engine.steps of the last Step that listed the group in
@@ -163,7 +163,7 @@ func (g *group) hasResourceClaims() bool {
 				break
 			}
 		}
-		g.claimsGen = g.membersGen + 1 // zero is never read
+		g.claimsGen = g.membersGen + 1
 	}
 	return g.claims
 }
