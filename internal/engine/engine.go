@@ -130,6 +130,7 @@ func New(cfg Config) *Engine {
 		priorities: map[int32]int{},
 	}
 	e.queue.SetEstimator(e)
+	e.forecast.seq = e.forecastStarts
 	if cfg.Filters != nil {
 		kubefit.Use(e.snap, cfg.Filters)
 	}

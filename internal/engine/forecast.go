@@ -86,7 +86,7 @@ type forecastState struct {
 	// planned holds the keys of the groups the latest plan, whole or of the head,
 	// planned.
 	planned map[string]bool
-	// seq is Forecast's iterator over starts, made once.
+	// seq is Forecast's iterator over starts, made once by New.
 	seq iter.Seq2[string, time.Time]
 }
 
@@ -571,11 +571,8 @@ func (e *Engine) endOf(g *group, now time.Time) end {
 
 // Forecast returns when the queued groups' starts were last forecast (zero before the
 // first forecast) and the expected start of each group still queued that has one, by
-// key. The iterator is made once: the simulator asks at every step.
+// key. The iterator is made once, by New: the simulator asks at every step.
 func (e *Engine) Forecast() (time.Time, iter.Seq2[string, time.Time]) {
-	if e.forecast.seq == nil {
-		e.forecast.seq = e.forecastStarts
-	}
 	return e.forecast.at, e.forecast.seq
 }
 

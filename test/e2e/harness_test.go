@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -156,13 +155,8 @@ func logOnFailure(t *testing.T, env *sandboxtest.Env, c client.Client, ns string
 			return
 		}
 		for _, p := range pods.Items {
-			var sched *corev1.PodCondition
-			for i := range p.Status.Conditions {
-				if p.Status.Conditions[i].Type == corev1.PodScheduled {
-					sched = &p.Status.Conditions[i]
-				}
-			}
-			t.Logf("pod %s: node %q, phase %s, deleting since %v, PodScheduled %+v", p.Name, p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp, sched)
+			ps := podScheduled(&p)
+			t.Logf("pod %s: node %q, phase %s, deleting since %v, PodScheduled %q %s %q", p.Name, p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp, ps.Status, ps.Reason, ps.Message)
 		}
 	})
 }
