@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 )
 
 // draDriver simulates the cluster side of DRADriver, as its kubelet plugin on every
@@ -50,7 +49,6 @@ type draDriver struct {
 	events   record.EventBroadcaster
 	recorder record.EventRecorder
 	queue    workqueue.TypedRateLimitingInterface[draItem]
-	wg       sync.WaitGroup
 
 	mu     sync.Mutex
 	warned map[string]string // node name → last Warning message recorded on it
@@ -155,42 +153,15 @@ func (d *draDriver) ownerDeleted(obj any) {
 func (d *draDriver) run(ctx context.Context, synced ...cache.InformerSynced) {
 	d.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.client.CoreV1().Events("")})
 	defer d.events.Shutdown()
-	defer d.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return
-	}
-	for range draDriverWorkers {
-		d.wg.Go(func() {
-			for d.processNext(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	d.queue.ShutDown()
-	d.wg.Wait()
+	runWorkers(ctx, d.queue, draDriverWorkers, "Sandbox DRA driver", d.sync, synced...)
 }
 
-// processNext syncs one item; it returns false once the queue is shut down. A failed
-// sync is retried with backoff.
-func (d *draDriver) processNext(ctx context.Context) bool {
-	item, quit := d.queue.Get()
-	if quit {
-		return false
-	}
-	defer d.queue.Done(item)
-	var err error
+// sync syncs one item: a node's slices, or the claims of a deleted owner.
+func (d *draDriver) sync(ctx context.Context, item draItem) error {
 	if item.node != "" {
-		err = d.syncNode(ctx, item.node)
-	} else {
-		err = d.collectClaims(ctx, item.ns, item.owner)
+		return d.syncNode(ctx, item.node)
 	}
-	if err != nil && ctx.Err() == nil {
-		klog.FromContext(ctx).Error(err, "Sandbox DRA driver sync failed, will retry", "item", item)
-		d.queue.AddRateLimited(item)
-		return true
-	}
-	d.queue.Forget(item)
-	return true
+	return d.collectClaims(ctx, item.ns, item.owner)
 }
 
 // syncNode makes the ResourceSlices of DRADriver for the node named name the one the

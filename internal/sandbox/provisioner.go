@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 )
 
 // provisioner simulates the cluster side of StorageDriver, as its CSI controller
@@ -50,7 +48,6 @@ type provisioner struct {
 	events   record.EventBroadcaster
 	recorder record.EventRecorder
 	queue    workqueue.TypedRateLimitingInterface[storageItem]
-	wg       sync.WaitGroup
 }
 
 // storageItem is one thing for the provisioner to sync.
@@ -147,47 +144,23 @@ func (p *provisioner) podDeleted(obj any) {
 // run runs the workers until ctx ends; the informers must have been started.
 func (p *provisioner) run(ctx context.Context, synced ...cache.InformerSynced) {
 	p.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: p.client.CoreV1().Events("")})
-	defer p.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return
-	}
-	for range provisionerWorkers {
-		p.wg.Go(func() {
-			for p.processNext(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	p.queue.ShutDown()
-	p.wg.Wait()
+	defer p.events.Shutdown()
+	runWorkers(ctx, p.queue, provisionerWorkers, "Sandbox provisioner", p.sync, synced...)
 }
 
-// processNext syncs one item; it returns false once the queue is shut down. A failed
-// sync is retried with backoff.
-func (p *provisioner) processNext(ctx context.Context) bool {
-	item, quit := p.queue.Get()
-	if quit {
-		return false
-	}
-	defer p.queue.Done(item)
-	var err error
+// sync syncs one item, by its kind.
+func (p *provisioner) sync(ctx context.Context, item storageItem) error {
 	switch item.kind {
 	case itemClaim:
-		err = p.syncClaim(ctx, item.key)
+		return p.syncClaim(ctx, item.key)
 	case itemVolume:
-		err = p.syncVolume(ctx, item.key)
+		return p.syncVolume(ctx, item.key)
 	case itemNode:
-		err = p.syncCSINode(ctx, item.key)
+		return p.syncCSINode(ctx, item.key)
 	case itemOwnedClaims:
-		err = p.collectClaims(ctx, item.key, item.owner)
+		return p.collectClaims(ctx, item.key, item.owner)
 	}
-	if err != nil && ctx.Err() == nil {
-		klog.FromContext(ctx).Error(err, "Sandbox provisioner sync failed, will retry", "key", item.key)
-		p.queue.AddRateLimited(item)
-		return true
-	}
-	p.queue.Forget(item)
-	return true
+	return nil
 }
 
 // syncVolume deletes a volume StorageDriver provisioned once its claim is gone and
