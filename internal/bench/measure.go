@@ -127,25 +127,18 @@ func (o *observer) boundCount() int {
 }
 
 // waitBound waits until n pods have been seen bound, or ctx ends.
-func (o *observer) waitBound(ctx context.Context, n int) error {
-	for {
-		got := o.boundCount()
-		if got >= n {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d pods to be bound: found %d bound when %w", n, got, ctx.Err())
-		case <-o.changed:
-		}
-	}
-}
+func (o *observer) waitBound(ctx context.Context, n int) error { return o.waitQuiet(ctx, n, 0) }
 
-// waitQuiet waits until n pods have been seen bound, or no pod has been newly seen
-// bound or Ready for quiet, or ctx ends; only the last is an error.
+// waitQuiet waits until n pods have been seen bound, or, when quiet is not zero, no pod
+// has been newly seen bound or Ready for quiet, or ctx ends; only the last is an error.
 func (o *observer) waitQuiet(ctx context.Context, n int, quiet time.Duration) error {
-	timer := time.NewTimer(quiet)
-	defer timer.Stop()
+	var timer *time.Timer
+	var timeout <-chan time.Time // nil, never ready, without quiet
+	if quiet > 0 {
+		timer = time.NewTimer(quiet)
+		defer timer.Stop()
+		timeout = timer.C
+	}
 	for {
 		got := o.boundCount()
 		if got >= n {
@@ -154,10 +147,12 @@ func (o *observer) waitQuiet(ctx context.Context, n int, quiet time.Duration) er
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %d pods to be bound: found %d bound when %w", n, got, ctx.Err())
-		case <-timer.C:
+		case <-timeout:
 			return nil
 		case <-o.changed:
-			timer.Reset(quiet)
+			if timer != nil {
+				timer.Reset(quiet)
+			}
 		}
 	}
 }
