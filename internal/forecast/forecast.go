@@ -10,9 +10,11 @@
 // The profile counts resources, on the nodes each member may use (Group.Nodes: a pool
 // its node selector picks, say), one member of a class per node where the group says so
 // (Group.Apart: one worker per node), all members in one topology domain where the group
-// requires it (Group.Domains: one rack). Other rules between pods and devices are the
-// placement's business, and the forecast of a group they constrain is a lower bound. The package is
-// pure: no clock, no API, no engine.
+// requires it (Group.Domains: one rack), and on a node that running pods keep a member
+// off only once they are expected to have ended (Group.From: pod anti-affinity). Other
+// rules between pods and devices are the placement's business, and the forecast of a
+// group they constrain is a lower bound. The package is pure: no clock, no API, no
+// engine.
 package forecast
 
 import (
@@ -64,6 +66,12 @@ type Group struct {
 	// select, where its volumes may be used); nil for a member, or a nil Nodes, stands
 	// for every node. A member may share its slice with others.
 	Nodes [][]string
+	// From holds, for each member, nodes it may be planned on only in windows that
+	// start at or after a time (NodeFrom): running pods its required pod anti-affinity
+	// selects, or whose own selects it, keep it off them until they are expected to end.
+	// nil for a member, or a nil From, stands for none; a node not in its Nodes stays
+	// out of bounds whatever From says. A member may share its slice with others.
+	From [][]NodeFrom
 	// Apart holds, for each member, a class: no two members of one nonzero class are
 	// planned on one node (their pod anti-affinity, or a host port, keeps them apart);
 	// nil for none.
@@ -81,6 +89,14 @@ type Group struct {
 	// Runtime is how long the group is expected to run once started; zero when unknown,
 	// and the group then holds what it is planned on for ever.
 	Runtime time.Duration
+}
+
+// NodeFrom is a node a member may be planned on only in windows that start at or after
+// At; a zero At stands for never (pods that keep the member off the node with no
+// expected end: pods that are not muster's, or groups with no expected run time).
+type NodeFrom struct {
+	Node string
+	At   time.Time
 }
 
 // Start is a group's predicted start, or why there is none.

@@ -220,6 +220,7 @@ func TestPlanFromTheLastGroupsWindow(t *testing.T) {
 		drawApart(rt, groups)
 		drawDomains(rt, nodes, groups)
 		drawVariants(rt, groups)
+		drawFrom(rt, nodes, groups)
 		p, ref := newProfile(t0, nodes, releases, groups), newProfile(t0, nodes, releases, groups)
 		for _, g := range groups {
 			at, _, why := p.planBest(g, 0)

@@ -33,6 +33,8 @@ type work struct {
 	// held marks the nodes some member may be packed on, nil when any may be.
 	allowed [][]bool
 	held    []bool
+	// from holds the nodes members may use only from some time on (Group.From).
+	from fromWork
 	// apart holds, for each member, the bit of its class in Group.Apart (zero for none),
 	// and classesOn, while packing, the classes of the members packed on each node.
 	apart     []uint64
@@ -66,90 +68,6 @@ func (p *profile) scratchSpace() *work {
 	return w
 }
 
-// readMembers reads g's members into the scratch space, and returns what they need in
-// all.
-func (p *profile) readMembers(g Group, w *work) []int64 {
-	d, n := len(p.dims), len(g.Members)
-	w.members = slices.Grow(w.members[:0], n*d)[:n*d]
-	clear(w.members)
-	clear(w.need)
-	w.order = w.order[:0]
-	for i, m := range g.Members {
-		p.read(w.members[i*d:(i+1)*d], m, 1)
-		addTo(w.need, w.members[i*d:(i+1)*d], 1)
-		w.order = append(w.order, i)
-	}
-	w.chosen = slices.Grow(w.chosen[:0], n)[:n]
-	return w.need
-}
-
-// readNodes reads into the scratch space the nodes each of g's members may be packed
-// on, and reports false when some member may be packed on none of the profile's nodes.
-func (p *profile) readNodes(g Group, w *work) bool {
-	w.allowed, w.held = w.allowed[:0], nil
-	if g.Nodes == nil {
-		return true
-	}
-	w.allowed = slices.Grow(w.allowed, len(g.Members))[:len(g.Members)]
-	clear(w.allowed)
-	for i, names := range g.Nodes[:min(len(g.Nodes), len(g.Members))] {
-		if names == nil {
-			continue
-		}
-		if i > 0 && sameSlice(names, g.Nodes[i-1]) {
-			w.allowed[i] = w.allowed[i-1]
-			continue
-		}
-		mask, some := make([]bool, len(p.nodes)), false
-		for _, name := range names {
-			if ni := p.nodeIndex(name); ni >= 0 {
-				mask[ni], some = true, true
-			}
-		}
-		if !some {
-			return false
-		}
-		w.allowed[i] = mask
-	}
-	if len(g.Nodes) < len(g.Members) || slices.ContainsFunc(w.allowed, func(m []bool) bool { return m == nil }) {
-		return true // a member may be packed on any node
-	}
-	w.held = make([]bool, len(p.nodes))
-	for i, mask := range w.allowed {
-		if i > 0 && &mask[0] == &w.allowed[i-1][0] {
-			continue
-		}
-		for ni, ok := range mask {
-			w.held[ni] = w.held[ni] || ok
-		}
-	}
-	return true
-}
-
-// readApart reads into the scratch space the class of each of g's members (Group.Apart),
-// as a bit; classes beyond the 64th are not kept apart, and their members' forecast is
-// an earliest start.
-func (p *profile) readApart(g Group, w *work) {
-	w.apart = w.apart[:0]
-	if g.Apart == nil {
-		return
-	}
-	w.apart = slices.Grow(w.apart, len(g.Members))[:len(g.Members)]
-	clear(w.apart)
-	for i, class := range g.Apart[:min(len(g.Apart), len(g.Members))] {
-		if class > 0 && class <= 64 {
-			w.apart[i] = 1 << (class - 1)
-		}
-	}
-	w.classesOn = resize(w.classesOn, len(p.nodes))
-}
-
-// sameSlice reports whether a and b are the same slice: the members of one shape share
-// theirs.
-func sameSlice(a, b []string) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
-
 // leadOf is the dimension members are packed by: the first one need asks for, or the
 // first extended resource it asks for (the accelerator, which is what is scarce).
 func leadOf(dims []corev1.ResourceName, need []int64) int {
@@ -177,9 +95,10 @@ func (p *profile) plan(g Group, tries int, dry *dryRun) (int64, []string, string
 		}
 	}
 	p.readApart(g, w)
-	if !p.readNodes(g, w) {
-		return 0, nil, "no node it may be planned on takes pods: its node selector, node affinity, tolerations, pod affinity, the devices its claims select or its volumes admit none of them"
+	if why := p.readNodes(g, w); why != "" {
+		return 0, nil, why
 	}
+	p.readFrom(g, w)
 	qp, charge := p.charge(g)
 	if why := qp.beyondPeak(charge); why != "" {
 		return 0, nil, why
@@ -245,8 +164,12 @@ func (s *search) endOf(t int64) int64 {
 // quotaOnly plans a group that asks for nothing the nodes count at the first time its
 // queue's quota has room for it.
 func (s *search) quotaOnly() (int64, []string, string) {
-	for _, t := range s.p.total.at {
+	times, _ := s.candidates()
+	for _, t := range times {
 		end := s.endOf(t)
+		if !s.masksAt(t) {
+			continue // a member may use no node yet (Group.From)
+		}
 		if s.qp.fitsQuota(s.charge, t, end, s.quotaLeft) {
 			if s.dry == nil {
 				s.qp.takeQuota(s.charge, t, end)
@@ -260,8 +183,9 @@ func (s *search) quotaOnly() (int64, []string, string) {
 // run tries the candidate times in order, and plans the group at the first its members
 // fit.
 func (s *search) run(tries int) (int64, []string, string) {
-	p, w, d, lead := s.p, s.w, len(s.p.dims), s.lead
-	times, total, need := p.total.at, p.total.vals, w.need
+	w, d, lead := s.w, len(s.p.dims), s.lead
+	times, total := s.candidates()
+	need := w.need
 	// A candidate whose window [t, end) holds a time at which the nodes have less than
 	// need of the lead dimension in all is ruled out, whatever the nodes, and so is
 	// every later candidate up to that time: clear is the first time index, from i on,
@@ -319,6 +243,9 @@ func (s *search) run(tries int) (int64, []string, string) {
 			if s.smallest > 0 && s.room < len(w.order) {
 				continue
 			}
+		}
+		if !s.masksAt(t) {
+			continue // a member may use no node yet (Group.From)
 		}
 		copy(w.packing, w.avail)
 		if !pack(w.members, w.order, w, w.packing, d, lead, w.chosen) {
@@ -407,6 +334,9 @@ func (s *search) readHeld() []int64 {
 		out = append(out, s.qp.left.at...)
 		w.instants = out
 	}
+	// A member comes to be allowed a node at its From times.
+	out = append(out, w.from.times...)
+	w.instants = out
 	slices.Sort(out)
 	return slices.Compact(out)
 }
@@ -549,8 +479,9 @@ func covers(have, need []int64) bool {
 
 // pack assigns each member, in order, to the node with the least of the lead
 // dimension left that fits it, among those allowed it and holding no member of its
-// class (work.allowed and work.apart; r may be nil), in avail (flat, d per node), which
-// it consumes; chosen receives the node indexes. It reports whether every member found
+// class (work.allowed, or work.from's masks at the candidate, and work.apart; r may be
+// nil), in avail (flat, d per node), which it consumes; chosen receives the node
+// indexes. It reports whether every member found
 // a node.
 func pack(members []int64, order []int, r *work, avail []int64, d, lead int, chosen []int) bool {
 	n := len(avail) / d // d > 0: the group asks for some of the profile's dimensions
@@ -558,6 +489,9 @@ func pack(members []int64, order []int, r *work, avail []int64, d, lead int, cho
 	var apart []uint64
 	if r != nil {
 		allowed, apart = r.allowed, r.apart
+		if len(r.from.may) > 0 {
+			allowed = r.from.may // the nodes each may use at the candidate (Group.From)
+		}
 		if len(apart) > 0 {
 			clear(r.classesOn)
 		}

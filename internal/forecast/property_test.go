@@ -42,6 +42,7 @@ func TestPlanNeverOvercommits(t *testing.T) {
 		drawApart(rt, groups)
 		drawDomains(rt, nodes, groups)
 		drawVariants(rt, groups)
+		drawFrom(rt, nodes, groups)
 		// The groups are in queue q; half the runs give it a quota: what is left now,
 		// and what admitted groups give back.
 		for i := range groups {
@@ -145,6 +146,37 @@ func (p *profile) plainPlan(g Group, commit bool) (int64, bool) {
 		}
 		allowed = append(allowed, mask)
 	}
+	// The nodes each member may use at t: its own, less those its From holds after t.
+	// Each From time after now is a candidate too.
+	times := slices.Clone(p.total.at)
+	for i := range g.Members {
+		for _, f := range fromOf(g, i) {
+			if at := f.At.UnixNano(); !f.At.IsZero() && at > p.now {
+				times = append(times, at)
+			}
+		}
+	}
+	slices.Sort(times)
+	times = slices.Compact(times)
+	allowedAt := func(t int64) [][]bool {
+		if g.From == nil {
+			return allowed
+		}
+		out := make([][]bool, len(g.Members))
+		for i := range g.Members {
+			mask := make([]bool, len(p.nodes))
+			for ni := range mask {
+				mask[ni] = allowed[i] == nil || allowed[i][ni]
+			}
+			for _, f := range fromOf(g, i) {
+				if ni := p.nodeIndex(f.Node); ni >= 0 && (f.At.IsZero() || f.At.UnixNano() > t) {
+					mask[ni] = false
+				}
+			}
+			out[i] = mask
+		}
+		return out
+	}
 	var apart []uint64
 	for i := range g.Members {
 		if i < len(g.Apart) && g.Apart[i] > 0 {
@@ -153,7 +185,7 @@ func (p *profile) plainPlan(g Group, commit bool) (int64, bool) {
 			apart = append(apart, 0)
 		}
 	}
-	for _, t := range p.total.at {
+	for _, t := range times {
 		end := int64(never)
 		if g.Runtime > 0 {
 			end = t + int64(g.Runtime)
@@ -167,7 +199,7 @@ func (p *profile) plainPlan(g Group, commit bool) (int64, bool) {
 			p.nodes[ni].minIn(t, end, avail[ni*d:(ni+1)*d])
 		}
 		chosen := make([]int, len(order))
-		r := &work{allowed: allowed, apart: apart, classesOn: make([]uint64, len(p.nodes))}
+		r := &work{allowed: allowedAt(t), apart: apart, classesOn: make([]uint64, len(p.nodes))}
 		if !pack(members, order, r, avail, d, lead, chosen) {
 			continue
 		}
@@ -214,6 +246,43 @@ func drawNodes(rt *rapid.T, nodes []Node, groups []Group) {
 				if rapid.Bool().Draw(rt, "any") {
 					groups[i].Nodes[m] = subset("own")
 				}
+			}
+		}
+	}
+}
+
+// drawFrom gives some of groups nodes their members may use only from a time on
+// (Group.From): all members the same slice, or each its own; each entry a node, or one
+// that is not among them, from a time on the hour or between two (not an instant of
+// the profile), now, or never.
+func drawFrom(rt *rapid.T, nodes []Node, groups []Group) {
+	list := func(label string) []NodeFrom {
+		var out []NodeFrom
+		for range rapid.IntRange(0, 3).Draw(rt, label) {
+			name := "gone"
+			if k := rapid.IntRange(0, len(nodes)).Draw(rt, label+"Node"); k < len(nodes) {
+				name = nodes[k].Name
+			}
+			var from time.Time
+			if k := rapid.IntRange(-1, 14).Draw(rt, label+"At"); k >= 0 {
+				from = at(float64(k) / 2)
+			}
+			out = append(out, NodeFrom{Node: name, At: from})
+		}
+		return out
+	}
+	for i := range groups {
+		switch rapid.IntRange(0, 3).Draw(rt, "from") {
+		case 1:
+			shared := list("sharedFrom")
+			groups[i].From = make([][]NodeFrom, len(groups[i].Members))
+			for m := range groups[i].From {
+				groups[i].From[m] = shared
+			}
+		case 2:
+			groups[i].From = make([][]NodeFrom, len(groups[i].Members))
+			for m := range groups[i].From {
+				groups[i].From[m] = list("ownFrom")
 			}
 		}
 	}
