@@ -244,7 +244,7 @@ func movedStart(old, cur forecast.Start, now time.Time) bool {
 // only to note them.
 func (e *Engine) planQueue(now time.Time, last func(*queue.Entry) bool) []forecast.Start {
 	f := &e.forecast
-	groups := e.queuedGroups(last)
+	groups := e.queuedGroups(now, last)
 	if len(groups) == 0 {
 		return nil
 	}
@@ -262,8 +262,9 @@ func (e *Engine) planQueue(now time.Time, last func(*queue.Entry) bool) []foreca
 
 // queuedGroups returns the queued groups the forecast plans, in queue order: those
 // waiting for room, and those preempting others, which take what their victims release;
-// up to the first for which last, if given, is true.
-func (e *Engine) queuedGroups(last func(*queue.Entry) bool) []forecast.Group {
+// up to the first for which last, if given, is true; at now, when the running pods that
+// keep members off some nodes are expected to end (fromOf).
+func (e *Engine) queuedGroups(now time.Time, last func(*queue.Entry) bool) []forecast.Group {
 	f := &e.forecast
 	groups, members := f.groupsBuf[:0], f.membersBuf[:0]
 	for ent := range e.queue.InOrder() {
@@ -283,8 +284,9 @@ func (e *Engine) queuedGroups(last func(*queue.Entry) bool) []forecast.Group {
 			variant, _ := e.appendRequests(nil, needed, alt)
 			fg.Variants = append(fg.Variants, variant)
 		}
-		if r := e.rulesOf(g); r.nodes != nil || r.apart != nil || r.domains != nil {
+		if r := e.rulesOf(g); r.nodes != nil || r.apart != nil || r.domains != nil || r.blocks != nil {
 			fg.Nodes, fg.Apart, fg.Domains = firstOf(r.nodes, len(fg.Members)), firstOf(r.apart, len(fg.Members)), r.domains
+			fg.From = e.fromOf(g, r.blocks, len(fg.Members), now)
 		}
 		groups = append(groups, fg)
 		if len(groups) > forecastDepth || last != nil && last(ent) {

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/forecast"
 	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/placement"
 )
@@ -34,6 +36,14 @@ type memberRules struct {
 	// past podsAt.
 	affine bool
 	podsAt uint64
+	// blocks are the nodes each member may not use while running pods do, by pod
+	// anti-affinity either way (placement.AntiAffinityBlocks), nil when none; read at
+	// snapshot version blocksAt, and again when it moved, the members have required
+	// anti-affinity (antiAffine) or some pod did then or does now.
+	blocks     [][]placement.NodeBlock
+	blocksRead bool
+	blocksAt   uint64
+	antiAffine bool
 }
 
 // rulesOf returns the member rules of queued group g, found again only when the
@@ -67,8 +77,73 @@ func (e *Engine) rulesOf(g *group) *memberRules {
 		if r.affine {
 			r.nodes = narrowEach(r.nodes, placement.AffinityNodes(e.snap, pg))
 		}
+		r.antiAffine = slices.ContainsFunc(pg.Members, func(m placement.Member) bool { return cluster.RequiresAntiAffinity(m.Pod) })
+	}
+	if !r.blocksRead || r.blocksAt != e.snapVersion && (r.antiAffine || r.blocks != nil || e.snap.HasRequiredAntiAffinity()) {
+		r.blocks, r.blocksRead, r.blocksAt = placement.AntiAffinityBlocks(e.snap, pg), true, e.snapVersion
 	}
 	return r
+}
+
+// fromOf returns, for each of g's first n members that running pods keep off some nodes
+// (memberRules.blocks), each such node with the time from which it may use it: the
+// latest expected end of those pods, as the forecast's releases read it (releaseOf),
+// or never for a pod with no expected end, one of g's own, or one that is not a member
+// of a group. It returns nil when no member is blocked. Members that share their blocks
+// share their list.
+func (e *Engine) fromOf(g *group, blocks [][]placement.NodeBlock, n int, now time.Time) [][]forecast.NodeFrom {
+	if blocks == nil {
+		return nil
+	}
+	out := make([][]forecast.NodeFrom, n)
+	var lastPods []string
+	var lastAt time.Time
+	for i, list := range blocks[:n] {
+		if i > 0 && sameBlocks(list, blocks[i-1]) {
+			out[i] = out[i-1]
+			continue
+		}
+		from := make([]forecast.NodeFrom, 0, len(list))
+		for _, b := range list {
+			if !sameList(b.Pods, lastPods) {
+				lastPods, lastAt = b.Pods, e.blockedUntil(g, b.Pods, now)
+			}
+			from = append(from, forecast.NodeFrom{Node: b.Node, At: lastAt})
+		}
+		out[i] = from
+	}
+	return out
+}
+
+// blockedUntil is when the last of pods, the keys of pods on the nodes, is expected to
+// end, as the forecast's releases read it; zero for never: one of them has no expected
+// end, is a member of self, or is no member of a group.
+func (e *Engine) blockedUntil(self *group, pods []string, now time.Time) time.Time {
+	var last time.Time
+	for _, key := range pods {
+		g := e.groups[e.podGroup[key]]
+		if g == nil || g == self {
+			return time.Time{}
+		}
+		p := g.members[key]
+		if p == nil {
+			return time.Time{}
+		}
+		// Held as releaseOf holds a release.
+		r := e.readGroup(g, now)
+		if terminal(p) || !r.live || !r.end.known {
+			return time.Time{}
+		}
+		if r.end.at.After(last) {
+			last = r.end.at
+		}
+	}
+	return last
+}
+
+// sameBlocks reports whether a and b are the same list, as members alike share theirs.
+func sameBlocks(a, b []placement.NodeBlock) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // asksPodAffinity reports whether p has required pod affinity terms: whether the pods
