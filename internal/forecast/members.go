@@ -85,7 +85,7 @@ const (
 	noNode = "no node it may be planned on takes pods: its node selector, node affinity, tolerations, pod affinity, " +
 		"the devices its claims select or its volumes admit none of them"
 	heldByAntiAffinity = "the nodes it may be planned on are held by running pods its pod anti-affinity selects, " +
-		"or whose anti-affinity selects it, with no expected end: pods that are not muster's, or groups with no expected run time"
+		"or whose anti-affinity selects it, with no expected end: pods that are not muster's, of groups with no expected run time, or of its own group"
 )
 
 // nodesOf is g's Nodes for member i: nil for any node.
