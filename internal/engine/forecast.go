@@ -79,6 +79,8 @@ type forecastState struct {
 	// volumes the nodes the persistent volumes of queued members may be used on.
 	devices deviceCensus
 	volumes volumeNodes
+	// anti is what the forecast read of the running pods with required anti-affinity.
+	anti runningAnti
 	// headAt is when the starving group's nodes were last planned (see refreshHead),
 	// and headStale says the queue or the cluster changed since.
 	headAt    time.Time

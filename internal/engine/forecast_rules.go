@@ -37,7 +37,8 @@ type memberRules struct {
 	affine bool
 	podsAt uint64
 	// blocks are the nodes each member may not use while running pods do, by pod
-	// anti-affinity either way (placement.AntiAffinityBlocks), nil when none; read at
+	// anti-affinity either way (placement.AntiAffinityBlocks, from forecastState.anti),
+	// nil when none; read at
 	// snapshot version blocksAt, and again when it moved, the members have required
 	// anti-affinity (antiAffine) or some pod did then or does now.
 	blocks     [][]placement.NodeBlock
@@ -80,7 +81,7 @@ func (e *Engine) rulesOf(g *group) *memberRules {
 		r.antiAffine = slices.ContainsFunc(pg.Members, func(m placement.Member) bool { return cluster.RequiresAntiAffinity(m.Pod) })
 	}
 	if !r.blocksRead || r.blocksAt != e.snapVersion && (r.antiAffine || r.blocks != nil || e.snap.HasRequiredAntiAffinity()) {
-		r.blocks, r.blocksRead, r.blocksAt = placement.AntiAffinityBlocks(e.snap, pg), true, e.snapVersion
+		r.blocks, r.blocksRead, r.blocksAt = e.forecast.anti.of(e.snap, e.snapVersion).Blocks(pg), true, e.snapVersion
 	}
 	return r
 }
@@ -139,6 +140,23 @@ func (e *Engine) blockedUntil(self *group, pods []string, now time.Time) time.Ti
 		}
 	}
 	return last
+}
+
+// runningAnti is the forecast's read of the pods with required anti-affinity on a
+// snapshot (placement.RunningAntiAffinity), which every queued group's blocks are found
+// from, kept while the snapshot and its version stay the same.
+type runningAnti struct {
+	snap    *cluster.Snapshot
+	version uint64
+	read    *placement.RunningAntiAffinity
+}
+
+// of returns the read of snap at version, read again when either changed.
+func (a *runningAnti) of(snap *cluster.Snapshot, version uint64) *placement.RunningAntiAffinity {
+	if a.read == nil || a.snap != snap || a.version != version {
+		*a = runningAnti{snap: snap, version: version, read: placement.NewRunningAntiAffinity(snap)}
+	}
+	return a.read
 }
 
 // sameBlocks reports whether a and b are the same list, as members alike share theirs.

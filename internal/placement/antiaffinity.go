@@ -1,11 +1,12 @@
 package placement
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -27,27 +28,99 @@ type NodeBlock struct {
 // kube-scheduler's InterPodAffinity filter counts both. A member nothing blocks has nil,
 // and the result is nil when nothing blocks any member, as when neither the members nor
 // the pods on s have required anti-affinity (most groups on most clusters). Members
-// with the same namespace, labels and anti-affinity as the member before them share its
-// list. Members of g on s's nodes do not count for each other. The forecast plans a
-// member on such a node only once those pods are expected to have ended: a JobSet's
-// job kept off the nodes of the others (exclusive placement) is not expected to start
-// on them while they run.
+// repelled alike (RunningAntiAffinity.Blocks) share their list. Members of g on s's
+// nodes do not count for each other. The forecast plans a member on such a node only
+// once those pods are expected to have ended: a JobSet's job kept off the nodes of the
+// others (exclusive placement) is not expected to start on them while they run.
 func AntiAffinityBlocks(s *cluster.Snapshot, g Group) [][]NodeBlock {
+	return NewRunningAntiAffinity(s).Blocks(g)
+}
+
+// RunningAntiAffinity is what AntiAffinityBlocks reads of a snapshot's pods with
+// required anti-affinity: their terms, parsed once for every member they are checked
+// against, by the pods that carry them, and the label keys the terms select by. A
+// caller keeps it for the groups it checks while the snapshot's pods stay the same.
+type RunningAntiAffinity struct {
+	s        *cluster.Snapshot
+	nsLabels func(string) labels.Set
+	// specs are the pods' anti-affinity, one per namespace and terms, with the pods
+	// that carry it (most are a job's, alike).
+	specs []antiSpec
+	// keys are the label keys the specs' selectors read, sorted: members of one
+	// namespace with the same values of them are repelled alike.
+	keys []string
+}
+
+// antiSpec is required anti-affinity some running pods carry: its terms, and the pods.
+type antiSpec struct {
+	terms []fwk.AffinityTerm
+	pods  []podOn
+}
+
+// podOn is a pod, by key, on a node.
+type podOn struct {
+	key  string
+	node *corev1.Node
+}
+
+// NewRunningAntiAffinity reads the pods s counts on its nodes that have required pod
+// anti-affinity; there are none to read when s says so (HasRequiredAntiAffinity).
+func NewRunningAntiAffinity(s *cluster.Snapshot) *RunningAntiAffinity {
+	r := &RunningAntiAffinity{s: s, nsLabels: namespaceLabels(s)}
+	if !s.HasRequiredAntiAffinity() {
+		return r
+	}
+	index := map[string]int{} // by namespace and terms: the spec's index
+	keys := map[string]bool{}
+	for _, n := range s.Nodes() {
+		for key, p := range n.Pods() {
+			if !cluster.RequiresAntiAffinity(p) {
+				continue
+			}
+			id := p.Namespace + "|" + p.Spec.Affinity.PodAntiAffinity.String()
+			i, ok := index[id]
+			if !ok {
+				terms, err := fwk.GetAffinityTerms(p, requiredAntiAffinity(p))
+				if err != nil {
+					continue // kube-scheduler could not have placed it with terms that do not parse
+				}
+				for _, t := range terms {
+					reqs, _ := t.Selector.Requirements()
+					for _, req := range reqs {
+						keys[req.Key()] = true
+					}
+				}
+				i = len(r.specs)
+				index[id] = i
+				r.specs = append(r.specs, antiSpec{terms: terms})
+			}
+			r.specs[i].pods = append(r.specs[i].pods, podOn{key: key, node: n.Node})
+		}
+	}
+	r.keys = slices.Sorted(maps.Keys(keys))
+	return r
+}
+
+// Blocks is AntiAffinityBlocks on the snapshot r was read from. Members with the same
+// namespace, the same values of the label keys the running pods' terms select by, and
+// the same required anti-affinity are repelled alike, and share their list.
+func (r *RunningAntiAffinity) Blocks(g Group) [][]NodeBlock {
 	own := slices.ContainsFunc(g.Members, func(m Member) bool { return cluster.RequiresAntiAffinity(m.Pod) })
-	if !own && !s.HasRequiredAntiAffinity() {
+	if !own && len(r.specs) == 0 {
 		return nil
 	}
-	b := newBlocker(s, g)
+	members := make(map[string]bool, len(g.Members))
+	for _, m := range g.Members {
+		members[cluster.PodKey(m.Pod)] = true
+	}
 	var out [][]NodeBlock
-	var last *corev1.Pod
-	var lastList []NodeBlock
+	seen := map[string][]NodeBlock{} // by how a member is repelled (repelledAs)
 	for i, m := range g.Members {
-		var list []NodeBlock
-		if last != nil && sameAntiAffinity(m.Pod, last) {
-			list = lastList
-		} else {
-			list = b.blocksOf(m.Pod)
-			last, lastList = m.Pod, list
+		as := r.repelledAs(m.Pod)
+		list, ok := seen[as]
+		if !ok {
+			list = r.blocksOf(m.Pod, members)
+			seen[as] = list
 		}
 		if list == nil {
 			continue
@@ -60,11 +133,22 @@ func AntiAffinityBlocks(s *cluster.Snapshot, g Group) [][]NodeBlock {
 	return out
 }
 
-// sameAntiAffinity reports whether a and b are blocked alike by AntiAffinityBlocks: the
-// same namespace, labels and required anti-affinity.
-func sameAntiAffinity(a, b *corev1.Pod) bool {
-	return a.Namespace == b.Namespace && maps.Equal(a.Labels, b.Labels) &&
-		apiequality.Semantic.DeepEqual(requiredAntiAffinity(a), requiredAntiAffinity(b))
+// repelledAs renders what blocksOf reads of p: its namespace, its values of r's keys,
+// and its required anti-affinity.
+func (r *RunningAntiAffinity) repelledAs(p *corev1.Pod) string {
+	var b strings.Builder
+	b.WriteString(p.Namespace)
+	for _, k := range r.keys {
+		if v, ok := p.Labels[k]; ok {
+			fmt.Fprintf(&b, "|%s=%s", k, v)
+		} else {
+			fmt.Fprintf(&b, "|%s", k)
+		}
+	}
+	if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+		b.WriteString("|anti:" + a.PodAntiAffinity.String())
+	}
+	return b.String()
 }
 
 // requiredAntiAffinity returns p's required pod anti-affinity terms.
@@ -75,53 +159,12 @@ func requiredAntiAffinity(p *corev1.Pod) []corev1.PodAffinityTerm {
 	return nil
 }
 
-// blocker finds the nodes members may not use by anti-affinity on one snapshot, with the
-// running pods' own terms parsed once.
-type blocker struct {
-	s        *cluster.Snapshot
-	nsLabels func(string) labels.Set
-	// members are the keys of the group's members, which do not count for each other.
-	members map[string]bool
-	// anti are the running pods with required anti-affinity, with their terms.
-	anti []antiPod
-}
-
-// antiPod is a running pod with required anti-affinity on node, and its terms.
-type antiPod struct {
-	key   string
-	node  *corev1.Node
-	terms []fwk.AffinityTerm
-}
-
 // topologyPair is one value of a topology key.
 type topologyPair struct{ key, value string }
 
-func newBlocker(s *cluster.Snapshot, g Group) *blocker {
-	b := &blocker{s: s, nsLabels: namespaceLabels(s), members: map[string]bool{}}
-	for _, m := range g.Members {
-		b.members[cluster.PodKey(m.Pod)] = true
-	}
-	if !s.HasRequiredAntiAffinity() {
-		return b
-	}
-	for _, n := range s.Nodes() {
-		for key, p := range n.Pods() {
-			if b.members[key] || !cluster.RequiresAntiAffinity(p) {
-				continue
-			}
-			terms, err := fwk.GetAffinityTerms(p, requiredAntiAffinity(p))
-			if err != nil {
-				continue // kube-scheduler could not have placed it with terms that do not parse
-			}
-			b.anti = append(b.anti, antiPod{key: key, node: n.Node, terms: terms})
-		}
-	}
-	return b
-}
-
 // blocksOf returns the nodes member p may not use by anti-affinity, by name, with the
-// pods that keep it off each; nil when none.
-func (b *blocker) blocksOf(p *corev1.Pod) []NodeBlock {
+// pods that keep it off each; nil when none. The pods of members do not count.
+func (r *RunningAntiAffinity) blocksOf(p *corev1.Pod, members map[string]bool) []NodeBlock {
 	pairs := map[topologyPair][]string{} // the values p may not use, with the pods why
 	add := func(node *corev1.Node, key, pod string) {
 		if v, ok := node.Labels[key]; ok {
@@ -129,24 +172,29 @@ func (b *blocker) blocksOf(p *corev1.Pod) []NodeBlock {
 		}
 	}
 	// The running pods whose own terms select p.
-	own := b.nsLabels(p.Namespace)
-	for _, a := range b.anti {
-		for i := range a.terms {
-			if a.terms[i].Matches(p, own) {
-				add(a.node, a.terms[i].TopologyKey, a.key)
+	own := r.nsLabels(p.Namespace)
+	for _, spec := range r.specs {
+		for i := range spec.terms {
+			if !spec.terms[i].Matches(p, own) {
+				continue
+			}
+			for _, q := range spec.pods {
+				if !members[q.key] {
+					add(q.node, spec.terms[i].TopologyKey, q.key)
+				}
 			}
 		}
 	}
 	// The running pods p's terms select.
 	if spec := requiredAntiAffinity(p); len(spec) > 0 {
 		if terms, err := fwk.GetAffinityTerms(p, spec); err == nil {
-			for _, n := range b.s.Nodes() {
+			for _, n := range r.s.Nodes() {
 				for key, q := range n.Pods() {
-					if b.members[key] {
+					if members[key] {
 						continue
 					}
 					for i := range terms {
-						if terms[i].Matches(q, b.nsLabels(q.Namespace)) {
+						if terms[i].Matches(q, r.nsLabels(q.Namespace)) {
 							add(n.Node, terms[i].TopologyKey, key)
 						}
 					}
@@ -157,7 +205,7 @@ func (b *blocker) blocksOf(p *corev1.Pod) []NodeBlock {
 	if len(pairs) == 0 {
 		return nil
 	}
-	return blockedNodes(b.s, pairs)
+	return blockedNodes(r.s, pairs)
 }
 
 // blockedNodes returns the nodes of s in one of pairs' values, by name, each with the

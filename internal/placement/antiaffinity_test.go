@@ -96,3 +96,23 @@ func TestAntiAffinityBlocksNothing(t *testing.T) {
 		t.Errorf("blocks %v by the group's own member, want none", got)
 	}
 }
+
+// TestAntiAffinityBlocksByMember: the running pod excl-0 repels team=a from zone z1.
+// Members that differ only in a label no running pod's terms read (a completion index)
+// share one list; a member of another team is not blocked.
+func TestAntiAffinityBlocksByMember(t *testing.T) {
+	excl := gt.Pod("excl-0").Label("job", "excl").AntiAffinity("team", "a", corev1.LabelTopologyZone).Node("n-2").Obj()
+	snap := cluster.New(zonedNodes(2), []*corev1.Pod{excl})
+	g := gang("g", 3, func(i int) *corev1.Pod {
+		team := []string{"a", "a", "b"}[i]
+		return gt.Pod(fmt.Sprintf("g-%d", i)).GPU(1).Label("team", team).Label("index", fmt.Sprint(i)).Obj()
+	})
+	got := placement.AntiAffinityBlocks(snap, g)
+	want := []placement.NodeBlock{{Node: "n-2", Pods: []string{"default/excl-0"}}, {Node: "n-3", Pods: []string{"default/excl-0"}}}
+	if len(got) != 3 || !reflect.DeepEqual(got[0], want) || got[2] != nil {
+		t.Fatalf("blocks %v, want %v for the members of team a and none for team b's", got, want)
+	}
+	if &got[0][0] != &got[1][0] {
+		t.Errorf("the members of team a have lists of their own, want one shared")
+	}
+}
