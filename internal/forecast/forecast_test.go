@@ -154,6 +154,28 @@ func BenchmarkPlan(b *testing.B) {
 			pl.Plan(t0, nodes, releases, nil, inRacks, Options{Depth: 256, Tries: 512})
 		}
 	})
+	// Running pods the gangs' anti-affinity repels keep each gang off 100 nodes, until
+	// times over the next 10 hours, one node in ten for ever (Group.From).
+	var from []NodeFrom
+	for i := range 100 {
+		var until time.Time
+		if i%10 != 0 {
+			until = t0.Add(time.Duration(i*7919%600) * time.Minute)
+		}
+		from = append(from, NodeFrom{Node: nodes[i*10].Name, At: until})
+	}
+	repelled := slices.Clone(groups)
+	for i := range repelled {
+		if i%10 == 0 {
+			repelled[i].From = slices.Repeat([][]NodeFrom{from}, len(repelled[i].Members))
+		}
+	}
+	b.Run("from", func(b *testing.B) {
+		var pl Planner
+		for range b.N {
+			pl.Plan(t0, nodes, releases, nil, repelled, Options{Depth: 256, Tries: 512})
+		}
+	})
 }
 
 // TestPlanQuota: a queue whose quota of 4 GPUs is all held until an admitted group ends
