@@ -38,9 +38,9 @@ type memberRules struct {
 	podsAt uint64
 	// blocks are the nodes each member may not use while running pods do, by pod
 	// anti-affinity either way (placement.AntiAffinityBlocks, from forecastState.anti),
-	// nil when none; read at
-	// snapshot version blocksAt, and again when it moved, the members have required
-	// anti-affinity (antiAffine) or some pod did then or does now.
+	// nil when none; read at snapshot version blocksAt, and again once it moved if the
+	// members have required anti-affinity (antiAffine), something was blocked, or some
+	// pod on the snapshot has required anti-affinity now.
 	blocks     [][]placement.NodeBlock
 	blocksRead bool
 	blocksAt   uint64
