@@ -79,8 +79,11 @@ type forecastState struct {
 	// volumes the nodes the persistent volumes of queued members may be used on.
 	devices deviceCensus
 	volumes volumeNodes
-	// anti is what the forecast read of the running pods with required anti-affinity.
-	anti runningAnti
+	// anti is what the forecast read of the running pods with required anti-affinity;
+	// fromMemo the times from which the groups a forecast plans may use the nodes those
+	// keep them off, by the blocks' list, for the groups that share it (fromOf).
+	anti     runningAnti
+	fromMemo map[*placement.NodeBlock][]forecast.NodeFrom
 	// headAt is when the starving group's nodes were last planned (see refreshHead),
 	// and headStale says the queue or the cluster changed since.
 	headAt    time.Time
@@ -246,6 +249,7 @@ func movedStart(old, cur forecast.Start, now time.Time) bool {
 // only to note them.
 func (e *Engine) planQueue(now time.Time, last func(*queue.Entry) bool) []forecast.Start {
 	f := &e.forecast
+	clear(f.fromMemo) // its times are read at now
 	groups := e.queuedGroups(now, last)
 	if len(groups) == 0 {
 		return nil

@@ -91,17 +91,27 @@ func (e *Engine) rulesOf(g *group) *memberRules {
 // latest expected end of those pods, as the forecast's releases read it (releaseOf),
 // or never for a pod with no expected end, one of g's own, or one that is not a member
 // of a group. It returns nil when no member is blocked. Members that share their blocks
-// share their list.
+// share their list, and so do the groups of one forecast that share their blocks
+// (forecastState.fromMemo) while none of their members runs: a pod that blocks such a
+// group is none of its own.
 func (e *Engine) fromOf(g *group, blocks [][]placement.NodeBlock, n int, now time.Time) [][]forecast.NodeFrom {
 	if blocks == nil {
 		return nil
 	}
+	shared := !e.runs(g)
 	out := make([][]forecast.NodeFrom, n)
 	var lastPods []string
 	var lastAt time.Time
 	for i, list := range blocks[:n] {
 		if i > 0 && sameBlocks(list, blocks[i-1]) {
 			out[i] = out[i-1]
+			continue
+		}
+		if len(list) == 0 {
+			continue
+		}
+		if from, ok := e.forecast.fromMemo[&list[0]]; ok && shared {
+			out[i] = from // a list groups repelled alike share (placement.RunningAntiAffinity.Blocks)
 			continue
 		}
 		from := make([]forecast.NodeFrom, 0, len(list))
@@ -111,9 +121,25 @@ func (e *Engine) fromOf(g *group, blocks [][]placement.NodeBlock, n int, now tim
 			}
 			from = append(from, forecast.NodeFrom{Node: b.Node, At: lastAt})
 		}
+		if shared {
+			if e.forecast.fromMemo == nil {
+				e.forecast.fromMemo = map[*placement.NodeBlock][]forecast.NodeFrom{}
+			}
+			e.forecast.fromMemo[&list[0]] = from
+		}
 		out[i] = from
 	}
 	return out
+}
+
+// runs reports whether a member of g is counted on a node.
+func (e *Engine) runs(g *group) bool {
+	for key := range g.members {
+		if e.snap.Bound(key) {
+			return true
+		}
+	}
+	return false
 }
 
 // blockedUntil is when the last of pods, the keys of pods on the nodes, is expected to

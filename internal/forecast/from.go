@@ -54,6 +54,49 @@ func sameFrom(a, b []NodeFrom) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
+// fromRead is one From list as the profile reads it: its nodes with a time after now,
+// by index, and those times, sorted, once each.
+type fromRead struct {
+	nodes []fromNode
+	times []int64
+}
+
+// readList reads from, once per plan: the groups of a queue that running pods repel
+// alike share their From lists, and each lists every node those pods run on.
+func (p *profile) readList(from []NodeFrom) *fromRead {
+	if len(from) == 0 {
+		return &fromRead{}
+	}
+	key := fromKey{&from[0], len(from)}
+	if r, ok := p.fromReads[key]; ok {
+		return r
+	}
+	r := &fromRead{}
+	for _, nf := range from {
+		at := nf.At.UnixNano()
+		if nf.At.IsZero() || at <= p.now {
+			continue
+		}
+		if ni := p.nodeIndex(nf.Node); ni >= 0 {
+			r.nodes = append(r.nodes, fromNode{ni: ni, at: at})
+			r.times = append(r.times, at)
+		}
+	}
+	slices.Sort(r.times)
+	r.times = slices.Compact(r.times)
+	if p.fromReads == nil {
+		p.fromReads = map[fromKey]*fromRead{}
+	}
+	p.fromReads[key] = r
+	return r
+}
+
+// fromKey names a From list by its array and length.
+type fromKey struct {
+	first *NodeFrom
+	n     int
+}
+
 // readFrom reads into the scratch space the nodes of the profile each of g's members
 // may use only from a time after now, and those times. Those it may never use are its
 // nodes' business (readNodes); those from now or before are free to it.
@@ -63,24 +106,19 @@ func (p *profile) readFrom(g Group, w *work) {
 	if g.From == nil {
 		return
 	}
+	var last *fromRead
 	for i := range g.Members {
 		from := fromOf(g, i)
 		if i > 0 && sameFrom(from, fromOf(g, i-1)) {
 			f.nodes = append(f.nodes, f.nodes[i-1])
 			continue
 		}
-		var out []fromNode
-		for _, nf := range from {
-			at := nf.At.UnixNano()
-			if nf.At.IsZero() || at <= p.now {
-				continue
-			}
-			if ni := p.nodeIndex(nf.Node); ni >= 0 {
-				out = append(out, fromNode{ni: ni, at: at})
-				f.times = append(f.times, at)
-			}
+		r := p.readList(from)
+		f.nodes = append(f.nodes, r.nodes)
+		if r != last {
+			f.times = append(f.times, r.times...)
+			last = r
 		}
-		f.nodes = append(f.nodes, out)
 	}
 	if len(f.times) == 0 {
 		f.nodes = f.nodes[:0]

@@ -51,6 +51,8 @@ type profile struct {
 	readOf   []*nodeRead
 	// pass counts the plans, to tell the records of this plan's nodes (nodeRead.pass).
 	pass uint64
+	// fromReads holds the Group.From lists this plan read (readList).
+	fromReads map[fromKey]*fromRead
 	// order is the order the last plan put its later releases in (see orderLater).
 	order order
 }
@@ -92,6 +94,7 @@ func (p *profile) reset(now time.Time, nodes []Node, releases []Release, groups 
 	p.now, p.dims = now.UnixNano(), dimsOf(p.dims[:0], groups)
 	p.pass++
 	clear(p.quotas)
+	clear(p.fromReads) // the lists are the caller's, and may be another plan's next time
 	p.work.kept, p.work.taken = keptWindow{}, p.work.taken[:0]
 	d := len(p.dims)
 	free := p.addNodes(nodes)

@@ -252,7 +252,8 @@ func drawNodes(rt *rapid.T, nodes []Node, groups []Group) {
 }
 
 // drawFrom gives some of groups nodes their members may use only from a time on
-// (Group.From): all members the same slice, or each its own; each entry a node, or one
+// (Group.From): all members the same slice, each its own, or one slice several groups
+// share; each entry a node, or one
 // that is not among them, from a time on the hour or between two (not an instant of
 // the profile), now, or never.
 func drawFrom(rt *rapid.T, nodes []Node, groups []Group) {
@@ -271,8 +272,14 @@ func drawFrom(rt *rapid.T, nodes []Node, groups []Group) {
 		}
 		return out
 	}
+	across := list("acrossFrom") // groups repelled alike share theirs (Planner reads it once)
 	for i := range groups {
-		switch rapid.IntRange(0, 3).Draw(rt, "from") {
+		switch rapid.IntRange(0, 4).Draw(rt, "from") {
+		case 3:
+			groups[i].From = make([][]NodeFrom, len(groups[i].Members))
+			for m := range groups[i].From {
+				groups[i].From[m] = across
+			}
 		case 1:
 			shared := list("sharedFrom")
 			groups[i].From = make([][]NodeFrom, len(groups[i].Members))

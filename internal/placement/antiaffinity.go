@@ -49,6 +49,10 @@ type RunningAntiAffinity struct {
 	// keys are the label keys the specs' selectors read, sorted: members of one
 	// namespace with the same values of them are repelled alike.
 	keys []string
+	// alike holds the lists of members none of whose group runs, by how they are
+	// repelled (repelledAs): the groups of a queue are much alike, and each is checked
+	// at every forecast.
+	alike map[string][]NodeBlock
 }
 
 // antiSpec is required anti-affinity some running pods carry: its terms, and the pods.
@@ -103,18 +107,28 @@ func NewRunningAntiAffinity(s *cluster.Snapshot) *RunningAntiAffinity {
 
 // Blocks is AntiAffinityBlocks on the snapshot r was read from. Members with the same
 // namespace, the same values of the label keys the running pods' terms select by, and
-// the same required anti-affinity are repelled alike, and share their list.
+// the same required anti-affinity are repelled alike, and share their list: within a
+// group, and across the groups r is asked about none of whose members runs.
 func (r *RunningAntiAffinity) Blocks(g Group) [][]NodeBlock {
 	own := slices.ContainsFunc(g.Members, func(m Member) bool { return cluster.RequiresAntiAffinity(m.Pod) })
 	if !own && len(r.specs) == 0 {
 		return nil
 	}
 	members := make(map[string]bool, len(g.Members))
+	running := false // whether a member is counted on a node, and so not blocked by the others
 	for _, m := range g.Members {
-		members[cluster.PodKey(m.Pod)] = true
+		key := cluster.PodKey(m.Pod)
+		members[key] = true
+		running = running || r.s.Bound(key)
+	}
+	seen := r.alike // by how a member is repelled (repelledAs)
+	if running || seen == nil {
+		seen = map[string][]NodeBlock{}
+		if !running {
+			r.alike = seen
+		}
 	}
 	var out [][]NodeBlock
-	seen := map[string][]NodeBlock{} // by how a member is repelled (repelledAs)
 	for i, m := range g.Members {
 		as := r.repelledAs(m.Pod)
 		list, ok := seen[as]
