@@ -43,12 +43,7 @@ func TestExpectedStartAfterRepelledPods(t *testing.T) {
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 			p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "1h"}
 			e.SetPod(p, excl)
-			occupy := "Coscheduling/default/occupy"
-			e.SetGroup(engine.GroupSpec{Key: occupy, Source: engine.Coscheduling, Namespace: "default", Name: "occupy", MinMember: 1})
-			o := runningPod("occupy-0", "n-1")
-			o.Spec.Containers[0].Resources.Requests[gt.GPU] = resource.MustParse("2")
-			o.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "3h"}
-			e.SetPod(o, occupy)
+			occupyForThreeHours(e, "n-1")
 			e.Step(now)
 			anti := "Coscheduling/default/anti"
 			e.SetGroup(engine.GroupSpec{Key: anti, Source: engine.Coscheduling, Namespace: "default", Name: "anti", MinMember: 1})
@@ -74,12 +69,7 @@ func TestExpectedStartBesideAForeignPod(t *testing.T) {
 	h := runningPod("half-0", "n-0")
 	h.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "1h"}
 	e.SetPod(h, half)
-	occupy := "Coscheduling/default/occupy"
-	e.SetGroup(engine.GroupSpec{Key: occupy, Source: engine.Coscheduling, Namespace: "default", Name: "occupy", MinMember: 1})
-	o := runningPod("occupy-0", "n-1")
-	o.Spec.Containers[0].Resources.Requests[gt.GPU] = resource.MustParse("2")
-	o.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "3h"}
-	e.SetPod(o, occupy)
+	occupyForThreeHours(e, "n-1")
 	foreign := gt.Pod("foreign").Label("job", "excl").Node("n-0").Obj()
 	foreign.Status.Phase = corev1.PodRunning
 	e.SetPod(foreign, "")
@@ -96,4 +86,15 @@ func TestExpectedStartBesideAForeignPod(t *testing.T) {
 	}
 	e.RemovePod("default/foreign")
 	expectQueuedForAnHour(t, e, anti, now, "the foreign pod is gone: n-0 frees a GPU in an hour")
+}
+
+// occupyForThreeHours runs group occupy's one pod on node, holding its 2 GPUs, expected
+// to run for three hours.
+func occupyForThreeHours(e *engine.Engine, node string) {
+	occupy := "Coscheduling/default/occupy"
+	e.SetGroup(engine.GroupSpec{Key: occupy, Source: engine.Coscheduling, Namespace: "default", Name: "occupy", MinMember: 1})
+	o := runningPod("occupy-0", node)
+	o.Spec.Containers[0].Resources.Requests[gt.GPU] = resource.MustParse("2")
+	o.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "3h"}
+	e.SetPod(o, occupy)
 }

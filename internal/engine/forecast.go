@@ -561,22 +561,6 @@ func (e *Engine) quotaOutlook(now time.Time, groups []forecast.Group) []forecast
 	return out
 }
 
-// end is when a group is expected to give back what it holds, if known.
-type end struct {
-	at    time.Time
-	known bool
-}
-
-// endOf is when g is expected to give back what it holds: now while it is being
-// evicted, else its expected end.
-func (e *Engine) endOf(g *group, now time.Time) end {
-	if len(g.evicting) > 0 {
-		return end{now, true}
-	}
-	at, known := e.expectedEnd(g)
-	return end{at, known}
-}
-
 // Forecast returns when the queued groups' starts were last forecast (zero before the
 // first forecast) and the expected start of each group still queued that has one, by
 // key. The iterator is made once, by New: the simulator asks at every step.

@@ -161,6 +161,22 @@ func (e *Engine) expectedEnd(g *group) (time.Time, bool) {
 	return e.now.Add(d), true // not started yet: it runs for d from about now
 }
 
+// end is when a group is expected to give back what it holds, if known.
+type end struct {
+	at    time.Time
+	known bool
+}
+
+// endOf is when g is expected to give back what it holds: now while it is being
+// evicted, else its expected end.
+func (e *Engine) endOf(g *group, now time.Time) end {
+	if len(g.evicting) > 0 {
+		return end{now, true}
+	}
+	at, known := e.expectedEnd(g)
+	return end{at, known}
+}
+
 // endMoves reports whether a started group's expected end (endOf) moves with the
 // clock: while it is being evicted, it is now; before it runs, it is its run time from
 // now, and the run time may change (runtimeOf reads the history). A running group's end
