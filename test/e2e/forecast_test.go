@@ -342,3 +342,45 @@ func expectQueuedToStartAt(t *testing.T, env *sandboxtest.Env, m *muster, c clie
 		t.Errorf("%s: phase %s, want Queued", name, rec.Phase)
 	}
 }
+
+// TestExpectedStartOfExclusiveJobs: two 2-GPU nodes; every job's pods repel the pods of
+// other jobs from their node by required pod anti-affinity, as a JobSet's exclusive
+// placement does (job name label present and not their own). A job of one 1-GPU pod
+// that declares an hour runs on the first node, and one of a 2-GPU pod that declares
+// three hours on the second. The next job's 1-GPU pod may not use the first node's free
+// GPU beside the first job's pod: muster serve, as deployed, keeps it queued and writes
+// in its record that it is expected to start in an hour, when that pod ends, not at once.
+func TestExpectedStartOfExclusiveJobs(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	pool := "exclusive-forecast"
+	env.CreateNodes(t, sandbox.NodePool{Name: pool, Count: 2, CPU: "16", Memory: "64Gi", GPUs: 2})
+	c := newClient(t, env.Config)
+	m := startMuster(t, env, musterOptions{clock: true})
+	exclusive := func(node string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			if node != "" {
+				p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+			}
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+					LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+						{Key: jobNameLabel, Operator: metav1.LabelSelectorOpExists},
+						{Key: jobNameLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{p.Labels[jobNameLabel]}},
+					}},
+					TopologyKey: corev1.LabelHostname,
+				}},
+			}}
+		}
+	}
+	created := time.Now()
+	runReady(t, env, c,
+		pytorchJob{ns: ns, name: "running", mutate: exclusive(pool + "-0"),
+			annotations: map[string]string{engine.AnnotationExpectedRuntime: "1h"}},
+		pytorchJob{ns: ns, name: "occupy", gpus: map[string]int64{"occupy-master-0": 2}, mutate: exclusive(pool + "-1"),
+			annotations: map[string]string{engine.AnnotationExpectedRuntime: "3h"}})
+	pytorchJob{ns: ns, name: "queued", mutate: exclusive(""),
+		annotations: map[string]string{engine.AnnotationExpectedRuntime: "30m"}}.create(t, env, c)
+
+	expectQueuedToStartAt(t, env, m, c, ns, "queued", created.Add(time.Hour))
+}
