@@ -5,7 +5,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/muster-sched/muster/internal/engine"
 	gt "github.com/muster-sched/muster/internal/gangtest"
@@ -36,13 +35,7 @@ func TestExpectedStartAfterRepelledPods(t *testing.T) {
 			e.SetNode(gt.Node("n-0").GPU(2).Obj())
 			e.SetNode(gt.Node("n-1").GPU(2).Obj())
 			now := sim.Epoch
-			excl := "Coscheduling/default/excl"
-			e.SetGroup(engine.GroupSpec{Key: excl, Source: engine.Coscheduling, Namespace: "default", Name: "excl", MinMember: 1})
-			p := tc.excl(gt.Pod("excl-0").GPU(1).Label("job", "excl").Node("n-0")).Obj()
-			p.Status.Phase = corev1.PodRunning
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-			p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "1h"}
-			e.SetPod(p, excl)
+			runFor(e, "excl", tc.excl(gt.Pod("excl-0").GPU(1).Label("job", "excl").Node("n-0")).Obj(), "1h")
 			occupyForThreeHours(e, "n-1")
 			e.Step(now)
 			anti := "Coscheduling/default/anti"
@@ -64,11 +57,7 @@ func TestExpectedStartBesideAForeignPod(t *testing.T) {
 	e.SetNode(gt.Node("n-0").GPU(2).Obj())
 	e.SetNode(gt.Node("n-1").GPU(2).Obj())
 	now := sim.Epoch
-	half := "Coscheduling/default/half"
-	e.SetGroup(engine.GroupSpec{Key: half, Source: engine.Coscheduling, Namespace: "default", Name: "half", MinMember: 1})
-	h := runningPod("half-0", "n-0")
-	h.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "1h"}
-	e.SetPod(h, half)
+	runFor(e, "half", gt.Pod("half-0").GPU(1).Node("n-0").Obj(), "1h")
 	occupyForThreeHours(e, "n-1")
 	foreign := gt.Pod("foreign").Label("job", "excl").Node("n-0").Obj()
 	foreign.Status.Phase = corev1.PodRunning
@@ -91,10 +80,18 @@ func TestExpectedStartBesideAForeignPod(t *testing.T) {
 // occupyForThreeHours runs group occupy's one pod on node, holding its 2 GPUs, expected
 // to run for three hours.
 func occupyForThreeHours(e *engine.Engine, node string) {
-	occupy := "Coscheduling/default/occupy"
-	e.SetGroup(engine.GroupSpec{Key: occupy, Source: engine.Coscheduling, Namespace: "default", Name: "occupy", MinMember: 1})
-	o := runningPod("occupy-0", node)
-	o.Spec.Containers[0].Resources.Requests[gt.GPU] = resource.MustParse("2")
-	o.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "3h"}
-	e.SetPod(o, occupy)
+	runFor(e, "occupy", gt.Pod("occupy-0").GPU(2).Node(node).Obj(), "3h")
+}
+
+// runFor adds group name of one member, p, Running and Ready, that declares runtime.
+func runFor(e *engine.Engine, name string, p *corev1.Pod, runtime string) {
+	key := "Coscheduling/default/" + name
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: name, MinMember: 1})
+	p.Status.Phase = corev1.PodRunning
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[engine.AnnotationExpectedRuntime] = runtime
+	e.SetPod(p, key)
 }

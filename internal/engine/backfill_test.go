@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
@@ -308,11 +307,6 @@ func expectQueuedForAnHour(t *testing.T, e *engine.Engine, key string, now time.
 // runTwoGPUsForAnHour adds group run, of one member Running on node with two GPUs, that
 // declares an hour, and steps e at now.
 func runTwoGPUsForAnHour(e *engine.Engine, node string, now time.Time) {
-	key := "Coscheduling/default/run"
-	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "run", MinMember: 1})
-	p := runningPod("run-0", node)
-	p.Spec.Containers[0].Resources.Requests[gt.GPU] = resource.MustParse("2")
-	p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: "1h"}
-	e.SetPod(p, key)
+	runFor(e, "run", gt.Pod("run-0").GPU(2).Node(node).Obj(), "1h")
 	e.Step(now)
 }

@@ -81,7 +81,10 @@ func (e *Engine) rulesOf(g *group) *memberRules {
 		r.antiAffine = slices.ContainsFunc(pg.Members, func(m placement.Member) bool { return cluster.RequiresAntiAffinity(m.Pod) })
 	}
 	if !r.blocksRead || r.blocksAt != e.snapVersion && (r.antiAffine || r.blocks != nil || e.snap.HasRequiredAntiAffinity()) {
-		r.blocks, r.blocksRead, r.blocksAt = e.forecast.anti.of(e.snap, e.snapVersion).Blocks(pg), true, e.snapVersion
+		r.blocks, r.blocksRead, r.blocksAt = nil, true, e.snapVersion
+		if r.antiAffine || e.snap.HasRequiredAntiAffinity() { // else nothing can block (most clusters)
+			r.blocks = e.forecast.anti.of(e.snap, e.snapVersion).Blocks(pg)
+		}
 	}
 	return r
 }
