@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,6 +44,7 @@ func (t *translator) translate(key string) {
 	source.CheckMembers(&spec, pods, owner, t.cfg.SchedulerNames())
 	spec.OwnerFailed = source.OwnerFailure(owner)
 	spec.Stopped = stopped(t.mirror.object(key), pods)
+	spec.ObjectOwner = podOwnerOf(t.mirror.object(key))
 	if spec.Queue == "" {
 		switch candidates := t.queues.forNamespace(context.Background(), ref.Namespace); len(candidates) {
 		case 0:
@@ -77,6 +79,19 @@ func (t *translator) specOf(key string, ref source.Ref, pods []*corev1.Pod) (eng
 	// Members name a group object not seen yet: they wait for it, and are told.
 	t.mirror.notes.sayMissing(context.Background(), ref, ours)
 	return engine.GroupSpec{}, false
+}
+
+// podOwnerOf returns the UID of the pod that owns obj as its controller, if a pod does
+// (a LeaderWorkerSet's Volcano PodGroup is owned by the group's leader). The engine
+// compares it only with the UIDs of the group's own members (GroupSpec.ObjectOwner).
+func podOwnerOf(obj client.Object) types.UID {
+	if obj == nil {
+		return ""
+	}
+	if ref := metav1.GetControllerOf(obj); ref != nil && ref.APIVersion == "v1" && ref.Kind == "Pod" {
+		return ref.UID
+	}
+	return ""
 }
 
 // stopped reports whether a user stopped the group: its object, or for a group without

@@ -341,14 +341,27 @@ func (e *Engine) SetGroup(spec GroupSpec) {
 	e.countPriority(spec.Priority, 1)
 	g.spec = spec
 	g.hasSpec = true
+	g.objectGone, g.goneSince = false, time.Time{} // an object of the same name is back
 	e.dirty[spec.Key] = true
 }
 
 // RemoveGroup reports that a group's object (or, for Labels and Single groups, its last
 // pod) is gone: the group is cancelled and everything it holds is released.
+//
+// Except when muster's eviction took it: an object owned by a member pod
+// (GroupSpec.ObjectOwner), as a LeaderWorkerSet's Volcano PodGroup is by the group's
+// leader, goes with that pod, by garbage collection, when muster evicts the group, and
+// its owner creates the pods and an object of the same name again. Such a group keeps
+// its attempts and failures, or its Failed verdict, out of the queue, until that object
+// comes (SetGroup) or emptyRetention has passed: without this, a group that never
+// becomes Ready would start over at attempt 1 after every eviction and never fail.
 func (e *Engine) RemoveGroup(key string) {
 	if g := e.groups[key]; g != nil {
-		g.removed = true
+		if !g.definedByPods() && g.evictedOwner != "" && g.spec.ObjectOwner == g.evictedOwner {
+			g.objectGone = true
+		} else {
+			g.removed = true
+		}
 		e.dirty[key] = true
 	}
 }

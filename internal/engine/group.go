@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/kubefit"
@@ -93,6 +94,14 @@ type group struct {
 	awaitsPods bool
 	// emptySince is when such a group last lost its last member; zero while it has one.
 	emptySince time.Time
+	// evictedOwner, for a group with an object, is the UID of the member pod that owned
+	// the object (GroupSpec.ObjectOwner) when muster last evicted every member, other than
+	// to cancel the group. objectGone says the object owned by that pod went since: the
+	// group keeps its state, out of the queue, for emptyRetention from goneSince, and an
+	// object of the same name resumes it (see Engine.RemoveGroup).
+	evictedOwner types.UID
+	objectGone   bool
+	goneSince    time.Time
 	// runningSince is when the current attempt's group last became Running.
 	runningSince time.Time
 	// runFor is how long the attempt was expected to run when it became Running (see
@@ -114,12 +123,18 @@ func (g *group) definedByPods() bool {
 	return g.hasSpec && (g.spec.Source == Labels || g.spec.Source == Single)
 }
 
-// retained reports whether a group defined by its pods outlives its last pod at now:
-// muster evicted them, and until emptyRetention has passed the pods that come back under
-// its name resume it (its attempts and failures, or its Failed verdict) instead of
-// starting a group anew. A group admitted since, or cancelled or finished, is not kept.
+// retained reports whether a group defined by its pods outlives its last pod at now, or
+// a group with an object its object: muster evicted the pods (for an object group, the
+// pod that owned the object among them), and until emptyRetention has passed the pods,
+// or the object, that come back under its name resume it (its attempts and failures, or
+// its Failed verdict) instead of starting a group anew. A group admitted since, or
+// cancelled or finished, is not kept.
 func (g *group) retained(now time.Time) bool {
-	if !g.started || !g.awaitsPods || !now.Before(g.emptySince.Add(emptyRetention)) {
+	evicted, since := g.awaitsPods, g.emptySince
+	if !g.definedByPods() {
+		evicted, since = g.objectGone && g.evictedOwner != "", g.goneSince
+	}
+	if !g.started || !evicted || !now.Before(since.Add(emptyRetention)) {
 		return false
 	}
 	switch g.state.Phase() {
@@ -130,16 +145,33 @@ func (g *group) retained(now time.Time) bool {
 }
 
 // wakeAt is when the group must be looked at again: its state's next deadline, or the end
-// of its retention while it has no member, whichever is first.
+// of its retention while it has no member, or no object, whichever is first.
 func (g *group) wakeAt() time.Time {
 	w := g.state.WakeAt()
-	if !g.definedByPods() || len(g.members) > 0 || !g.awaitsPods || g.emptySince.IsZero() {
+	var since time.Time
+	switch {
+	case g.objectGone:
+		since = g.goneSince
+	case g.definedByPods() && len(g.members) == 0 && g.awaitsPods:
+		since = g.emptySince
+	}
+	if since.IsZero() {
 		return w
 	}
-	if end := g.emptySince.Add(emptyRetention); w.IsZero() || end.Before(w) {
+	if end := since.Add(emptyRetention); w.IsZero() || end.Before(w) {
 		return end
 	}
 	return w
+}
+
+// hasPod reports whether one of the group's member pods has uid.
+func (g *group) hasPod(uid types.UID) bool {
+	for _, p := range g.members {
+		if p.UID == uid {
+			return true
+		}
+	}
+	return false
 }
 
 // memberKeys returns the group's member pod keys, sorted.

@@ -3,6 +3,7 @@ package engine
 import (
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
 	"time"
 
 	"github.com/muster-sched/muster/internal/cluster"
@@ -88,6 +89,12 @@ type GroupSpec struct {
 	// PodGroup, rather than for each member.
 	GroupClaims   []schedulingv1beta1.PodGroupResourceClaim
 	ClaimConsumer *resourcev1.ResourceClaimConsumerReference
+	// ObjectOwner, for a group with an object, is the UID of the pod that owns the object
+	// as its controller, when a pod does: a LeaderWorkerSet's Volcano PodGroup is owned by
+	// the group's leader pod, and the garbage collector deletes it with that pod. When
+	// muster evicted that pod, the object's going is its own doing, and the group keeps
+	// its state for an object of the same name (see Engine.RemoveGroup).
+	ObjectOwner types.UID
 	// Past is what the group's lifecycle record says of it, when an earlier scheduler
 	// process wrote one: the engine resumes the group from it (its attempts, failures,
 	// backoff or Failed verdict) the first time it sees the group.

@@ -81,6 +81,11 @@ func (e *Engine) Group(key string) (Status, bool) {
 			st.Waiting += "; " + extendedByDRANote(*st.ExtendedByDRA)
 		}
 	}
+	if g.objectGone {
+		st.Waiting = fmt.Sprintf("its group object went with the member pod that owned it, which muster evicted; "+
+			"the group keeps its attempts, out of the queue, until an object of the same name is created again, for at most %s",
+			emptyRetention)
+	}
 	if st.Preempting, st.Reclaiming = e.preemptingFor(key); len(st.Preempting) > 0 && st.Waiting != "" {
 		whom := "of lower priority"
 		if st.Reclaiming {

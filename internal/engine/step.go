@@ -95,6 +95,14 @@ func (e *Engine) reportHeld(g *group, out *Output) {
 
 // advance feeds one group's news to its state machine.
 func (e *Engine) advance(g *group, now time.Time, out *Output) {
+	if g.objectGone {
+		if g.goneSince.IsZero() {
+			g.goneSince = now
+		}
+		if !g.retained(now) {
+			g.removed = true
+		}
+	}
 	if g.definedByPods() {
 		switch {
 		case len(g.members) > 0:
@@ -278,7 +286,7 @@ func (e *Engine) step(g *group, ev lifecycle.Event, now time.Time, out *Output) 
 		case lifecycle.Transition:
 			out.Events = append(out.Events, transitionEvent(g.key, a))
 			if a.To == lifecycle.Binding {
-				g.awaitsPods, g.handedOff = false, false
+				g.awaitsPods, g.handedOff, g.evictedOwner = false, false, ""
 			}
 			if a.To == lifecycle.Running && a.From != lifecycle.Recovering {
 				g.runningSince = now
@@ -312,6 +320,10 @@ func (e *Engine) evictAll(g *group, a lifecycle.EvictAll, out *Output) {
 		g.evicting = map[string]bool{}
 	}
 	g.awaitsPods, g.handedOff = g.definedByPods() && a.Reason != lifecycle.ReasonCancelled, false
+	if owner := g.spec.ObjectOwner; owner != "" && a.Reason != lifecycle.ReasonCancelled && !g.definedByPods() &&
+		g.hasPod(owner) {
+		g.evictedOwner = owner
+	}
 	g.placed = nil // the attempt is over
 	for _, key := range g.memberKeys() {
 		if g.evicting[key] {
@@ -330,6 +342,10 @@ func (e *Engine) evictAll(g *group, a lifecycle.EvictAll, out *Output) {
 // are not there yet: a preempted group is queued again at once) is not offered until
 // they are: it keeps its queue time meanwhile.
 func (e *Engine) push(g *group) {
+	if g.objectGone {
+		e.unqueue(g) // its object comes back first (RemoveGroup)
+		return
+	}
 	members := g.unplaced()
 	need := g.spec.MinMember - g.boundLive()
 	needs, short := g.taskNeeds(members)
