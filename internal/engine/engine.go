@@ -334,15 +334,34 @@ func (e *Engine) Started(key string) bool {
 	return g != nil && g.started
 }
 
-// SetGroup adds or updates a group's spec.
+// SetGroup adds or updates a group's spec. After RemoveGroup, the spec is that of a new
+// object of the same name: once the old object's group has ended, the new one is a new
+// group (renew).
 func (e *Engine) SetGroup(spec GroupSpec) {
 	g := e.groupFor(spec.Key)
+	if g.removed && g.started && g.state.Phase().Terminal() {
+		g = e.renew(g)
+	}
 	e.countPriority(g.spec.Priority, -1)
 	e.countPriority(spec.Priority, 1)
 	g.spec = spec
 	g.hasSpec = true
 	g.objectGone, g.goneSince = false, time.Time{} // an object of the same name is back
 	e.dirty[spec.Key] = true
+}
+
+// renew replaces a group that ended with its deleted object by a new group for the
+// object of the same name created since, with the pods that name it: without it, those
+// pods joined the cancelled group, and waited in it for as long as they existed (a
+// RayCluster deleted and created again, whose new pods came while the old ones were
+// being deleted). The members being evicted stay so in the new group, and are never
+// placed again.
+func (e *Engine) renew(old *group) *group {
+	e.drop(old)
+	g := e.groupFor(old.key)
+	g.members, g.requests, g.evicting = old.members, old.requests, old.evicting
+	g.membersGen = old.membersGen + 1
+	return g
 }
 
 // RemoveGroup reports that a group's object (or, for Labels and Single groups, its last

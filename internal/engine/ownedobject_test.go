@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -207,5 +208,56 @@ func TestGroupObjectNotOwnedByAnEvictedMember(t *testing.T) {
 				t.Fatalf("expected the group cancelled and forgotten with its object, found it %s", st.Phase)
 			}
 		})
+	}
+}
+
+// TestGroupObjectCreatedAgainIsANewGroup: an object deleted while its pods are still
+// being deleted, and created again with new pods (a RayCluster deleted and applied
+// again: its pods have new names), is a new group: the new pods are admitted at attempt
+// 1. (They used to join the cancelled group, and waited in it as long as they existed.)
+func TestGroupObjectCreatedAgainIsANewGroup(t *testing.T) {
+	e := oneGPUEngine(4)
+	const key = "Coscheduling/default/ray"
+	spec := engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "ray", MinMember: 2}
+	now := sim.Epoch
+	create := func(names ...string) {
+		for _, name := range names {
+			p := gt.Pod(name).GPU(1).Obj()
+			p.UID = types.UID(name)
+			e.SetPod(p, key)
+		}
+	}
+	bind := func(out engine.Output) {
+		for _, b := range out.Binds() {
+			p := gt.Pod(b.Pod[len("default/"):]).GPU(1).Node(b.Node).Obj()
+			p.UID = types.UID(p.Name)
+			p.Status.Phase = corev1.PodRunning
+			e.SetPod(p, key)
+		}
+	}
+	create("old-a", "old-b")
+	e.SetGroup(spec)
+	bind(e.Step(now))
+
+	e.RemoveGroup(key)
+	now = now.Add(time.Second)
+	if out := e.Step(now); len(out.Evictions) != 2 {
+		t.Fatalf("the object deleted: expected its 2 pods evicted, found %+v", out.Evictions)
+	}
+	// The old pods are still being deleted when the new object and pods come.
+	e.SetGroup(spec)
+	create("new-a", "new-b")
+	now = now.Add(time.Second)
+	out := e.Step(now)
+	var bound []string
+	for _, b := range out.Binds() {
+		bound = append(bound, b.Pod)
+	}
+	if want := []string{"default/new-a", "default/new-b"}; !slices.Equal(bound, want) {
+		t.Fatalf("the object created again: expected %v bound, found %v", want, bound)
+	}
+	st, ok := e.Group(key)
+	if !ok || st.Attempt != 1 || st.Phase != lifecycle.Binding {
+		t.Fatalf("the object created again: expected a new group Binding at attempt 1, found %v %s at attempt %d", ok, st.Phase, st.Attempt)
 	}
 }

@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
@@ -54,5 +57,69 @@ func deleteJob(t *testing.T, env *sandboxtest.Env, c client.Client, ns, name str
 	})
 	if err != nil {
 		t.Fatalf("deleting the pods of %s: %v", name, err)
+	}
+}
+
+// TestGroupCreatedAgainWhileItsPodsAreDeleted: a RayCluster deleted and applied again at
+// once, through muster serve as deployed. The PodGroup is deleted, and created again
+// with the same name, while the old pods are still being deleted (a finalizer holds them
+// here, as a long grace period would); the new pods have new names, as KubeRay's do. The
+// new group is admitted. (Its pods used to join the old group, cancelled with the
+// PodGroup, and waited unbound for as long as they existed.)
+func TestGroupCreatedAgainWhileItsPodsAreDeleted(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "again", Count: 4, CPU: "16", Memory: "64Gi", GPUs: 1})
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	ctx := context.Background()
+	const hold = "e2e.muster.dev/hold"
+	create := func(pods ...string) {
+		objs := []client.Object{&spv1alpha1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ray"}, Spec: spv1alpha1.PodGroupSpec{MinMember: 2}}}
+		for _, name := range pods {
+			p := sandboxtest.Pod(ns, name).GPUs(1).SchedulerName("muster").Obj()
+			p.Labels = map[string]string{musterv1alpha1.CoschedulingPodGroupLabel: "ray"}
+			p.Finalizers = []string{hold}
+			objs = append(objs, p)
+		}
+		for _, obj := range objs {
+			if err := c.Create(ctx, obj); err != nil {
+				t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+			}
+		}
+		t.Cleanup(func() {
+			for _, name := range pods {
+				patch := []byte(`{"metadata":{"finalizers":null}}`)
+				_, _ = env.Kube.CoreV1().Pods(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{})
+			}
+		})
+	}
+	bound := func(names ...string) {
+		for _, name := range names {
+			env.WaitForPod(t, getPod(t, env, ns, name), "bound", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" })
+		}
+	}
+	old := []string{"ray-head-x7k2p", "ray-worker-q9m4d"}
+	create(old...)
+	bound(old...)
+
+	deleteJob(t, env, c, ns, "ray") // the old pods stay, terminating
+	env.WaitFor(t, "muster to cancel the old group (its Cancelled event, on its pods)", func(ctx context.Context) (bool, error) {
+		events, err := env.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(events.Items, func(ev corev1.Event) bool {
+			return ev.Reason == "Cancelled" && ev.InvolvedObject.Name == old[0]
+		}), nil
+	})
+	fresh := []string{"ray-head-b3v8n", "ray-worker-h5t2w"}
+	create(fresh...)
+	bound(fresh...)
+	for _, name := range old {
+		if p := getPod(t, env, ns, name); p.DeletionTimestamp == nil {
+			t.Errorf("old pod %s: expected it still being deleted, found it not", name)
+		}
 	}
 }
