@@ -6,78 +6,35 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/muster-sched/muster/internal/engine"
-	gt "github.com/muster-sched/muster/internal/gangtest"
 	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/sim"
 )
 
 // labelsJob drives a Labels group of two one-GPU pods through the engine as the
 // controller would, with an owner that creates the pods again after muster evicts them.
-type labelsJob struct {
-	t    *testing.T
-	e    *engine.Engine
-	now  time.Time
-	spec engine.GroupSpec
-	// generation counts the pods' incarnations: each has new UIDs.
-	generation int
-}
+type labelsJob struct{ *podsJob }
 
 const labelsKey = "Labels/default/job"
 
 func newLabelsJob(t *testing.T) *labelsJob {
 	maxRetries := 1
-	e := oneGPUEngine(2)
-	j := &labelsJob{t: t, e: e, now: sim.Epoch, spec: engine.GroupSpec{
+	j := &labelsJob{&podsJob{t: t, e: oneGPUEngine(2), now: sim.Epoch, pods: []string{"job-0", "job-1"}, spec: engine.GroupSpec{
 		Key: labelsKey, Source: engine.Labels, Namespace: "default", Name: "job", MinMember: 2,
 		Policy: engine.PolicyOverrides{
 			StartTimeout: ptr(int64(time.Minute)), MaxRetries: &maxRetries,
 			BackoffBase: ptr(int64(10 * time.Second)), BackoffMax: ptr(int64(10 * time.Second)),
 		},
-	}}
+	}}}
 	j.create()
 	return j
 }
 
 // create creates the job's pods (again), unbound.
 func (j *labelsJob) create() {
-	j.generation++
-	for i := range 2 {
-		p := gt.Pod(fmt.Sprintf("job-%d", i)).GPU(1).Obj()
-		p.UID = types.UID(fmt.Sprintf("job-%d-gen-%d", i, j.generation))
-		j.e.SetPod(p, labelsKey)
-	}
+	j.createPods()
 	j.e.SetGroup(j.spec)
-}
-
-// step advances the clock by d and steps the engine; binds are carried out (the pods are
-// bound, never Ready) and evictions delete the pods.
-func (j *labelsJob) step(d time.Duration) engine.Output {
-	j.now = j.now.Add(d)
-	out := j.e.Step(j.now)
-	for _, b := range out.Binds() {
-		p := gt.Pod(b.Pod[len("default/"):]).GPU(1).Node(b.Node).Obj()
-		p.UID = types.UID(fmt.Sprintf("%s-gen-%d", p.Name, j.generation))
-		p.Status.Phase = corev1.PodRunning
-		j.e.SetPod(p, labelsKey)
-	}
-	for _, ev := range out.Evictions {
-		j.e.RemovePod(ev.Pod)
-	}
-	return out
-}
-
-// status returns the group's status, failing if the engine forgot the group.
-func (j *labelsJob) status(when string) engine.Status {
-	j.t.Helper()
-	st, ok := j.e.Group(labelsKey)
-	if !ok {
-		j.t.Fatalf("%s: the engine forgot the group", when)
-	}
-	return st
 }
 
 // TestLabelsGroupKeepsItsAttemptsWhileItsPodsAreRecreated: a group with no object is its

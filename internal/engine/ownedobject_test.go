@@ -1,17 +1,12 @@
 package engine_test
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/muster-sched/muster/internal/engine"
-	gt "github.com/muster-sched/muster/internal/gangtest"
 	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/sim"
 )
@@ -20,14 +15,7 @@ import (
 // makes one: a PodGroup owned by the group's leader pod, which the garbage collector
 // deletes with that pod, and which LeaderWorkerSet creates again, under the same name,
 // owned by the leader pod its StatefulSet creates again.
-type leaderGroup struct {
-	t    *testing.T
-	e    *engine.Engine
-	now  time.Time
-	spec engine.GroupSpec
-	// generation counts the pods' incarnations: each has new UIDs.
-	generation int
-}
+type leaderGroup struct{ *podsJob }
 
 const leaderKey = "Volcano/default/lws-0-rev"
 
@@ -35,67 +23,28 @@ var leaderPods = []string{"lws-0", "lws-0-1"}
 
 func newLeaderGroup(t *testing.T) *leaderGroup {
 	maxRetries := 1
-	l := &leaderGroup{t: t, e: oneGPUEngine(2), now: sim.Epoch, spec: engine.GroupSpec{
+	l := &leaderGroup{&podsJob{t: t, e: oneGPUEngine(2), now: sim.Epoch, pods: leaderPods, spec: engine.GroupSpec{
 		Key: leaderKey, Source: engine.Volcano, Namespace: "default", Name: "lws-0-rev", MinMember: 2,
 		Policy: engine.PolicyOverrides{
 			StartTimeout: ptr(int64(time.Minute)), MaxRetries: &maxRetries,
 			BackoffBase: ptr(int64(10 * time.Second)), BackoffMax: ptr(int64(10 * time.Second)),
 		},
-	}}
+	}}}
+	// An eviction of the leader deletes the PodGroup with it, as the garbage collector does.
+	l.gone = func(pod string) {
+		if pod == leaderPods[0] {
+			l.e.RemoveGroup(leaderKey)
+		}
+	}
 	l.createPods()
 	l.createObject()
 	return l
-}
-
-func (l *leaderGroup) uid(pod string) types.UID {
-	return types.UID(fmt.Sprintf("%s-gen-%d", pod, l.generation))
-}
-
-// createPods creates the leader and its worker (again), unbound.
-func (l *leaderGroup) createPods() {
-	l.generation++
-	for _, name := range leaderPods {
-		p := gt.Pod(name).GPU(1).Obj()
-		p.UID = l.uid(name)
-		l.e.SetPod(p, leaderKey)
-	}
 }
 
 // createObject creates the PodGroup (again), owned by the leader of this generation.
 func (l *leaderGroup) createObject() {
 	l.spec.ObjectOwner = l.uid(leaderPods[0])
 	l.e.SetGroup(l.spec)
-}
-
-// step advances the clock by d and steps the engine; binds are carried out (the pods are
-// bound, never Ready) and evictions delete the pods. An eviction of the leader deletes
-// the PodGroup with it, as the garbage collector does.
-func (l *leaderGroup) step(d time.Duration) engine.Output {
-	l.now = l.now.Add(d)
-	out := l.e.Step(l.now)
-	for _, b := range out.Binds() {
-		name := b.Pod[len("default/"):]
-		p := gt.Pod(name).GPU(1).Node(b.Node).Obj()
-		p.UID = l.uid(name)
-		p.Status.Phase = corev1.PodRunning
-		l.e.SetPod(p, leaderKey)
-	}
-	for _, ev := range out.Evictions {
-		l.e.RemovePod(ev.Pod)
-		if ev.Pod == "default/"+leaderPods[0] {
-			l.e.RemoveGroup(leaderKey)
-		}
-	}
-	return out
-}
-
-func (l *leaderGroup) status(when string) engine.Status {
-	l.t.Helper()
-	st, ok := l.e.Group(leaderKey)
-	if !ok {
-		l.t.Fatalf("%s: the engine forgot the group", when)
-	}
-	return st
 }
 
 // timeOut runs an attempt to its start timeout and checks that both pods are evicted.
@@ -216,39 +165,23 @@ func TestGroupObjectNotOwnedByAnEvictedMember(t *testing.T) {
 // again: its pods have new names), is a new group: the new pods are admitted at attempt
 // 1. (They used to join the cancelled group, and waited in it as long as they existed.)
 func TestGroupObjectCreatedAgainIsANewGroup(t *testing.T) {
-	e := oneGPUEngine(4)
 	const key = "Coscheduling/default/ray"
-	spec := engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "ray", MinMember: 2}
-	now := sim.Epoch
-	create := func(names ...string) {
-		for _, name := range names {
-			p := gt.Pod(name).GPU(1).Obj()
-			p.UID = types.UID(name)
-			e.SetPod(p, key)
-		}
-	}
-	bind := func(out engine.Output) {
-		for _, b := range out.Binds() {
-			p := gt.Pod(b.Pod[len("default/"):]).GPU(1).Node(b.Node).Obj()
-			p.UID = types.UID(p.Name)
-			p.Status.Phase = corev1.PodRunning
-			e.SetPod(p, key)
-		}
-	}
-	create("old-a", "old-b")
-	e.SetGroup(spec)
-	bind(e.Step(now))
+	j := &podsJob{t: t, e: oneGPUEngine(4), now: sim.Epoch, pods: []string{"old-a", "old-b"},
+		spec: engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "ray", MinMember: 2}}
+	j.createPods()
+	j.e.SetGroup(j.spec)
+	j.step(0)
 
-	e.RemoveGroup(key)
-	now = now.Add(time.Second)
-	if out := e.Step(now); len(out.Evictions) != 2 {
+	j.e.RemoveGroup(key)
+	j.now = j.now.Add(time.Second)
+	if out := j.e.Step(j.now); len(out.Evictions) != 2 { // the pods stay, being deleted
 		t.Fatalf("the object deleted: expected its 2 pods evicted, found %+v", out.Evictions)
 	}
 	// The old pods are still being deleted when the new object and pods come.
-	e.SetGroup(spec)
-	create("new-a", "new-b")
-	now = now.Add(time.Second)
-	out := e.Step(now)
+	j.e.SetGroup(j.spec)
+	j.pods = []string{"new-a", "new-b"}
+	j.createPods()
+	out := j.step(time.Second)
 	var bound []string
 	for _, b := range out.Binds() {
 		bound = append(bound, b.Pod)
@@ -256,8 +189,7 @@ func TestGroupObjectCreatedAgainIsANewGroup(t *testing.T) {
 	if want := []string{"default/new-a", "default/new-b"}; !slices.Equal(bound, want) {
 		t.Fatalf("the object created again: expected %v bound, found %v", want, bound)
 	}
-	st, ok := e.Group(key)
-	if !ok || st.Attempt != 1 || st.Phase != lifecycle.Binding {
-		t.Fatalf("the object created again: expected a new group Binding at attempt 1, found %v %s at attempt %d", ok, st.Phase, st.Attempt)
+	if st := j.status("the object created again"); st.Attempt != 1 || st.Phase != lifecycle.Binding {
+		t.Fatalf("the object created again: expected a new group Binding at attempt 1, found %s at attempt %d", st.Phase, st.Attempt)
 	}
 }
