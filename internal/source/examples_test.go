@@ -37,6 +37,7 @@ func TestExamples(t *testing.T) {
 		{"trainer-v2/generated.yaml", "Coscheduling/default/llama-sft", 4, ""},
 		{"kuberay/generated.yaml", "Coscheduling/default/llm-batch", 5, "scheduler-plugins-scheduler"},
 		{"volcano/generated.yaml", "Volcano/default/resnet", 4, ""},
+		{"lws/generated.yaml", "Volcano/default/infer-0-5d8f7c9b4", 4, ""},
 		{"native/generated.yaml", "Native/default/vit", 4, ""},
 		{"dra/generated.yaml", "Coscheduling/default/llama-dra", 4, ""},
 		{"plain/pods.yaml", "Labels/default/sweep", 4, ""},

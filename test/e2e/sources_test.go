@@ -97,7 +97,7 @@ func waitOneAfterTheOther(t *testing.T, env *sandboxtest.Env, c client.Client, n
 
 // TestExampleManifestsRunWhole applies, as they are, the objects under examples/ that
 // the operators produce (training-operator, Polyaxon through it, Trainer v2, Volcano,
-// native and plain groups), and a batch Job the sandbox's Job controller runs, and checks that each group runs whole, one after another on
+// LeaderWorkerSet, native and plain groups), and a batch Job the sandbox's Job controller runs, and checks that each group runs whole, one after another on
 // the same 8 one-GPU nodes.
 func TestExampleManifestsRunWhole(t *testing.T) {
 	env := sandboxtest.Shared(t)
@@ -112,6 +112,7 @@ func TestExampleManifestsRunWhole(t *testing.T) {
 		{"polyaxon/generated.yaml", "bert-finetune", 4},
 		{"trainer-v2/generated.yaml", "llama-sft", 4},
 		{"volcano/generated.yaml", "resnet", 4},
+		{"lws/generated.yaml", "infer", 4},
 		{"native/generated.yaml", "vit", 4},
 		{"plain/pods.yaml", "sweep", 4},
 		{"batchjob/job.yaml", "allreduce", 4},
