@@ -339,8 +339,11 @@ func (e *Engine) Started(key string) bool {
 // group (renew).
 func (e *Engine) SetGroup(spec GroupSpec) {
 	g := e.groupFor(spec.Key)
-	if g.removed && g.started && g.state.Phase().Terminal() {
+	switch {
+	case g.removed && g.started && g.state.Phase().Terminal():
 		g = e.renew(g)
+	case g.removed:
+		g.respecified = true // renewed once its cancel is carried out (advance)
 	}
 	e.countPriority(g.spec.Priority, -1)
 	e.countPriority(spec.Priority, 1)
@@ -355,12 +358,20 @@ func (e *Engine) SetGroup(spec GroupSpec) {
 // pods joined the cancelled group, and waited in it for as long as they existed (a
 // RayCluster deleted and created again, whose new pods came while the old ones were
 // being deleted). The members being evicted stay so in the new group, and are never
-// placed again.
-func (e *Engine) renew(old *group) *group {
-	e.drop(old)
-	g := e.groupFor(old.key)
-	g.members, g.requests, g.evicting = old.members, old.requests, old.evicting
-	g.membersGen = old.membersGen + 1
+// placed again. When the new object comes before the old group's cancel is carried
+// out, the cancel evicts only the pods that were members when the old object went
+// (removedMembers), and the group is renewed after it.
+//
+// The group keeps its record (the same *group), emptied: what the forecast kept of the
+// nodes points to the groups of their pods, and a pod's group changes only with the
+// pod's news to the engine (see membersOn).
+func (e *Engine) renew(g *group) *group {
+	e.drop(g)
+	*g = group{key: g.key, spec: g.spec, hasSpec: g.hasSpec, // the new object's spec, set since it came
+		members: g.members, requests: g.requests, evicting: g.evicting, membersGen: g.membersGen + 1,
+		pending: map[string]string{}, assumed: map[string]func(){}}
+	e.groups[g.key] = g
+	e.countPriority(g.spec.Priority, 1)
 	return g
 }
 
@@ -378,8 +389,11 @@ func (e *Engine) RemoveGroup(key string) {
 	if g := e.groups[key]; g != nil {
 		if !g.definedByPods() && g.evictedOwner != "" && g.spec.ObjectOwner == g.evictedOwner {
 			g.objectGone = true
-		} else {
-			g.removed = true
+		} else if !g.removed {
+			g.removed, g.removedMembers = true, make(map[string]bool, len(g.members))
+			for key := range g.members {
+				g.removedMembers[key] = true
+			}
 		}
 		e.dirty[key] = true
 	}

@@ -22,7 +22,8 @@ import (
 
 // FuzzEngine drives one engine through a cluster and a sequence of events that the fuzzer's
 // bytes choose (see fuzzWorld.run): nodes, groups of two sources, members added, made
-// Ready, failed, finished, deleted at once or after a grace period, nodes going NotReady
+// Ready, failed, finished, deleted at once or after a grace period, group objects deleted
+// and created again under the same name while their pods are there, nodes going NotReady
 // or away, other schedulers' pods, quota changes, binds that fail, evictions carried out
 // late, and the clock moving on. After every Step it checks what the engine asked for
 // against the world's own record of the cluster:
@@ -126,8 +127,19 @@ func (w *fuzzWorld) event(kind int) {
 	case 10:
 		if keys := sortedKeys(w.groups); len(keys) > 0 {
 			key := keys[w.next()%len(keys)]
+			spec := w.groups[key]
 			delete(w.groups, key)
 			w.e.RemoveGroup(key)
+			// Every other time, an object of the same name comes at once, while the old
+			// members are still there, before or after the engine's next Step.
+			if spec.Source != engine.Labels && w.next()%2 == 0 {
+				if w.next()%2 == 0 {
+					w.flush()
+					w.step()
+				}
+				w.groups[key] = spec
+				w.e.SetGroup(spec)
+			}
 		}
 	case 11:
 		w.otherPod()

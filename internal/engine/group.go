@@ -21,7 +21,11 @@ type group struct {
 	spec    GroupSpec
 	hasSpec bool
 	removed bool
-	members map[string]*corev1.Pod
+	// removedMembers are the members when the group's object (or last pod) went, and
+	// respecified says an object of the same name came since (see Engine.renew).
+	removedMembers map[string]bool
+	respecified    bool
+	members        map[string]*corev1.Pod
 	// requests are each member's resource requests, computed when the member is set.
 	requests map[string]cluster.Resources
 	// pending maps members whose bind was issued but not yet observed to their node.

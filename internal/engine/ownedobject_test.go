@@ -163,33 +163,53 @@ func TestGroupObjectNotOwnedByAnEvictedMember(t *testing.T) {
 // TestGroupObjectCreatedAgainIsANewGroup: an object deleted while its pods are still
 // being deleted, and created again with new pods (a RayCluster deleted and applied
 // again: its pods have new names), is a new group: the new pods are admitted at attempt
-// 1. (They used to join the cancelled group, and waited in it as long as they existed.)
+// 1, whether the new object comes after the engine cancelled the old group or before.
+// Only the old pods are evicted. (The new pods used to join the cancelled group, and
+// waited in it as long as they existed; or, when the object came back before the
+// cancel, were evicted with the old ones.)
 func TestGroupObjectCreatedAgainIsANewGroup(t *testing.T) {
-	const key = "Coscheduling/default/ray"
-	j := &podsJob{t: t, e: oneGPUEngine(4), now: sim.Epoch, pods: []string{"old-a", "old-b"},
-		spec: engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "ray", MinMember: 2}}
-	j.createPods()
-	j.e.SetGroup(j.spec)
-	j.step(0)
+	for _, tc := range []struct {
+		name string
+		// cancelFirst steps the engine between the deletion and the new object.
+		cancelFirst bool
+	}{{"after the cancel", true}, {"before the cancel", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const key = "Coscheduling/default/ray"
+			j := &podsJob{t: t, e: oneGPUEngine(4), now: sim.Epoch, pods: []string{"old-a", "old-b"},
+				spec: engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "ray", MinMember: 2}}
+			j.createPods()
+			j.e.SetGroup(j.spec)
+			j.step(0)
 
-	j.e.RemoveGroup(key)
-	j.now = j.now.Add(time.Second)
-	if out := j.e.Step(j.now); len(out.Evictions) != 2 { // the pods stay, being deleted
-		t.Fatalf("the object deleted: expected its 2 pods evicted, found %+v", out.Evictions)
-	}
-	// The old pods are still being deleted when the new object and pods come.
-	j.e.SetGroup(j.spec)
-	j.pods = []string{"new-a", "new-b"}
-	j.createPods()
-	out := j.step(time.Second)
-	var bound []string
-	for _, b := range out.Binds() {
-		bound = append(bound, b.Pod)
-	}
-	if want := []string{"default/new-a", "default/new-b"}; !slices.Equal(bound, want) {
-		t.Fatalf("the object created again: expected %v bound, found %v", want, bound)
-	}
-	if st := j.status("the object created again"); st.Attempt != 1 || st.Phase != lifecycle.Binding {
-		t.Fatalf("the object created again: expected a new group Binding at attempt 1, found %s at attempt %d", st.Phase, st.Attempt)
+			j.e.RemoveGroup(key)
+			var evicted []string
+			if tc.cancelFirst {
+				j.now = j.now.Add(time.Second)
+				for _, ev := range j.e.Step(j.now).Evictions { // the pods stay, being deleted
+					evicted = append(evicted, ev.Pod)
+				}
+			}
+			j.e.SetGroup(j.spec)
+			j.pods = []string{"new-a", "new-b"}
+			j.createPods()
+			j.now = j.now.Add(time.Second)
+			out := j.e.Step(j.now)
+			for _, ev := range out.Evictions {
+				evicted = append(evicted, ev.Pod)
+			}
+			if want := []string{"default/old-a", "default/old-b"}; !slices.Equal(evicted, want) {
+				t.Fatalf("expected the old pods evicted, and only them: %v, found %v", want, evicted)
+			}
+			var bound []string
+			for _, b := range out.Binds() {
+				bound = append(bound, b.Pod)
+			}
+			if want := []string{"default/new-a", "default/new-b"}; !slices.Equal(bound, want) {
+				t.Fatalf("the object created again: expected %v bound, found %v", want, bound)
+			}
+			if st := j.status("the object created again"); st.Attempt != 1 || st.Phase != lifecycle.Binding {
+				t.Fatalf("the object created again: expected a new group Binding at attempt 1, found %s at attempt %d", st.Phase, st.Attempt)
+			}
+		})
 	}
 }

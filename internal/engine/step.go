@@ -123,6 +123,12 @@ func (e *Engine) advance(g *group, now time.Time, out *Output) {
 	}
 	if g.removed && !g.state.Phase().Terminal() && !g.handedOff {
 		e.step(g, lifecycle.Cancel{}, now, out)
+		if g.respecified {
+			// An object of the same name came before the cancel: its group is a new one,
+			// with the pods that came since (see renew).
+			e.advance(e.renew(g), now, out)
+			return
+		}
 	}
 	if g.spec.OwnerFailed != "" && !g.state.Phase().Terminal() {
 		e.step(g, lifecycle.OwnerFailed{Message: g.spec.OwnerFailed}, now, out)
@@ -320,14 +326,15 @@ func (e *Engine) evictAll(g *group, a lifecycle.EvictAll, out *Output) {
 		g.evicting = map[string]bool{}
 	}
 	g.awaitsPods, g.handedOff = g.definedByPods() && a.Reason != lifecycle.ReasonCancelled, false
+	cancelled := a.Reason == lifecycle.ReasonCancelled
 	if owner := g.spec.ObjectOwner; owner != "" && a.Reason != lifecycle.ReasonCancelled && !g.definedByPods() &&
 		g.hasPod(owner) {
 		g.evictedOwner = owner
 	}
 	g.placed = nil // the attempt is over
 	for _, key := range g.memberKeys() {
-		if g.evicting[key] {
-			continue
+		if g.evicting[key] || cancelled && g.respecified && !g.removedMembers[key] {
+			continue // a pod that came after its object was deleted is the next object's
 		}
 		g.evicting[key] = true
 		out.Evictions = append(out.Evictions, Eviction{Group: g.key, Pod: key, Reason: a.Reason, Message: a.Message})
