@@ -340,7 +340,9 @@ func (e *Engine) Started(key string) bool {
 func (e *Engine) SetGroup(spec GroupSpec) {
 	g := e.groupFor(spec.Key)
 	switch {
-	case g.removed && g.started && g.state.Phase().Terminal():
+	case g.removed && !g.started:
+		g.removed, g.removedMembers = false, nil // the old object's group never started: nothing to end
+	case g.removed && g.state.Phase().Terminal():
 		g = e.renew(g)
 	case g.removed:
 		g.respecified = true // renewed once its cancel is carried out (advance)

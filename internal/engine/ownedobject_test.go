@@ -213,3 +213,26 @@ func TestGroupObjectCreatedAgainIsANewGroup(t *testing.T) {
 		})
 	}
 }
+
+// TestInvalidGroupObjectCreatedAgainIsAdmitted: an object whose group never started (its
+// minMember was invalid) deleted and created again, fixed, while its pods stay, is
+// admitted.
+func TestInvalidGroupObjectCreatedAgainIsAdmitted(t *testing.T) {
+	const key = "Coscheduling/default/fixed"
+	j := &podsJob{t: t, e: oneGPUEngine(2), now: sim.Epoch, pods: []string{"fixed-0", "fixed-1"},
+		spec: engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "fixed", MinMember: 3}}
+	j.createPods()
+	j.spec.Invalid = []string{"spec.minMember: 3: more than the 2 member pods"}
+	j.e.SetGroup(j.spec)
+	if out := j.step(0); len(out.Binds()) != 0 {
+		t.Fatalf("an invalid group: expected no binds, found %+v", out.Binds())
+	}
+	j.e.RemoveGroup(key)
+	j.step(time.Second)
+	j.spec.MinMember, j.spec.Invalid = 2, nil
+	j.e.SetGroup(j.spec)
+	if out := j.step(time.Second); len(out.Binds()) != 2 {
+		st, _ := j.e.Group(key)
+		t.Fatalf("the object created again, fixed: expected 2 binds, found %+v (group %s: %q)", out.Binds(), st.Phase, st.Invalid)
+	}
+}
