@@ -343,7 +343,7 @@ func (e *Engine) SetGroup(spec GroupSpec) {
 	case g.removed && !g.started:
 		g.removed, g.removedMembers = false, nil // the old object's group never started: nothing to end
 	case g.removed && g.state.Phase().Terminal():
-		g = e.renew(g)
+		e.renew(g)
 	case g.removed:
 		g.respecified = true // renewed once its cancel is carried out (advance)
 	}
@@ -364,17 +364,14 @@ func (e *Engine) SetGroup(spec GroupSpec) {
 // out, the cancel evicts only the pods that were members when the old object went
 // (removedMembers), and the group is renewed after it.
 //
-// The group keeps its record (the same *group), emptied: what the forecast kept of the
-// nodes points to the groups of their pods, and a pod's group changes only with the
-// pod's news to the engine (see membersOn).
-func (e *Engine) renew(g *group) *group {
-	e.drop(g)
+// The group keeps its record (the same *group), emptied, and its place in the engine:
+// what the forecast kept of the nodes points to the groups of their pods, and a pod's
+// group changes only with the pod's news to the engine (see membersOn).
+func (e *Engine) renew(g *group) {
+	e.release(g)
 	*g = group{key: g.key, spec: g.spec, hasSpec: g.hasSpec, // the new object's spec, set since it came
 		members: g.members, requests: g.requests, evicting: g.evicting, membersGen: g.membersGen + 1,
 		pending: map[string]string{}, assumed: map[string]func(){}}
-	e.groups[g.key] = g
-	e.countPriority(g.spec.Priority, 1)
-	return g
 }
 
 // RemoveGroup reports that a group's object (or, for Labels and Single groups, its last

@@ -126,7 +126,8 @@ func (e *Engine) advance(g *group, now time.Time, out *Output) {
 		if g.respecified {
 			// An object of the same name came before the cancel: its group is a new one,
 			// with the pods that came since (see renew).
-			e.advance(e.renew(g), now, out)
+			e.renew(g)
+			e.advance(g, now, out)
 			return
 		}
 	}
@@ -234,15 +235,21 @@ func (e *Engine) unqueue(g *group) {
 
 // drop removes a group from the engine and its queue.
 func (e *Engine) drop(g *group) {
+	e.release(g)
+	delete(e.groups, g.key)
+	e.countPriority(g.spec.Priority, -1)
+	e.dropped = append(e.dropped, g.key)
+}
+
+// release takes g out of the admission queue, its charge off its queue, and undoes
+// what the snapshot assumed of its claims.
+func (e *Engine) release(g *group) {
 	for key := range g.assumed {
 		g.unassume(key)
 		e.snapVersion++
 	}
 	e.unqueue(g)
 	e.queue.Release(g.key)
-	delete(e.groups, g.key)
-	e.countPriority(g.spec.Priority, -1)
-	e.dropped = append(e.dropped, g.key)
 }
 
 func seedOf(key string) uint64 {
