@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/go-logr/logr"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -141,11 +142,11 @@ func NewManager(opts Options) (manager.Manager, error) {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
-	kube, err := kubernetes.NewForConfig(builtinConfig(opts.Config))
+	kube, err := kubernetes.NewForConfig(builtinConfig(requestConfig(opts.Config)))
 	if err != nil {
 		return nil, fmt.Errorf("creating a clientset: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(opts.Config)
+	dyn, err := dynamic.NewForConfig(requestConfig(opts.Config))
 	if err != nil {
 		return nil, fmt.Errorf("creating a dynamic client: %w", err)
 	}
@@ -185,6 +186,22 @@ func NewManager(opts Options) (manager.Manager, error) {
 // builtinConfig returns cfg for a client of built-in types only: protobuf, as
 // kube-scheduler's --kube-api-content-type defaults to, unless cfg names a content
 // type.
+// requestTimeout bounds each request muster sends through its clientset and dynamic
+// client, which never watch (the manager's cache watches, on a config of its own): the
+// scheduling loop sends some requests itself (a group's evictions, a Job's suspension,
+// the release of its claims), and one that the API server or the network holds must not
+// hold up the queue for longer. A kubeconfig's own timeout is kept.
+const requestTimeout = 30 * time.Second
+
+// requestConfig returns cfg with requestTimeout, unless it sets a timeout of its own.
+func requestConfig(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	if out.Timeout == 0 {
+		out.Timeout = requestTimeout
+	}
+	return out
+}
+
 func builtinConfig(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	if out.ContentType == "" {

@@ -187,7 +187,7 @@ func (m *mirror) applyPod(ctx context.Context, key string) {
 	m.pods[key], m.memberOf[key] = p, gk
 	m.declare(key, source.GroupOf(p).Key())
 	if m.isOurs(p) {
-		m.notes.sayAmbiguous(ctx, p)
+		m.notes.sayAmbiguous(p)
 		m.eng.SetPod(p, gk)
 		if p.Status.Phase == corev1.PodFailed {
 			m.owners.memberFailed(gk, p)

@@ -130,14 +130,21 @@ type podScheduled struct {
 	// wanted holds, per group and pod key, the condition to write on the pod that it
 	// was not seen with yet: queued, being written, or written and not yet seen.
 	wanted map[string]map[string]*wantedCond
+	// notes holds, per pod key, the condition podNotes has to say on a pod whose group
+	// the engine does not know: queued or being written.
+	notes map[string]*wantedCond
 
 	// decided holds, per waiting group, the condition decided for its members and
 	// when; owned by the loop.
 	decided map[string]decidedCond
 }
 
-// podWrite names one pod's queued write: its group and its key.
-type podWrite struct{ group, pod string }
+// podWrite names one pod's queued write: its group, its key, and whether it is a
+// note (see note).
+type podWrite struct {
+	group, pod string
+	note       bool
+}
 
 // wantedCond is the condition to write on one pod; sent is set once the writer took
 // it, with the resourceVersion it wrote against in from.
@@ -158,7 +165,8 @@ func newPodScheduled(k *kit, eng *engine.Engine, m *mirror) *podScheduled {
 		kit: k, eng: eng, mirror: m,
 		writes: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[podWrite]{Name: "podscheduled"}),
 		budget: flowcontrol.NewTokenBucketRateLimiter(podScheduledQPS, podScheduledBurst),
-		wanted: map[string]map[string]*wantedCond{}, decided: map[string]decidedCond{},
+		wanted: map[string]map[string]*wantedCond{}, notes: map[string]*wantedCond{},
+		decided: map[string]decidedCond{},
 	}
 }
 
@@ -217,11 +225,17 @@ func (w *podScheduled) syncGroup(key string) {
 	} else {
 		cond = w.decide(key, cond)
 	}
+	// The engine knows the pods of a group whose object it has not seen, and says
+	// nothing of it (its phase is "" and it is valid): a note on them stays.
+	known := st.Phase != "" || st.Invalid != ""
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	kept := map[string]*wantedCond{}
 	for _, p := range pods {
 		pk := podKey(p)
+		if known {
+			delete(w.notes, pk) // its word on the group replaces the note
+		}
 		if mode == leaveAlone || carries(p, cond) || (mode == correctStale && !saysUnschedulable(p)) {
 			continue
 		}
@@ -278,6 +292,30 @@ func (w *podScheduled) want(key, pk string, p *corev1.Pod, cond podCond) *wanted
 	return wc
 }
 
+// note queues the write of cond on p, a member of group key that the engine does not
+// know (its object is missing, or no object can have its name): podNotes says why on
+// the pod through this writer, off the loop, against the pod's resourceVersion like any
+// other write. Once the engine has the group's object, its condition replaces the note
+// (syncGroup). A note is kept until it is written, or dropped.
+func (w *podScheduled) note(key string, p *corev1.Pod, cond podCond) {
+	pk := podKey(p)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if old := w.notes[pk]; old != nil && !old.sent {
+		w.metrics.PodScheduledDropped.WithLabelValues("superseded").Inc()
+	}
+	w.notes[pk] = &wantedCond{cond: cond}
+	w.writes.Add(podWrite{group: key, pod: pk, note: true})
+}
+
+// entry returns the write wanted for item, or nil; w.mu is held.
+func (w *podScheduled) entry(item podWrite) *wantedCond {
+	if item.note {
+		return w.notes[item.pod]
+	}
+	return w.wanted[item.group][item.pod]
+}
+
 // run writes the queued conditions until ctx is done.
 func (w *podScheduled) run(ctx context.Context) {
 	go func() {
@@ -307,11 +345,12 @@ func (w *podScheduled) writeNext(ctx context.Context) bool {
 		}
 	}
 	result := w.write(ctx, item, wc)
-	switch result {
-	case "written":
-	case "conflict":
+	switch {
+	case result == "conflict":
 		w.again(item, wc)
-	default:
+	case result != "written" || item.note:
+		// A group's condition written stays wanted until the informer shows it
+		// (want); a note is said once (podNotes) and has nothing to wait for.
 		w.done(item, wc)
 	}
 	if result != dropped {
@@ -324,7 +363,7 @@ func (w *podScheduled) writeNext(ctx context.Context) bool {
 func (w *podScheduled) take(item podWrite) *wantedCond {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	wc := w.wanted[item.group][item.pod]
+	wc := w.entry(item)
 	if wc == nil || wc.sent {
 		return nil
 	}
@@ -337,7 +376,11 @@ func (w *podScheduled) take(item podWrite) *wantedCond {
 func (w *podScheduled) done(item podWrite, wc *wantedCond) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.wanted[item.group][item.pod] == wc {
+	switch {
+	case w.entry(item) != wc:
+	case item.note:
+		delete(w.notes, item.pod)
+	default:
 		delete(w.wanted[item.group], item.pod)
 	}
 }
@@ -356,7 +399,7 @@ const conflictRetry = time.Second
 func (w *podScheduled) again(item podWrite, wc *wantedCond) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.wanted[item.group][item.pod] == wc {
+	if w.entry(item) == wc {
 		wc.sent, wc.from = false, ""
 		w.writes.AddAfter(item, conflictRetry)
 	}
@@ -366,7 +409,7 @@ func (w *podScheduled) again(item podWrite, wc *wantedCond) {
 func (w *podScheduled) current(item podWrite, wc *wantedCond, from string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.wanted[item.group][item.pod] != wc {
+	if w.entry(item) != wc {
 		return false
 	}
 	wc.from = from

@@ -19,6 +19,7 @@ import (
 	"github.com/muster-sched/muster/internal/placement"
 	"github.com/muster-sched/muster/internal/queue"
 	"github.com/muster-sched/muster/internal/sim"
+	"github.com/muster-sched/muster/internal/source"
 )
 
 // TestPodScheduledFor: only a group that does not fit the nodes makes its pending
@@ -280,5 +281,42 @@ func TestWantSupersedes(t *testing.T) {
 	f.w.writes.Done(item)
 	if n := f.w.writes.Len(); n != 1 {
 		t.Errorf("expected the newer condition queued after the replaced one, found %d queued", n)
+	}
+}
+
+// TestNoteGivesWayToTheEngine: a note (GroupNotFound on a pod whose PodGroup muster has
+// not seen) is queued for the writer, not written by the caller; it stays while the
+// engine knows the pod's group only by its pods, and gives way to the engine's condition
+// once the engine has the group's object.
+func TestNoteGivesWayToTheEngine(t *testing.T) {
+	f := newPodSchedFixture(t)
+	notFound := podCond{source.ReasonGroupNotFound, "PodGroup default/g does not exist"}
+	// The pods of a group whose object is not seen: the engine has them, and no phase.
+	const unseen = "Coscheduling/default/unseen"
+	p := gt.Pod("u-0").GPU(1).Obj()
+	p.Spec.SchedulerName, p.Status.Phase, p.ResourceVersion = f.w.cfg.SchedulerName, corev1.PodPending, "1"
+	f.eng.SetPod(p, unseen)
+	f.w.mirror.members[unseen] = map[string]*corev1.Pod{podKey(p): p}
+	f.w.note(unseen, p, notFound)
+	f.w.sync(nil, []string{unseen})
+	if got := f.send(t, "1"); !cmp.Equal(got, map[string]podCond{"default/u-0": notFound}) {
+		t.Errorf("a note on a pod of a group the engine has no object of: expected it sent, found %+v", got)
+	}
+
+	// A note queued for a member of a group whose object the engine has: the engine's
+	// condition replaces it.
+	f.w.note(f.key, f.pods[0], notFound)
+	out := f.eng.Step(sim.Epoch)
+	f.w.sync(out.Events, nil)
+	var sent []string
+	for f.w.writes.Len() > 0 {
+		item, _ := f.w.writes.Get()
+		if wc := f.w.take(item); wc != nil && f.w.current(item, wc, "1") {
+			sent = append(sent, item.pod+" "+wc.cond.Reason)
+		}
+		f.w.writes.Done(item)
+	}
+	if want := []string{"default/g-0 Unschedulable", "default/g-1 Unschedulable"}; !cmp.Equal(sent, want) {
+		t.Errorf("once the engine has the group's object: expected the writes %q, found %q", want, sent)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
@@ -236,5 +237,16 @@ func TestPlanWithAnUnknownStepIsNotStarted(t *testing.T) {
 	failed := b.execute(context.Background(), job)
 	if d := cmp.Diff([]string{"ns/w-0"}, failed); d != "" {
 		t.Errorf("failed steps (-want +got):\n%s", d)
+	}
+}
+
+// TestRequestConfigBoundsRequests: muster's clientset and dynamic client bound each
+// request by requestTimeout, and keep a timeout the kubeconfig sets.
+func TestRequestConfigBoundsRequests(t *testing.T) {
+	if got := requestConfig(&rest.Config{Host: "https://api"}).Timeout; got != requestTimeout {
+		t.Errorf("a config without a timeout: expected %s, found %s", requestTimeout, got)
+	}
+	if got := requestConfig(&rest.Config{Host: "https://api", Timeout: 5 * time.Second}).Timeout; got != 5*time.Second {
+		t.Errorf("a config with a timeout of 5s: expected it kept, found %s", got)
 	}
 }

@@ -75,6 +75,7 @@ func (s *scheduler) wire(sig signer, mapper meta.RESTMapper, queueStatus client.
 	s.suspender = newSuspender(s.kit, s.eng, s.mirror, s.owners)
 	s.binder = newBinder(s.kit, sig, func() { s.changes.mark(func() {}) })
 	s.podsched = newPodScheduled(s.kit, s.eng, s.mirror)
+	s.mirror.notes.conds = s.podsched
 	s.mirror.hooks = podHooks{
 		leaving:    s.suspender.isLeaving,
 		gone:       s.suspender.gone,

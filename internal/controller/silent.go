@@ -1,13 +1,7 @@
 package controller
 
 import (
-	"context"
-	"encoding/json"
-
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/source"
@@ -21,9 +15,11 @@ import (
 // AmbiguousGroup Event. Each is said once per pod and reason.
 
 // podNotes says on a pod why muster cannot schedule it, once per pod and reason. It is
-// the mirror's, on the loop's goroutine.
+// the mirror's, on the loop's goroutine; the PodScheduled writes go through conds, off
+// the loop (a write the API server holds must not hold up the queue).
 type podNotes struct {
 	*kit
+	conds *podScheduled
 	// apis holds the group APIs the cluster serves.
 	apis map[engine.Source]bool
 	// said holds, per pod key, the reason and message last given.
@@ -33,9 +29,9 @@ type podNotes struct {
 // forget drops what was said to a pod that is gone.
 func (n *podNotes) forget(key string) { delete(n.said, key) }
 
-// sayMissing tells each of pods, muster's members of group ref, that ref's object does
-// not exist or cannot.
-func (n *podNotes) sayMissing(ctx context.Context, ref source.Ref, pods []*corev1.Pod) {
+// sayMissing tells each of pods, muster's members of group key (ref), that ref's object
+// does not exist or cannot.
+func (n *podNotes) sayMissing(key string, ref source.Ref, pods []*corev1.Pod) {
 	reason, msg := source.ReasonInvalidGroupName, source.InvalidName(ref)
 	if msg == "" {
 		api := source.APIOf(ref.Source)
@@ -46,39 +42,29 @@ func (n *podNotes) sayMissing(ctx context.Context, ref source.Ref, pods []*corev
 	}
 	for _, p := range pods {
 		if p.Spec.NodeName == "" {
-			n.say(ctx, p, reason, msg, true)
+			n.say(key, p, reason, msg, true)
 		}
 	}
 }
 
 // sayAmbiguous records an AmbiguousGroup Event on p if it names groups of two APIs.
-func (n *podNotes) sayAmbiguous(ctx context.Context, p *corev1.Pod) {
+func (n *podNotes) sayAmbiguous(p *corev1.Pod) {
 	if msg := source.Ambiguous(p); msg != "" {
-		n.say(ctx, p, source.ReasonAmbiguousGroup, msg, false)
+		n.say("", p, source.ReasonAmbiguousGroup, msg, false)
 	}
 }
 
-// say records an Event of reason on p and, when unscheduled is set, gives it
-// PodScheduled=False with that reason, once per pod and message.
-func (n *podNotes) say(ctx context.Context, p *corev1.Pod, reason, msg string, unscheduled bool) {
-	key := podKey(p)
-	if n.said[key] == reason+"\x00"+msg {
+// say records an Event of reason on p and, when unscheduled is set, has the writer give
+// it PodScheduled=False with that reason, as a member of group key; once per pod and
+// message.
+func (n *podNotes) say(key string, p *corev1.Pod, reason, msg string, unscheduled bool) {
+	pk := podKey(p)
+	if n.said[pk] == reason+"\x00"+msg {
 		return
 	}
-	n.said[key] = reason + "\x00" + msg
+	n.said[pk] = reason + "\x00" + msg
 	n.event(p, corev1.EventTypeWarning, reason, msg)
-	if !unscheduled {
-		return
-	}
-	patch := map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{
-		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason,
-		Message: msg, LastTransitionTime: metav1.NewTime(n.clock.Now()),
-	}}}}
-	data, err := json.Marshal(patch)
-	if err == nil {
-		_, err = n.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
-	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		n.log.Error(err, "writing why a pod is not scheduled", "pod", key, "reason", reason)
+	if unscheduled {
+		n.conds.note(key, p, podCond{reason, msg})
 	}
 }

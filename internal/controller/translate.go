@@ -77,7 +77,7 @@ func (t *translator) specOf(key string, ref source.Ref, pods []*corev1.Pod) (eng
 		return t.singleSpec(ours[0]), true
 	}
 	// Members name a group object not seen yet: they wait for it, and are told.
-	t.mirror.notes.sayMissing(context.Background(), ref, ours)
+	t.mirror.notes.sayMissing(key, ref, ours)
 	return engine.GroupSpec{}, false
 }
 

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -167,20 +169,36 @@ func TestPendingMembersCarryPodScheduled(t *testing.T) {
 	}
 }
 
-// heldPatch holds the first PATCH of one pod's status until release is closed, and
-// records the API server's answer to it.
+// heldPatch holds the first PATCH of one pod's status that sets a condition with reason
+// until release is closed, and records the API server's answer to it.
 type heldPatch struct {
-	path    string
-	held    chan struct{}
-	release chan struct{}
-	once    sync.Once
-	answer  chan int
+	path, reason string
+	held         chan struct{}
+	release      chan struct{}
+	once         sync.Once
+	answer       chan int
+}
+
+// newHeldPatch returns a heldPatch of the first write of reason on pod ns/name.
+func newHeldPatch(ns, name, reason string) *heldPatch {
+	return &heldPatch{
+		path: "/api/v1/namespaces/" + ns + "/pods/" + name + "/status", reason: reason,
+		held: make(chan struct{}), release: make(chan struct{}), answer: make(chan int, 1),
+	}
 }
 
 func (h *heldPatch) hook(w http.ResponseWriter, r *http.Request, forward http.Handler) {
 	first := false
 	if r.Method == http.MethodPatch && r.URL.Path == h.path {
-		h.once.Do(func() { first = true })
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"reason":"`+h.reason+`"`)) {
+			h.once.Do(func() { first = true })
+		}
 	}
 	if !first {
 		forward.ServeHTTP(w, r)
@@ -227,13 +245,12 @@ func TestPodScheduledNeverUndoesABind(t *testing.T) {
 	}
 	c := newClient(t, env.Config)
 	proxy := env.StartProxy(t)
-	h := &heldPatch{
-		path: "/api/v1/namespaces/" + ns + "/pods/late-master-0/status",
-		held: make(chan struct{}), release: make(chan struct{}), answer: make(chan int, 1),
-	}
+	// The write held is the engine's Unschedulable. (When late's pods reach muster before
+	// their PodGroup does, late-master-0 is first told GroupNotFound: that write passes.)
+	h := newHeldPatch(ns, "late-master-0", corev1.PodReasonUnschedulable)
 	proxy.SetHook(h.hook)
 	startMuster(t, env, musterOptions{proxy: proxy, clock: true})
-	logOnFailure(t, env, c, ns, "holder", "late") // it failed once in CI, late never bound
+	logOnFailure(t, env, c, ns, "holder", "late")
 	twoGPUs := func(name string) map[string]int64 {
 		return map[string]int64{name + "-master-0": 2, name + "-worker-0": 2}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,5 +95,39 @@ func waitPodEvent(t *testing.T, env *sandboxtest.Env, ns, name, reason string) {
 			}
 		}
 		return false, nil
+	})
+}
+
+// TestHeldNoteDoesNotHoldTheQueue: muster's write of GroupNotFound on a pod whose
+// PodGroup does not exist, held by the API server, holds up nothing else: a pod of
+// another group is bound meanwhile. Once the API server answers, the pod says
+// GroupNotFound (written again if the held write met a pod changed since). (That write was made on muster's loop: when a job's pods reached muster
+// before its PodGroup, a held write stopped all scheduling.)
+func TestHeldNoteDoesNotHoldTheQueue(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "heldnote", Count: 1, CPU: "16", Memory: "64Gi"})
+	proxy := env.StartProxy(t)
+	h := newHeldPatch(ns, "missing", source.ReasonGroupNotFound)
+	proxy.SetHook(h.hook)
+	startMuster(t, env, musterOptions{proxy: proxy})
+	missing := sandboxtest.Pod(ns, "missing").SchedulerName("muster").Obj()
+	missing.Labels = map[string]string{musterv1alpha1.CoschedulingPodGroupLabel: "no-such-group"}
+	missing = env.CreatePod(t, missing)
+	select {
+	case <-h.held:
+	case <-time.After(sandboxtest.WaitTimeout):
+		t.Fatal("muster wrote no GroupNotFound on pod missing")
+	}
+	other := env.CreatePod(t, sandboxtest.Pod(ns, "other").SchedulerName("muster").Obj())
+	bound := env.WaitForPod(t, other, "bound while the write on pod missing is held", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" })
+	t.Logf("pod other bound to %s while muster's write on pod missing was held", bound.Spec.NodeName)
+	close(h.release)
+	// The held write names the resourceVersion muster read the pod at; if the pod changed
+	// since (muster records the group's state on it), it is refused and written again.
+	t.Logf("the held write, released: %d", <-h.answer)
+	env.WaitForPod(t, missing, "PodScheduled=False, GroupNotFound", func(p *corev1.Pod) bool {
+		ps := podScheduled(p)
+		return ps.Status == corev1.ConditionFalse && ps.Reason == source.ReasonGroupNotFound
 	})
 }
