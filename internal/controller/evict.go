@@ -6,11 +6,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/engine"
@@ -39,42 +41,134 @@ type recreation struct {
 
 // evictor deletes the members the engine evicts, with an Event and the DisruptionTarget
 // condition saying why. A pod that no controller owns is recorded first, in a signed
-// ConfigMap of muster's namespace, and created again once it is gone. It runs on the
-// loop's goroutine and owns the records of the pods it will create again.
+// ConfigMap of muster's namespace, and created again once it is gone. The loop decides
+// each eviction (evict) and evictWorkers send them, off the loop: a deletion that the
+// API server holds (a slow admission webhook on pods) holds up neither the queue nor
+// the group's other evictions.
 type evictor struct {
 	*kit
 	eng    *engine.Engine
 	mirror *mirror
 	signer signer
+	work   workqueue.TypedInterface[string]
+
+	mu sync.Mutex
+	// pending holds, by pod key, the evictions decided and not yet taken by a worker.
+	pending map[string]podEviction
 	// recreate holds the recorded pods to create again once their old pod is gone.
 	recreate map[string]*recreation
 }
 
-func newEvictor(k *kit, eng *engine.Engine, m *mirror) *evictor {
-	return &evictor{kit: k, eng: eng, mirror: m, recreate: map[string]*recreation{}}
+// podEviction is one pod to evict, as the loop decided it.
+type podEviction struct {
+	pod *corev1.Pod
+	ev  engine.Eviction
+	// recordFirst says the pod is to be recorded, with the group's lifecycle record
+	// groupRecord, before it is deleted.
+	recordFirst bool
+	groupRecord string
 }
 
-// evict deletes a member pod, with an Event saying why. A pod that no controller owns
-// is recorded first and created again once it is gone.
-func (v *evictor) evict(ctx context.Context, ev engine.Eviction) {
-	if p := v.mirror.pod(ev.Pod); p != nil {
-		v.evictPod(ctx, p, ev)
+// evictWorkers is how many evictions are sent at once.
+const evictWorkers = 8
+
+func newEvictor(k *kit, eng *engine.Engine, m *mirror) *evictor {
+	return &evictor{
+		kit: k, eng: eng, mirror: m,
+		work:    workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "evictions"}),
+		pending: map[string]podEviction{}, recreate: map[string]*recreation{},
 	}
 }
 
-// evictPod deletes p, recording it first when no controller owns it. Members of a
-// cancelled group are not recreated: cancellation releases everything.
-func (v *evictor) evictPod(ctx context.Context, p *corev1.Pod, ev engine.Eviction) {
-	if p.DeletionTimestamp != nil {
+// evict queues the deletion of a member pod, with an Event saying why. A pod that no
+// controller owns is recorded first and created again once it is gone.
+func (v *evictor) evict(ev engine.Eviction) {
+	p := v.mirror.pod(ev.Pod)
+	if p == nil {
 		return
 	}
-	if metav1.GetControllerOf(p) == nil && v.recreate[ev.Pod] == nil && ev.Reason != lifecycle.ReasonCancelled {
-		r, err := v.record(ctx, p, v.lifecycleRecord(ev.Group))
+	if pe, ok := v.decide(p, ev); ok {
+		v.mu.Lock()
+		v.pending[ev.Pod] = pe
+		v.mu.Unlock()
+		v.work.Add(ev.Pod)
+	}
+}
+
+// run sends the queued evictions until ctx is done.
+func (v *evictor) run(ctx context.Context) {
+	go func() {
+		<-ctx.Done()
+		v.work.ShutDown()
+	}()
+	var wg sync.WaitGroup
+	for range evictWorkers {
+		wg.Go(func() {
+			for v.evictNext(ctx) {
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// evictNext sends the next queued eviction; false once the queue is shut down.
+func (v *evictor) evictNext(ctx context.Context) bool {
+	key, quit := v.work.Get()
+	if quit {
+		return false
+	}
+	defer v.work.Done(key)
+	v.mu.Lock()
+	pe, ok := v.pending[key]
+	delete(v.pending, key)
+	v.mu.Unlock()
+	if ok {
+		v.send(ctx, pe)
+	}
+	return true
+}
+
+// evictPod deletes p at once, on the caller's goroutine (the recovery before the loop
+// starts), recording it first when no controller owns it.
+func (v *evictor) evictPod(ctx context.Context, p *corev1.Pod, ev engine.Eviction) {
+	if pe, ok := v.decide(p, ev); ok {
+		v.send(ctx, pe)
+	}
+}
+
+// decide returns the eviction of p, on the loop's goroutine (it reads the engine and
+// the mirror), or false when p is being deleted already. Members of a cancelled group
+// are not recreated: cancellation releases everything.
+func (v *evictor) decide(p *corev1.Pod, ev engine.Eviction) (podEviction, bool) {
+	if p.DeletionTimestamp != nil {
+		return podEviction{}, false
+	}
+	pe := podEviction{pod: p, ev: ev}
+	if metav1.GetControllerOf(p) == nil && v.recorded(ev.Pod) == nil && ev.Reason != lifecycle.ReasonCancelled {
+		pe.recordFirst, pe.groupRecord = true, v.lifecycleRecord(ev.Group)
+	}
+	return pe, true
+}
+
+// recorded returns the record of the pod with key, or nil.
+func (v *evictor) recorded(key string) *recreation {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.recreate[key]
+}
+
+// send records the pod if it is to be, then says why and deletes it.
+func (v *evictor) send(ctx context.Context, pe podEviction) {
+	p, ev := pe.pod, pe.ev
+	if pe.recordFirst {
+		r, err := v.record(ctx, p, pe.groupRecord)
 		if err != nil {
 			v.log.Error(err, "recording a pod before evicting it; it is not evicted", "pod", ev.Pod)
 			return
 		}
+		v.mu.Lock()
 		v.recreate[ev.Pod] = r
+		v.mu.Unlock()
 	}
 	v.event(p, corev1.EventTypeWarning, ev.Reason, ev.Message)
 	if ev.Reason != lifecycle.ReasonCancelled {
@@ -185,7 +279,7 @@ func (v *evictor) record(ctx context.Context, p *corev1.Pod, groupRecord string)
 // is nil), and forgets the record once a pod of that name exists that is not the old
 // one.
 func (v *evictor) recreateIfRecorded(ctx context.Context, key string, current *corev1.Pod) {
-	r := v.recreate[key]
+	r := v.recorded(key)
 	if r == nil || (current != nil && current.UID == r.uid) {
 		return
 	}
@@ -199,7 +293,9 @@ func (v *evictor) recreateIfRecorded(ctx context.Context, key string, current *c
 			v.log.Error(err, "recreating an evicted pod that has no controller; dropping its record", "pod", key)
 		}
 	}
+	v.mu.Lock()
 	delete(v.recreate, key)
+	v.mu.Unlock()
 	err := v.kube.CoreV1().ConfigMaps(v.cfg.Namespace).Delete(ctx, r.configMap, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		v.log.Error(err, "deleting the record of a recreated pod", "configMap", v.cfg.Namespace+"/"+r.configMap)
@@ -223,12 +319,15 @@ func (v *evictor) loadRecords(ctx context.Context) error {
 			continue
 		}
 		key := podKey(p)
-		v.recreate[key] = &recreation{uid: types.UID(cm.Data[recordUIDKey]), pod: p, configMap: cm.Name}
+		r := &recreation{uid: types.UID(cm.Data[recordUIDKey]), pod: p, configMap: cm.Name}
+		v.mu.Lock()
+		v.recreate[key] = r
+		v.mu.Unlock()
 		current := &corev1.Pod{}
 		if err := v.cache.Get(ctx, splitKey(key), current); err != nil {
 			current = nil
 		}
-		if current != nil && current.UID == v.recreate[key].uid {
+		if current != nil && current.UID == r.uid {
 			uid := current.UID
 			_ = v.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 			continue

@@ -22,8 +22,10 @@ import (
 // group objects, the owners the workload controllers, the queue book the Queues, the
 // reporter what it wrote, the evictor and the suspender what they will create or resume
 // again, the binder nothing but its jobs, podsched the PodScheduled conditions it
-// will write. All but the binder, the status writer, the owner readers and
-// podsched's writer run on the loop's goroutine.
+// will write. All but the binder, the status writer, the owner readers, podsched's
+// writer and the evictor's workers run on the loop's goroutine: the loop decides, and
+// sends no request of its own but a Job's suspension or resumption, a claim's release,
+// a Queue's status and the creation of a recorded pod again.
 type scheduler struct {
 	*kit
 	mgr manager.Manager
@@ -106,7 +108,7 @@ func (s *scheduler) Start(ctx context.Context) error {
 	if err := s.suspender.findSuspended(ctx); err != nil {
 		return err
 	}
-	runs := []func(context.Context){s.reporter.writer.run, s.binder.run, s.owners.run, s.podsched.run}
+	runs := []func(context.Context){s.reporter.writer.run, s.binder.run, s.owners.run, s.podsched.run, s.evictor.run}
 	done := make(chan struct{}, len(runs))
 	for _, run := range runs {
 		go func() {
@@ -233,7 +235,7 @@ func (s *scheduler) carryOut(ctx context.Context, out engine.Output) {
 	}
 	s.evictGroups(ctx, out.Evictions)
 	s.kit.releaseGroupClaims(ctx, out.ClaimReleases)
-	s.evictor.replaceFailed(ctx)
+	s.evictor.replaceFailed()
 	for _, plan := range out.Plans {
 		s.binder.submit(ctx, newBindJob(plan, s.mirror.pod))
 	}
@@ -262,7 +264,7 @@ func (s *scheduler) evictGroups(ctx context.Context, evictions []engine.Eviction
 			s.log.Error(err, "suspending a Job to evict its group; deleting its pods instead", "group", gk, "job", job)
 		}
 		for _, ev := range evs {
-			s.evictor.evict(ctx, ev)
+			s.evictor.evict(ev)
 		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 var notPerGroup = map[string]string{
 	"mirror.pods": "pod keys", "mirror.memberOf": "pod keys", "mirror.failed": "pod keys",
 	"mirror.declaredBy": "pod keys", "mirror.declared": "emptied as its pods go (declare)",
-	"evictor.recreate": "pod keys", "podScheduled.notes": "pod keys, each dropped once written",
+	"evictor.recreate": "pod keys", "evictor.pending": "pod keys, each dropped once sent", "podScheduled.notes": "pod keys, each dropped once written",
 	"queueBook.written": "Queue names", "queueBook.namespaces": "Queue names", "queueBook.errors": "Queue names",
 }
 

@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -122,4 +125,53 @@ func TestGroupCreatedAgainWhileItsPodsAreDeleted(t *testing.T) {
 			t.Errorf("old pod %s: expected it still being deleted, found it not", name)
 		}
 	}
+}
+
+// TestHeldEvictionDoesNotHoldTheQueue: muster's deletion of a cancelled group's pod,
+// held by the API server (as a slow admission webhook on pods would), holds up nothing
+// else: a pod of another group is bound meanwhile, and the held deletion goes through
+// once the API server answers. (Evictions were sent on muster's loop, which waited.)
+func TestHeldEvictionDoesNotHoldTheQueue(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "heldevict", Count: 1, CPU: "16", Memory: "64Gi"})
+	c := newClient(t, env.Config)
+	ctx := context.Background()
+	proxy := env.StartProxy(t)
+	startMuster(t, env, musterOptions{proxy: proxy})
+	pg := &spv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gone"}, Spec: spv1alpha1.PodGroupSpec{MinMember: 1}}
+	if err := c.Create(ctx, pg); err != nil {
+		t.Fatalf("creating PodGroup gone: %v", err)
+	}
+	p := sandboxtest.Pod(ns, "gone-0").SchedulerName("muster").Obj()
+	p.Labels = map[string]string{musterv1alpha1.CoschedulingPodGroupLabel: "gone"}
+	p = env.CreatePod(t, p)
+	env.WaitForPod(t, p, "bound", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" })
+
+	h := newHeldRequest(http.MethodDelete, "/api/v1/namespaces/"+ns+"/pods/gone-0", "")
+	proxy.SetHook(h.hook)
+	if err := c.Delete(ctx, pg); err != nil {
+		t.Fatalf("deleting PodGroup gone: %v", err)
+	}
+	select {
+	case <-h.held:
+	case <-time.After(sandboxtest.WaitTimeout):
+		t.Fatal("muster did not delete pod gone-0 once its PodGroup was deleted")
+	}
+	other := env.CreatePod(t, sandboxtest.Pod(ns, "other").SchedulerName("muster").Obj())
+	bound := env.WaitForPod(t, other, "bound while muster's deletion of pod gone-0 is held", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" })
+	select {
+	case code := <-h.answer:
+		t.Fatalf("pod other was bound only after the held deletion was answered (%d)", code)
+	default:
+	}
+	t.Logf("pod other bound to %s while muster's deletion of pod gone-0 was held", bound.Spec.NodeName)
+	close(h.release)
+	if code := <-h.answer; code != http.StatusOK {
+		t.Errorf("the deletion of pod gone-0, once released: expected 200, found %d", code)
+	}
+	env.WaitFor(t, "pod gone-0 gone", func(ctx context.Context) (bool, error) {
+		_, err := env.Kube.CoreV1().Pods(ns).Get(ctx, "gone-0", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
 }

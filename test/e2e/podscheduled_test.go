@@ -169,34 +169,39 @@ func TestPendingMembersCarryPodScheduled(t *testing.T) {
 	}
 }
 
-// heldPatch holds the first PATCH of one pod's status that sets a condition with reason
+// heldRequest holds the first request of a method to a path whose body holds a string
 // until release is closed, and records the API server's answer to it.
-type heldPatch struct {
-	path, reason string
-	held         chan struct{}
-	release      chan struct{}
-	once         sync.Once
-	answer       chan int
+type heldRequest struct {
+	method, path, body string
+	held               chan struct{}
+	release            chan struct{}
+	once               sync.Once
+	answer             chan int
 }
 
-// newHeldPatch returns a heldPatch of the first write of reason on pod ns/name.
-func newHeldPatch(ns, name, reason string) *heldPatch {
-	return &heldPatch{
-		path: "/api/v1/namespaces/" + ns + "/pods/" + name + "/status", reason: reason,
+// newHeldPatch returns a heldRequest of the first write of a condition with reason on
+// the status of pod ns/name.
+func newHeldPatch(ns, name, reason string) *heldRequest {
+	return newHeldRequest(http.MethodPatch, "/api/v1/namespaces/"+ns+"/pods/"+name+"/status", `"reason":"`+reason+`"`)
+}
+
+func newHeldRequest(method, path, body string) *heldRequest {
+	return &heldRequest{
+		method: method, path: path, body: body,
 		held: make(chan struct{}), release: make(chan struct{}), answer: make(chan int, 1),
 	}
 }
 
-func (h *heldPatch) hook(w http.ResponseWriter, r *http.Request, forward http.Handler) {
+func (h *heldRequest) hook(w http.ResponseWriter, r *http.Request, forward http.Handler) {
 	first := false
-	if r.Method == http.MethodPatch && r.URL.Path == h.path {
+	if r.Method == h.method && r.URL.Path == h.path {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if bytes.Contains(body, []byte(`"reason":"`+h.reason+`"`)) {
+		if bytes.Contains(body, []byte(h.body)) {
 			h.once.Do(func() { first = true })
 		}
 	}
