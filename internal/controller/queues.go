@@ -279,6 +279,9 @@ func (b *queueBook) patchStatus(ctx context.Context, q *musterv1alpha1.Queue, qs
 		return fmt.Errorf("encoding the status of Queue %s: %w", q.Name, err)
 	}
 	obj := &musterv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: q.Name}}
+	// The manager's client has no timeout of its own (its config is the watches').
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
 	if err := b.statusClient.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return fmt.Errorf("patching the status of Queue %s: %w", q.Name, err)
 	}
