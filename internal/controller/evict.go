@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,13 +45,15 @@ type recreation struct {
 // ConfigMap of muster's namespace, and created again once it is gone. The loop decides
 // each eviction (evict) and evictWorkers send them, off the loop: a deletion that the
 // API server holds (a slow admission webhook on pods) holds up neither the queue nor
-// the group's other evictions.
+// the group's other evictions. An eviction that fails is sent again, after evictRetry
+// and up to evictRetryMax apart, until the pod is gone: the engine asks once per pod
+// and waits for it to go.
 type evictor struct {
 	*kit
 	eng    *engine.Engine
 	mirror *mirror
 	signer signer
-	work   workqueue.TypedInterface[string]
+	work   workqueue.TypedRateLimitingInterface[string]
 
 	mu sync.Mutex
 	// pending holds, by pod key, the evictions decided and not yet taken by a worker.
@@ -67,15 +70,25 @@ type podEviction struct {
 	// groupRecord, before it is deleted.
 	recordFirst bool
 	groupRecord string
+	// tries counts the times it was sent: the Event and the DisruptionTarget condition
+	// go with the first.
+	tries int
 }
 
-// evictWorkers is how many evictions are sent at once.
-const evictWorkers = 8
+// evictWorkers is how many evictions are sent at once; evictRetry and evictRetryMax
+// are the first and the longest wait before a failed one is sent again.
+const (
+	evictWorkers  = 8
+	evictRetry    = time.Second
+	evictRetryMax = time.Minute
+)
 
 func newEvictor(k *kit, eng *engine.Engine, m *mirror) *evictor {
 	return &evictor{
 		kit: k, eng: eng, mirror: m,
-		work:    workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "evictions"}),
+		work: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](evictRetry, evictRetryMax),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "evictions"}),
 		pending: map[string]podEviction{}, recreate: map[string]*recreation{},
 	}
 }
@@ -111,7 +124,8 @@ func (v *evictor) run(ctx context.Context) {
 	wg.Wait()
 }
 
-// evictNext sends the next queued eviction; false once the queue is shut down.
+// evictNext sends the next queued eviction, and queues it again if it failed; false
+// once the queue is shut down.
 func (v *evictor) evictNext(ctx context.Context) bool {
 	key, quit := v.work.Get()
 	if quit {
@@ -122,9 +136,21 @@ func (v *evictor) evictNext(ctx context.Context) bool {
 	pe, ok := v.pending[key]
 	delete(v.pending, key)
 	v.mu.Unlock()
-	if ok {
-		v.send(ctx, pe)
+	if !ok {
+		return true
 	}
+	err := v.send(ctx, &pe)
+	if err == nil || ctx.Err() != nil {
+		v.work.Forget(key)
+		return true
+	}
+	v.log.Error(err, "evicting a pod; sending it again", "pod", key, "tries", pe.tries)
+	v.mu.Lock()
+	if _, newer := v.pending[key]; !newer {
+		v.pending[key] = pe
+	}
+	v.mu.Unlock()
+	v.work.AddRateLimited(key)
 	return true
 }
 
@@ -132,7 +158,9 @@ func (v *evictor) evictNext(ctx context.Context) bool {
 // starts), recording it first when no controller owns it.
 func (v *evictor) evictPod(ctx context.Context, p *corev1.Pod, ev engine.Eviction) {
 	if pe, ok := v.decide(p, ev); ok {
-		v.send(ctx, pe)
+		if err := v.send(ctx, &pe); err != nil {
+			v.log.Error(err, "evicting a pod", "pod", ev.Pod)
+		}
 	}
 }
 
@@ -157,28 +185,33 @@ func (v *evictor) recorded(key string) *recreation {
 	return v.recreate[key]
 }
 
-// send records the pod if it is to be, then says why and deletes it.
-func (v *evictor) send(ctx context.Context, pe podEviction) {
+// send records the pod if it is to be and is not yet, then says why and deletes it. It
+// returns an error if the pod may still be there: the record or the deletion failed. A
+// pod gone, or replaced by another of its name, is evicted.
+func (v *evictor) send(ctx context.Context, pe *podEviction) error {
 	p, ev := pe.pod, pe.ev
-	if pe.recordFirst {
+	pe.tries++
+	if pe.recordFirst && v.recorded(ev.Pod) == nil {
 		r, err := v.record(ctx, p, pe.groupRecord)
 		if err != nil {
-			v.log.Error(err, "recording a pod before evicting it; it is not evicted", "pod", ev.Pod)
-			return
+			return fmt.Errorf("recording pod %s before evicting it: %w", ev.Pod, err)
 		}
 		v.mu.Lock()
 		v.recreate[ev.Pod] = r
 		v.mu.Unlock()
 	}
-	v.event(p, corev1.EventTypeWarning, ev.Reason, ev.Message)
-	if ev.Reason != lifecycle.ReasonCancelled {
-		v.markDisrupted(ctx, p, ev)
+	if pe.tries == 1 {
+		v.event(p, corev1.EventTypeWarning, ev.Reason, ev.Message)
+		if ev.Reason != lifecycle.ReasonCancelled {
+			v.markDisrupted(ctx, p, ev)
+		}
 	}
 	uid := p.UID
 	err := v.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		v.log.Error(err, "evicting a pod", "pod", ev.Pod)
+		return fmt.Errorf("deleting pod %s: %w", ev.Pod, err)
 	}
+	return nil
 }
 
 // markDisrupted gives p the DisruptionTarget condition before muster deletes it, as
