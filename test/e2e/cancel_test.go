@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -169,19 +168,7 @@ func TestHeldEvictionDoesNotHoldTheQueue(t *testing.T) {
 	startMuster(t, env, musterOptions{proxy: proxy})
 	h := newHeldRequest(http.MethodDelete, "/api/v1/namespaces/"+ns+"/pods/gone-0", "")
 	cancelledPod(t, env, newClient(t, env.Config), proxy, ns, h.hook)
-	select {
-	case <-h.held:
-	case <-time.After(sandboxtest.WaitTimeout):
-		t.Fatal("muster did not delete pod gone-0 once its PodGroup was deleted")
-	}
-	other := env.CreatePod(t, sandboxtest.Pod(ns, "other").SchedulerName("muster").Obj())
-	bound := env.WaitForPod(t, other, "bound while muster's deletion of pod gone-0 is held", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" })
-	select {
-	case code := <-h.answer:
-		t.Fatalf("pod other was bound only after the held deletion was answered (%d)", code)
-	default:
-	}
-	t.Logf("pod other bound to %s while muster's deletion of pod gone-0 was held", bound.Spec.NodeName)
+	boundWhileHeld(t, env, ns, h, "its deletion of pod gone-0")
 	close(h.release)
 	// Answered at once, or, had the hold outlasted muster's request timeout, sent again.
 	t.Logf("the held deletion, released: %d", <-h.answer)

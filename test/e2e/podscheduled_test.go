@@ -221,6 +221,25 @@ func (h *heldRequest) hook(w http.ResponseWriter, r *http.Request, forward http.
 	h.answer <- rec.code
 }
 
+// boundWhileHeld waits until h holds muster's request, what, then creates pod "other"
+// in ns and waits for it to be bound while h still holds the request.
+func boundWhileHeld(t *testing.T, env *sandboxtest.Env, ns string, h *heldRequest, what string) {
+	t.Helper()
+	select {
+	case <-h.held:
+	case <-time.After(sandboxtest.WaitTimeout):
+		t.Fatalf("muster did not send %s", what)
+	}
+	other := env.CreatePod(t, sandboxtest.Pod(ns, "other").SchedulerName("muster").Obj())
+	bound := env.WaitForPod(t, other, "bound while "+what+" is held", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" })
+	select {
+	case code := <-h.answer:
+		t.Fatalf("pod other was bound only after %s was answered (%d)", what, code)
+	default:
+	}
+	t.Logf("pod other bound to %s while %s was held", bound.Spec.NodeName, what)
+}
+
 // statusRecorder records the status code of a response it passes on.
 type statusRecorder struct {
 	http.ResponseWriter

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,14 +113,7 @@ func TestHeldNoteDoesNotHoldTheQueue(t *testing.T) {
 	missing := sandboxtest.Pod(ns, "missing").SchedulerName("muster").Obj()
 	missing.Labels = map[string]string{musterv1alpha1.CoschedulingPodGroupLabel: "no-such-group"}
 	missing = env.CreatePod(t, missing)
-	select {
-	case <-h.held:
-	case <-time.After(sandboxtest.WaitTimeout):
-		t.Fatal("muster wrote no GroupNotFound on pod missing")
-	}
-	other := env.CreatePod(t, sandboxtest.Pod(ns, "other").SchedulerName("muster").Obj())
-	bound := env.WaitForPod(t, other, "bound while the write on pod missing is held", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" })
-	t.Logf("pod other bound to %s while muster's write on pod missing was held", bound.Spec.NodeName)
+	boundWhileHeld(t, env, ns, h, "its GroupNotFound write on pod missing")
 	close(h.release)
 	// The held write names the resourceVersion muster read the pod at; if the pod changed
 	// since (muster records the group's state on it), it is refused and written again.
