@@ -234,7 +234,10 @@ func (w *podScheduled) syncGroup(key string) {
 	for _, p := range pods {
 		pk := podKey(p)
 		if known {
-			delete(w.notes, pk) // its word on the group replaces the note
+			// Its word on the group replaces the note, which is said again if the
+			// group's object goes missing again.
+			delete(w.notes, pk)
+			w.mirror.notes.forget(pk)
 		}
 		if mode == leaveAlone || carries(p, cond) || (mode == correctStale && !saysUnschedulable(p)) {
 			continue

@@ -304,7 +304,8 @@ func TestNoteGivesWayToTheEngine(t *testing.T) {
 	}
 
 	// A note queued for a member of a group whose object the engine has: the engine's
-	// condition replaces it.
+	// condition replaces it, and podNotes forgets it said it.
+	f.w.mirror.notes.said["default/g-0"] = notFound.Reason + "\x00" + notFound.Message
 	f.w.note(f.key, f.pods[0], notFound)
 	out := f.eng.Step(sim.Epoch)
 	f.w.sync(out.Events, nil)
@@ -318,5 +319,8 @@ func TestNoteGivesWayToTheEngine(t *testing.T) {
 	}
 	if want := []string{"default/g-0 Unschedulable", "default/g-1 Unschedulable"}; !cmp.Equal(sent, want) {
 		t.Errorf("once the engine has the group's object: expected the writes %q, found %q", want, sent)
+	}
+	if said, ok := f.w.mirror.notes.said["default/g-0"]; ok {
+		t.Errorf("once the engine has the group's object: podNotes still holds %q as said on g-0, and would not say it again", said)
 	}
 }
