@@ -26,7 +26,8 @@ type podNotes struct {
 	said map[string]string
 }
 
-// forget drops what was said to a pod that is gone.
+// forget drops what was said to a pod: it is gone, or the engine now says why its group
+// waits (podScheduled.syncGroup), so that a note is said again if it applies again.
 func (n *podNotes) forget(key string) { delete(n.said, key) }
 
 // sayMissing tells each of pods, muster's members of group key (ref), that ref's object
