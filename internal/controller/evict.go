@@ -109,20 +109,7 @@ func (v *evictor) evict(ev engine.Eviction) {
 }
 
 // run sends the queued evictions until ctx is done.
-func (v *evictor) run(ctx context.Context) {
-	go func() {
-		<-ctx.Done()
-		v.work.ShutDown()
-	}()
-	var wg sync.WaitGroup
-	for range evictWorkers {
-		wg.Go(func() {
-			for v.evictNext(ctx) {
-			}
-		})
-	}
-	wg.Wait()
-}
+func (v *evictor) run(ctx context.Context) { drain(ctx, evictWorkers, v.work, v.evictNext) }
 
 // evictNext sends the next queued eviction, and queues it again if it failed; false
 // once the queue is shut down.

@@ -98,20 +98,7 @@ func newOwners(k *kit, mapper meta.RESTMapper, again func([]string)) *owners {
 }
 
 // run reads the owners asked for until ctx is done.
-func (o *owners) run(ctx context.Context) {
-	go func() {
-		<-ctx.Done()
-		o.reads.ShutDown()
-	}()
-	var wg sync.WaitGroup
-	for range ownerReaders {
-		wg.Go(func() {
-			for o.readNext(ctx) {
-			}
-		})
-	}
-	wg.Wait()
-}
+func (o *owners) run(ctx context.Context) { drain(ctx, ownerReaders, o.reads, o.readNext) }
 
 // readNext reads the next owner asked for, stores it and marks the groups that wait for
 // it; false once the queue is shut down.

@@ -320,14 +320,7 @@ func (w *podScheduled) entry(item podWrite) *wantedCond {
 }
 
 // run writes the queued conditions until ctx is done.
-func (w *podScheduled) run(ctx context.Context) {
-	go func() {
-		<-ctx.Done()
-		w.writes.ShutDown()
-	}()
-	for w.writeNext(ctx) {
-	}
-}
+func (w *podScheduled) run(ctx context.Context) { drain(ctx, 1, w.writes, w.writeNext) }
 
 // writeNext writes the next queued condition, within the budget; false once the queue
 // is shut down.

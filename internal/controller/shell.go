@@ -1,8 +1,10 @@
 package controller
 
 import (
+	"context"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -79,4 +81,21 @@ func addKeys[V any](set map[string]struct{}, m map[string]V) {
 	for k := range m {
 		set[k] = struct{}{}
 	}
+}
+
+// drain runs n workers, each taking work with next until it reports the queue shut
+// down, and shuts queue down once ctx is done; it returns when every worker has ended.
+func drain(ctx context.Context, n int, queue interface{ ShutDown() }, next func(context.Context) bool) {
+	go func() {
+		<-ctx.Done()
+		queue.ShutDown()
+	}()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for next(ctx) {
+			}
+		})
+	}
+	wg.Wait()
 }
