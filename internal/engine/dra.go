@@ -4,14 +4,17 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/kubefit"
+	"github.com/muster-sched/muster/internal/lifecycle"
 	"github.com/muster-sched/muster/internal/placement"
 )
 
@@ -92,6 +95,65 @@ func (s *GroupSpec) claimReleases(group string) []ClaimRelease {
 		}
 	}
 	return out
+}
+
+// Claim releases asked again: the first after claimReleaseRetry, each next one twice as
+// late, at most maxClaimReleaseRetry apart.
+const (
+	claimReleaseRetry    = 10 * time.Second
+	maxClaimReleaseRetry = 5 * time.Minute
+)
+
+// retryClaimReleases asks again for the release of the group's own claims an eviction
+// asked to release (see evictAll) while the snapshot shows one still reserved for the
+// group: the shell's release may have failed, and nothing else would send it again, so
+// the claim's devices would stay allocated to a group that holds no node. The
+// releases are asked for only while the group has no placement and holds no phase
+// that runs members: once a new attempt is placed, the claim is that attempt's, and a
+// release then would undo its allocation (the consumer, the PodGroup, is the same).
+// The shell sends claim releases before the next Step, so none is in flight when the
+// group is placed again.
+func (e *Engine) retryClaimReleases(g *group, now time.Time, out *Output) {
+	if len(g.releases) == 0 {
+		return
+	}
+	switch g.state.Phase() {
+	case lifecycle.Binding, lifecycle.Starting, lifecycle.Running, lifecycle.Recovering:
+		g.releases = nil
+		return
+	}
+	if g.placed != nil {
+		g.releases = nil
+		return
+	}
+	left := g.releases[:0]
+	for _, r := range g.releases {
+		if c := e.snap.ResourceClaim(r.Namespace + "/" + r.Claim); c != nil && reservedFor(c, r.Consumer.UID) {
+			left = append(left, r)
+		}
+	}
+	if g.releases = left; len(left) == 0 {
+		return
+	}
+	if due := g.releaseDue(); !now.Before(due) {
+		out.ClaimReleases = append(out.ClaimReleases, left...)
+		g.releaseSent = now
+		g.releaseTries++
+	}
+}
+
+// releaseDue is when the group's claim releases are asked for again, zero if none is
+// pending.
+func (g *group) releaseDue() time.Time {
+	if len(g.releases) == 0 {
+		return time.Time{}
+	}
+	return g.releaseSent.Add(min(claimReleaseRetry<<min(g.releaseTries-1, 8), maxClaimReleaseRetry))
+}
+
+// reservedFor reports whether claim is reserved for the consumer of uid.
+func reservedFor(claim *resourcev1.ResourceClaim, uid types.UID) bool {
+	return slices.ContainsFunc(claim.Status.ReservedFor, func(r resourcev1.ResourceClaimConsumerReference) bool { return r.UID == uid })
 }
 
 // deviceCensus is what the forecast counts of the nodes' DRA devices, per node and

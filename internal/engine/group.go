@@ -37,6 +37,12 @@ type group struct {
 	evicting map[string]bool
 	// placed holds the members placed in the current attempt (see lifecycle.Observe.Placed).
 	placed map[string]bool
+	// releases are the group's own claims an eviction asked to release and the group
+	// has not seen released yet, releaseSent when they were last asked for and
+	// releaseTries how many times (see retryClaimReleases).
+	releases     []ClaimRelease
+	releaseSent  time.Time
+	releaseTries int
 
 	started bool
 	state   lifecycle.State
@@ -158,6 +164,9 @@ func (g *group) wakeAt() time.Time {
 		since = g.goneSince
 	case g.definedByPods() && len(g.members) == 0 && g.awaitsPods:
 		since = g.emptySince
+	}
+	if r := g.releaseDue(); !r.IsZero() && (w.IsZero() || r.Before(w)) {
+		w = r
 	}
 	if since.IsZero() {
 		return w

@@ -160,6 +160,7 @@ func (e *Engine) advance(g *group, now time.Time, out *Output) {
 	if g.queued {
 		e.push(g)
 	}
+	e.retryClaimReleases(g, now, out)
 	if g.hasUnplaced() {
 		switch g.state.Phase() {
 		case lifecycle.Binding, lifecycle.Starting, lifecycle.Running, lifecycle.Recovering:
@@ -348,7 +349,10 @@ func (e *Engine) evictAll(g *group, a lifecycle.EvictAll, out *Output) {
 	}
 	clear(g.pending)
 	g.domain = ""
-	out.ClaimReleases = append(out.ClaimReleases, g.spec.claimReleases(g.key)...)
+	if rels := g.spec.claimReleases(g.key); len(rels) > 0 {
+		out.ClaimReleases = append(out.ClaimReleases, rels...)
+		g.releases, g.releaseSent, g.releaseTries = rels, e.now, 1
+	}
 }
 
 // push offers the group's unplaced members to the admission queue. A group that has

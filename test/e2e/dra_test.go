@@ -336,8 +336,31 @@ func TestDRAPodGroupClaim(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	env.CreateNodes(t, sandbox.NodePool{Name: "drapg", Count: 2, CPU: "32", Memory: "128Gi", DRAGPUs: 2, Clique: "clique-p"})
-	startMuster(t, env, musterOptions{})
+	pg, pods := runPodGroupClaimGang(t, env, ns, "drapg", musterOptions{})
+	if pods[0].Spec.NodeName != pods[1].Spec.NodeName {
+		t.Errorf("members sharing the PodGroup's claim on %s and %s", pods[0].Spec.NodeName, pods[1].Spec.NodeName)
+	}
+	claim, err := env.Kube.ResourceV1().ResourceClaims(ns).Get(ctx, "domain", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := resourcev1.ResourceClaimConsumerReference{APIGroup: schedulingv1beta1.GroupName, Resource: "podgroups", Name: "vit", UID: pg.UID}
+	if got := claim.Status.ReservedFor; len(got) != 1 || got[0] != want {
+		t.Errorf("claim reserved for %+v, want only %+v", got, want)
+	}
+	if a := claim.Status.Allocation; a == nil || len(a.Devices.Results) != 2 || a.Devices.Results[0].Pool != pods[0].Spec.NodeName {
+		t.Errorf("claim allocation %+v, want 2 devices of node %s", a, pods[0].Spec.NodeName)
+	}
+}
+
+// runPodGroupClaimGang starts muster with opts on two nodes of two DRA GPUs and runs a
+// native PodGroup, vit, of two members that share the PodGroup's own claim, domain, of
+// both GPUs of a node.
+func runPodGroupClaimGang(t *testing.T, env *sandboxtest.Env, ns, pool string, opts musterOptions) (*schedulingv1beta1.PodGroup, []corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	env.CreateNodes(t, sandbox.NodePool{Name: pool, Count: 2, CPU: "32", Memory: "128Gi", DRAGPUs: 2, Clique: "clique-" + pool})
+	startMuster(t, env, opts)
 	if _, err := env.Kube.ResourceV1().ResourceClaims(ns).Create(ctx, sandboxtest.GPUClaim(ns, "domain", 2), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -369,20 +392,40 @@ func TestDRAPodGroupClaim(t *testing.T) {
 		pods = list.Items
 		return true, nil
 	})
-	if pods[0].Spec.NodeName != pods[1].Spec.NodeName {
-		t.Errorf("members sharing the PodGroup's claim on %s and %s", pods[0].Spec.NodeName, pods[1].Spec.NodeName)
-	}
-	claim, err := env.Kube.ResourceV1().ResourceClaims(ns).Get(ctx, "domain", metav1.GetOptions{})
-	if err != nil {
+	return pg, pods
+}
+
+// TestDRAPodGroupClaimReleaseSentAgain: a native PodGroup's gang holds the PodGroup's
+// own claim; the user stops the gang, and the API server answers muster's first release
+// of the claim 500. muster asks again (10 s later) and the claim ends deallocated and
+// reserved for no one; without the second ask it stayed allocated to a group that holds
+// no node.
+func TestDRAPodGroupClaimReleaseSentAgain(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	proxy := env.StartProxy(t)
+	runPodGroupClaimGang(t, env, ns, "drarel", musterOptions{proxy: proxy})
+	path := "/apis/resource.k8s.io/v1/namespaces/" + ns + "/resourceclaims/domain/status"
+	var writes atomic.Int32
+	proxy.SetHook(func(w http.ResponseWriter, r *http.Request, forward http.Handler) {
+		if r.Method == http.MethodPut && r.URL.Path == path && writes.Add(1) == 1 {
+			http.Error(w, "injected by the test", http.StatusInternalServerError)
+			return
+		}
+		forward.ServeHTTP(w, r)
+	})
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, musterv1alpha1.StoppedAnnotation)
+	if _, err := env.Kube.SchedulingV1beta1().PodGroups(ns).Patch(ctx, "vit", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want := resourcev1.ResourceClaimConsumerReference{APIGroup: schedulingv1beta1.GroupName, Resource: "podgroups", Name: "vit", UID: pg.UID}
-	if got := claim.Status.ReservedFor; len(got) != 1 || got[0] != want {
-		t.Errorf("claim reserved for %+v, want only %+v", got, want)
+	env.WaitForResourceClaim(t, ns, "domain", "deallocated and reserved for no one", func(c *resourcev1.ResourceClaim) bool {
+		return c != nil && c.Status.Allocation == nil && len(c.Status.ReservedFor) == 0
+	})
+	if n := writes.Load(); n < 2 {
+		t.Errorf("the claim was released with %d status writes, want the refused one and another", n)
 	}
-	if a := claim.Status.Allocation; a == nil || len(a.Devices.Results) != 2 || a.Devices.Results[0].Pool != pods[0].Spec.NodeName {
-		t.Errorf("claim allocation %+v, want 2 devices of node %s", a, pods[0].Spec.NodeName)
-	}
+	t.Logf("claim released after %d status writes, the first answered 500", writes.Load())
 }
 
 // TestDRANarrowClaimFirst: one node of three DRA GPUs; a job of three pods whose master

@@ -1,0 +1,120 @@
+package engine_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+
+	"github.com/muster-sched/muster/internal/engine"
+	gt "github.com/muster-sched/muster/internal/gangtest"
+	"github.com/muster-sched/muster/internal/lifecycle"
+	"github.com/muster-sched/muster/internal/sim"
+)
+
+// TestClaimReleaseAskedAgain: a native PodGroup's own claim is released when the group is
+// evicted; while the claim stays reserved for the PodGroup (the shell's release failed:
+// nothing tells the engine), the engine asks again after 10 s, then 20 s later, and stops
+// once the claim is seen released. Once the group is placed again it never asks: the
+// claim then belongs to the new attempt.
+func TestClaimReleaseAskedAgain(t *testing.T) {
+	for _, placedAgain := range []bool{false, true} {
+		t.Run(fmt.Sprintf("placed again %v", placedAgain), func(t *testing.T) {
+			e := draEngine()
+			channel := "channel"
+			e.SetObject(gt.GPUClaim("default", channel, 1))
+			key := "Native/default/vit"
+			consumer := resourcev1.ResourceClaimConsumerReference{APIGroup: "scheduling.k8s.io", Resource: "podgroups", Name: "vit", UID: "uid-vit"}
+			e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Native, Namespace: "default", Name: "vit", MinMember: 2,
+				GroupClaims:   []schedulingv1beta1.PodGroupResourceClaim{{Name: channel, ResourceClaimName: &channel}},
+				ClaimConsumer: &consumer})
+			pod := func(name string) *corev1.Pod {
+				return gt.Pod(name).UID("uid-"+name).DeviceClaim(channel, channel).Obj()
+			}
+			members := []string{"vit-0", "vit-1"}
+			for _, name := range members {
+				e.SetPod(pod(name), key)
+			}
+			now := sim.Epoch
+			out := e.Step(now)
+			if len(out.Plans) != 1 {
+				t.Fatalf("plans %+v", out.Plans)
+			}
+			// The API server's claim, as the binder wrote it, comes back to the engine.
+			allocated := e.Snapshot().ResourceClaim("default/" + channel).DeepCopy()
+			e.SetObject(allocated)
+			for _, st := range out.Plans[0].Steps {
+				name := st.Pod[len("default/"):]
+				e.SetPod(gt.Pod(name).UID("uid-"+name).DeviceClaim(channel, channel).Node(st.Node).Obj(), key)
+			}
+			e.Step(now.Add(time.Second))
+			now = now.Add(2 * time.Hour)
+			out = e.Step(now)
+			if len(out.Evictions) != 2 || len(out.ClaimReleases) != 1 || out.ClaimReleases[0].Consumer != consumer {
+				t.Fatalf("at the start timeout: evictions %+v, claim releases %+v", out.Evictions, out.ClaimReleases)
+			}
+			for _, name := range members {
+				e.RemovePod("default/" + name)
+			}
+			released := func(at time.Duration) int {
+				return len(e.Step(now.Add(at)).ClaimReleases)
+			}
+			if placedAgain {
+				for _, name := range members {
+					e.SetPod(pod(name+"-again"), key)
+				}
+				// The group waits out its backoff, then is placed on the claim's devices,
+				// and its members run.
+				var plan []engine.Step
+				for at := time.Second; at < 30*time.Minute && plan == nil; at += time.Second {
+					if out := e.Step(now.Add(at)); len(out.Plans) > 0 {
+						now, plan = now.Add(at), out.Plans[0].Steps
+					}
+				}
+				if got := e.Snapshot().ResourceClaim("default/" + channel).Status.ReservedFor; len(got) != 1 || got[0] != consumer {
+					t.Fatalf("placed again, the claim is reserved for %+v", got)
+				}
+				for _, st := range plan {
+					running := pod(st.Pod[len("default/"):])
+					running.Spec.NodeName = st.Node
+					running.Status.Phase = corev1.PodRunning
+					running.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+					e.SetPod(running, key)
+				}
+				for at := time.Duration(0); at <= 6*time.Minute; at += 10 * time.Second {
+					if n := released(at); n != 0 {
+						t.Fatalf("%v after the group was placed again: %d claim releases, want none", at, n)
+					}
+				}
+				if st, _ := e.Group(key); st.Phase != lifecycle.Running {
+					t.Fatalf("placed again, the group is %s, want Running", st.Phase)
+				}
+				return
+			}
+			if n := released(9 * time.Second); n != 0 {
+				t.Fatalf("9 s after the release: %d claim releases, want none yet", n)
+			}
+			if n := released(10 * time.Second); n != 1 {
+				t.Fatalf("10 s after the release, the claim still reserved: %d claim releases, want 1", n)
+			}
+			if n := released(29 * time.Second); n != 0 {
+				t.Fatalf("29 s after: %d claim releases, want none (the next is 20 s after the second)", n)
+			}
+			if n := released(30 * time.Second); n != 1 {
+				t.Fatalf("30 s after: %d claim releases, want 1", n)
+			}
+			free := allocated.DeepCopy()
+			free.Status = resourcev1.ResourceClaimStatus{}
+			e.SetObject(free)
+			if n := released(31 * time.Second); n != 0 {
+				t.Fatalf("the claim seen released: %d claim releases, want none", n)
+			}
+			if n := released(2 * time.Hour); n != 0 {
+				t.Fatalf("two hours later: %d claim releases, want none", n)
+			}
+		})
+	}
+}
