@@ -221,7 +221,7 @@ func (e *Engine) placeReplacements(out *Output) {
 // wakeAt is the earliest time a group's timer or a starvation reservation is due.
 func (e *Engine) wakeAt() time.Time {
 	w := e.nextTimer()
-	for _, t := range []time.Time{e.nextStarve, e.forecastWake(), e.nextFlip(), e.nextPreemptionDeadline()} {
+	for _, t := range []time.Time{e.nextStarve, e.forecastWake(), e.nextFlip(), e.nextPreemptionDeadline(), e.nextClaimRelease()} {
 		if !t.IsZero() && (w.IsZero() || t.Before(w)) {
 			w = t
 		}

@@ -66,18 +66,22 @@ func TestClaimReleaseAskedAgain(t *testing.T) {
 				for _, name := range members {
 					e.SetPod(pod(name+"-again"), key)
 				}
-				// The group waits out its backoff, then is placed on the claim's devices,
-				// and its members run.
-				var plan []engine.Step
-				for at := time.Second; at < 30*time.Minute && plan == nil; at += time.Second {
-					if out := e.Step(now.Add(at)); len(out.Plans) > 0 {
-						now, plan = now.Add(at), out.Plans[0].Steps
-					}
+				// The release is asked again 10 s later; the next Step is after the group's
+				// backoff (30 s) and the next ask (30 s) are both due: the group is placed
+				// again on the claim's devices, and no release goes with the plan (the
+				// shell would release the claim the plan's binds count on).
+				if n := released(10 * time.Second); n != 1 {
+					t.Fatalf("10 s after the release, the claim still reserved: %d claim releases, want 1", n)
+				}
+				now = now.Add(5 * time.Minute)
+				out := e.Step(now)
+				if len(out.Plans) != 1 || len(out.ClaimReleases) != 0 {
+					t.Fatalf("5 min after the eviction: plans %+v, claim releases %+v; want the group placed again and no release", out.Plans, out.ClaimReleases)
 				}
 				if got := e.Snapshot().ResourceClaim("default/" + channel).Status.ReservedFor; len(got) != 1 || got[0] != consumer {
 					t.Fatalf("placed again, the claim is reserved for %+v", got)
 				}
-				for _, st := range plan {
+				for _, st := range out.Plans[0].Steps {
 					running := pod(st.Pod[len("default/"):])
 					running.Spec.NodeName = st.Node
 					running.Status.Phase = corev1.PodRunning

@@ -104,42 +104,64 @@ const (
 	maxClaimReleaseRetry = 5 * time.Minute
 )
 
-// retryClaimReleases asks again for the release of the group's own claims an eviction
-// asked to release (see evictAll) while the snapshot shows one still reserved for the
+// retryClaimReleases asks again for the release of the groups' own claims an eviction
+// asked to release (see evictAll) while the snapshot shows one still reserved for its
 // group: the shell's release may have failed, and nothing else would send it again, so
-// the claim's devices would stay allocated to a group that holds no node. The
-// releases are asked for only while the group has no placement and holds no phase
-// that runs members: once a new attempt is placed, the claim is that attempt's, and a
-// release then would undo its allocation (the consumer, the PodGroup, is the same).
-// The shell sends claim releases before the next Step, so none is in flight when the
-// group is placed again.
-func (e *Engine) retryClaimReleases(g *group, now time.Time, out *Output) {
-	if len(g.releases) == 0 {
+// the claim's devices would stay allocated to a group that holds no node. A group's
+// releases are asked for only while it has no placement and is in no phase that runs
+// members: once a new attempt is placed, the claim is that attempt's, and a release
+// then would undo its allocation (the consumer, the PodGroup, is the same). It runs
+// after the Step's admission pass, so that a group placed by the pass is not asked a
+// release in the same output; the shell sends claim releases before the next Step.
+func (e *Engine) retryClaimReleases(now time.Time, out *Output) {
+	if len(e.releasing) == 0 {
 		return
 	}
+	for _, key := range sortedKeys(e.releasing) {
+		g := e.releasing[key]
+		if e.groups[key] != g || !g.releasePending(e.snap) {
+			g.releases = nil
+			delete(e.releasing, key)
+			continue
+		}
+		if !now.Before(g.releaseDue()) {
+			out.ClaimReleases = append(out.ClaimReleases, g.releases...)
+			g.releaseSent = now
+			g.releaseTries++
+		}
+	}
+}
+
+// releasePending reports whether g's claim releases are still to be asked for, and
+// keeps those whose claim the snapshot shows reserved for g.
+func (g *group) releasePending(snap *cluster.Snapshot) bool {
 	switch g.state.Phase() {
 	case lifecycle.Binding, lifecycle.Starting, lifecycle.Running, lifecycle.Recovering:
-		g.releases = nil
-		return
+		return false
 	}
 	if g.placed != nil {
-		g.releases = nil
-		return
+		return false
 	}
 	left := g.releases[:0]
 	for _, r := range g.releases {
-		if c := e.snap.ResourceClaim(r.Namespace + "/" + r.Claim); c != nil && reservedFor(c, r.Consumer.UID) {
+		if c := snap.ResourceClaim(r.Namespace + "/" + r.Claim); c != nil && reservedFor(c, r.Consumer.UID) {
 			left = append(left, r)
 		}
 	}
-	if g.releases = left; len(left) == 0 {
-		return
+	g.releases = left
+	return len(left) > 0
+}
+
+// nextClaimRelease is when a group's claim releases are asked for again, zero if none
+// is pending.
+func (e *Engine) nextClaimRelease() time.Time {
+	var next time.Time
+	for _, g := range e.releasing {
+		if at := g.releaseDue(); !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
 	}
-	if due := g.releaseDue(); !now.Before(due) {
-		out.ClaimReleases = append(out.ClaimReleases, left...)
-		g.releaseSent = now
-		g.releaseTries++
-	}
+	return next
 }
 
 // releaseDue is when the group's claim releases are asked for again, zero if none is

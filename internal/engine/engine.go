@@ -82,6 +82,9 @@ type Engine struct {
 	schedule bool
 	// replace holds groups with members to place outside the queue (replacements).
 	replace map[string]bool
+	// releasing holds the groups whose own claims an eviction asked to release and that
+	// have not seen them released (see retryClaimReleases).
+	releasing map[string]*group
 	// timers holds the groups' wake-ups; flips, when the flips held back are due (see
 	// flipQuiet).
 	timers, flips timers
@@ -126,6 +129,7 @@ func New(cfg Config) *Engine {
 		dirty:    map[string]bool{},
 		replace:  map[string]bool{},
 
+		releasing:  map[string]*group{},
 		preempting: map[string]*preemption{},
 		priorities: map[int32]int{},
 	}

@@ -165,9 +165,6 @@ func (g *group) wakeAt() time.Time {
 	case g.definedByPods() && len(g.members) == 0 && g.awaitsPods:
 		since = g.emptySince
 	}
-	if r := g.releaseDue(); !r.IsZero() && (w.IsZero() || r.Before(w)) {
-		w = r
-	}
 	if since.IsZero() {
 		return w
 	}

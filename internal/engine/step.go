@@ -61,6 +61,7 @@ func (e *Engine) Step(now time.Time) Output {
 		e.forecast.stale, e.forecast.headStale = true, true
 	}
 	e.placeReplacements(&out)
+	e.retryClaimReleases(now, &out)
 	out.WakeAt = e.wakeAt()
 	out.Dropped, e.dropped = e.dropped, nil
 	e.lastEvents, e.lastChanged = out.Events, out.Changed
@@ -160,7 +161,6 @@ func (e *Engine) advance(g *group, now time.Time, out *Output) {
 	if g.queued {
 		e.push(g)
 	}
-	e.retryClaimReleases(g, now, out)
 	if g.hasUnplaced() {
 		switch g.state.Phase() {
 		case lifecycle.Binding, lifecycle.Starting, lifecycle.Running, lifecycle.Recovering:
@@ -352,6 +352,7 @@ func (e *Engine) evictAll(g *group, a lifecycle.EvictAll, out *Output) {
 	if rels := g.spec.claimReleases(g.key); len(rels) > 0 {
 		out.ClaimReleases = append(out.ClaimReleases, rels...)
 		g.releases, g.releaseSent, g.releaseTries = rels, e.now, 1
+		e.releasing[g.key] = g
 	}
 }
 
