@@ -147,11 +147,13 @@ type podWrite struct {
 }
 
 // wantedCond is the condition to write on one pod; sent is set once the writer took
-// it, with the resourceVersion it wrote against in from.
+// it, with the resourceVersion it wrote against in from. failures counts a note's
+// failed writes (see noteRetry); only the writer's goroutine uses it.
 type wantedCond struct {
-	cond podCond
-	sent bool
-	from string
+	cond     podCond
+	sent     bool
+	from     string
+	failures int
 }
 
 // decidedCond is a group's members' condition and when it was decided.
@@ -343,7 +345,10 @@ func (w *podScheduled) writeNext(ctx context.Context) bool {
 	result := w.write(ctx, item, wc)
 	switch {
 	case result == "conflict":
-		w.again(item, wc)
+		w.again(item, wc, conflictRetry)
+	case result == "failed" && item.note:
+		// A note is said once (podNotes): nothing would ask for it again.
+		w.again(item, wc, noteRetry(wc))
 	case result != "written" || item.note:
 		// A group's condition written stays wanted until the informer shows it
 		// (want); a note is said once (podNotes) and has nothing to wait for.
@@ -390,14 +395,25 @@ const podWriteTimeout = time.Minute
 // shows the change (a bind, and the write is dropped) or the write goes against it.
 const conflictRetry = time.Second
 
-// again queues the write of wc for item once more after conflictRetry, unless a newer
-// one replaced it.
-func (w *podScheduled) again(item podWrite, wc *wantedCond) {
+// noteRetryMax bounds the wait before a note whose write failed is written again: the
+// first waits conflictRetry, each next one twice as long.
+const noteRetryMax = time.Minute
+
+// noteRetry is how long to wait before the note wc, whose write failed, is written
+// again; it counts the failure.
+func noteRetry(wc *wantedCond) time.Duration {
+	wc.failures++
+	return min(conflictRetry<<min(wc.failures-1, 6), noteRetryMax)
+}
+
+// again queues the write of wc for item once more after delay, unless a newer one
+// replaced it.
+func (w *podScheduled) again(item podWrite, wc *wantedCond, delay time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.entry(item) == wc {
 		wc.sent, wc.from = false, ""
-		w.writes.AddAfter(item, conflictRetry)
+		w.writes.AddAfter(item, delay)
 	}
 }
 

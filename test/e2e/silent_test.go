@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -122,4 +126,44 @@ func TestHeldNoteDoesNotHoldTheQueue(t *testing.T) {
 		ps := podScheduled(p)
 		return ps.Status == corev1.ConditionFalse && ps.Reason == source.ReasonGroupNotFound
 	})
+}
+
+// TestFailedNoteIsWrittenAgain: the API server answers muster's first GroupNotFound write
+// on a pod whose PodGroup does not exist with 500. muster writes it again (1 s later) and
+// the pod says GroupNotFound. (A note is said once per pod and reason: a failed write
+// was never sent again, and the pod said nothing.)
+func TestFailedNoteIsWrittenAgain(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "failnote", Count: 1, CPU: "16", Memory: "64Gi"})
+	proxy := env.StartProxy(t)
+	path := "/api/v1/namespaces/" + ns + "/pods/missing/status"
+	var writes atomic.Int32
+	proxy.SetHook(func(w http.ResponseWriter, r *http.Request, forward http.Handler) {
+		if r.Method == http.MethodPatch && r.URL.Path == path {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"reason":"`+source.ReasonGroupNotFound+`"`)) && writes.Add(1) == 1 {
+				http.Error(w, "injected by the test", http.StatusInternalServerError)
+				return
+			}
+		}
+		forward.ServeHTTP(w, r)
+	})
+	startMuster(t, env, musterOptions{proxy: proxy})
+	missing := sandboxtest.Pod(ns, "missing").SchedulerName("muster").Obj()
+	missing.Labels = map[string]string{musterv1alpha1.CoschedulingPodGroupLabel: "no-such-group"}
+	missing = env.CreatePod(t, missing)
+	env.WaitForPod(t, missing, "PodScheduled=False, GroupNotFound", func(p *corev1.Pod) bool {
+		ps := podScheduled(p)
+		return ps.Status == corev1.ConditionFalse && ps.Reason == source.ReasonGroupNotFound
+	})
+	if n := writes.Load(); n < 2 {
+		t.Errorf("GroupNotFound written with %d writes, want the refused one and another", n)
+	}
+	t.Logf("GroupNotFound written after %d writes, the first answered 500", writes.Load())
 }
