@@ -64,7 +64,7 @@ type podHooks struct {
 func newMirror(k *kit, eng *engine.Engine, o *owners, q *queueBook) *mirror {
 	return &mirror{
 		kit: k, eng: eng, owners: o, queues: q,
-		notes: &podNotes{kit: k, apis: map[engine.Source]bool{}, said: map[string]string{}},
+		notes: newPodNotes(k),
 		pods:  map[string]*corev1.Pod{}, members: map[string]map[string]*corev1.Pod{},
 		memberOf: map[string]string{}, declared: map[string]map[string]bool{}, declaredBy: map[string]string{},
 		failed: map[string]bool{}, objects: map[string]client.Object{},
@@ -124,9 +124,12 @@ func (m *mirror) applyFilterObject(ctx context.Context, ref objectRef) {
 	}
 }
 
-// takeDirty returns the groups whose spec must be translated again, sorted, and
-// forgets them.
+// takeDirty returns the groups whose spec must be translated again (with those whose
+// pods' grace for GroupNotFound ended), sorted, and forgets them.
 func (m *mirror) takeDirty() []string {
+	for _, key := range m.notes.takeDue(m.clock.Now()) {
+		m.specDirty[key] = true
+	}
 	out := sortedKeys(m.specDirty)
 	clear(m.specDirty)
 	return out

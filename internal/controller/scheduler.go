@@ -176,7 +176,7 @@ func (s *scheduler) loop(ctx context.Context) {
 		}
 		s.carryOut(ctx, out)
 		wakeAt := s.report(ctx, out)
-		for _, at := range []time.Time{s.suspender.resumeDue(ctx), s.owners.nextRecheck()} {
+		for _, at := range []time.Time{s.suspender.resumeDue(ctx), s.owners.nextRecheck(), s.mirror.notes.nextDue()} {
 			if !at.IsZero() && (wakeAt.IsZero() || at.Before(wakeAt)) {
 				wakeAt = at
 			}

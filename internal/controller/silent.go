@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/muster-sched/muster/internal/engine"
@@ -24,28 +26,89 @@ type podNotes struct {
 	apis map[engine.Source]bool
 	// said holds, per pod key, the reason and message last given.
 	said map[string]string
+	// missingSince holds, per pod key, when the pod was first found naming a group
+	// object muster has not seen; due holds, per group key, when the grace of its pods
+	// found so ends (see missingGrace).
+	missingSince map[string]time.Time
+	due          map[string]time.Time
+}
+
+// missingGrace is how long a pod names a group object muster has not seen before it is
+// told GroupNotFound. A job's controller creates the PodGroup first, but muster watches
+// pods and PodGroups apart, and may see the pods first: they are not told, with a
+// Warning, of a PodGroup that arrives a moment later. The grace runs from when muster
+// first saw the pod so, not from its creation (clocks differ, and a restarted muster
+// sees every pod anew).
+const missingGrace = 5 * time.Second
+
+func newPodNotes(k *kit) *podNotes {
+	return &podNotes{kit: k, apis: map[engine.Source]bool{}, said: map[string]string{},
+		missingSince: map[string]time.Time{}, due: map[string]time.Time{}}
 }
 
 // forget drops what was said to a pod: it is gone, or the engine now says why its group
 // waits (podScheduled.syncGroup), so that a note is said again if it applies again.
-func (n *podNotes) forget(key string) { delete(n.said, key) }
+func (n *podNotes) forget(key string) {
+	delete(n.said, key)
+	delete(n.missingSince, key)
+}
 
 // sayMissing tells each of pods, muster's members of group key (ref), that ref's object
-// does not exist or cannot.
+// does not exist (once it was missing for missingGrace) or cannot.
 func (n *podNotes) sayMissing(key string, ref source.Ref, pods []*corev1.Pod) {
 	reason, msg := source.ReasonInvalidGroupName, source.InvalidName(ref)
-	if msg == "" {
+	grace := msg == ""
+	if grace {
 		api := source.APIOf(ref.Source)
 		if api == nil {
 			return
 		}
 		reason, msg = source.ReasonGroupNotFound, source.NotFound(ref, api.Resource.GroupVersion().String(), n.apis[ref.Source])
 	}
+	now := n.clock.Now()
 	for _, p := range pods {
-		if p.Spec.NodeName == "" {
-			n.say(key, p, reason, msg, true)
+		if p.Spec.NodeName != "" {
+			continue
+		}
+		if grace {
+			pk := podKey(p)
+			since, ok := n.missingSince[pk]
+			if !ok {
+				since = now
+				n.missingSince[pk] = now
+			}
+			if end := since.Add(missingGrace); now.Before(end) {
+				if due, ok := n.due[key]; !ok || end.Before(due) {
+					n.due[key] = end
+				}
+				continue
+			}
+		}
+		n.say(key, p, reason, msg, true)
+	}
+}
+
+// takeDue returns the groups whose pods' grace ended by now, to be translated again.
+func (n *podNotes) takeDue(now time.Time) []string {
+	var out []string
+	for key, at := range n.due {
+		if !now.Before(at) {
+			out = append(out, key)
+			delete(n.due, key)
 		}
 	}
+	return out
+}
+
+// nextDue returns when the next grace ends, zero if none is running.
+func (n *podNotes) nextDue() time.Time {
+	var next time.Time
+	for _, at := range n.due {
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	return next
 }
 
 // sayAmbiguous records an AmbiguousGroup Event on p if it names groups of two APIs.
