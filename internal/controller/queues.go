@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
@@ -34,15 +33,16 @@ type queueBook struct {
 	// and errors why a Queue's selector admits none when it does not parse.
 	namespaces map[string]map[string]bool
 	errors     map[string]error
-	// written holds the last status written per Queue, to write only changes.
-	written map[string]string
-	// statusClient writes the Queues' status subresource.
-	statusClient client.SubResourceWriter
+	// handed holds the last status handed to the writer per Queue, to write only
+	// changes.
+	handed map[string]string
+	// status writes the Queues' status subresource, off the loop.
+	status *queueStatusWriter
 }
 
 func newQueueBook(k *kit, eng *engine.Engine, statusClient client.SubResourceWriter) *queueBook {
-	return &queueBook{kit: k, eng: eng, statusClient: statusClient,
-		namespaces: map[string]map[string]bool{}, errors: map[string]error{}, written: map[string]string{}}
+	return &queueBook{kit: k, eng: eng, status: newQueueStatusWriter(k, statusClient),
+		namespaces: map[string]map[string]bool{}, errors: map[string]error{}, handed: map[string]string{}}
 }
 
 // apply applies the changed Queues, and every Queue again when a namespace changed.
@@ -68,7 +68,7 @@ func (b *queueBook) applyQueue(ctx context.Context, name string) {
 	case apierrors.IsNotFound(err):
 		delete(b.namespaces, name)
 		delete(b.errors, name)
-		delete(b.written, name)
+		delete(b.handed, name)
 		b.eng.RemoveQueue(name)
 		if name == b.cfg.DefaultQueue {
 			b.ensureDefault()
@@ -227,9 +227,9 @@ func (b *queueBook) statuses() map[string]*queueStatus {
 	return out
 }
 
-// writeQueueStatuses writes status.admittedGroups, status.pendingGroups, status.used
-// and status.weightedShare of every Queue object whose numbers changed, through the status
-// subresource.
+// writeStatuses has the writer write status.admittedGroups, status.pendingGroups,
+// status.used and status.weightedShare of every Queue object whose numbers changed,
+// through the status subresource.
 func (b *queueBook) writeStatuses(ctx context.Context) {
 	if !b.served {
 		return
@@ -251,20 +251,22 @@ func (b *queueBook) writeStatuses(ctx context.Context) {
 		}
 		qs.Active = activeCondition(q, b.namespaces[q.Name], b.errors[q.Name])
 		fp, _ := json.Marshal(qs)
-		if b.written[q.Name] == string(fp) {
+		if b.handed[q.Name] == string(fp) {
 			continue
 		}
-		if err := b.patchStatus(ctx, q, qs); err != nil {
+		patch, err := b.statusPatch(q, qs)
+		if err != nil {
 			b.log.Error(err, "writing a Queue's status", "queue", q.Name)
 			continue
 		}
-		b.written[q.Name] = string(fp)
+		b.status.want(q.Name, patch)
+		b.handed[q.Name] = string(fp)
 	}
 }
 
-// patchQueueStatus merge-patches a Queue's status subresource with qs. A resource of
-// status.used or status.borrowed that is no longer held is removed.
-func (b *queueBook) patchStatus(ctx context.Context, q *musterv1alpha1.Queue, qs *queueStatus) error {
+// statusPatch is the merge patch of a Queue's status subresource that writes qs. A
+// resource of status.used or status.borrowed that is no longer held is removed.
+func (b *queueBook) statusPatch(q *musterv1alpha1.Queue, qs *queueStatus) ([]byte, error) {
 	conds := slices.Clone(q.Status.Conditions)
 	active := qs.Active
 	active.LastTransitionTime = metav1.NewTime(b.clock.Now())
@@ -276,16 +278,9 @@ func (b *queueBook) patchStatus(ctx context.Context, q *musterv1alpha1.Queue, qs
 		"conditions": conds,
 	}})
 	if err != nil {
-		return fmt.Errorf("encoding the status of Queue %s: %w", q.Name, err)
+		return nil, fmt.Errorf("encoding the status of Queue %s: %w", q.Name, err)
 	}
-	obj := &musterv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: q.Name}}
-	// The manager's client has no timeout of its own (its config is the watches').
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	if err := b.statusClient.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data)); err != nil {
-		return fmt.Errorf("patching the status of Queue %s: %w", q.Name, err)
-	}
-	return nil
+	return data, nil
 }
 
 // QueueConditionActive is the type of a Queue's condition that says whether groups can be

@@ -14,7 +14,7 @@ var notPerGroup = map[string]string{
 	"mirror.pods": "pod keys", "mirror.memberOf": "pod keys", "mirror.failed": "pod keys",
 	"mirror.declaredBy": "pod keys", "mirror.declared": "emptied as its pods go (declare)",
 	"evictor.recreate": "pod keys", "evictor.pending": "pod keys, each dropped once sent", "podScheduled.notes": "pod keys, each dropped once written",
-	"queueBook.written": "Queue names", "queueBook.namespaces": "Queue names", "queueBook.errors": "Queue names",
+	"queueBook.handed": "Queue names", "queueBook.namespaces": "Queue names", "queueBook.errors": "Queue names",
 }
 
 // wiredScheduler returns a scheduler with its owners made and empty, as Start makes them.

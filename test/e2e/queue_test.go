@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -174,4 +177,57 @@ func labelNamespace(t *testing.T, env *sandboxtest.Env, name, key, value string)
 	if _, err := env.Kube.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("labelling namespace %s: %v", name, err)
 	}
+}
+
+// TestHeldQueueStatusDoesNotHoldTheQueue: muster's write of a Queue's status, held by the
+// API server, holds up nothing else: a pod of the Queue is bound meanwhile. Once the API
+// server answers, the newer status is written: the Queue shows the pod's group admitted.
+// (That write was made on muster's loop, once a second for a Queue whose numbers
+// changed: a held one stopped all scheduling for up to the request's 30 s.)
+func TestHeldQueueStatusDoesNotHoldTheQueue(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	c := newClient(t, env.Config)
+	env.CreateNodes(t, sandbox.NodePool{Name: "heldqueue", Count: 1, CPU: "16", Memory: "64Gi"})
+	createQueue(t, c, ns, 8, &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}})
+	proxy := env.StartProxy(t)
+	h := newHeldRequest(http.MethodPatch, "/apis/"+musterv1alpha1.GroupName+"/v1alpha1/queues/"+ns+"/status", `"status"`)
+	proxy.SetHook(h.hook)
+	startMuster(t, env, musterOptions{proxy: proxy})
+	boundWhileHeld(t, env, ns, h, "its status write of Queue "+ns)
+	close(h.release)
+	t.Logf("the held write, released: %d", <-h.answer)
+	wantQueueStatus(t, env, c, ns, 1, 0, 0)
+}
+
+// TestFailedQueueStatusIsWrittenAgain: the API server answers muster's first write of a
+// new Queue's status with 500, and nothing changes in the Queue after it: muster sends
+// the write again, and the Queue gets its Active condition.
+func TestFailedQueueStatusIsWrittenAgain(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	c := newClient(t, env.Config)
+	createQueue(t, c, ns, 8, &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}})
+	proxy := env.StartProxy(t)
+	path := "/apis/" + musterv1alpha1.GroupName + "/v1alpha1/queues/" + ns + "/status"
+	var writes atomic.Int32
+	proxy.SetHook(func(w http.ResponseWriter, r *http.Request, forward http.Handler) {
+		if r.Method == http.MethodPatch && r.URL.Path == path && writes.Add(1) == 1 {
+			http.Error(w, "injected by the test", http.StatusInternalServerError)
+			return
+		}
+		forward.ServeHTTP(w, r)
+	})
+	startMuster(t, env, musterOptions{proxy: proxy})
+	env.WaitFor(t, "Queue "+ns+" Active", func(ctx context.Context) (bool, error) {
+		q := &musterv1alpha1.Queue{}
+		if err := c.Get(ctx, client.ObjectKey{Name: ns}, q); err != nil {
+			return false, err
+		}
+		return meta.IsStatusConditionTrue(q.Status.Conditions, "Active"), nil
+	})
+	if n := writes.Load(); n < 2 {
+		t.Errorf("the Queue's status written with %d writes, want the refused one and another", n)
+	}
+	t.Logf("the Queue's status written after %d writes, the first answered 500", writes.Load())
 }
