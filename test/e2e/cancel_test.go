@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"slices"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -184,27 +183,11 @@ func TestFailedEvictionIsSentAgain(t *testing.T) {
 	env.CreateNodes(t, sandbox.NodePool{Name: "failevict", Count: 1, CPU: "16", Memory: "64Gi"})
 	proxy := env.StartProxy(t)
 	startMuster(t, env, musterOptions{proxy: proxy})
-	path := "/api/v1/namespaces/" + ns + "/pods/gone-0"
-	var mu sync.Mutex
-	deletes := 0
-	cancelledPod(t, env, newClient(t, env.Config), proxy, ns, func(w http.ResponseWriter, r *http.Request, forward http.Handler) {
-		if r.Method == http.MethodDelete && r.URL.Path == path {
-			mu.Lock()
-			deletes++
-			first := deletes == 1
-			mu.Unlock()
-			if first {
-				http.Error(w, "injected by the test", http.StatusInternalServerError)
-				return
-			}
-		}
-		forward.ServeHTTP(w, r)
-	})
+	hook, deletes := refuseFirst(http.MethodDelete, "/api/v1/namespaces/"+ns+"/pods/gone-0", "")
+	cancelledPod(t, env, newClient(t, env.Config), proxy, ns, hook)
 	waitPodGone(t, env, ns, "gone-0")
-	mu.Lock()
-	defer mu.Unlock()
-	if deletes < 2 {
-		t.Errorf("expected muster to send the deletion of gone-0 again after the 500, found %d deletions", deletes)
+	if n := deletes.Load(); n < 2 {
+		t.Errorf("expected muster to send the deletion of gone-0 again after the 500, found %d deletions", n)
 	}
-	t.Logf("pod gone-0 gone after %d deletions, the first answered 500", deletes)
+	t.Logf("pod gone-0 gone after %d deletions, the first answered 500", deletes.Load())
 }

@@ -406,15 +406,8 @@ func TestDRAPodGroupClaimReleaseSentAgain(t *testing.T) {
 	ctx := context.Background()
 	proxy := env.StartProxy(t)
 	runPodGroupClaimGang(t, env, ns, "drarel", musterOptions{proxy: proxy})
-	path := "/apis/resource.k8s.io/v1/namespaces/" + ns + "/resourceclaims/domain/status"
-	var writes atomic.Int32
-	proxy.SetHook(func(w http.ResponseWriter, r *http.Request, forward http.Handler) {
-		if r.Method == http.MethodPut && r.URL.Path == path && writes.Add(1) == 1 {
-			http.Error(w, "injected by the test", http.StatusInternalServerError)
-			return
-		}
-		forward.ServeHTTP(w, r)
-	})
+	hook, writes := refuseFirst(http.MethodPut, "/apis/resource.k8s.io/v1/namespaces/"+ns+"/resourceclaims/domain/status", "")
+	proxy.SetHook(hook)
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, musterv1alpha1.StoppedAnnotation)
 	if _, err := env.Kube.SchedulingV1beta1().PodGroups(ns).Patch(ctx, "vit", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,6 +168,28 @@ func TestPendingMembersCarryPodScheduled(t *testing.T) {
 				name, ps.Status, ps.Reason, ps.Message, patches.of(name)-before[name])
 		}
 	}
+}
+
+// refuseFirst returns a proxy hook that answers the first request of method to path
+// whose body holds body with 500 and forwards every other, and the count of the requests
+// it matched.
+func refuseFirst(method, path, body string) (sandboxtest.Hook, *atomic.Int32) {
+	var n atomic.Int32
+	return func(w http.ResponseWriter, r *http.Request, forward http.Handler) {
+		if r.Method == method && r.URL.Path == path {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			if bytes.Contains(b, []byte(body)) && n.Add(1) == 1 {
+				http.Error(w, "injected by the test", http.StatusInternalServerError)
+				return
+			}
+		}
+		forward.ServeHTTP(w, r)
+	}, &n
 }
 
 // heldRequest holds the first request of a method to a path whose body holds a string

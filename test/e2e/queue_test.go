@@ -6,7 +6,6 @@ import (
 	"math"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -209,15 +208,8 @@ func TestFailedQueueStatusIsWrittenAgain(t *testing.T) {
 	c := newClient(t, env.Config)
 	createQueue(t, c, ns, 8, &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}})
 	proxy := env.StartProxy(t)
-	path := "/apis/" + musterv1alpha1.GroupName + "/v1alpha1/queues/" + ns + "/status"
-	var writes atomic.Int32
-	proxy.SetHook(func(w http.ResponseWriter, r *http.Request, forward http.Handler) {
-		if r.Method == http.MethodPatch && r.URL.Path == path && writes.Add(1) == 1 {
-			http.Error(w, "injected by the test", http.StatusInternalServerError)
-			return
-		}
-		forward.ServeHTTP(w, r)
-	})
+	hook, writes := refuseFirst(http.MethodPatch, "/apis/"+musterv1alpha1.GroupName+"/v1alpha1/queues/"+ns+"/status", "")
+	proxy.SetHook(hook)
 	startMuster(t, env, musterOptions{proxy: proxy})
 	env.WaitFor(t, "Queue "+ns+" Active", func(ctx context.Context) (bool, error) {
 		q := &musterv1alpha1.Queue{}

@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -137,23 +134,8 @@ func TestFailedNoteIsWrittenAgain(t *testing.T) {
 	ns := env.Namespace(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "failnote", Count: 1, CPU: "16", Memory: "64Gi"})
 	proxy := env.StartProxy(t)
-	path := "/api/v1/namespaces/" + ns + "/pods/missing/status"
-	var writes atomic.Int32
-	proxy.SetHook(func(w http.ResponseWriter, r *http.Request, forward http.Handler) {
-		if r.Method == http.MethodPatch && r.URL.Path == path {
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			if bytes.Contains(body, []byte(`"reason":"`+source.ReasonGroupNotFound+`"`)) && writes.Add(1) == 1 {
-				http.Error(w, "injected by the test", http.StatusInternalServerError)
-				return
-			}
-		}
-		forward.ServeHTTP(w, r)
-	})
+	hook, writes := refuseFirst(http.MethodPatch, "/api/v1/namespaces/"+ns+"/pods/missing/status", `"reason":"`+source.ReasonGroupNotFound+`"`)
+	proxy.SetHook(hook)
 	startMuster(t, env, musterOptions{proxy: proxy})
 	missing := sandboxtest.Pod(ns, "missing").SchedulerName("muster").Obj()
 	missing.Labels = map[string]string{musterv1alpha1.CoschedulingPodGroupLabel: "no-such-group"}
