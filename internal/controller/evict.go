@@ -54,6 +54,9 @@ type evictor struct {
 	mirror *mirror
 	signer signer
 	work   workqueue.TypedRateLimitingInterface[string]
+	// recreations holds the keys of recorded pods whose old pod is gone, to be created
+	// again by a worker of their own.
+	recreations workqueue.TypedRateLimitingInterface[string]
 
 	mu sync.Mutex
 	// pending holds, by pod key, the evictions decided and not yet taken by a worker.
@@ -89,6 +92,9 @@ func newEvictor(k *kit, eng *engine.Engine, m *mirror) *evictor {
 		work: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](evictRetry, evictRetryMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "evictions"}),
+		recreations: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](evictRetry, evictRetryMax),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "recreations"}),
 		pending: map[string]podEviction{}, recreate: map[string]*recreation{},
 	}
 }
@@ -295,22 +301,63 @@ func (v *evictor) record(ctx context.Context, p *corev1.Pod, groupRecord string)
 	return &recreation{uid: p.UID, pod: again, configMap: cm.Name}, nil
 }
 
-// recreateIfRecorded creates a recorded pod again once its old pod is gone (current
-// is nil), and forgets the record once a pod of that name exists that is not the old
-// one.
-func (v *evictor) recreateIfRecorded(ctx context.Context, key string, current *corev1.Pod) {
+// recreateIfRecorded has a recorded pod created again once its old pod is gone
+// (current is nil), and its record forgotten once a pod of that name exists that is not
+// the old one; a worker of their own does both (recreateNext), off the loop.
+func (v *evictor) recreateIfRecorded(_ context.Context, key string, current *corev1.Pod) {
 	r := v.recorded(key)
 	if r == nil || (current != nil && current.UID == r.uid) {
 		return
+	}
+	v.recreations.Add(key)
+}
+
+// runRecreations creates the recorded pods again until ctx is done.
+func (v *evictor) runRecreations(ctx context.Context) { drain(ctx, 1, v.recreations, v.recreateNext) }
+
+// recreateNext carries out the next queued recreation, and queues it again if it failed
+// (after evictRetry, then up to evictRetryMax apart); false once the queue is shut down.
+// A pod whose creation failed keeps its record: it is created again, not lost.
+func (v *evictor) recreateNext(ctx context.Context) bool {
+	key, quit := v.recreations.Get()
+	if quit {
+		return false
+	}
+	defer v.recreations.Done(key)
+	if err := v.recreateOne(ctx, key); err != nil && ctx.Err() == nil {
+		v.log.Error(err, "recreating an evicted pod that has no controller; sending it again", "pod", key)
+		v.recreations.AddRateLimited(key)
+		return true
+	}
+	v.recreations.Forget(key)
+	return true
+}
+
+// recreateOne creates the recorded pod of key if no pod of that name exists, and then,
+// or when one that is not the old pod exists, drops the record. It does nothing while
+// the old pod is still there.
+func (v *evictor) recreateOne(ctx context.Context, key string) error {
+	r := v.recorded(key)
+	if r == nil {
+		return nil
+	}
+	current := &corev1.Pod{}
+	switch err := v.cache.Get(ctx, splitKey(key), current); {
+	case apierrors.IsNotFound(err):
+		current = nil
+	case err != nil:
+		return fmt.Errorf("reading pod %s from the cache: %w", key, err)
+	}
+	if current != nil && current.UID == r.uid {
+		return nil // not gone yet: the loop queues it again when it is
 	}
 	if current == nil {
 		_, err := v.kube.CoreV1().Pods(r.pod.Namespace).Create(ctx, r.pod.DeepCopy(), metav1.CreateOptions{})
 		switch {
 		case err == nil:
 			v.log.V(1).Info("recreated an evicted pod that has no controller", "pod", key)
-		case apierrors.IsAlreadyExists(err):
-		default:
-			v.log.Error(err, "recreating an evicted pod that has no controller; dropping its record", "pod", key)
+		case !apierrors.IsAlreadyExists(err):
+			return fmt.Errorf("creating pod %s: %w", key, err)
 		}
 	}
 	v.mu.Lock()
@@ -320,6 +367,7 @@ func (v *evictor) recreateIfRecorded(ctx context.Context, key string, current *c
 	if err != nil && !apierrors.IsNotFound(err) {
 		v.log.Error(err, "deleting the record of a recreated pod", "configMap", v.cfg.Namespace+"/"+r.configMap)
 	}
+	return nil
 }
 
 // loadRecords reads the records a previous leader left in muster's namespace, and

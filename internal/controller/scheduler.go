@@ -108,7 +108,7 @@ func (s *scheduler) Start(ctx context.Context) error {
 	if err := s.suspender.findSuspended(ctx); err != nil {
 		return err
 	}
-	runs := []func(context.Context){s.reporter.writer.run, s.binder.run, s.owners.run, s.podsched.run, s.evictor.run, s.queues.status.run}
+	runs := []func(context.Context){s.reporter.writer.run, s.binder.run, s.owners.run, s.podsched.run, s.evictor.run, s.evictor.runRecreations, s.queues.status.run}
 	done := make(chan struct{}, len(runs))
 	for _, run := range runs {
 		go func() {

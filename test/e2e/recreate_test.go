@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,4 +100,41 @@ func recordOn(annotations map[string]string, what string) (musterv1alpha1.GroupL
 		return rec, fmt.Errorf("%s: %w", what, err)
 	}
 	return rec, nil
+}
+
+// TestFailedRecreationIsSentAgain: muster evicts a plain group's pods, which no
+// controller owns, at its start timeout, and the API server answers its first
+// re-creation of one of them with 500: muster creates that pod again, and both pods
+// come back. (A failed re-creation dropped the pod's record: the pod was lost.)
+func TestFailedRecreationIsSentAgain(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "failrecreate", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	proxy := env.StartProxy(t)
+	hook, creates := refuseFirst(http.MethodPost, "/api/v1/namespaces/"+ns+"/pods", "")
+	proxy.SetHook(hook)
+	m := startMuster(t, env, musterOptions{clock: true, proxy: proxy})
+	first := map[string]types.UID{}
+	for i := range 2 {
+		p := env.CreatePod(t, plainMember(ns, "lost", i, map[string]string{
+			musterv1alpha1.StartTimeoutAnnotation: flakyStartTimeout,
+			musterv1alpha1.MaxRetriesAnnotation:   "1",
+			musterv1alpha1.BackoffBaseAnnotation:  flakyBackoff,
+		}))
+		first[p.Name] = p.UID
+	}
+	m.advancePast(t, env, "Starting", podRecord(env, ns, "lost-0"))
+	env.WaitFor(t, "both pods evicted and created again", func(ctx context.Context) (bool, error) {
+		for name, uid := range first {
+			p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil || p.UID == uid || p.DeletionTimestamp != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if n := creates.Load(); n < 3 {
+		t.Errorf("the pods created again with %d creations, want the refused one and two more", n)
+	}
+	t.Logf("both pods created again with %d creations, the first answered 500", creates.Load())
 }
