@@ -120,31 +120,26 @@ func (v *evictor) run(ctx context.Context) { drain(ctx, evictWorkers, v.work, v.
 // evictNext sends the next queued eviction, and queues it again if it failed; false
 // once the queue is shut down.
 func (v *evictor) evictNext(ctx context.Context) bool {
-	key, quit := v.work.Get()
-	if quit {
-		return false
-	}
-	defer v.work.Done(key)
-	v.mu.Lock()
-	pe, ok := v.pending[key]
-	delete(v.pending, key)
-	v.mu.Unlock()
-	if !ok {
+	return retried(v.work, func(key string) bool {
+		v.mu.Lock()
+		pe, ok := v.pending[key]
+		delete(v.pending, key)
+		v.mu.Unlock()
+		if !ok {
+			return false
+		}
+		err := v.send(ctx, &pe)
+		if err == nil || ctx.Err() != nil {
+			return false
+		}
+		v.log.Error(err, "evicting a pod; sending it again", "pod", key, "tries", pe.tries)
+		v.mu.Lock()
+		if _, newer := v.pending[key]; !newer {
+			v.pending[key] = pe
+		}
+		v.mu.Unlock()
 		return true
-	}
-	err := v.send(ctx, &pe)
-	if err == nil || ctx.Err() != nil {
-		v.work.Forget(key)
-		return true
-	}
-	v.log.Error(err, "evicting a pod; sending it again", "pod", key, "tries", pe.tries)
-	v.mu.Lock()
-	if _, newer := v.pending[key]; !newer {
-		v.pending[key] = pe
-	}
-	v.mu.Unlock()
-	v.work.AddRateLimited(key)
-	return true
+	})
 }
 
 // evictPod deletes p at once, on the caller's goroutine (the recovery before the loop
@@ -319,18 +314,14 @@ func (v *evictor) runRecreations(ctx context.Context) { drain(ctx, 1, v.recreati
 // (after evictRetry, then up to evictRetryMax apart); false once the queue is shut down.
 // A pod whose creation failed keeps its record: it is created again, not lost.
 func (v *evictor) recreateNext(ctx context.Context) bool {
-	key, quit := v.recreations.Get()
-	if quit {
-		return false
-	}
-	defer v.recreations.Done(key)
-	if err := v.recreateOne(ctx, key); err != nil && ctx.Err() == nil {
+	return retried(v.recreations, func(key string) bool {
+		err := v.recreateOne(ctx, key)
+		if err == nil || ctx.Err() != nil {
+			return false
+		}
 		v.log.Error(err, "recreating an evicted pod that has no controller; sending it again", "pod", key)
-		v.recreations.AddRateLimited(key)
 		return true
-	}
-	v.recreations.Forget(key)
-	return true
+	})
 }
 
 // recreateOne creates the recorded pod of key if no pod of that name exists, and then,

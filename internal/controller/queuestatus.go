@@ -61,40 +61,34 @@ func (w *queueStatusWriter) run(ctx context.Context) { drain(ctx, 1, w.work, w.w
 
 // writeNext sends the next queued patch; false once the queue is shut down.
 func (w *queueStatusWriter) writeNext(ctx context.Context) bool {
-	name, shutdown := w.work.Get()
-	if shutdown {
-		return false
-	}
-	defer w.work.Done(name)
-	w.mu.Lock()
-	patch, ok := w.wanted[name]
-	w.mu.Unlock()
-	if !ok {
-		w.work.Forget(name)
-		return true
-	}
-	err := w.send(ctx, name, patch)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	replaced := string(w.wanted[name]) != string(patch)
-	switch {
-	case err == nil || apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-		// Written, or never will be as it is: a Queue deleted, or a patch the API server
-		// refuses (the next change of the Queue's numbers makes a new one).
-		if err != nil {
-			w.log.Error(err, "writing a Queue's status; not sent again", "queue", name)
+	return retried(w.work, func(name string) bool {
+		w.mu.Lock()
+		patch, ok := w.wanted[name]
+		w.mu.Unlock()
+		if !ok {
+			return false
 		}
-		if !replaced {
-			delete(w.wanted, name)
+		err := w.send(ctx, name, patch)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		replaced := string(w.wanted[name]) != string(patch)
+		switch {
+		case err == nil || apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+			// Written, or never will be as it is: a Queue deleted, or a patch the API
+			// server refuses (the next change of the Queue's numbers makes a new one).
+			if err != nil {
+				w.log.Error(err, "writing a Queue's status; not sent again", "queue", name)
+			}
+			if !replaced {
+				delete(w.wanted, name)
+			}
+			return false
+		case replaced || ctx.Err() != nil:
+			return false // the newer patch is queued already, or muster is stopping
 		}
-		w.work.Forget(name)
-	case replaced || ctx.Err() != nil:
-		w.work.Forget(name) // the newer patch is queued already
-	default:
 		w.log.Error(err, "writing a Queue's status; sent again", "queue", name)
-		w.work.AddRateLimited(name)
-	}
-	return true
+		return true
+	})
 }
 
 // send merge-patches Queue name's status subresource, within requestTimeout.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
@@ -81,6 +82,24 @@ func addKeys[V any](set map[string]struct{}, m map[string]V) {
 	for k := range m {
 		set[k] = struct{}{}
 	}
+}
+
+// retried takes the next key of queue and hands it to do, which reports whether it
+// must be done again: the key is then queued again, after the queue's rate limiter's
+// delay, and otherwise its failures are forgotten. It reports false once queue is shut
+// down (a worker loop for drain).
+func retried(queue workqueue.TypedRateLimitingInterface[string], do func(key string) (again bool)) bool {
+	key, quit := queue.Get()
+	if quit {
+		return false
+	}
+	defer queue.Done(key)
+	if do(key) {
+		queue.AddRateLimited(key)
+	} else {
+		queue.Forget(key)
+	}
+	return true
 }
 
 // drain runs n workers, each taking work with next until it reports the queue shut
