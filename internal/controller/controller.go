@@ -188,9 +188,8 @@ func NewManager(opts Options) (manager.Manager, error) {
 // type.
 // requestTimeout bounds each request muster sends through its clientset and dynamic
 // client, which never watch (the manager's cache watches, on a config of its own): the
-// scheduling loop sends some requests itself (a group's evictions, a Job's suspension,
-// the release of its claims), and one that the API server or the network holds must not
-// hold up the queue for longer. A kubeconfig's own timeout is kept.
+// scheduling loop sends some requests itself (the release of a group's claims), and one
+// that the API server or the network holds must not hold up the queue for longer. A kubeconfig's own timeout is kept.
 const requestTimeout = 30 * time.Second
 
 // requestConfig returns cfg with requestTimeout, unless it sets a timeout of its own.

@@ -74,8 +74,9 @@ func (s *scheduler) wire(sig signer, mapper meta.RESTMapper, queueStatus client.
 	s.reporter = newReporter(s.kit, s.eng, s.mirror, s.owners)
 	s.evictor = newEvictor(s.kit, s.eng, s.mirror)
 	s.evictor.signer = sig
-	s.suspender = newSuspender(s.kit, s.eng, s.mirror, s.owners)
-	s.binder = newBinder(s.kit, sig, func() { s.changes.mark(func() {}) })
+	wake := func() { s.changes.mark(func() {}) }
+	s.suspender = newSuspender(s.kit, s.eng, s.mirror, s.owners, wake)
+	s.binder = newBinder(s.kit, sig, wake)
 	s.podsched = newPodScheduled(s.kit, s.eng, s.mirror)
 	s.mirror.notes.conds = s.podsched
 	s.mirror.hooks = podHooks{
@@ -108,7 +109,7 @@ func (s *scheduler) Start(ctx context.Context) error {
 	if err := s.suspender.findSuspended(ctx); err != nil {
 		return err
 	}
-	runs := []func(context.Context){s.reporter.writer.run, s.binder.run, s.owners.run, s.podsched.run, s.evictor.run, s.evictor.runRecreations, s.queues.status.run}
+	runs := []func(context.Context){s.reporter.writer.run, s.binder.run, s.owners.run, s.podsched.run, s.evictor.run, s.evictor.runRecreations, s.queues.status.run, s.suspender.run}
 	done := make(chan struct{}, len(runs))
 	for _, run := range runs {
 		go func() {
@@ -162,6 +163,7 @@ func (s *scheduler) loop(ctx context.Context) {
 		}
 		s.owners.recheck(s.mirror.known)
 		s.mirror.apply(ctx, s.changes.take())
+		s.suspender.takeAnswers(ctx, s.evictor)
 		for _, key := range s.mirror.takeDirty() {
 			s.translator.translate(key)
 		}
@@ -176,7 +178,7 @@ func (s *scheduler) loop(ctx context.Context) {
 		}
 		s.carryOut(ctx, out)
 		wakeAt := s.report(ctx, out)
-		for _, at := range []time.Time{s.suspender.resumeDue(ctx), s.owners.nextRecheck(), s.mirror.notes.nextDue()} {
+		for _, at := range []time.Time{s.suspender.resumeDue(), s.owners.nextRecheck(), s.mirror.notes.nextDue()} {
 			if !at.IsZero() && (wakeAt.IsZero() || at.Before(wakeAt)) {
 				wakeAt = at
 			}
@@ -233,7 +235,7 @@ func (s *scheduler) carryOut(ctx context.Context, out engine.Output) {
 			s.mirror.groupEvent(ev.Group, string(ev.Type), ev.Reason, ev.Message)
 		}
 	}
-	s.evictGroups(ctx, out.Evictions)
+	s.evictGroups(out.Evictions)
 	s.kit.releaseGroupClaims(ctx, out.ClaimReleases)
 	s.evictor.replaceFailed()
 	for _, plan := range out.Plans {
@@ -244,8 +246,8 @@ func (s *scheduler) carryOut(ctx context.Context, out engine.Output) {
 
 // evictGroups carries out the engine's evictions, group by group: a group that a batch
 // Job owns whole is evicted by suspending the Job, any other by deleting its pods. If
-// the suspension fails, the pods are deleted.
-func (s *scheduler) evictGroups(ctx context.Context, evictions []engine.Eviction) {
+// the suspension fails, the pods are deleted (see suspender.takeAnswers).
+func (s *scheduler) evictGroups(evictions []engine.Eviction) {
 	byGroup := map[string][]engine.Eviction{}
 	var order []string
 	for _, ev := range evictions {
@@ -257,7 +259,7 @@ func (s *scheduler) evictGroups(ctx context.Context, evictions []engine.Eviction
 	for _, gk := range order {
 		evs := byGroup[gk]
 		if job := s.suspender.suspendable(gk, evs[0]); job != nil {
-			err := s.suspender.suspend(ctx, gk, job, evs[0])
+			err := s.suspender.evict(gk, job, evs)
 			if err == nil {
 				continue
 			}

@@ -88,7 +88,7 @@ func addKeys[V any](set map[string]struct{}, m map[string]V) {
 // must be done again: the key is then queued again, after the queue's rate limiter's
 // delay, and otherwise its failures are forgotten. It reports false once queue is shut
 // down (a worker loop for drain).
-func retried(queue workqueue.TypedRateLimitingInterface[string], do func(key string) (again bool)) bool {
+func retried[K comparable](queue workqueue.TypedRateLimitingInterface[K], do func(key K) (again bool)) bool {
 	key, quit := queue.Get()
 	if quit {
 		return false

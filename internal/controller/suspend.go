@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/engine"
@@ -30,23 +32,75 @@ import (
 // lifecycle record, from which a restarted muster resumes both the Job and the group.
 
 // suspender evicts a group that one batch Job owns whole by suspending the Job, and
-// resumes the Job when the group's backoff ends. It runs on the loop's goroutine and
-// owns the Jobs it suspended and the pods of those Jobs on their way out.
+// resumes the Job when the group's backoff ends. The loop decides both, and owns the
+// Jobs it suspended and the pods of those Jobs on their way out; one worker sends the
+// Jobs' patches, off the loop (run), and hands each suspension's answer back to the
+// loop (takeAnswers). (The loop patched the Jobs itself: a patch the API server held
+// held up all scheduling for up to the request's timeout.)
 type suspender struct {
 	*kit
 	eng    *engine.Engine
 	mirror *mirror
 	owners *owners
+	wake   func()
 	// suspended holds the Jobs muster suspended and will resume; leaving holds, by UID,
 	// the pods of the Jobs it suspended, which are no members of any group while they
-	// go, and their eviction's cleanup.
-	suspended map[types.NamespacedName]*suspension
-	leaving   map[types.UID]*cleanup
+	// go, and their eviction's cleanup. suspending holds, by Job, the suspensions sent
+	// and not answered yet, and resuming the resumptions.
+	suspended  map[types.NamespacedName]*suspension
+	leaving    map[types.UID]*cleanup
+	suspending map[types.NamespacedName]*suspending
+	resuming   map[types.NamespacedName]*suspension
+
+	work workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	mu   sync.Mutex
+	// patches holds, by Job, the patch to send that was not sent yet; answers the
+	// suspensions sent and the resumptions done, for the loop.
+	patches map[types.NamespacedName]jobPatch
+	answers []jobAnswer
 }
 
-func newSuspender(k *kit, eng *engine.Engine, m *mirror, o *owners) *suspender {
-	return &suspender{kit: k, eng: eng, mirror: m, owners: o,
-		suspended: map[types.NamespacedName]*suspension{}, leaving: map[types.UID]*cleanup{}}
+// suspending is a suspension sent to evict a group: the group, the evictions it
+// carries out (the pods are deleted instead if it fails), and what the loop does once
+// it is done.
+type suspending struct {
+	group     string
+	evictions []engine.Eviction
+	resumeAt  time.Time
+	message   string
+}
+
+// jobPatch is a patch of a Job the worker sends: a suspension, or a resumption.
+type jobPatch struct {
+	suspend bool
+	data    []byte
+}
+
+// jobAnswer is the API server's answer to a jobPatch: the Job as written, or why not.
+type jobAnswer struct {
+	job types.NamespacedName
+	jobPatch
+	obj *batchv1.Job
+	err error
+}
+
+// jobPatchRetry and jobPatchRetryMax bound the wait before a failed resumption is sent
+// again: the first waits jobPatchRetry, each next one twice as long. A failed suspension
+// is not sent again: the group's pods are deleted instead.
+const (
+	jobPatchRetry    = time.Second
+	jobPatchRetryMax = time.Minute
+)
+
+func newSuspender(k *kit, eng *engine.Engine, m *mirror, o *owners, wake func()) *suspender {
+	return &suspender{kit: k, eng: eng, mirror: m, owners: o, wake: wake,
+		suspended: map[types.NamespacedName]*suspension{}, leaving: map[types.UID]*cleanup{},
+		suspending: map[types.NamespacedName]*suspending{}, resuming: map[types.NamespacedName]*suspension{},
+		work: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](jobPatchRetry, jobPatchRetryMax),
+			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "jobs"}),
+		patches: map[types.NamespacedName]jobPatch{},
+	}
 }
 
 // isLeaving reports whether the pod of uid is one of a Job muster suspended, on its way
@@ -108,9 +162,16 @@ func (u *suspender) suspendable(gk string, ev engine.Eviction) *types.Namespaced
 	return &types.NamespacedName{Namespace: ns, Name: job.Name}
 }
 
-// suspend suspends job to evict group gk, recording on it why and the group's lifecycle
-// after the eviction, and remembers when to resume it.
-func (u *suspender) suspend(ctx context.Context, gk string, job *types.NamespacedName, ev engine.Eviction) error {
+// evict evicts group gk by suspending its Job, job (suspendable): it sends the patch
+// that suspends the Job and records on it why and the group's lifecycle after the
+// eviction. The loop carries out the rest when the answer comes (takeAnswers). Further
+// evictions of the group while the patch is in flight go with it.
+func (u *suspender) evict(gk string, job *types.NamespacedName, evs []engine.Eviction) error {
+	if s := u.suspending[*job]; s != nil {
+		s.evictions = append(s.evictions, evs...)
+		return nil
+	}
+	ev := evs[0]
 	st, ok := u.eng.Group(gk)
 	if !ok {
 		return fmt.Errorf("group %s: expected it known to the engine", gk)
@@ -119,41 +180,93 @@ func (u *suspender) suspend(ctx context.Context, gk string, job *types.Namespace
 	if err != nil {
 		return err
 	}
-	patch := map[string]any{
+	data, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"annotations": map[string]any{
 			musterv1alpha1.SuspendedAnnotation: ev.Reason, musterv1alpha1.LifecycleAnnotation: record,
 		}},
 		"spec": map[string]any{"suspend": true},
-	}
-	obj, err := u.patchJob(ctx, *job, patch)
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("encoding a patch of Job %s: %w", job, err)
 	}
-	if at := st.ResumeAt(u.clock.Now()); !at.IsZero() {
-		u.suspended[*job] = &suspension{group: gk, resumeAt: at}
-	}
-	// The Job keeps the group's state now: its pods leave the group at once, pods it
-	// creates on resumption start the group from the record, and those of a new Job of
-	// the same group name (created before the old pods are gone) start it anew.
-	members := u.mirror.memberList(gk)
-	c := &cleanup{since: u.clock.Now(), left: len(members)}
-	for _, p := range members {
-		u.leaving[p.UID] = c
-		u.mirror.applyPod(ctx, podKey(p))
-	}
-	u.eng.HandOff(gk)
-	u.owners.changed(obj)
 	msg := fmt.Sprintf("muster suspended the Job to evict its group %s: %s", groupName(gk), ev.Message)
 	if st.Phase == lifecycle.Failed {
 		msg += "; the group has Failed, and the Job stays suspended"
 	}
-	u.event(obj, corev1.EventTypeWarning, ev.Reason, msg)
+	u.suspending[*job] = &suspending{group: gk, evictions: slices.Clone(evs), resumeAt: st.ResumeAt(u.clock.Now()), message: msg}
+	u.send(*job, jobPatch{suspend: true, data: data})
 	return nil
 }
 
-// resumeDue resumes the Jobs whose time has come, and returns when the next one is due
-// (zero: none).
-func (u *suspender) resumeDue(ctx context.Context) time.Time {
+// send queues patch of job, in place of any not sent yet.
+func (u *suspender) send(job types.NamespacedName, patch jobPatch) {
+	u.mu.Lock()
+	u.patches[job] = patch
+	u.mu.Unlock()
+	u.work.Add(job)
+}
+
+// takeAnswers acts, on the loop, on the answers to the Jobs' patches that came since the
+// last call. A suspended Job keeps its group's state from now on: its pods leave
+// the group at once, pods it creates on resumption start the group from the record, and
+// those of a new Job of the same group name (created before the old pods are gone) start
+// it anew. A suspension that failed evicts the group by deleting its pods instead.
+func (u *suspender) takeAnswers(ctx context.Context, evictor *evictor) {
+	u.mu.Lock()
+	answers := u.answers
+	u.answers = nil
+	u.mu.Unlock()
+	for _, a := range answers {
+		if !a.suspend {
+			u.resumed(a)
+			continue
+		}
+		s := u.suspending[a.job]
+		delete(u.suspending, a.job)
+		if s == nil {
+			continue
+		}
+		if a.err != nil {
+			u.log.Error(a.err, "suspending a Job to evict its group; deleting its pods instead", "group", s.group, "job", a.job)
+			for _, ev := range s.evictions {
+				evictor.evict(ev)
+			}
+			continue
+		}
+		delete(u.resuming, a.job)
+		if !s.resumeAt.IsZero() {
+			u.suspended[a.job] = &suspension{group: s.group, resumeAt: s.resumeAt}
+		}
+		members := u.mirror.memberList(s.group)
+		c := &cleanup{since: u.clock.Now(), left: len(members)}
+		for _, p := range members {
+			u.leaving[p.UID] = c
+			u.mirror.applyPod(ctx, podKey(p))
+		}
+		u.eng.HandOff(s.group)
+		u.owners.changed(a.obj)
+		u.event(a.obj, corev1.EventTypeWarning, s.evictions[0].Reason, s.message)
+	}
+}
+
+// resumed notes a Job resumed, or gone before it could be.
+func (u *suspender) resumed(a jobAnswer) {
+	sp := u.resuming[a.job]
+	delete(u.resuming, a.job)
+	if a.err != nil || sp == nil {
+		return // the Job is gone
+	}
+	u.owners.changed(a.obj)
+	msg := "muster resumed the Job: its group's backoff ended" // found at start: the group is not known yet
+	if sp.group != "" {
+		msg = fmt.Sprintf("muster resumed the Job: the backoff of its group %s ended", groupName(sp.group))
+	}
+	u.event(a.obj, corev1.EventTypeNormal, "Resumed", msg)
+}
+
+// resumeDue sends the resumptions of the Jobs whose time has come, and returns when the
+// next one is due (zero: none).
+func (u *suspender) resumeDue() time.Time {
 	if len(u.suspended) == 0 {
 		return time.Time{} // the loop's every pass: nothing to sort
 	}
@@ -168,30 +281,50 @@ func (u *suspender) resumeDue(ctx context.Context) time.Time {
 			}
 			continue
 		}
-		patch := map[string]any{
-			"metadata": map[string]any{"annotations": map[string]any{musterv1alpha1.SuspendedAnnotation: nil}},
-			"spec":     map[string]any{"suspend": false},
-		}
-		obj, err := u.patchJob(ctx, job, patch)
-		switch {
-		case apierrors.IsNotFound(err):
-			delete(u.suspended, job)
-		case err != nil:
-			u.log.Error(err, "resuming a Job muster suspended; trying again", "job", job)
-			if retry := now.Add(time.Second); next.IsZero() || retry.Before(next) {
-				next = retry
-			}
-		default:
-			delete(u.suspended, job)
-			u.owners.changed(obj)
-			msg := "muster resumed the Job: its group's backoff ended" // found at start: the group is not known yet
-			if sp.group != "" {
-				msg = fmt.Sprintf("muster resumed the Job: the backoff of its group %s ended", groupName(sp.group))
-			}
-			u.event(obj, corev1.EventTypeNormal, "Resumed", msg)
-		}
+		delete(u.suspended, job)
+		u.resuming[job] = sp
+		u.send(job, jobPatch{data: resumePatch})
 	}
 	return next
+}
+
+// resumePatch resumes a Job muster suspended.
+var resumePatch = []byte(`{"metadata":{"annotations":{"` + musterv1alpha1.SuspendedAnnotation + `":null}},"spec":{"suspend":false}}`)
+
+// run sends the queued patches until ctx is done.
+func (u *suspender) run(ctx context.Context) { drain(ctx, 1, u.work, u.sendNext) }
+
+// sendNext sends the next queued patch; false once the queue is shut down. A resumption
+// that fails is sent again (jobPatchRetry, up to jobPatchRetryMax apart) unless the Job
+// is gone; the answer to a suspension, and to a resumption done, goes to the loop.
+func (u *suspender) sendNext(ctx context.Context) bool {
+	return retried(u.work, func(job types.NamespacedName) bool {
+		u.mu.Lock()
+		patch, ok := u.patches[job]
+		delete(u.patches, job)
+		u.mu.Unlock()
+		if !ok {
+			return false
+		}
+		obj, err := u.patchJob(ctx, job, patch.data)
+		if ctx.Err() != nil {
+			return false
+		}
+		if err != nil && !patch.suspend && !apierrors.IsNotFound(err) {
+			u.log.Error(err, "resuming a Job muster suspended; sending it again", "job", job)
+			u.mu.Lock()
+			if _, newer := u.patches[job]; !newer {
+				u.patches[job] = patch
+			}
+			u.mu.Unlock()
+			return true
+		}
+		u.mu.Lock()
+		u.answers = append(u.answers, jobAnswer{job: job, jobPatch: patch, obj: obj, err: err})
+		u.mu.Unlock()
+		u.wake()
+		return false
+	})
 }
 
 // findSuspended reads back, when muster starts, the Jobs an earlier muster suspended:
@@ -223,11 +356,7 @@ func (u *suspender) findSuspended(ctx context.Context) error {
 }
 
 // patchJob applies a JSON merge patch to a Job.
-func (u *suspender) patchJob(ctx context.Context, job types.NamespacedName, patch map[string]any) (*batchv1.Job, error) {
-	data, err := json.Marshal(patch)
-	if err != nil {
-		return nil, fmt.Errorf("encoding a patch of Job %s: %w", job, err)
-	}
+func (u *suspender) patchJob(ctx context.Context, job types.NamespacedName, data []byte) (*batchv1.Job, error) {
 	obj, err := u.kube.BatchV1().Jobs(job.Namespace).Patch(ctx, job.Name, types.MergePatchType, data, metav1.PatchOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("patching Job %s: %w", job, err)
