@@ -183,13 +183,11 @@ func NewManager(opts Options) (manager.Manager, error) {
 	return mgr, nil
 }
 
-// builtinConfig returns cfg for a client of built-in types only: protobuf, as
-// kube-scheduler's --kube-api-content-type defaults to, unless cfg names a content
-// type.
 // requestTimeout bounds each request muster sends through its clientset and dynamic
-// client, which never watch (the manager's cache watches, on a config of its own): the
-// scheduling loop sends some requests itself (the release of a group's claims), and one
-// that the API server or the network holds must not hold up the queue for longer. A kubeconfig's own timeout is kept.
+// client, which never watch (the manager's cache watches, on a config of its own): a
+// request that the API server or the network holds holds up the worker that sent it,
+// and what waits on its answer (a group whose claims' release is in flight), for no
+// longer. A kubeconfig's own timeout is kept.
 const requestTimeout = 30 * time.Second
 
 // requestConfig returns cfg with requestTimeout, unless it sets a timeout of its own.
@@ -201,6 +199,9 @@ func requestConfig(cfg *rest.Config) *rest.Config {
 	return out
 }
 
+// builtinConfig returns cfg for a client of built-in types only: protobuf, as
+// kube-scheduler's --kube-api-content-type defaults to, unless cfg names a content
+// type.
 func builtinConfig(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	if out.ContentType == "" {

@@ -14,7 +14,6 @@ import (
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/kubefit"
 )
 
@@ -169,23 +168,4 @@ func (r *recovery) releaseOrphanReservations(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// releaseGroupClaims releases the claims evicted groups hold for themselves (a native
-// PodGroup's own claims), so that a group waiting for its next attempt holds no devices.
-// The consumer is the group's PodGroup, in the claim's namespace, as translated from the
-// PodGroup object muster watches.
-func (k *kit) releaseGroupClaims(ctx context.Context, releases []engine.ClaimRelease) {
-	for _, r := range releases {
-		for try := 1; ; try++ {
-			err := k.release(ctx, r.Namespace, r.Claim, r.Consumer.UID)
-			if err == nil || apierrors.IsNotFound(err) {
-				break
-			}
-			if !apierrors.IsConflict(err) || try == claimTries {
-				k.log.Error(err, "releasing a claim of an evicted group", "group", r.Group, "claim", r.Namespace+"/"+r.Claim)
-				break
-			}
-		}
-	}
 }

@@ -42,6 +42,7 @@ type scheduler struct {
 	reporter   *reporter
 	evictor    *evictor
 	suspender  *suspender
+	claims     *claimReleaser
 	binder     *binder
 	podsched   *podScheduled
 
@@ -76,6 +77,7 @@ func (s *scheduler) wire(sig signer, mapper meta.RESTMapper, queueStatus client.
 	s.evictor.signer = sig
 	wake := func() { s.changes.mark(func() {}) }
 	s.suspender = newSuspender(s.kit, s.eng, s.mirror, s.owners, wake)
+	s.claims = newClaimReleaser(s.kit, wake)
 	s.binder = newBinder(s.kit, sig, wake)
 	s.podsched = newPodScheduled(s.kit, s.eng, s.mirror)
 	s.mirror.notes.conds = s.podsched
@@ -109,7 +111,7 @@ func (s *scheduler) Start(ctx context.Context) error {
 	if err := s.suspender.findSuspended(ctx); err != nil {
 		return err
 	}
-	runs := []func(context.Context){s.reporter.writer.run, s.binder.run, s.owners.run, s.podsched.run, s.evictor.run, s.evictor.runRecreations, s.queues.status.run, s.suspender.run}
+	runs := []func(context.Context){s.reporter.writer.run, s.binder.run, s.owners.run, s.podsched.run, s.evictor.run, s.evictor.runRecreations, s.queues.status.run, s.suspender.run, s.claims.run}
 	done := make(chan struct{}, len(runs))
 	for _, run := range runs {
 		go func() {
@@ -169,6 +171,9 @@ func (s *scheduler) loop(ctx context.Context) {
 		}
 		for _, pod := range s.binder.takeFailed() {
 			s.eng.BindFailed(pod)
+		}
+		for _, group := range s.claims.takeFailed() {
+			s.eng.ClaimReleaseFailed(group)
 		}
 		began, now := time.Now(), s.clock.Now()
 		out := s.eng.Step(now)
@@ -236,7 +241,7 @@ func (s *scheduler) carryOut(ctx context.Context, out engine.Output) {
 		}
 	}
 	s.evictGroups(out.Evictions)
-	s.kit.releaseGroupClaims(ctx, out.ClaimReleases)
+	s.claims.send(out.ClaimReleases)
 	s.evictor.replaceFailed()
 	for _, plan := range out.Plans {
 		s.binder.submit(ctx, newBindJob(plan, s.mirror.pod))

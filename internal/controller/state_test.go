@@ -8,13 +8,14 @@ import (
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 )
 
-// notPerGroup are the owners' maps with string keys that are not keyed by group: they
-// are emptied with the pods or Queues they hold.
+// notPerGroup are the owners' maps with string keys that are not keyed by group, or
+// that are emptied by the work they hold rather than with their group.
 var notPerGroup = map[string]string{
 	"mirror.pods": "pod keys", "mirror.memberOf": "pod keys", "mirror.failed": "pod keys",
 	"mirror.declaredBy": "pod keys", "mirror.declared": "emptied as its pods go (declare)",
 	"evictor.recreate": "pod keys", "evictor.pending": "pod keys, each dropped once sent", "podScheduled.notes": "pod keys, each dropped once written",
 	"queueBook.handed": "Queue names", "queueBook.namespaces": "Queue names", "queueBook.errors": "Queue names",
+	"claimReleaser.pending": "group keys, each dropped once sent: a release is sent after its group is gone",
 }
 
 // wiredScheduler returns a scheduler with its owners made and empty, as Start makes them.

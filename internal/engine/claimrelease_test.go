@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,10 +17,10 @@ import (
 )
 
 // TestClaimReleaseAskedAgain: a native PodGroup's own claim is released when the group is
-// evicted; while the claim stays reserved for the PodGroup (the shell's release failed:
-// nothing tells the engine), the engine asks again after 10 s, then 20 s later, and stops
-// once the claim is seen released. Once the group is placed again it never asks: the
-// claim then belongs to the new attempt.
+// evicted; while the claim stays reserved for the PodGroup (the shell's release failed),
+// the engine asks again after 10 s, then 20 s later, and stops once the claim is seen
+// released. Once the group is placed again (after the shell reported its last ask
+// failed: ClaimReleaseFailed) it never asks: the claim then belongs to the new attempt.
 func TestClaimReleaseAskedAgain(t *testing.T) {
 	for _, placedAgain := range []bool{false, true} {
 		t.Run(fmt.Sprintf("placed again %v", placedAgain), func(t *testing.T) {
@@ -73,6 +74,7 @@ func TestClaimReleaseAskedAgain(t *testing.T) {
 				if n := released(10 * time.Second); n != 1 {
 					t.Fatalf("10 s after the release, the claim still reserved: %d claim releases, want 1", n)
 				}
+				e.ClaimReleaseFailed(key)
 				now = now.Add(5 * time.Minute)
 				out := e.Step(now)
 				if len(out.Plans) != 1 || len(out.ClaimReleases) != 0 {
@@ -118,6 +120,82 @@ func TestClaimReleaseAskedAgain(t *testing.T) {
 			}
 			if n := released(2 * time.Hour); n != 0 {
 				t.Fatalf("two hours later: %d claim releases, want none", n)
+			}
+		})
+	}
+}
+
+// TestClaimReleaseInFlightHoldsThePlacement: a native PodGroup evicted at its start
+// timeout has its new pods, and its backoff ends, while the release of its own claim is
+// in flight (the snapshot still shows the claim reserved for the PodGroup, and the shell
+// has reported no failure). The engine does not place it on the claim as the snapshot shows it: a
+// release landing after the binds would undo the allocation they count on. Its status
+// says why it waits. Once the claim is seen released, the next Step places the group,
+// on a fresh allocation. Reported failed instead, the release is not in flight, and the
+// group is placed on the claim as it is.
+func TestClaimReleaseInFlightHoldsThePlacement(t *testing.T) {
+	for _, failed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reported failed %v", failed), func(t *testing.T) {
+			e := draEngine()
+			channel := "channel"
+			e.SetObject(gt.GPUClaim("default", channel, 1))
+			key := "Native/default/vit"
+			consumer := resourcev1.ResourceClaimConsumerReference{APIGroup: "scheduling.k8s.io", Resource: "podgroups", Name: "vit", UID: "uid-vit"}
+			e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Native, Namespace: "default", Name: "vit", MinMember: 2,
+				GroupClaims:   []schedulingv1beta1.PodGroupResourceClaim{{Name: channel, ResourceClaimName: &channel}},
+				ClaimConsumer: &consumer})
+			pod := func(name string) *corev1.Pod {
+				return gt.Pod(name).UID("uid-"+name).DeviceClaim(channel, channel).Obj()
+			}
+			for _, name := range []string{"vit-0", "vit-1"} {
+				e.SetPod(pod(name), key)
+			}
+			now := sim.Epoch
+			out := e.Step(now)
+			if len(out.Plans) != 1 {
+				t.Fatalf("plans %+v", out.Plans)
+			}
+			allocated := e.Snapshot().ResourceClaim("default/" + channel).DeepCopy()
+			e.SetObject(allocated)
+			for _, st := range out.Plans[0].Steps {
+				name := st.Pod[len("default/"):]
+				e.SetPod(gt.Pod(name).UID("uid-"+name).DeviceClaim(channel, channel).Node(st.Node).Obj(), key)
+			}
+			e.Step(now.Add(time.Second))
+			now = now.Add(2 * time.Hour)
+			if out := e.Step(now); len(out.ClaimReleases) != 1 {
+				t.Fatalf("at the start timeout: claim releases %+v, want 1", out.ClaimReleases)
+			}
+			for _, name := range []string{"vit-0", "vit-1"} {
+				e.RemovePod("default/" + name)
+				e.SetPod(pod(name+"-again"), key)
+			}
+			if failed {
+				e.ClaimReleaseFailed(key)
+			}
+			now = now.Add(time.Minute) // past the backoff (30 s), before the next ask is due (10 s later: asked now)
+			out = e.Step(now)
+			if failed {
+				if len(out.Plans) != 1 {
+					t.Fatalf("the release reported failed: plans %+v, want the group placed on the claim as it is", out.Plans)
+				}
+				return
+			}
+			if len(out.Plans) != 0 {
+				t.Fatalf("the release in flight: plans %+v, want none", out.Plans)
+			}
+			if st, _ := e.Group(key); !strings.Contains(st.Waiting, "its own ResourceClaims are being released from its last attempt (default/channel)") {
+				t.Fatalf("the release in flight: the group says %q", st.Waiting)
+			}
+			free := allocated.DeepCopy()
+			free.Status = resourcev1.ResourceClaimStatus{}
+			e.SetObject(free)
+			out = e.Step(now.Add(time.Second))
+			if len(out.Plans) != 1 || len(out.ClaimReleases) != 0 {
+				t.Fatalf("the claim seen released: plans %+v, claim releases %+v; want the group placed and no release", out.Plans, out.ClaimReleases)
+			}
+			if got := e.Snapshot().ResourceClaim("default/" + channel).Status.ReservedFor; len(got) != 1 || got[0] != consumer {
+				t.Fatalf("placed again, the claim is reserved for %+v", got)
 			}
 		})
 	}

@@ -126,8 +126,49 @@ func (e *Engine) retryClaimReleases(now time.Time, out *Output) {
 		}
 		if !now.Before(g.releaseDue()) {
 			out.ClaimReleases = append(out.ClaimReleases, g.releases...)
-			g.releaseSent = now
+			g.releaseSent, g.releaseFailed = now, false
 			g.releaseTries++
+			e.unqueue(g) // while the ask is in flight (releaseInFlight)
+		}
+	}
+}
+
+// ClaimReleaseFailed reports that the shell's last ask to release the own claims of
+// group failed: none of its releases is in flight, and the group may be placed on the
+// claims as they are (a placement keeps a claim's allocation) until it is asked again.
+func (e *Engine) ClaimReleaseFailed(group string) {
+	if g := e.releasing[group]; g != nil && !g.releaseFailed {
+		g.releaseFailed = true
+		e.dirty[group] = true
+	}
+}
+
+// releaseInFlight returns the own claims of g whose release is asked and not seen done:
+// the snapshot still shows them reserved for g, and the shell has not reported the ask
+// failed. g is not placed meanwhile: a placement counts on a claim's allocation as the
+// snapshot shows it, and a release that lands after it would undo the allocation its
+// members run with. (muster serve sends the releases off its loop, and the snapshot
+// shows a release done only once the claim's watch says so.)
+func (e *Engine) releaseInFlight(g *group) []string {
+	if e.releasing[g.key] != g || g.releaseFailed {
+		return nil
+	}
+	var out []string
+	for _, r := range g.releases {
+		if c := e.snap.ResourceClaim(r.Namespace + "/" + r.Claim); c != nil && reservedFor(c, r.Consumer.UID) {
+			out = append(out, r.Namespace+"/"+r.Claim)
+		}
+	}
+	return out
+}
+
+// releasedClaims marks changed the queued groups that wait for their claims to be
+// released and see them released now, so that they are queued again (push); the Step
+// then forgets their releases (retryClaimReleases).
+func (e *Engine) releasedClaims() {
+	for key, g := range e.releasing {
+		if g.queued && !g.releaseFailed && e.groups[key] == g && len(e.releaseInFlight(g)) == 0 {
+			e.dirty[key] = true
 		}
 	}
 }

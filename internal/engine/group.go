@@ -39,10 +39,12 @@ type group struct {
 	placed map[string]bool
 	// releases are the group's own claims an eviction asked to release and the group
 	// has not seen released yet, releaseSent when they were last asked for and
-	// releaseTries how many times (see retryClaimReleases).
-	releases     []ClaimRelease
-	releaseSent  time.Time
-	releaseTries int
+	// releaseTries how many times (see retryClaimReleases). releaseFailed says the
+	// shell reported the last ask failed (ClaimReleaseFailed): no release is in flight.
+	releases      []ClaimRelease
+	releaseSent   time.Time
+	releaseTries  int
+	releaseFailed bool
 
 	started bool
 	state   lifecycle.State

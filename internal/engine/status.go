@@ -81,6 +81,10 @@ func (e *Engine) Group(key string) (Status, bool) {
 			st.Waiting += "; " + extendedByDRANote(*st.ExtendedByDRA)
 		}
 	}
+	if claims := e.releaseInFlight(g); len(claims) > 0 && g.queued {
+		st.Waiting = fmt.Sprintf("its own ResourceClaims are being released from its last attempt (%s); "+
+			"it is queued again once they are", strings.Join(claims, ", "))
+	}
 	if g.objectGone {
 		st.Waiting = fmt.Sprintf("its group object went with the member pod that owned it, which muster evicted; "+
 			"the group keeps its attempts, out of the queue, until an object of the same name is created again, for at most %s",

@@ -34,6 +34,7 @@ func (e *Engine) Step(now time.Time) Output {
 		}
 	}
 	e.due(now)
+	e.releasedClaims()
 	if d := e.nextPreemptionDeadline(); !d.IsZero() && !d.After(now) {
 		e.schedule = true // the pass ends the preemption (endPreemptions)
 	}
@@ -351,7 +352,7 @@ func (e *Engine) evictAll(g *group, a lifecycle.EvictAll, out *Output) {
 	g.domain = ""
 	if rels := g.spec.claimReleases(g.key); len(rels) > 0 {
 		out.ClaimReleases = append(out.ClaimReleases, rels...)
-		g.releases, g.releaseSent, g.releaseTries = rels, e.now, 1
+		g.releases, g.releaseSent, g.releaseTries, g.releaseFailed = rels, e.now, 1, false
 		e.releasing[g.key] = g
 	}
 }
@@ -363,6 +364,10 @@ func (e *Engine) evictAll(g *group, a lifecycle.EvictAll, out *Output) {
 func (e *Engine) push(g *group) {
 	if g.objectGone {
 		e.unqueue(g) // its object comes back first (RemoveGroup)
+		return
+	}
+	if len(e.releaseInFlight(g)) > 0 {
+		e.unqueue(g) // queued again once its claims are seen released (releasedClaims)
 		return
 	}
 	members := g.unplaced()

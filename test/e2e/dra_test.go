@@ -421,6 +421,31 @@ func TestDRAPodGroupClaimReleaseSentAgain(t *testing.T) {
 	t.Logf("claim released after %d status writes, the first answered 500", writes.Load())
 }
 
+// TestHeldClaimReleaseDoesNotHoldTheQueue: a native PodGroup's gang holds the
+// PodGroup's own claim; the user stops the gang, and the API server holds muster's
+// release of the claim. muster binds another pod meanwhile (the release is sent off its
+// loop), and once the release is answered the claim is deallocated and reserved for no
+// one.
+func TestHeldClaimReleaseDoesNotHoldTheQueue(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	proxy := env.StartProxy(t)
+	runPodGroupClaimGang(t, env, ns, "draheld", musterOptions{proxy: proxy})
+	h := newHeldRequest(http.MethodPut, "/apis/resource.k8s.io/v1/namespaces/"+ns+"/resourceclaims/domain/status", "")
+	proxy.SetHook(h.hook)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, musterv1alpha1.StoppedAnnotation)
+	if _, err := env.Kube.SchedulingV1beta1().PodGroups(ns).Patch(ctx, "vit", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	boundWhileHeld(t, env, ns, h, "its release of claim domain")
+	close(h.release)
+	t.Logf("the held release, released: %d", <-h.answer)
+	env.WaitForResourceClaim(t, ns, "domain", "deallocated and reserved for no one", func(c *resourcev1.ResourceClaim) bool {
+		return c != nil && c.Status.Allocation == nil && len(c.Status.ReservedFor) == 0
+	})
+}
+
 // TestDRANarrowClaimFirst: one node of three DRA GPUs; a job of three pods whose master
 // and second worker take any GPU and whose first worker takes only gpu-0 (a selector
 // on the index). Its claims allocated in the pods' order, the master would take gpu-0
