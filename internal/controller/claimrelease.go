@@ -27,10 +27,10 @@ type claimReleaser struct {
 	wake func()
 
 	mu sync.Mutex
-	// pending holds, by group, the releases to send that were not sent yet; failed the
-	// groups whose releases failed, for the loop.
+	// pending holds, by group, the releases to send that were not sent yet.
 	pending map[string][]engine.ClaimRelease
-	failed  []string
+	// failed holds the groups whose releases failed, for the loop.
+	failed failures
 }
 
 // claimReleaseWorkers is how many groups' releases are sent at once.
@@ -59,13 +59,7 @@ func (r *claimReleaser) send(releases []engine.ClaimRelease) {
 }
 
 // takeFailed returns the groups whose releases failed since the last call.
-func (r *claimReleaser) takeFailed() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := r.failed
-	r.failed = nil
-	return out
-}
+func (r *claimReleaser) takeFailed() []string { return r.failed.take() }
 
 // run sends the queued releases until ctx is done.
 func (r *claimReleaser) run(ctx context.Context) {
@@ -77,10 +71,7 @@ func (r *claimReleaser) run(ctx context.Context) {
 // is shut down. A failed release is not queued again here: the engine asks again.
 func (r *claimReleaser) releaseNext(ctx context.Context) bool {
 	return retried(r.work, func(group string) bool {
-		r.mu.Lock()
-		rels, ok := r.pending[group]
-		delete(r.pending, group)
-		r.mu.Unlock()
+		rels, ok := taken(&r.mu, r.pending, group)
 		failed := false
 		for _, rel := range rels {
 			if err := r.releaseOne(ctx, rel); err != nil && ctx.Err() == nil {
@@ -89,9 +80,7 @@ func (r *claimReleaser) releaseNext(ctx context.Context) bool {
 			}
 		}
 		if ok && failed {
-			r.mu.Lock()
-			r.failed = append(r.failed, group)
-			r.mu.Unlock()
+			r.failed.add(group)
 			r.wake()
 		}
 		return false

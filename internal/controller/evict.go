@@ -121,10 +121,7 @@ func (v *evictor) run(ctx context.Context) { drain(ctx, evictWorkers, v.work, v.
 // once the queue is shut down.
 func (v *evictor) evictNext(ctx context.Context) bool {
 	return retried(v.work, func(key string) bool {
-		v.mu.Lock()
-		pe, ok := v.pending[key]
-		delete(v.pending, key)
-		v.mu.Unlock()
+		pe, ok := taken(&v.mu, v.pending, key)
 		if !ok {
 			return false
 		}

@@ -102,6 +102,16 @@ func retried[K comparable](queue workqueue.TypedRateLimitingInterface[K], do fun
 	return true
 }
 
+// taken removes key's value from m and returns it, with mu, which guards m, held: a
+// worker takes the work the loop left for it.
+func taken[K comparable, V any](mu *sync.Mutex, m map[K]V, key K) (V, bool) {
+	mu.Lock()
+	defer mu.Unlock()
+	v, ok := m[key]
+	delete(m, key)
+	return v, ok
+}
+
 // drain runs n workers, each taking work with next until it reports the queue shut
 // down, and shuts queue down once ctx is done; it returns when every worker has ended.
 func drain(ctx context.Context, n int, queue interface{ ShutDown() }, next func(context.Context) bool) {

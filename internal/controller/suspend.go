@@ -299,10 +299,7 @@ func (u *suspender) run(ctx context.Context) { drain(ctx, 1, u.work, u.sendNext)
 // is gone; the answer to a suspension, and to a resumption done, goes to the loop.
 func (u *suspender) sendNext(ctx context.Context) bool {
 	return retried(u.work, func(job types.NamespacedName) bool {
-		u.mu.Lock()
-		patch, ok := u.patches[job]
-		delete(u.patches, job)
-		u.mu.Unlock()
+		patch, ok := taken(&u.mu, u.patches, job)
 		if !ok {
 			return false
 		}

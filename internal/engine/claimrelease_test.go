@@ -24,42 +24,8 @@ import (
 func TestClaimReleaseAskedAgain(t *testing.T) {
 	for _, placedAgain := range []bool{false, true} {
 		t.Run(fmt.Sprintf("placed again %v", placedAgain), func(t *testing.T) {
-			e := draEngine()
-			channel := "channel"
-			e.SetObject(gt.GPUClaim("default", channel, 1))
-			key := "Native/default/vit"
-			consumer := resourcev1.ResourceClaimConsumerReference{APIGroup: "scheduling.k8s.io", Resource: "podgroups", Name: "vit", UID: "uid-vit"}
-			e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Native, Namespace: "default", Name: "vit", MinMember: 2,
-				GroupClaims:   []schedulingv1beta1.PodGroupResourceClaim{{Name: channel, ResourceClaimName: &channel}},
-				ClaimConsumer: &consumer})
-			pod := func(name string) *corev1.Pod {
-				return gt.Pod(name).UID("uid-"+name).DeviceClaim(channel, channel).Obj()
-			}
-			members := []string{"vit-0", "vit-1"}
-			for _, name := range members {
-				e.SetPod(pod(name), key)
-			}
-			now := sim.Epoch
-			out := e.Step(now)
-			if len(out.Plans) != 1 {
-				t.Fatalf("plans %+v", out.Plans)
-			}
-			// The API server's claim, as the binder wrote it, comes back to the engine.
-			allocated := e.Snapshot().ResourceClaim("default/" + channel).DeepCopy()
-			e.SetObject(allocated)
-			for _, st := range out.Plans[0].Steps {
-				name := st.Pod[len("default/"):]
-				e.SetPod(gt.Pod(name).UID("uid-"+name).DeviceClaim(channel, channel).Node(st.Node).Obj(), key)
-			}
-			e.Step(now.Add(time.Second))
-			now = now.Add(2 * time.Hour)
-			out = e.Step(now)
-			if len(out.Evictions) != 2 || len(out.ClaimReleases) != 1 || out.ClaimReleases[0].Consumer != consumer {
-				t.Fatalf("at the start timeout: evictions %+v, claim releases %+v", out.Evictions, out.ClaimReleases)
-			}
-			for _, name := range members {
-				e.RemovePod("default/" + name)
-			}
+			c := evictedClaimGang(t)
+			e, key, consumer, allocated, pod, members, now := c.e, c.key, c.consumer, c.allocated, c.pod, c.members, c.now
 			released := func(at time.Duration) int {
 				return len(e.Step(now.Add(at)).ClaimReleases)
 			}
@@ -80,7 +46,7 @@ func TestClaimReleaseAskedAgain(t *testing.T) {
 				if len(out.Plans) != 1 || len(out.ClaimReleases) != 0 {
 					t.Fatalf("5 min after the eviction: plans %+v, claim releases %+v; want the group placed again and no release", out.Plans, out.ClaimReleases)
 				}
-				if got := e.Snapshot().ResourceClaim("default/" + channel).Status.ReservedFor; len(got) != 1 || got[0] != consumer {
+				if got := e.Snapshot().ResourceClaim("default/channel").Status.ReservedFor; len(got) != 1 || got[0] != consumer {
 					t.Fatalf("placed again, the claim is reserved for %+v", got)
 				}
 				for _, st := range out.Plans[0].Steps {
@@ -136,45 +102,16 @@ func TestClaimReleaseAskedAgain(t *testing.T) {
 func TestClaimReleaseInFlightHoldsThePlacement(t *testing.T) {
 	for _, failed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("reported failed %v", failed), func(t *testing.T) {
-			e := draEngine()
-			channel := "channel"
-			e.SetObject(gt.GPUClaim("default", channel, 1))
-			key := "Native/default/vit"
-			consumer := resourcev1.ResourceClaimConsumerReference{APIGroup: "scheduling.k8s.io", Resource: "podgroups", Name: "vit", UID: "uid-vit"}
-			e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Native, Namespace: "default", Name: "vit", MinMember: 2,
-				GroupClaims:   []schedulingv1beta1.PodGroupResourceClaim{{Name: channel, ResourceClaimName: &channel}},
-				ClaimConsumer: &consumer})
-			pod := func(name string) *corev1.Pod {
-				return gt.Pod(name).UID("uid-"+name).DeviceClaim(channel, channel).Obj()
-			}
-			for _, name := range []string{"vit-0", "vit-1"} {
-				e.SetPod(pod(name), key)
-			}
-			now := sim.Epoch
-			out := e.Step(now)
-			if len(out.Plans) != 1 {
-				t.Fatalf("plans %+v", out.Plans)
-			}
-			allocated := e.Snapshot().ResourceClaim("default/" + channel).DeepCopy()
-			e.SetObject(allocated)
-			for _, st := range out.Plans[0].Steps {
-				name := st.Pod[len("default/"):]
-				e.SetPod(gt.Pod(name).UID("uid-"+name).DeviceClaim(channel, channel).Node(st.Node).Obj(), key)
-			}
-			e.Step(now.Add(time.Second))
-			now = now.Add(2 * time.Hour)
-			if out := e.Step(now); len(out.ClaimReleases) != 1 {
-				t.Fatalf("at the start timeout: claim releases %+v, want 1", out.ClaimReleases)
-			}
-			for _, name := range []string{"vit-0", "vit-1"} {
-				e.RemovePod("default/" + name)
+			c := evictedClaimGang(t)
+			e, key, consumer, allocated, pod, now := c.e, c.key, c.consumer, c.allocated, c.pod, c.now
+			for _, name := range c.members {
 				e.SetPod(pod(name+"-again"), key)
 			}
 			if failed {
 				e.ClaimReleaseFailed(key)
 			}
-			now = now.Add(time.Minute) // past the backoff (30 s), before the next ask is due (10 s later: asked now)
-			out = e.Step(now)
+			now = now.Add(time.Minute) // past the backoff (30 s); the release is asked again too
+			out := e.Step(now)
 			if failed {
 				if len(out.Plans) != 1 {
 					t.Fatalf("the release reported failed: plans %+v, want the group placed on the claim as it is", out.Plans)
@@ -194,9 +131,66 @@ func TestClaimReleaseInFlightHoldsThePlacement(t *testing.T) {
 			if len(out.Plans) != 1 || len(out.ClaimReleases) != 0 {
 				t.Fatalf("the claim seen released: plans %+v, claim releases %+v; want the group placed and no release", out.Plans, out.ClaimReleases)
 			}
-			if got := e.Snapshot().ResourceClaim("default/" + channel).Status.ReservedFor; len(got) != 1 || got[0] != consumer {
+			if got := e.Snapshot().ResourceClaim("default/channel").Status.ReservedFor; len(got) != 1 || got[0] != consumer {
 				t.Fatalf("placed again, the claim is reserved for %+v", got)
 			}
 		})
 	}
+}
+
+// claimGang is a native PodGroup whose members share the PodGroup's own claim, evicted:
+// see evictedClaimGang.
+type claimGang struct {
+	e         *engine.Engine
+	key       string
+	consumer  resourcev1.ResourceClaimConsumerReference
+	allocated *resourcev1.ResourceClaim
+	pod       func(name string) *corev1.Pod
+	members   []string
+	now       time.Time
+}
+
+// evictedClaimGang runs native PodGroup vit, whose two members share the PodGroup's own
+// claim "channel", and steps to its start timeout (2 h later), whose eviction asks for
+// the claim's release; the members are then removed. allocated is the claim as the
+// binder wrote it, still reserved for the PodGroup.
+func evictedClaimGang(t *testing.T) claimGang {
+	t.Helper()
+	e := draEngine()
+	channel := "channel"
+	e.SetObject(gt.GPUClaim("default", channel, 1))
+	c := claimGang{e: e, key: "Native/default/vit", members: []string{"vit-0", "vit-1"},
+		consumer: resourcev1.ResourceClaimConsumerReference{APIGroup: "scheduling.k8s.io", Resource: "podgroups", Name: "vit", UID: "uid-vit"}}
+	e.SetGroup(engine.GroupSpec{Key: c.key, Source: engine.Native, Namespace: "default", Name: "vit", MinMember: 2,
+		GroupClaims:   []schedulingv1beta1.PodGroupResourceClaim{{Name: channel, ResourceClaimName: &channel}},
+		ClaimConsumer: &c.consumer})
+	c.pod = func(name string) *corev1.Pod {
+		return gt.Pod(name).UID("uid-"+name).DeviceClaim(channel, channel).Obj()
+	}
+	for _, name := range c.members {
+		e.SetPod(c.pod(name), c.key)
+	}
+	c.now = sim.Epoch
+	out := e.Step(c.now)
+	if len(out.Plans) != 1 {
+		t.Fatalf("plans %+v", out.Plans)
+	}
+	// The API server's claim, as the binder wrote it, comes back to the engine.
+	c.allocated = e.Snapshot().ResourceClaim("default/channel").DeepCopy()
+	e.SetObject(c.allocated)
+	for _, st := range out.Plans[0].Steps {
+		running := c.pod(st.Pod[len("default/"):])
+		running.Spec.NodeName = st.Node
+		e.SetPod(running, c.key)
+	}
+	e.Step(c.now.Add(time.Second))
+	c.now = c.now.Add(2 * time.Hour)
+	out = e.Step(c.now)
+	if len(out.Evictions) != 2 || len(out.ClaimReleases) != 1 || out.ClaimReleases[0].Consumer != c.consumer {
+		t.Fatalf("at the start timeout: evictions %+v, claim releases %+v", out.Evictions, out.ClaimReleases)
+	}
+	for _, name := range c.members {
+		e.RemovePod("default/" + name)
+	}
+	return c
 }

@@ -395,6 +395,25 @@ func runPodGroupClaimGang(t *testing.T, env *sandboxtest.Env, ns, pool string, o
 	return pg, pods
 }
 
+// claimStatusPath is the path of ResourceClaim ns/name's status.
+func claimStatusPath(ns, name string) string {
+	return "/apis/resource.k8s.io/v1/namespaces/" + ns + "/resourceclaims/" + name + "/status"
+}
+
+// stopPodGroupClaimGang runs runPodGroupClaimGang's gang with muster behind a proxy, gives
+// the proxy hook once the gang runs, and stops the gang (muster.dev/stopped on its
+// PodGroup): muster evicts it and releases the PodGroup's claim.
+func stopPodGroupClaimGang(t *testing.T, env *sandboxtest.Env, ns, pool string, hook sandboxtest.Hook) {
+	t.Helper()
+	proxy := env.StartProxy(t)
+	runPodGroupClaimGang(t, env, ns, pool, musterOptions{proxy: proxy})
+	proxy.SetHook(hook)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, musterv1alpha1.StoppedAnnotation)
+	if _, err := env.Kube.SchedulingV1beta1().PodGroups(ns).Patch(context.Background(), "vit", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestDRAPodGroupClaimReleaseSentAgain: a native PodGroup's gang holds the PodGroup's
 // own claim; the user stops the gang, and the API server answers muster's first release
 // of the claim 500. muster asks again (10 s later) and the claim ends deallocated and
@@ -403,15 +422,8 @@ func runPodGroupClaimGang(t *testing.T, env *sandboxtest.Env, ns, pool string, o
 func TestDRAPodGroupClaimReleaseSentAgain(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	ns := env.Namespace(t)
-	ctx := context.Background()
-	proxy := env.StartProxy(t)
-	runPodGroupClaimGang(t, env, ns, "drarel", musterOptions{proxy: proxy})
-	hook, writes := refuseFirst(http.MethodPut, "/apis/resource.k8s.io/v1/namespaces/"+ns+"/resourceclaims/domain/status", "")
-	proxy.SetHook(hook)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, musterv1alpha1.StoppedAnnotation)
-	if _, err := env.Kube.SchedulingV1beta1().PodGroups(ns).Patch(ctx, "vit", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	hook, writes := refuseFirst(http.MethodPut, claimStatusPath(ns, "domain"), "")
+	stopPodGroupClaimGang(t, env, ns, "drarel", hook)
 	env.WaitForResourceClaim(t, ns, "domain", "deallocated and reserved for no one", func(c *resourcev1.ResourceClaim) bool {
 		return c != nil && c.Status.Allocation == nil && len(c.Status.ReservedFor) == 0
 	})
@@ -429,15 +441,8 @@ func TestDRAPodGroupClaimReleaseSentAgain(t *testing.T) {
 func TestHeldClaimReleaseDoesNotHoldTheQueue(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	ns := env.Namespace(t)
-	ctx := context.Background()
-	proxy := env.StartProxy(t)
-	runPodGroupClaimGang(t, env, ns, "draheld", musterOptions{proxy: proxy})
-	h := newHeldRequest(http.MethodPut, "/apis/resource.k8s.io/v1/namespaces/"+ns+"/resourceclaims/domain/status", "")
-	proxy.SetHook(h.hook)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, musterv1alpha1.StoppedAnnotation)
-	if _, err := env.Kube.SchedulingV1beta1().PodGroups(ns).Patch(ctx, "vit", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	h := newHeldRequest(http.MethodPut, claimStatusPath(ns, "domain"), "")
+	stopPodGroupClaimGang(t, env, ns, "draheld", h.hook)
 	boundWhileHeld(t, env, ns, h, "its release of claim domain")
 	close(h.release)
 	t.Logf("the held release, released: %d", <-h.answer)
