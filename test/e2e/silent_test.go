@@ -81,6 +81,42 @@ func TestSilentCasesSayWhy(t *testing.T) {
 	t.Logf("huge: %s", last.Message)
 }
 
+// TestPodGroupWithinTheGraceSparesTheWarning: a pod names a PodGroup that is created only
+// after muster has seen the pod, as when a job's pods reach muster before the PodGroup
+// its controller created first. muster runs on its test clock, which this test never
+// moves, so the 5 s grace before GroupNotFound never runs out: muster says nothing of
+// the missing PodGroup, and binds the pod once the PodGroup comes. The pod gets no
+// GroupNotFound Event. (Without the grace muster said GroupNotFound the moment it saw
+// the pod.)
+func TestPodGroupWithinTheGraceSparesTheWarning(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "grace", Count: 1, CPU: "16", Memory: "64Gi"})
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{clock: true})
+	early := sandboxtest.Pod(ns, "early").SchedulerName("muster").Obj()
+	early.Labels = map[string]string{musterv1alpha1.CoschedulingPodGroupLabel: "late"}
+	early = env.CreatePod(t, early)
+	// muster's pod watch delivers pods in the order they were created: once muster has
+	// bound marker, created after early, it has seen early, with no PodGroup late.
+	marker := env.CreatePod(t, sandboxtest.Pod(ns, "marker").SchedulerName("muster").Obj())
+	env.WaitForPod(t, marker, "bound", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" })
+	late := &spv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late"}, Spec: spv1alpha1.PodGroupSpec{MinMember: 1}}
+	if err := c.Create(context.Background(), late); err != nil {
+		t.Fatalf("creating PodGroup late: %v", err)
+	}
+	env.WaitForPod(t, early, "bound in PodGroup late", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" })
+	list, err := env.Kube.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range list.Items {
+		if ev.Regarding.Name == "early" && ev.Reason == source.ReasonGroupNotFound {
+			t.Errorf("pod early got a %s Event for a PodGroup that came within the grace: %s", ev.Reason, ev.Note)
+		}
+	}
+}
+
 // waitPodEvent waits until muster has recorded an Event of reason on pod ns/name.
 func waitPodEvent(t *testing.T, env *sandboxtest.Env, ns, name, reason string) {
 	t.Helper()
