@@ -98,7 +98,7 @@ func newSuspender(k *kit, eng *engine.Engine, m *mirror, o *owners, wake func())
 		suspending: map[types.NamespacedName]*suspending{}, resuming: map[types.NamespacedName]*suspension{},
 		work: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](jobPatchRetry, jobPatchRetryMax),
-			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "jobs"}),
+			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "jobpatches"}),
 		patches: map[types.NamespacedName]jobPatch{},
 	}
 }
