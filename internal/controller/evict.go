@@ -130,11 +130,7 @@ func (v *evictor) evictNext(ctx context.Context) bool {
 			return false
 		}
 		v.log.Error(err, "evicting a pod; sending it again", "pod", key, "tries", pe.tries)
-		v.mu.Lock()
-		if _, newer := v.pending[key]; !newer {
-			v.pending[key] = pe
-		}
-		v.mu.Unlock()
+		putBack(&v.mu, v.pending, key, pe)
 		return true
 	})
 }

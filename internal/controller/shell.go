@@ -112,6 +112,16 @@ func taken[K comparable, V any](mu *sync.Mutex, m map[K]V, key K) (V, bool) {
 	return v, ok
 }
 
+// putBack gives key's value v back to m, with mu held, for a worker to take again, unless
+// the loop left newer work under key meanwhile.
+func putBack[K comparable, V any](mu *sync.Mutex, m map[K]V, key K, v V) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, newer := m[key]; !newer {
+		m[key] = v
+	}
+}
+
 // drain runs n workers, each taking work with next until it reports the queue shut
 // down, and shuts queue down once ctx is done; it returns when every worker has ended.
 func drain(ctx context.Context, n int, queue interface{ ShutDown() }, next func(context.Context) bool) {

@@ -309,11 +309,7 @@ func (u *suspender) sendNext(ctx context.Context) bool {
 		}
 		if err != nil && !patch.suspend && !apierrors.IsNotFound(err) {
 			u.log.Error(err, "resuming a Job muster suspended; sending it again", "job", job)
-			u.mu.Lock()
-			if _, newer := u.patches[job]; !newer {
-				u.patches[job] = patch
-			}
-			u.mu.Unlock()
+			putBack(&u.mu, u.patches, job, patch)
 			return true
 		}
 		u.mu.Lock()

@@ -112,7 +112,8 @@ const (
 // members: once a new attempt is placed, the claim is that attempt's, and a release
 // then would undo its allocation (the consumer, the PodGroup, is the same). It runs
 // after the Step's admission pass, so that a group placed by the pass is not asked a
-// release in the same output; the shell sends claim releases before the next Step.
+// release in the same output; a group asked again leaves the queue until the release
+// is seen done or reported failed (releaseInFlight).
 func (e *Engine) retryClaimReleases(now time.Time, out *Output) {
 	if len(e.releasing) == 0 {
 		return
@@ -155,11 +156,18 @@ func (e *Engine) releaseInFlight(g *group) []string {
 	}
 	var out []string
 	for _, r := range g.releases {
-		if c := e.snap.ResourceClaim(r.Namespace + "/" + r.Claim); c != nil && reservedFor(c, r.Consumer.UID) {
+		if stillReserved(e.snap, r) {
 			out = append(out, r.Namespace+"/"+r.Claim)
 		}
 	}
 	return out
+}
+
+// stillReserved reports whether the snapshot shows r's claim still reserved for r's
+// consumer.
+func stillReserved(snap *cluster.Snapshot, r ClaimRelease) bool {
+	c := snap.ResourceClaim(r.Namespace + "/" + r.Claim)
+	return c != nil && reservedFor(c, r.Consumer.UID)
 }
 
 // releasedClaims marks changed the queued groups that wait for their claims to be
@@ -185,7 +193,7 @@ func (g *group) releasePending(snap *cluster.Snapshot) bool {
 	}
 	left := g.releases[:0]
 	for _, r := range g.releases {
-		if c := snap.ResourceClaim(r.Namespace + "/" + r.Claim); c != nil && reservedFor(c, r.Consumer.UID) {
+		if stillReserved(snap, r) {
 			left = append(left, r)
 		}
 	}
