@@ -105,6 +105,7 @@ var skips = []struct{ prefix, why string }{
 	{"make ", "a build target, run by CI"},
 	{"go build", "builds a binary; this test builds muster itself"},
 	{"go test", "runs tests; CI runs them"},
+	{"MUSTER_RACE=1 go test", "runs the e2e suites with muster built with the race detector, for most of an hour"},
 	{"go run ./cmd/muster sandbox", "runs until interrupted"},
 	{"go run ./cmd/muster bench", "runs for minutes; the bench is measured in docs/benchmarks.md"},
 	{"time /tmp/muster", "replays or benches for minutes; figures in docs/benchmarks.md"},

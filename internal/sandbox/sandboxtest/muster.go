@@ -29,7 +29,9 @@ var (
 
 // MusterBinary builds ./cmd/muster of this module once per test binary, with
 // `go build -o` into a temporary directory, and returns its path: the tests run the
-// program users run, as it is now.
+// program users run, as it is now. With MUSTER_RACE=1 in the environment it is built
+// with the race detector (`go build -race`), and a test whose muster reports a data
+// race fails (see RaceEnv).
 func MusterBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() { binary, buildErr = buildMuster() })
@@ -61,7 +63,11 @@ func buildMuster() (string, error) {
 		return "", fmt.Errorf("creating a directory for the muster binary: %w", err)
 	}
 	out := filepath.Join(dir, "muster")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/muster")
+	args := []string{"build", "-o", out}
+	if raceBuild() {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "./cmd/muster")...)
 	cmd.Dir = root
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
@@ -69,6 +75,16 @@ func buildMuster() (string, error) {
 	}
 	return out, nil
 }
+
+// RaceEnv is the environment variable that, set to 1, builds the tests' muster with
+// the race detector.
+const RaceEnv = "MUSTER_RACE"
+
+// raceBuild reports whether the tests' muster is built with the race detector.
+func raceBuild() bool { return os.Getenv(RaceEnv) == "1" }
+
+// dataRace is how the race detector begins its report of a data race.
+var dataRace = regexp.MustCompile(`(?m)^WARNING: DATA RACE$`)
 
 // MusterOptions adjust a muster started by Env.StartMuster.
 type MusterOptions struct {
@@ -155,6 +171,9 @@ func StartMusterOn(t testing.TB, admin *rest.Config, o MusterOptions) *Muster {
 			}
 		}
 		logFile.Close()
+		if m.Logged(dataRace) {
+			t.Errorf("muster (pid %d) reported a data race: see %s", m.PID(), m.LogPath)
+		}
 		m.reportLog(t)
 	})
 	return m
