@@ -292,27 +292,61 @@ func withDevices(r, d cluster.Resources) cluster.Resources {
 // and the class's name), which resource and class: kube-scheduler v1.37 allocates such
 // a request as devices, muster does not. nil when there is none.
 func (e *Engine) extendedByDRA(g *group) *musterv1alpha1.ExtendedByDRA {
-	classes := e.snap.Objects().DeviceClasses
-	if len(classes) == 0 {
+	classOf := e.draExtendedClasses()
+	if len(classOf) == 0 {
 		return nil
 	}
-	total := e.snap.Allocatable()
-	classNames := slices.Sorted(maps.Keys(classes))
-	for _, key := range g.memberKeys() {
-		req := g.requests[key]
-		for _, name := range slices.Sorted(maps.Keys(req)) {
-			if req[name] <= 0 || !cluster.IsExtended(name) || total[name] > 0 {
+	// The first such request by member key, then by resource name, without sorting:
+	// with a class's implicit name no node has, every waiting group is read here.
+	var member string
+	var found *musterv1alpha1.ExtendedByDRA
+	for key := range g.members {
+		for name, n := range g.requests[key] {
+			class, ok := classOf[name]
+			if !ok || n <= 0 || found != nil && (key > member || key == member && name > found.Resource) {
 				continue
 			}
-			for _, className := range classNames {
-				c := classes[className]
-				if ptr.Deref(c.Spec.ExtendedResourceName, "") == string(name) || resourcev1.ResourceDeviceClassPrefix+className == string(name) {
-					return &musterv1alpha1.ExtendedByDRA{Resource: name, DeviceClass: className}
-				}
-			}
+			member, found = key, &musterv1alpha1.ExtendedByDRA{Resource: name, DeviceClass: class}
 		}
 	}
-	return nil
+	return found
+}
+
+// draExtended is, by extended resource name, the DeviceClass that provides the resource
+// through DRA (the first by name) among those no node has in its allocatable, as read on
+// snapshot snap at its node layout and devices' generation.
+type draExtended struct {
+	snap               *cluster.Snapshot
+	layout, devicesGen uint64
+	classOf            map[corev1.ResourceName]string
+}
+
+// draExtendedClasses returns the extended resources DeviceClasses provide where no node
+// has them, with the class of each (see draExtended), found again only when a node or a
+// device changed: every status read of every waiting group asks (in a deep queue, the
+// classes sorted and matched for each group, every second, were an eighth of the loop).
+func (e *Engine) draExtendedClasses() map[corev1.ResourceName]string {
+	m := &e.draExtended
+	objs := e.snap.Objects()
+	if m.snap == e.snap && m.layout == e.snap.Layout() && m.devicesGen == objs.DevicesGeneration() {
+		return m.classOf
+	}
+	*m = draExtended{snap: e.snap, layout: e.snap.Layout(), devicesGen: objs.DevicesGeneration()}
+	total := e.snap.Allocatable()
+	for _, className := range slices.Sorted(maps.Keys(objs.DeviceClasses)) {
+		c := objs.DeviceClasses[className]
+		for _, name := range []corev1.ResourceName{corev1.ResourceName(ptr.Deref(c.Spec.ExtendedResourceName, "")),
+			corev1.ResourceName(resourcev1.ResourceDeviceClassPrefix + className)} {
+			if _, taken := m.classOf[name]; taken || name == "" || !cluster.IsExtended(name) || total[name] > 0 {
+				continue
+			}
+			if m.classOf == nil {
+				m.classOf = map[corev1.ResourceName]string{}
+			}
+			m.classOf[name] = className
+		}
+	}
+	return m.classOf
 }
 
 // extendedByDRANote is the text of x in a group's reason.

@@ -523,3 +523,60 @@ func stepQueued(t *testing.T, e *engine.Engine, now time.Time, key, why string) 
 	st, _ := e.Group(key)
 	return st
 }
+
+// TestExtendedByDRAFollowsTheCluster: the note that a group's extended resource is
+// provided through DRA follows the DeviceClasses and the nodes: it comes when a class
+// names the resource, goes when the class does not any more, and goes when a node has
+// the resource in its allocatable.
+func TestExtendedByDRAFollowsTheCluster(t *testing.T) {
+	e := draEngine() // its class names no extended resource
+	key := "Coscheduling/default/follows"
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "follows", MinMember: 1})
+	e.SetPod(gt.Pod("follows-0").Req(gt.GPU, "2").Obj(), key)
+	now := sim.Epoch
+	noted := func(what string, want bool) {
+		t.Helper()
+		now = now.Add(time.Second)
+		e.Step(now)
+		st, _ := e.Group(key)
+		if got := st.ExtendedByDRA != nil; got != want || st.Wait == nil {
+			t.Fatalf("%s: ExtendedByDRA %+v (%s, waiting %q), want it noted %t while the group waits", what, st.ExtendedByDRA, st.Phase, st.Waiting, want)
+		}
+	}
+	noted("the class names no extended resource", false)
+	class := gt.DeviceClass()
+	name := gt.GPU.String()
+	class.Spec.ExtendedResourceName = &name
+	e.SetObject(class)
+	noted("the class names nvidia.com/gpu", true)
+	e.RemoveObject(class)
+	noted("the class removed", false)
+	e.SetObject(class)
+	noted("the class back", true)
+	e.SetNode(gt.Node("n2").GPU(1).Obj())
+	noted("node n2 has 1 nvidia.com/gpu", false)
+}
+
+// TestExtendedByDRANamesTheFirstRequest: of several requests provided through DRA, a
+// group's status names the first member's by key, and of its requests the first by
+// name, on every read.
+func TestExtendedByDRANamesTheFirstRequest(t *testing.T) {
+	e := draEngine()
+	class := gt.DeviceClass()
+	name := gt.GPU.String()
+	class.Spec.ExtendedResourceName = &name
+	e.SetObject(class)
+	implicit := corev1.ResourceName(resourcev1.ResourceDeviceClassPrefix + gt.GPUClass)
+	key := "Coscheduling/default/first"
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "first", MinMember: 2})
+	e.SetPod(gt.Pod("first-1").Req(gt.GPU, "1").Obj(), key)
+	e.SetPod(gt.Pod("first-0").Req(gt.GPU, "1").Req(implicit, "1").Obj(), key)
+	e.Step(sim.Epoch)
+	want := &musterv1alpha1.ExtendedByDRA{Resource: implicit, DeviceClass: gt.GPUClass}
+	for range 20 {
+		st, _ := e.Group(key)
+		if diff := cmp.Diff(want, st.ExtendedByDRA); diff != "" {
+			t.Fatalf("Status.ExtendedByDRA (-want +got):\n%s", diff)
+		}
+	}
+}

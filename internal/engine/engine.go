@@ -103,6 +103,9 @@ type Engine struct {
 	holderStart time.Time
 	// forecast is the last forecast of the queued groups' starts (see refreshForecast).
 	forecast forecastState
+	// draExtended is which extended resources DeviceClasses provide where no node has
+	// them (see extendedByDRA).
+	draExtended draExtended
 	// priorities counts the groups by priority, for the lowest (see fullPassNeeded).
 	priorities map[int32]int
 	// fullPasses makes every admission pass decide and report every waiting group

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -52,7 +53,8 @@ func (w *fuzzWorld) step() {
 }
 
 // checkBriefs fails the target unless every group's Brief has the same fields as its
-// Status: the status writer decides from the Brief whether a group's Status is due.
+// Status, and Held is its Observed.Held: the status writer decides from the Brief
+// whether a group's Status is due, and the Queues' status is summed from both.
 func (w *fuzzWorld) checkBriefs() {
 	for _, key := range w.e.Groups() {
 		st, ok := w.e.Group(key)
@@ -65,6 +67,9 @@ func (w *fuzzWorld) checkBriefs() {
 			Attempt: st.Attempt, Failures: st.Failures, ExpectedStart: st.ExpectedStart}
 		if d := cmp.Diff(want, b); d != "" {
 			w.t.Fatalf("group %s: Brief differs from Status (-status +brief):\n%s", key, d)
+		}
+		if held, _ := w.e.Held(key); !cmp.Equal(st.Observed.Held, held, cmpopts.EquateEmpty()) {
+			w.t.Fatalf("group %s: Held %v, its Status holds %v", key, held, st.Observed.Held)
 		}
 	}
 }

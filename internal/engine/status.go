@@ -162,6 +162,21 @@ func (e *Engine) Brief(key string) (Brief, bool) {
 	return b, true
 }
 
+// Held returns what the group with key holds on the nodes, as its Status's
+// Observed.Held, without the rest of its Status: the Queues' status reads it of every
+// group once a second. The list is shared: callers must not modify it.
+func (e *Engine) Held(key string) (corev1.ResourceList, bool) {
+	g := e.groups[key]
+	if g == nil {
+		return nil, false
+	}
+	if !g.started {
+		o, _ := g.observe()
+		return o.Held, true
+	}
+	return g.state.Observed().Held, true
+}
+
 // expectedStart returns when a queued group is expected to be admitted, or why that is
 // unknown, from the last forecast (see refreshForecast): a group queued since is
 // forecast within forecastEvery.
