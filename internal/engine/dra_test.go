@@ -437,6 +437,15 @@ func TestDeviceTaintRuleWaits(t *testing.T) {
 	onePlan(t, e.Step(now), 3)
 }
 
+// gpuExtendedClass returns the GPU DeviceClass naming nvidia.com/gpu as the extended
+// resource it provides.
+func gpuExtendedClass() *resourcev1.DeviceClass {
+	class := gt.DeviceClass()
+	name := gt.GPU.String()
+	class.Spec.ExtendedResourceName = &name
+	return class
+}
+
 // TestExtendedResourceBackedByDRA: on nodes that publish their GPUs only through DRA, a
 // DeviceClass that names nvidia.com/gpu as its extended resource makes kube-scheduler
 // v1.37 allocate a pod's nvidia.com/gpu request as a device; muster does not, and the
@@ -444,10 +453,7 @@ func TestDeviceTaintRuleWaits(t *testing.T) {
 // node has nvidia.com/gpu. A request no DeviceClass provides gets no such note.
 func TestExtendedResourceBackedByDRA(t *testing.T) {
 	e := draEngine()
-	class := gt.DeviceClass()
-	name := gt.GPU.String()
-	class.Spec.ExtendedResourceName = &name
-	e.SetObject(class)
+	e.SetObject(gpuExtendedClass())
 	for _, tc := range []struct {
 		name     string
 		resource corev1.ResourceName
@@ -544,9 +550,7 @@ func TestExtendedByDRAFollowsTheCluster(t *testing.T) {
 		}
 	}
 	noted("the class names no extended resource", false)
-	class := gt.DeviceClass()
-	name := gt.GPU.String()
-	class.Spec.ExtendedResourceName = &name
+	class := gpuExtendedClass()
 	e.SetObject(class)
 	noted("the class names nvidia.com/gpu", true)
 	e.RemoveObject(class)
@@ -562,10 +566,7 @@ func TestExtendedByDRAFollowsTheCluster(t *testing.T) {
 // name, on every read.
 func TestExtendedByDRANamesTheFirstRequest(t *testing.T) {
 	e := draEngine()
-	class := gt.DeviceClass()
-	name := gt.GPU.String()
-	class.Spec.ExtendedResourceName = &name
-	e.SetObject(class)
+	e.SetObject(gpuExtendedClass())
 	implicit := corev1.ResourceName(resourcev1.ResourceDeviceClassPrefix + gt.GPUClass)
 	key := "Coscheduling/default/first"
 	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: "first", MinMember: 2})
