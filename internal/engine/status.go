@@ -106,14 +106,14 @@ func (e *Engine) Group(key string) (Status, bool) {
 			st.Placement[k] = n
 		}
 	}
+	st.Observed = g.observed()
 	if !g.started {
-		st.Observed, _ = g.observe()
 		st.Observed.Held = st.Observed.Held.DeepCopy() // the group's copy stays its own
 		return st, true
 	}
 	s := g.state
 	st.Phase, st.Reason, st.Message = s.Phase(), s.Reason(), s.Message()
-	st.Observed, st.WakeAt, st.AdmittedAt = s.Observed(), s.WakeAt(), s.AdmittedAt()
+	st.WakeAt, st.AdmittedAt = s.WakeAt(), s.AdmittedAt()
 	st.Attempt, st.Attempts, st.Failures = s.Attempt(), s.Attempts(), s.Failures()
 	st.TimeToReady, st.EverReady = s.TimeToReady()
 	st.HeldBeforeReady = s.HeldBeforeReady()
@@ -170,11 +170,17 @@ func (e *Engine) Held(key string) (corev1.ResourceList, bool) {
 	if g == nil {
 		return nil, false
 	}
+	return g.observed().Held, true
+}
+
+// observed is what a group's Status reports of its members: counted now while it has
+// not started, as its lifecycle last observed them since.
+func (g *group) observed() lifecycle.Observe {
 	if !g.started {
 		o, _ := g.observe()
-		return o.Held, true
+		return o
 	}
-	return g.state.Observed().Held, true
+	return g.state.Observed()
 }
 
 // expectedStart returns when a queued group is expected to be admitted, or why that is
