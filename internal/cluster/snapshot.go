@@ -225,13 +225,13 @@ func PodKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 // AddPod records a pod if it is bound and not terminal; it replaces an earlier record of the
 // same pod. It reports whether the pod now counts against a node.
 func (s *Snapshot) AddPod(p *corev1.Pod) bool {
-	return s.AddPodRequests(p, nil)
+	return s.AddPodRequests(PodKey(p), p, nil)
 }
 
-// AddPodRequests is AddPod with the pod's requests as PodRequests computes them, for
-// callers that have them already; nil computes them.
-func (s *Snapshot) AddPodRequests(p *corev1.Pod, requests Resources) bool {
-	key := PodKey(p)
+// AddPodRequests is AddPod with the pod's key (PodKey) and its requests as PodRequests
+// computes them, for callers that have them already; nil requests computes them. The
+// engine adds a pod on each of its versions: its key made once spares a string.
+func (s *Snapshot) AddPodRequests(key string, p *corev1.Pod, requests Resources) bool {
 	s.RemovePod(key)
 	if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return false
@@ -323,14 +323,14 @@ func RequiresAntiAffinity(p *corev1.Pod) bool {
 // Bind records a pod as bound to node, as AddPod would once the binding is observed.
 // The engine uses it to keep its snapshot current between observations.
 func (s *Snapshot) Bind(p *corev1.Pod, node string) {
-	s.BindRequests(p, node, nil)
+	s.BindRequests(PodKey(p), p, node, nil)
 }
 
-// BindRequests is Bind with the pod's requests (see AddPodRequests).
-func (s *Snapshot) BindRequests(p *corev1.Pod, node string, requests Resources) {
+// BindRequests is Bind with the pod's key and requests (see AddPodRequests).
+func (s *Snapshot) BindRequests(key string, p *corev1.Pod, node string, requests Resources) {
 	cp := *p
 	cp.Spec.NodeName = node
-	s.AddPodRequests(&cp, requests)
+	s.AddPodRequests(key, &cp, requests)
 }
 
 // Clone returns a deep copy of the snapshot's accounting; node objects are shared, since

@@ -164,7 +164,7 @@ func (e *Engine) bindPlan(g *group, plan *placement.Plan, out *Output) int {
 		if p == nil {
 			continue
 		}
-		e.snap.BindRequests(p, a.Node, g.requests[a.Member]) // what SetPod counted it for
+		e.snap.BindRequests(a.Member, p, a.Node, g.requests[a.Member]) // what SetPod counted it for
 		e.snapVersion++
 		g.pending[a.Member] = a.Node
 		if len(a.Claims) > 0 {

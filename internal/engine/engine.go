@@ -224,8 +224,8 @@ func (e *Engine) SetPod(p *corev1.Pod, groupKey string) {
 	if node := e.pendingNode(key); node != "" && p.Spec.NodeName == "" && !terminal(p) {
 		// A version from before the bind (the informer lags, or muster patched the pod
 		// while binding it): the bind is still in flight, so the pod keeps its node.
-		e.snap.BindRequests(p, node, requests)
-	} else if !e.snap.AddPodRequests(p, requests) && wasBound {
+		e.snap.BindRequests(key, p, node, requests)
+	} else if !e.snap.AddPodRequests(key, p, requests) && wasBound {
 		e.schedule = true // the pod finished or failed: its capacity is free
 	}
 	if old, ok := e.podGroup[key]; ok && old != groupKey {
@@ -378,7 +378,8 @@ func (e *Engine) renew(g *group) {
 	e.release(g)
 	*g = group{key: g.key, spec: g.spec, hasSpec: g.hasSpec, // the new object's spec, set since it came
 		members: g.members, requests: g.requests, evicting: g.evicting, membersGen: g.membersGen + 1,
-		pending: map[string]string{}, assumed: map[string]func(){}}
+		pending: map[string]string{}, assumed: map[string]func(){},
+		onNodes: g.onNodes} // the forecast's records of the nodes still list its members
 }
 
 // RemoveGroup reports that a group's object (or, for Labels and Single groups, its last

@@ -80,6 +80,10 @@ type group struct {
 	// changedFor numbers the forecast's read of the nodes that was next when the group
 	// last changed in a way it reads (see forecastState.noteChanged).
 	changedFor uint64
+	// onNodes are the forecast's records of the nodes whose members, when last read,
+	// included one of the group's: a change of the group marks them (noteChanged). A
+	// record the group has since left stays, and is only read again for nothing.
+	onNodes []*nodePods
 	// rules is what the forecast read of the rules of the group's members (see
 	// Engine.rulesOf).
 	rules memberRules
@@ -450,4 +454,11 @@ func (g *group) clearWaiting() {
 func (g *group) waitingString() string {
 	_, text := g.resolve(g.waiting)
 	return text
+}
+
+// noteOn records that the forecast's record c of a node lists a member of g.
+func (g *group) noteOn(c *nodePods) {
+	if !slices.Contains(g.onNodes, c) {
+		g.onNodes = append(g.onNodes, c)
+	}
 }

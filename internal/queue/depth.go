@@ -212,7 +212,12 @@ func (p *pass) trySkip() bool {
 	}
 	// Verdicts hold until a group is admitted or the reservation changes.
 	if stamp := p.skipStamp(); p.verdicts == nil || stamp != p.stamp {
-		p.verdicts, p.stamp = map[verdictKey]*verdictOf{}, stamp
+		if m.verdicts == nil {
+			m.verdicts = map[verdictKey]*verdictOf{}
+		}
+		clear(m.verdicts)
+		m.verdictBuf = m.verdictBuf[:0]
+		p.verdicts, p.stamp = m.verdicts, stamp
 	}
 	sk := skip{p: p, verdicts: p.verdicts, reports: m.reports[:0]}
 	for _, c := range m.classes.list {
@@ -284,6 +289,17 @@ type verdictOf struct {
 	fits bool
 }
 
+// newVerdict returns v in the verdicts' array, which keeps its place until trySkip
+// empties it: when the array is full, a larger one takes the next verdicts, and the
+// full one stays with those that point into it.
+func (m *Manager) newVerdict(v verdictOf) *verdictOf {
+	if len(m.verdictBuf) == cap(m.verdictBuf) {
+		m.verdictBuf = make([]verdictOf, 0, max(16, 2*cap(m.verdictBuf)))
+	}
+	m.verdictBuf = append(m.verdictBuf, v)
+	return &m.verdictBuf[len(m.verdictBuf)-1]
+}
+
 // skipStamp is what trySkip's verdicts depend on besides the snapshot: they hold for the
 // rest of the pass while no group is admitted and the reservation stays.
 type skipStamp struct {
@@ -315,7 +331,7 @@ func (sk *skip) need(c *class, rep *item, v int) bool {
 	vd, ok := sk.verdicts[k]
 	if !ok {
 		r, fits := sk.p.verdict(rep, v == closed)
-		vd = &verdictOf{r, rep, fits}
+		vd = sk.p.m.newVerdict(verdictOf{r, rep, fits})
 		sk.verdicts[k] = vd
 	}
 	if vd.fits {
@@ -438,7 +454,8 @@ func (sk *skip) commit(applies bool, bound time.Duration, variantOf func(*item) 
 				c.settled[v] = insertSorted(c.settled[v], it, bySettled)
 			}
 			if vd, ok := sk.verdicts[verdictKey{c, v}]; ok && (c.canon[v] == nil || !sameReason(*c.canon[v], vd.Reason)) {
-				c.canon[v] = &vd.Reason // verdicts are not changed once made
+				canon := vd.Reason // a copy: the verdicts' array is reused
+				c.canon[v] = &canon
 			}
 		}
 	}

@@ -175,6 +175,11 @@ type Manager struct {
 	reports   []report
 	// fresh is the map of a pass's fresh failures (pass.fresh), emptied and reused.
 	fresh map[failKey]Reason
+	// verdicts and verdictBuf are the map and array of trySkip's verdicts (pass.verdicts),
+	// emptied and reused when its stamp changes: no verdict outlives it (a class's
+	// canon is a copy).
+	verdicts   map[verdictKey]*verdictOf
+	verdictBuf []verdictOf
 	// lastReserved is the last reservation's nodes computed (see reservationOf).
 	lastReserved reservedNodes
 	// stamped is the reservation whose stamp is stampText (see placedStamp): a pass
