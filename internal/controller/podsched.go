@@ -269,12 +269,13 @@ func (w *podScheduled) pending(key string) []*corev1.Pod {
 
 // decide returns the condition a waiting group's members are to carry: cond when its
 // reason differs from the one decided last, or its message does and the last decision
-// is older than messageRefresh (a waiting group's diagnosis counts nodes and members
-// and may change on every pass; the group's own condition is rewritten as often).
+// is older than refreshEvery, over the groups decided (a waiting group's diagnosis
+// counts nodes and members and may change on every pass; the group's own condition is
+// rewritten as often).
 func (w *podScheduled) decide(key string, cond podCond) podCond {
 	now := w.clock.Now()
 	last, ok := w.decided[key]
-	if ok && (last.cond == cond || (last.cond.Reason == cond.Reason && now.Sub(last.at) < messageRefresh)) {
+	if ok && (last.cond == cond || (last.cond.Reason == cond.Reason && now.Sub(last.at) < refreshEvery(len(w.decided)))) {
 		return last.cond
 	}
 	w.decided[key] = decidedCond{cond: cond, at: now}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	spv1alpha1 "github.com/muster-sched/muster/api/schedulerplugins/v1alpha1"
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
@@ -248,5 +250,38 @@ func TestRequestConfigBoundsRequests(t *testing.T) {
 	}
 	if got := requestConfig(&rest.Config{Host: "https://api", Timeout: 5 * time.Second}).Timeout; got != 5*time.Second {
 		t.Errorf("a config with a timeout of 5s: expected it kept, found %s", got)
+	}
+}
+
+// TestStatusMessagesRefreshLessOftenAtDepth: a group whose state is unchanged has its
+// status written again after messageRefresh, or after refreshEvery of the groups
+// written when they are many; a change of state is due at once.
+func TestStatusMessagesRefreshLessOftenAtDepth(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	waiting := engine.Brief{Phase: lifecycle.Queued, Reason: lifecycle.ReasonUnschedulable, WaitingKind: "Unschedulable"}
+	admitted := engine.Brief{Phase: lifecycle.Binding}
+	for _, tc := range []struct {
+		groups int
+		after  time.Duration
+		st     engine.Brief
+		want   bool
+	}{
+		{1, messageRefresh - time.Second, waiting, false},
+		{1, messageRefresh, waiting, true},
+		{3000, messageRefresh, waiting, false}, // 3,000 groups: every 30 s
+		{3000, 29 * time.Second, waiting, false},
+		{3000, 30 * time.Second, waiting, true},
+		{3000, time.Second, admitted, true},
+	} {
+		clk := clocktesting.NewFakeClock(t0)
+		r := &reporter{kit: &kit{clock: clk}, significant: map[string]string{"ns/g": significance(waiting)}, wroteAt: map[string]time.Time{}}
+		for i := range tc.groups - 1 {
+			r.wroteAt["ns/g-"+strconv.Itoa(i)] = t0
+		}
+		r.wroteAt["ns/g"] = t0 // the groups written are tc.groups
+		clk.Step(tc.after)
+		if got := r.due("ns/g", tc.st); got != tc.want {
+			t.Errorf("%d groups, %v after the last write, phase %s: due %t, expected %t", tc.groups, tc.after, tc.st.Phase, got, tc.want)
+		}
 	}
 }
