@@ -74,65 +74,55 @@ func TestPodScheduledFor(t *testing.T) {
 }
 
 // TestDecideHoldsBackMessages: a waiting group's members get a new message at once
-// when the reason changes, and otherwise at most once per messageRefresh.
+// when the reason changes, and otherwise at most once per messageRefresh, or per
+// refreshEvery of the groups decided when they are more than messageRefreshRate ×
+// messageRefresh.
 func TestDecideHoldsBackMessages(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-	w := &podScheduled{kit: &kit{clock: clk}, decided: map[string]decidedCond{}}
-	a := podCond{corev1.PodReasonUnschedulable, "0/2 nodes are available"}
-	b := podCond{corev1.PodReasonUnschedulable, "0/3 nodes are available"}
-	quota := podCond{"QuotaExceeded", "needs 2"}
-	steps := []struct {
-		after time.Duration
-		in    podCond
-		want  podCond
-	}{
-		{0, a, a},
-		{time.Second, b, a}, // same reason, within messageRefresh: held back
-		{messageRefresh, b, b},
-		{time.Second, quota, quota}, // another reason: at once
-		{time.Second, a, a},
-	}
-	for i, s := range steps {
-		clk.Step(s.after)
-		if got := w.decide("ns/g", s.in); got != s.want {
-			t.Errorf("step %d: expected %+v, found %+v", i, s.want, got)
-		}
-	}
-}
-
-// TestDeepQueueMessagesRefreshLessOften: with more groups decided than
-// messageRefreshRate × messageRefresh, a message alone waits longer than messageRefresh
-// (refreshEvery), a new reason does not.
-func TestDeepQueueMessagesRefreshLessOften(t *testing.T) {
 	for n, want := range map[int]time.Duration{0: messageRefresh, 1000: messageRefresh, 2000: 20 * time.Second, 10500: 105 * time.Second} {
 		if got := refreshEvery(n); got != want {
 			t.Errorf("refreshEvery(%d): expected %v, found %v", n, want, got)
 		}
 	}
-	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-	w := &podScheduled{kit: &kit{clock: clk}, decided: map[string]decidedCond{}}
-	for i := range 2999 { // 3,000 groups with ns/g: 30 s between refreshes
-		w.decided["ns/other-"+strconv.Itoa(i)] = decidedCond{}
-	}
 	a := podCond{corev1.PodReasonUnschedulable, "0/2 nodes are available"}
 	b := podCond{corev1.PodReasonUnschedulable, "0/3 nodes are available"}
 	quota := podCond{"QuotaExceeded", "needs 2"}
-	steps := []struct {
-		after time.Duration
-		in    podCond
-		want  podCond
-	}{
-		{0, a, a},
-		{messageRefresh, b, a}, // 10 s: held back at this depth
-		{19 * time.Second, b, a},
-		{time.Second, b, b}, // 30 s
-		{time.Second, quota, quota},
+	type step struct {
+		after    time.Duration
+		in, want podCond
 	}
-	for i, s := range steps {
-		clk.Step(s.after)
-		if got := w.decide("ns/g", s.in); got != s.want {
-			t.Errorf("step %d: expected %+v, found %+v", i, s.want, got)
-		}
+	for _, tc := range []struct {
+		name   string
+		others int // groups decided besides ns/g
+		steps  []step
+	}{
+		{"a few groups", 0, []step{
+			{0, a, a},
+			{time.Second, b, a}, // same reason, within messageRefresh: held back
+			{messageRefresh, b, b},
+			{time.Second, quota, quota}, // another reason: at once
+			{time.Second, a, a},
+		}},
+		{"3,000 groups", 2999, []step{ // 30 s between refreshes
+			{0, a, a},
+			{messageRefresh, b, a},
+			{19 * time.Second, b, a},
+			{time.Second, b, b},
+			{time.Second, quota, quota},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+			w := &podScheduled{kit: &kit{clock: clk}, decided: map[string]decidedCond{}}
+			for i := range tc.others {
+				w.decided["ns/other-"+strconv.Itoa(i)] = decidedCond{}
+			}
+			for i, s := range tc.steps {
+				clk.Step(s.after)
+				if got := w.decide("ns/g", s.in); got != s.want {
+					t.Errorf("step %d: expected %+v, found %+v", i, s.want, got)
+				}
+			}
+		})
 	}
 }
 
