@@ -2,6 +2,7 @@ package engine
 
 import (
 	"iter"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -100,8 +101,10 @@ type forecastState struct {
 type nodePods struct {
 	gen, pass, read uint64
 	// changedFor is the nodeReads+1 of the last change of a group with a member among
-	// members (see forecastState.noteChanged).
+	// members (see forecastState.noteChanged); dropped says the forecast forgot the
+	// record (dropUnread), which the groups that list it then forget too.
 	changedFor uint64
+	dropped    bool
 	members    []memberOn
 	// spare is the array of the members read before, for the next reading.
 	spare []memberOn
@@ -384,6 +387,7 @@ func (f *forecastState) noteChanged(g *group) {
 		return
 	}
 	g.changedFor = next
+	g.onNodes = slices.DeleteFunc(g.onNodes, func(c *nodePods) bool { return c.dropped })
 	for _, c := range g.onNodes {
 		c.changedFor = next
 	}
@@ -506,6 +510,7 @@ func (f *forecastState) dropUnread() {
 	for n, c := range f.pods {
 		if c.pass != f.pass {
 			delete(f.pods, n)
+			c.dropped = true
 		}
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"testing"
+
+	"github.com/muster-sched/muster/internal/cluster"
 )
 
 // ForecastReleasesAgree returns how the releases the forecast keeps of each node,
@@ -28,4 +31,36 @@ func ForecastReleasesAgree(e *Engine) string {
 	}
 	e.releases(e.now)
 	return strings.Join(diffs, "\n")
+}
+
+// TestChangedGroupMarksItsNodes: a group lists each node record once, a change marks
+// them for the next read, and a record the forecast dropped (its node was not read) is
+// forgotten by the groups that listed it at their next change.
+func TestChangedGroupMarksItsNodes(t *testing.T) {
+	var f forecastState
+	g := &group{}
+	kept, gone := &nodePods{pass: 1}, &nodePods{}
+	f.pods = map[*cluster.NodeInfo]*nodePods{{}: kept, {}: gone}
+	f.pass = 1
+	g.noteOn(kept)
+	g.noteOn(gone)
+	g.noteOn(kept)
+	if len(g.onNodes) != 2 {
+		t.Fatalf("the group lists %d node records, expected 2", len(g.onNodes))
+	}
+	f.dropUnread()
+	if !gone.dropped || kept.dropped || len(f.pods) != 1 {
+		t.Fatalf("after dropUnread: dropped %t and %t, %d records kept; expected the unread one dropped", kept.dropped, gone.dropped, len(f.pods))
+	}
+	if f.holdsChanged(kept) {
+		t.Fatal("a node holds a changed group before any change")
+	}
+	f.noteChanged(g)
+	if !f.holdsChanged(kept) || len(g.onNodes) != 1 || g.onNodes[0] != kept {
+		t.Fatalf("after the change: node marked %t, the group lists %d records; expected the kept one alone, marked", f.holdsChanged(kept), len(g.onNodes))
+	}
+	f.nodeReads++
+	if f.holdsChanged(kept) {
+		t.Fatal("the mark outlived the read it was for")
+	}
 }

@@ -82,7 +82,8 @@ type group struct {
 	changedFor uint64
 	// onNodes are the forecast's records of the nodes whose members, when last read,
 	// included one of the group's: a change of the group marks them (noteChanged). A
-	// record the group has since left stays, and is only read again for nothing.
+	// record the group has since left stays, and is only read again for nothing; one
+	// the forecast dropped goes at the group's next change.
 	onNodes []*nodePods
 	// rules is what the forecast read of the rules of the group's members (see
 	// Engine.rulesOf).
