@@ -53,8 +53,8 @@ type WaitReason struct {
 	Preempting []string `json:"preempting,omitempty"`
 	Reclaiming bool     `json:"reclaiming,omitempty"`
 	// ExtendedByDRA, for a group that asks for an extended resource no node has which a
-	// DeviceClass provides through DRA, names the resource and the class: muster does not
-	// allocate extended resources backed by DRA.
+	// DeviceClass provides through DRA, names the resource and the class: the class's
+	// devices serve the request, and the group waits for them.
 	ExtendedByDRA *ExtendedByDRA `json:"extendedByDRA,omitempty"`
 }
 

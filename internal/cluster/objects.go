@@ -99,11 +99,13 @@ func (s *Snapshot) SetObject(obj any) bool {
 
 // setClaim records an observed claim. Under an assumed allocation (AssumeClaim) an
 // observed claim without one is kept aside: the allocation is being written, and its
-// devices stay taken until it is observed or forgotten (ForgetClaim).
+// devices stay taken until it is observed or forgotten (ForgetClaim). A claim for a
+// pod's extended resources backed by DRA is assumed before it exists: the one observed
+// under its name, created by the binder, has another UID.
 func (st *Objects) setClaim(c *resourcev1.ResourceClaim) {
 	key := c.Namespace + "/" + c.Name
 	if _, ok := st.observed[key]; ok {
-		if cur := st.ResourceClaims[key]; cur != nil && c.UID == cur.UID && c.Status.Allocation == nil {
+		if cur := st.ResourceClaims[key]; cur != nil && (c.UID == cur.UID || extendedClaim(c) && extendedClaim(cur)) && c.Status.Allocation == nil {
 			st.observed[key] = c
 			return
 		}
@@ -255,4 +257,10 @@ func untainted(all map[string]*resourcev1.ResourceSlice) map[string]*resourcev1.
 		return all
 	}
 	return out
+}
+
+// extendedClaim reports whether c is a claim for a pod's extended resources backed by
+// DRA (annotation resource.kubernetes.io/extended-resource-claim).
+func extendedClaim(c *resourcev1.ResourceClaim) bool {
+	return c.Annotations[resourcev1.ExtendedResourceClaimAnnotation] == "true"
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -42,6 +43,12 @@ func (b *binder) allocateClaims(ctx context.Context, p *corev1.Pod, claims []kub
 		fail := func(err error) error {
 			return fmt.Errorf("allocating claim %s/%s of %s: %w", p.Namespace, ca.Name, p.Name, err)
 		}
+		if ca.Extended != nil {
+			if err := b.allocateExtended(ctx, p, ca); err != nil {
+				return fail(err)
+			}
+			continue
+		}
 		claim := &resourcev1.ResourceClaim{}
 		if err := b.cache.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: ca.Name}, claim); err != nil {
 			return fail(err)
@@ -60,6 +67,43 @@ func (b *binder) allocateClaims(ctx context.Context, p *corev1.Pod, claims []kub
 		}
 	}
 	return nil
+}
+
+// allocateExtended writes p's claim for its extended resources backed by DRA, as
+// kube-scheduler's DynamicResources does in PreBind: it creates the claim (controlled
+// by p, so that it goes with p), writes its allocation reserved for p, and tells the
+// kubelet which of the claim's requests serve which container's resource
+// (status.extendedResourceClaimStatus). A claim of that name left by an earlier attempt
+// at p is taken when it is p's with the same requests, and allocated the same devices
+// or none.
+func (b *binder) allocateExtended(ctx context.Context, p *corev1.Pod, ca kubefit.ClaimAllocation) error {
+	claims := b.kube.ResourceV1().ResourceClaims(p.Namespace)
+	want := kubefit.ExtendedClaimObject(p, ca)
+	claim, err := claims.Create(ctx, want, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		if claim, err = claims.Get(ctx, ca.Name, metav1.GetOptions{}); err == nil {
+			have := claim.Status.Allocation
+			switch {
+			case !kubefit.IsExtendedClaimOf(claim, p) || !apiequality.Semantic.DeepEqual(claim.Spec, want.Spec):
+				err = fmt.Errorf("a claim of that name exists that is not this member's with these requests")
+			case have != nil && !apiequality.Semantic.DeepEqual(have.Devices, ca.Allocation.Devices):
+				err = fmt.Errorf("the claim was allocated other devices meanwhile")
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	claim.Status = kubefit.ExtendedReservation(p, ca)
+	if _, err := claims.UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"extendedResourceClaimStatus": kubefit.ExtendedStatus(ca)}})
+	if err != nil {
+		return err
+	}
+	_, err = b.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	return err
 }
 
 // writeClaim brings claim to what ca's step leaves it as (kubefit.Allocated).
@@ -94,8 +138,13 @@ func (b *binder) writeClaim(ctx context.Context, claim *resourcev1.ResourceClaim
 // releaseClaims undoes p's claim writes when p is not bound after all: p's reservation
 // is removed from each of its claims, and a claim left reserved for nobody is
 // deallocated, as the resourceclaim controller deallocates a claim whose last consumer
-// is gone. p is muster's and unbound, and its claims are in its own namespace.
+// is gone; p's claim for its extended resources backed by DRA is deleted, as
+// kube-scheduler's Unreserve deletes it. p is muster's and unbound, and its claims are
+// in its own namespace.
 func (k *kit) releaseClaims(ctx context.Context, p *corev1.Pod) {
+	if err := k.deleteExtended(ctx, p); err != nil && !apierrors.IsNotFound(err) {
+		k.log.Error(err, "deleting the extended resources' claim of a member not bound", "pod", p.Namespace+"/"+p.Name)
+	}
 	for i := range p.Spec.ResourceClaims {
 		name, _, err := resourceclaim.Name(p, &p.Spec.ResourceClaims[i])
 		if err != nil || name == nil {
@@ -112,6 +161,23 @@ func (k *kit) releaseClaims(ctx context.Context, p *corev1.Pod) {
 			}
 		}
 	}
+}
+
+// deleteExtended deletes p's claim for its extended resources backed by DRA, if there
+// is one and it is p's, without its finalizer.
+func (k *kit) deleteExtended(ctx context.Context, p *corev1.Pod) error {
+	claims := k.kube.ResourceV1().ResourceClaims(p.Namespace)
+	claim, err := claims.Get(ctx, kubefit.ExtendedClaimName(p), metav1.GetOptions{})
+	if err != nil || !kubefit.IsExtendedClaimOf(claim, p) {
+		return err
+	}
+	if f := slices.Index(claim.Finalizers, resourcev1.Finalizer); f >= 0 {
+		claim.Finalizers = slices.Delete(claim.Finalizers, f, f+1)
+		if _, err := claims.Update(ctx, claim, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	return claims.Delete(ctx, claim.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &claim.UID}})
 }
 
 // release removes consumer uid's reservation from the claim namespace/name, read from
@@ -144,9 +210,9 @@ func (k *kit) release(ctx context.Context, namespace, name string, uid types.UID
 }
 
 // releaseOrphanReservations releases the claims of muster's unbound pods that are
-// reserved for them: writes of a plan whose binds a stopped muster never made (the plan
-// is recorded only on bound members, and none was). Such pods hold devices without
-// running; placed again, they are allocated anew.
+// reserved for them, or made for their extended resources: writes of a plan whose binds
+// a stopped muster never made (the plan is recorded only on bound members, and none
+// was). Such pods hold devices without running; placed again, they are allocated anew.
 func (r *recovery) releaseOrphanReservations(ctx context.Context) error {
 	var claims resourcev1.ResourceClaimList
 	if err := r.cache.List(ctx, &claims); err != nil {
@@ -154,7 +220,12 @@ func (r *recovery) releaseOrphanReservations(ctx context.Context) error {
 	}
 	for i := range claims.Items {
 		claim := &claims.Items[i]
-		for _, ref := range claim.Status.ReservedFor {
+		refs := claim.Status.ReservedFor
+		if owner := metav1.GetControllerOf(claim); owner != nil && owner.Kind == "Pod" && owner.APIVersion == "v1" &&
+			claim.Annotations[resourcev1.ExtendedResourceClaimAnnotation] == "true" {
+			refs = append(slices.Clip(refs), resourcev1.ResourceClaimConsumerReference{Resource: "pods", Name: owner.Name, UID: owner.UID})
+		}
+		for _, ref := range refs {
 			if ref.Resource != "pods" || ref.APIGroup != "" {
 				continue
 			}

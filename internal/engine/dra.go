@@ -289,8 +289,9 @@ func withDevices(r, d cluster.Resources) cluster.Resources {
 // extendedByDRA says, for a group whose members request an extended resource that no
 // node has in its allocatable but a DeviceClass provides through DRA (its
 // spec.extendedResourceName, or the implicit name deviceclass.resource.kubernetes.io/
-// and the class's name), which resource and class: kube-scheduler v1.37 allocates such
-// a request as devices, muster does not. nil when there is none.
+// and the class's name), which resource and class: the request is allocated as devices
+// of the class (kubefit's extended claims), and a group that waits for it waits for
+// them. nil when there is none.
 func (e *Engine) extendedByDRA(g *group) *musterv1alpha1.ExtendedByDRA {
 	classOf := e.draExtendedClasses()
 	if len(classOf) == 0 {
@@ -349,9 +350,31 @@ func (e *Engine) draExtendedClasses() map[corev1.ResourceName]string {
 	return m.classOf
 }
 
+// asDevices is req with each extended resource that classOf says a DeviceClass provides
+// through DRA counted as devices of that class, as the forecast counts the nodes'
+// devices (see withDevices); req itself when it asks for none.
+func asDevices(req cluster.Resources, classOf map[corev1.ResourceName]string) cluster.Resources {
+	var out cluster.Resources
+	for name, n := range req {
+		class, ok := classOf[name]
+		if !ok || n <= 0 {
+			continue
+		}
+		if out == nil {
+			out = req.Clone()
+		}
+		delete(out, name)
+		out[corev1.ResourceName(class)] += n
+	}
+	if out == nil {
+		return req
+	}
+	return out
+}
+
 // extendedByDRANote is the text of x in a group's reason.
 func extendedByDRANote(x musterv1alpha1.ExtendedByDRA) string {
-	return fmt.Sprintf("%s is provided through DRA by DeviceClass %s and no node has it as an extended resource; muster does not allocate extended resources backed by DRA: ask for the device with a ResourceClaim",
+	return fmt.Sprintf("%s is provided through DRA by DeviceClass %s and no node has it as an extended resource: its devices serve it",
 		x.Resource, x.DeviceClass)
 }
 

@@ -328,7 +328,7 @@ func (e *Engine) appendRequests(out []cluster.Resources, members []placement.Mem
 			req = withDevices(req, kubefit.PendingDevices(e.snap, m.Pod, seen, fewest, alt))
 			alts = max(alts, kubefit.Alternatives(e.snap, m.Pod))
 		}
-		out = append(out, req) // the forecast ignores its pods count
+		out = append(out, asDevices(req, e.draExtendedClasses())) // the forecast ignores its pods count
 	}
 	return out, alts
 }
@@ -428,7 +428,7 @@ func (e *Engine) releaseOf(m memberOn, node string, now time.Time) forecast.Rele
 	r := e.readGroup(m.group, now)
 	held := terminal(m.pod) || !r.live || !r.end.known
 	res := m.requests
-	if kubefit.HasResourceClaims(m.pod) {
+	if kubefit.HoldsDevices(m.pod) {
 		res = withDevices(res, kubefit.OwnDevices(e.snap, m.pod))
 	}
 	return forecast.Release{Node: node, Resources: res, At: r.end.at, Held: held}

@@ -38,7 +38,7 @@ type Status struct {
 	Preempting []string
 	Reclaiming bool
 	// ExtendedByDRA, for a waiting group, is an extended resource it asks for that no
-	// node has and a DeviceClass provides through DRA, which muster does not allocate.
+	// node has and a DeviceClass provides through DRA: the class's devices serve it.
 	ExtendedByDRA *musterv1alpha1.ExtendedByDRA
 	Observed      lifecycle.Observe
 	Policy        lifecycle.Policy

@@ -208,7 +208,7 @@ func TestBuild(t *testing.T) {
 				f := facts("Impossible", members(1, false, nil))
 				f.Spec.MinMember, f.Lifecycle.MinMember = 1, 1
 				f.Lifecycle.Waiting, f.Lifecycle.WaitingKind = "default/bert-worker-0 needs 1 nvidia.com/gpu on one node; largest eligible node has 0; "+
-					"nvidia.com/gpu is provided through DRA by DeviceClass gpu.nvidia.com and no node has it as an extended resource", "Impossible"
+					"nvidia.com/gpu is provided through DRA by DeviceClass gpu.nvidia.com and no node has it as an extended resource: its devices serve it", "Impossible"
 				f.Lifecycle.Wait = &musterv1alpha1.WaitReason{Kind: musterv1alpha1.WaitPlacement,
 					Placement: &musterv1alpha1.PlacementDiagnosis{Code: musterv1alpha1.PlacementImpossible, MinMember: 1, Members: 1,
 						Shapes: []musterv1alpha1.ShapeDiagnosis{{Shape: "{nvidia.com/gpu: 1}", Members: 1,
@@ -218,7 +218,7 @@ func TestBuild(t *testing.T) {
 			},
 			wantStep: 4,
 			want: []string{"provided through DRA by DeviceClass gpu.nvidia.com",
-				"try: ask for the devices with a ResourceClaim of DeviceClass gpu.nvidia.com in place of resources.requests[nvidia.com/gpu]"},
+				"try: ask for at most as many nvidia.com/gpu per member as one node has devices of DeviceClass gpu.nvidia.com"},
 		},
 		{
 			name: "quota",

@@ -49,9 +49,8 @@ func impossibleFix(w recordedWait) string {
 		return "raise the Queue's spec.quota or submit to a queue with more quota; retries will not help"
 	}
 	if x := w.ExtendedByDRA; x != nil {
-		return fmt.Sprintf("ask for the devices with a ResourceClaim of DeviceClass %s in place of resources.requests[%s] "+
-			"(muster does not allocate extended resources backed by DRA), or add nodes that have %s; retries will not help",
-			x.DeviceClass, x.Resource, x.Resource)
+		return fmt.Sprintf("ask for at most as many %s per member as one node has devices of DeviceClass %s, "+
+			"or add nodes with more of them; retries will not help", x.Resource, x.DeviceClass)
 	}
 	const generic = "change the member shape (requests, nodeSelector, tolerations, topology) or add nodes that can hold it; retries will not help"
 	d := w.Placement

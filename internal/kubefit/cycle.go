@@ -61,6 +61,10 @@ type Cycle struct {
 	rejected *Verdict
 	allowed  sets.Set[string]
 	outside  Verdict
+	// extended is set when pod asks for an extended resource backed by DRA: the
+	// plugin's allocator is made at PreFilter, with the devices allocated then, so the
+	// cycle runs PreFilter again after each member placed.
+	extended bool
 }
 
 var background = context.Background()
@@ -72,7 +76,7 @@ func (h *Host) Begin(snap *cluster.Snapshot, pod *corev1.Pod) (*Cycle, error) {
 	if err := h.load(snap); err != nil {
 		return nil, err
 	}
-	c := &Cycle{h: h, snap: snap, pod: pod}
+	c := &Cycle{h: h, snap: snap, pod: pod, extended: h.asksExtendedByDRA(pod)}
 	if err := c.preFilter(); err != nil {
 		return nil, err
 	}
@@ -147,7 +151,7 @@ func (c *Cycle) extend(pod *corev1.Pod, n *cluster.NodeInfo, add bool) error {
 	if err := c.h.load(c.snap); err != nil {
 		return err
 	}
-	if hardSpread(c.pod) {
+	if hardSpread(c.pod) || c.extended {
 		// PodTopologySpread keeps, per key, only the two domains with the fewest
 		// matching pods; its AddPod raises a count without finding the next smallest
 		// domain, so after a few members it would allow a skew that a fresh cycle

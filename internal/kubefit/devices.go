@@ -177,14 +177,20 @@ func requestClasses(c *resourcev1.ResourceClaim) map[string]string {
 }
 
 // OwnDevices is what pod's ResourceClaims that are allocated and reserved for it alone
-// hold, per DeviceClass: the devices that come back when it ends. A claim shared with
-// other consumers comes back only when the last of them ends, and is not counted; nor
-// is a tainted device, which does not come back for new claims (see taintedDevices).
+// hold, per DeviceClass, with the claim made for its extended resources backed by DRA:
+// the devices that come back when it ends. A claim shared with other consumers comes
+// back only when the last of them ends, and is not counted; nor is a tainted device,
+// which does not come back for new claims (see taintedDevices).
 func OwnDevices(snap *cluster.Snapshot, pod *corev1.Pod) cluster.Resources {
-	if !HasResourceClaims(pod) {
+	if !HoldsDevices(pod) {
 		return nil
 	}
 	claims, _ := ClaimsOf(snap, pod)
+	if s := pod.Status.ExtendedResourceClaimStatus; s != nil {
+		if c := snap.ResourceClaim(pod.Namespace + "/" + s.ResourceClaimName); c != nil && IsExtendedClaimOf(c, pod) {
+			claims = append(claims, c)
+		}
+	}
 	var out cluster.Resources
 	tainted := taintedDevices(snap.Objects())
 	for _, c := range claims {

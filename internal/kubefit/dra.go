@@ -90,6 +90,10 @@ type ClaimAllocation struct {
 	// Consumer, when set, is whom the claim is reserved for instead of the pod: the
 	// PodGroup, for a claim of a native PodGroup's spec.resourceClaims.
 	Consumer *resourcev1.ResourceClaimConsumerReference
+	// Extended, when set, makes this the claim for the pod's extended resources backed
+	// by DRA, which does not exist yet: the plan step creates it (PodClaim is empty, UID
+	// is the plugin's until then).
+	Extended *ExtendedClaim
 }
 
 // Reserve allocates pod's ResourceClaims on node n, as kube-scheduler's DynamicResources
@@ -99,13 +103,16 @@ type ClaimAllocation struct {
 // placed after pod see their devices taken, and shared claims allocated. The claims are
 // returned in the pod's order.
 func (c *Cycle) Reserve(pod *corev1.Pod, n *cluster.NodeInfo) ([]ClaimAllocation, error) {
-	if c.rejected != nil || !HasResourceClaims(pod) {
+	if c.rejected != nil {
 		return nil, nil
 	}
 	c.h.mu.Lock()
 	defer c.h.mu.Unlock()
 	if err := c.h.load(c.snap); err != nil {
 		return nil, err
+	}
+	if !HasResourceClaims(pod) && !c.h.asksExtendedByDRA(pod) {
+		return nil, nil
 	}
 	// Filter again on n: its allocation for n is the one Reserve takes, and it may have
 	// been computed for another node last.
@@ -123,6 +130,13 @@ func (c *Cycle) Reserve(pod *corev1.Pod, n *cluster.NodeInfo) ([]ClaimAllocation
 			tracker.AssumedClaimRestore(pod.Namespace, ca.Name)
 		}
 	}
+	ext, extErr := c.reserveExtended(pod, n.Name())
+	if ext != nil {
+		claims = append(claims, *ext)
+	}
+	if err == nil {
+		err = extErr
+	}
 	return claims, err
 }
 
@@ -136,6 +150,10 @@ func Assume(snap *cluster.Snapshot, pod *corev1.Pod, claims []ClaimAllocation) (
 		}
 	}
 	for _, ca := range claims {
+		if ca.Extended != nil {
+			undos = append(undos, assumeExtended(snap, pod, ca))
+			continue
+		}
 		claim, err := Allocated(snap.ResourceClaim(pod.Namespace+"/"+ca.Name), pod, ca)
 		if err != nil {
 			undo()

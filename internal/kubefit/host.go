@@ -160,6 +160,9 @@ func New(opts Options) (*Host, error) {
 	if h.dra, err = h.newDRAManager(ctx, factory); err != nil {
 		return nil, err
 	}
+	if err := h.registerExtendedResources(); err != nil {
+		return nil, err
+	}
 	h.fw, err = frameworkruntime.NewFramework(ctx, registry, profile,
 		frameworkruntime.WithSharedDRAManager(h.dra),
 		frameworkruntime.WithInformerFactory(factory),

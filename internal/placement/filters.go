@@ -108,7 +108,7 @@ func filterKey(p *corev1.Pod, signature bool) string {
 // returns nil for a shape placement's own predicates judge.
 func (p *placer) begin(s *shape) *kubefit.Cycle {
 	h, err := kubefit.HostOf(p.snap)
-	if err == nil && !s.filters && !p.snap.HasRequiredAntiAffinity() && !h.Always() {
+	if err == nil && !s.filters && s.dra == nil && !p.snap.HasRequiredAntiAffinity() && !h.Always() {
 		return nil
 	}
 	if p.cycles == nil {
@@ -244,4 +244,32 @@ func devicesKey(p *corev1.Pod, signature bool) string {
 		}
 	}
 	return b.String()
+}
+
+// markDRA marks the shapes' resources that DeviceClasses of the snapshot provide
+// through DRA (see shape.dra), and reports whether any shape has one. Such a resource is
+// never the one placement packs on: nodes that have none of it in their allocatable
+// take it as devices.
+func (p *placer) markDRA() bool {
+	if len(p.snap.Objects().DeviceClasses) == 0 {
+		return false
+	}
+	h, err := kubefit.HostOf(p.snap)
+	if err != nil {
+		return false // the filters fail too, and the diagnosis says why
+	}
+	any := false
+	for _, s := range p.shapes {
+		classes, err := h.ExtendedClasses(p.snap, s.req)
+		if err != nil {
+			continue
+		}
+		if s.markDRA(classes) {
+			any = true
+			if _, ok := classes[p.scarce]; ok {
+				p.scarce = corev1.ResourceCPU
+			}
+		}
+	}
+	return any
 }

@@ -25,7 +25,8 @@ func FitsOn(s *cluster.Snapshot, name string, m Member) (reason NodeReason, ok b
 	if r, failed := staticReason(n, sh, checkHealth); failed {
 		return r, false
 	}
-	p := &placer{snap: s, health: checkHealth}
+	p := &placer{snap: s, health: checkHealth, shapes: []*shape{sh}}
+	p.markDRA()
 	p.begin(sh)
 	if r, failed := p.filterReason(n, sh); failed {
 		return r, false
@@ -61,12 +62,18 @@ func VolumesOn(s *cluster.Snapshot, name string, m Member) (kubefit.Volumes, err
 // and reserved for m already is kept.
 func ClaimsOn(s *cluster.Snapshot, name string, m Member) ([]kubefit.ClaimAllocation, error) {
 	n := s.Node(name)
-	if n == nil || !kubefit.HasResourceClaims(m.Pod) {
+	if n == nil {
 		return nil, nil
 	}
 	h, err := kubefit.HostOf(s)
 	if err != nil {
 		return nil, err
+	}
+	if !kubefit.HasResourceClaims(m.Pod) {
+		classes, err := h.ExtendedClasses(s, m.requests())
+		if err != nil || len(classes) == 0 {
+			return nil, err
+		}
 	}
 	c, err := h.Begin(s, m.Pod)
 	if err != nil {

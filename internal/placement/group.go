@@ -153,6 +153,32 @@ type shape struct {
 	*form
 	// ids number the form's names in the snapshot being placed on (see resolve), for fits.
 	ids []cluster.ResourceID
+	// dra, when set, marks the form's names that a DeviceClass of the snapshot provides
+	// through DRA (kubefit.ExtendedClasses): a node without such a resource in its
+	// allocatable is judged for it by the DynamicResources plugin, which allocates its
+	// devices, and not by counting (as kube-scheduler's NodeResourcesFit delegates it).
+	dra []bool
+}
+
+// markDRA sets s.dra from classes, the DRA-backed resources of s's requests; it reports
+// whether s has any.
+func (s *shape) markDRA(classes map[corev1.ResourceName]string) bool {
+	s.dra = nil
+	for i, name := range s.names {
+		if _, ok := classes[name]; ok {
+			if s.dra == nil {
+				s.dra = make([]bool, len(s.names))
+			}
+			s.dra[i] = true
+		}
+	}
+	return s.dra != nil
+}
+
+// delegated reports whether s's i-th resource is left to the DynamicResources plugin
+// on n: backed by DRA, and not in n's allocatable.
+func (s *shape) delegated(n *cluster.NodeInfo, i int) bool {
+	return s.dra != nil && s.dra[i] && n.Allocatable[s.names[i]] == 0
 }
 
 // form is what a shape is made of that depends on its members alone, made once for a
@@ -196,7 +222,23 @@ func (s *shape) resolve(snap *cluster.Snapshot) {
 }
 
 // fits is how many members of s the node can take now.
-func (s *shape) fits(n *cluster.NodeInfo) int { return n.FitsIDs(s.ids, s.needs) }
+func (s *shape) fits(n *cluster.NodeInfo) int {
+	if s.dra == nil {
+		return n.FitsIDs(s.ids, s.needs)
+	}
+	count := int64(1<<31 - 1)
+	for i, id := range s.ids {
+		if s.delegated(n, i) {
+			continue
+		}
+		free := n.FreeOf(id)
+		if free < s.needs[i] {
+			return 0
+		}
+		count = min(count, free/s.needs[i])
+	}
+	return int(count)
+}
 
 // name describes a shape for diagnoses: its first member and how many it stands for.
 func (f *form) name() string {

@@ -56,6 +56,9 @@ func place(s *cluster.Snapshot, g Group, opts Options, diagnosed bool) (*Plan, *
 	*p = placer{snap: s, g: g, opts: opts, health: checkHealth, scarce: set.scarce, core: set.core, buf: p.buf[:0]}
 	p.shapes = set.shapes(s, &p.store)
 	p.withPods = s.HasRequiredAntiAffinity() || set.filters
+	if p.markDRA() {
+		p.withPods = true
+	}
 	p.scarceID, p.cpuID = s.ResourceID(p.scarce), s.ResourceID(corev1.ResourceCPU)
 	if plan := p.place(); plan != nil || !diagnosed {
 		return plan, nil
@@ -388,7 +391,7 @@ next:
 func (p *placer) assume(a *attempt, n *cluster.NodeInfo, m Member, s *shape) {
 	as := Assignment{Member: m.Name, Node: n.Name()}
 	c := p.cycles[s]
-	if p.withPods && m.Pod != nil && c != nil && s.devices {
+	if p.withPods && m.Pod != nil && c != nil && (s.devices || s.dra != nil) {
 		claims, undo, ok := p.reserve(c, m.Pod, n)
 		if !ok {
 			a.unplaced = append(a.unplaced, m.Name)

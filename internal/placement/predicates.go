@@ -82,6 +82,9 @@ func resourceReasons(n *cluster.NodeInfo, s *shape) []NodeReason {
 func roomOrReasons(t *tally, n *cluster.NodeInfo, s *shape) int {
 	count, short := int64(1<<31-1), false
 	for i, name := range s.names {
+		if s.delegated(n, i) {
+			continue
+		}
 		free := n.FreeOf(s.ids[i])
 		switch {
 		case free >= s.needs[i]:

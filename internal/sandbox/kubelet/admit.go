@@ -54,9 +54,17 @@ func fit(req, used, alloc v1.ResourceList, pods int) *rejection {
 }
 
 // podRequests is the effective request of pod: containers, init containers and
-// overhead, with upstream semantics.
+// overhead, with upstream semantics, but for the extended resources the scheduler
+// allocated as DRA devices (status.extendedResourceClaimStatus), which the kubelet
+// admits with the pod's claims, not against the node's allocatable.
 func podRequests(pod *v1.Pod) v1.ResourceList {
-	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	if s := pod.Status.ExtendedResourceClaimStatus; s != nil {
+		for _, m := range s.RequestMappings {
+			delete(req, v1.ResourceName(m.ResourceName))
+		}
+	}
+	return req
 }
 
 // addTo adds r into sum.
