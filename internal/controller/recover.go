@@ -169,6 +169,7 @@ func (r *recovery) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pla
 	if len(bound) == 0 || len(unbound) == 0 {
 		return nil
 	}
+	r.dropExtendedClaims(ctx, snap, unbound)
 	devices, why, ok := fits(snap, plan, unbound)
 	if !ok {
 		r.log.Info("undoing a plan in flight whose nodes no longer fit", "group", plan.Group, "evicting", len(bound), "why", why)
@@ -204,6 +205,24 @@ func (r *recovery) settle(ctx context.Context, snap *cluster.Snapshot, plan *Pla
 		}
 	}
 	return completed
+}
+
+// dropExtendedClaims deletes the claims for extended resources backed by DRA that the
+// stopped muster made for pods it did not bind, and takes them off snap: kube-scheduler's
+// DynamicResources plugin refuses every node to a pod whose claim from an earlier
+// attempt is there, and completing the plan allocates the pod's devices anew.
+func (r *recovery) dropExtendedClaims(ctx context.Context, snap *cluster.Snapshot, unbound []*corev1.Pod) {
+	for _, p := range unbound {
+		claim := snap.ResourceClaim(p.Namespace + "/" + kubefit.ExtendedClaimName(p))
+		if claim == nil || !kubefit.IsExtendedClaimOf(claim, p) {
+			continue
+		}
+		if err := r.kit.deleteExtended(ctx, p); err != nil && !apierrors.IsNotFound(err) {
+			r.log.Error(err, "deleting the extended resources' claim of a member not bound", "pod", podKey(p))
+			continue
+		}
+		snap.RemoveObject(claim)
+	}
 }
 
 // releaseVolumeClaims undoes the provisioning writes of a plan undone: a claim of an unbound

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -314,7 +313,8 @@ func (e *Engine) extendedByDRA(g *group) *musterv1alpha1.ExtendedByDRA {
 }
 
 // draExtended is, by extended resource name, the DeviceClass that provides the resource
-// through DRA (the first by name) among those no node has in its allocatable, as read on
+// through DRA (kube-scheduler's choice, kubefit Host.ExtendedResources) among those no
+// node has in its allocatable, as read on
 // snapshot snap at its node layout and devices' generation.
 type draExtended struct {
 	snap               *cluster.Snapshot
@@ -333,19 +333,23 @@ func (e *Engine) draExtendedClasses() map[corev1.ResourceName]string {
 		return m.classOf
 	}
 	*m = draExtended{snap: e.snap, layout: e.snap.Layout(), devicesGen: objs.DevicesGeneration()}
+	h, err := kubefit.HostOf(e.snap)
+	if err != nil {
+		return nil
+	}
+	all, err := h.ExtendedResources(e.snap)
+	if err != nil {
+		return nil
+	}
 	total := e.snap.Allocatable()
-	for _, className := range slices.Sorted(maps.Keys(objs.DeviceClasses)) {
-		c := objs.DeviceClasses[className]
-		for _, name := range []corev1.ResourceName{corev1.ResourceName(ptr.Deref(c.Spec.ExtendedResourceName, "")),
-			corev1.ResourceName(resourcev1.ResourceDeviceClassPrefix + className)} {
-			if _, taken := m.classOf[name]; taken || name == "" || !cluster.IsExtended(name) || total[name] > 0 {
-				continue
-			}
-			if m.classOf == nil {
-				m.classOf = map[corev1.ResourceName]string{}
-			}
-			m.classOf[name] = className
+	for name, class := range all {
+		if !cluster.IsExtended(name) || total[name] > 0 {
+			continue
 		}
+		if m.classOf == nil {
+			m.classOf = map[corev1.ResourceName]string{}
+		}
+		m.classOf[name] = class
 	}
 	return m.classOf
 }

@@ -508,6 +508,12 @@ func TestExtendedResourceBackedByDRA(t *testing.T) {
 			if got := strings.Contains(st.Waiting, want); got != tc.note || st.Wait == nil {
 				t.Fatalf("%s, waiting %q: says %q %t, want %t while it waits", st.Phase, st.Waiting, want, got, tc.note)
 			}
+			// Devices serve the request: a node's allocatable, which has none of it, is
+			// not what the group lacks.
+			short := "largest eligible node has 0"
+			if said := strings.Contains(st.Waiting, short); said == tc.note {
+				t.Errorf("waiting %q: says %q %t, want %t", st.Waiting, short, said, !tc.note)
+			}
 			// The same as data, in the status and in the record muster explain reads.
 			var wantX *musterv1alpha1.ExtendedByDRA
 			if tc.note {
@@ -626,20 +632,38 @@ func TestExtendedByDRANamesTheFirstRequest(t *testing.T) {
 func TestExpectedStartOfExtendedResourceByDRA(t *testing.T) {
 	e := draEngine()
 	e.SetObject(gpuExtendedClass())
-	gang := func(name string, n int, runtime string) (string, []*corev1.Pod) {
-		key := "Coscheduling/default/" + name
-		e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: name, MinMember: n})
-		var pods []*corev1.Pod
-		for i := range n {
-			p := gt.Pod(fmt.Sprintf("%s-%d", name, i)).UID(fmt.Sprintf("uid-%s-%d", name, i)).GPU(1).Obj()
-			p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: runtime}
-			e.SetPod(p, key)
-			pods = append(pods, p)
-		}
-		return key, pods
+	runExtendedGang(t, e, "run", 4, "1h", sim.Epoch)
+	next, _ := extendedGang(e, "next", 2, "30m")
+	st := stepQueued(t, e, sim.Epoch.Add(sim.SimForecastEvery), next, "next admitted while run holds every GPU")
+	if want := sim.Epoch.Add(time.Hour); !st.ExpectedStart.Equal(want) {
+		t.Errorf("next: expected start %v (%q), want %v", st.ExpectedStart, st.ExpectedStartUnknown, want)
 	}
-	run, pods := gang("run", 4, "1h")
-	for _, st := range onePlan(t, e.Step(sim.Epoch), 4) {
+}
+
+// extendedGang adds a gang of n members asking for one nvidia.com/gpu each, declaring
+// runtime (none when empty).
+func extendedGang(e *engine.Engine, name string, n int, runtime string) (string, []*corev1.Pod) {
+	key := "Coscheduling/default/" + name
+	e.SetGroup(engine.GroupSpec{Key: key, Source: engine.Coscheduling, Namespace: "default", Name: name, MinMember: n})
+	var pods []*corev1.Pod
+	for i := range n {
+		p := gt.Pod(fmt.Sprintf("%s-%d", name, i)).UID(fmt.Sprintf("uid-%s-%d", name, i)).GPU(1).Obj()
+		if runtime != "" {
+			p.Annotations = map[string]string{engine.AnnotationExpectedRuntime: runtime}
+		}
+		e.SetPod(p, key)
+		pods = append(pods, p)
+	}
+	return key, pods
+}
+
+// runExtendedGang admits an extendedGang at now and makes its members Running and Ready
+// on their nodes, with the claims their plan steps made observed as the binder writes
+// them, and the members' status naming them.
+func runExtendedGang(t *testing.T, e *engine.Engine, name string, n int, runtime string, now time.Time) {
+	t.Helper()
+	key, pods := extendedGang(e, name, n, runtime)
+	for _, st := range onePlan(t, e.Step(now), n) {
 		i := slices.IndexFunc(pods, func(p *corev1.Pod) bool { return "default/"+p.Name == st.Pod })
 		running := pods[i].DeepCopy()
 		running.Spec.NodeName = st.Node
@@ -650,12 +674,7 @@ func TestExpectedStartOfExtendedResourceByDRA(t *testing.T) {
 		claim := kubefit.ExtendedClaimObject(running, ca)
 		claim.UID, claim.Status = types.UID("claim-"+running.Name), kubefit.ExtendedReservation(running, ca)
 		e.SetObject(claim)
-		e.SetPod(running, run)
+		e.SetPod(running, key)
 	}
-	e.Step(sim.Epoch)
-	next, _ := gang("next", 2, "30m")
-	st := stepQueued(t, e, sim.Epoch.Add(sim.SimForecastEvery), next, "next admitted while run holds every GPU")
-	if want := sim.Epoch.Add(time.Hour); !st.ExpectedStart.Equal(want) {
-		t.Errorf("next: expected start %v (%q), want %v", st.ExpectedStart, st.ExpectedStartUnknown, want)
-	}
+	e.Step(now)
 }

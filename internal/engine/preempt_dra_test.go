@@ -102,6 +102,52 @@ func TestPreemptionForDevices(t *testing.T) {
 	}
 }
 
+// TestPreemptionForExtendedResourcesByDRA: on 2 nodes of 2 DRA GPUs each, whose
+// DeviceClass provides nvidia.com/gpu, two gangs of priority 0 hold all four devices
+// through the claims made for their nvidia.com/gpu requests. A gang of priority 10
+// asking for two evicts the younger, counting on the devices its claims give back; it
+// waits while they are allocated (the pods are gone, the claims not yet), and is
+// admitted once they are deleted with their pods.
+func TestPreemptionForExtendedResourcesByDRA(t *testing.T) {
+	e := draEngine()
+	e.SetObject(gpuExtendedClass())
+	now := sim.Epoch
+	runExtendedGang(t, e, "old", 2, "", now)
+	now = now.Add(time.Minute)
+	runExtendedGang(t, e, "young", 2, "", now)
+	young := []*resourcev1.ResourceClaim{}
+	for _, c := range e.Snapshot().Objects().ResourceClaims {
+		if strings.HasPrefix(c.Name, "young-") {
+			young = append(young, c)
+		}
+	}
+	vip, _ := extendedGang(e, "vip", 2, "")
+	e.SetGroup(engine.GroupSpec{Key: vip, Source: engine.Coscheduling, Namespace: "default", Name: "vip", MinMember: 2, Priority: 10})
+	now = now.Add(time.Second)
+	var evicted []string
+	for _, ev := range e.Step(now).Evictions {
+		evicted = append(evicted, ev.Pod)
+	}
+	slices.Sort(evicted)
+	if want := []string{"default/young-0", "default/young-1"}; !slices.Equal(evicted, want) || len(young) != 2 {
+		t.Fatalf("evicted %v, want %v (young's claims: %d)", evicted, want, len(young))
+	}
+	for _, p := range evicted {
+		e.RemovePod(p)
+	}
+	now = now.Add(time.Second)
+	if out := e.Step(now); len(out.Evictions) != 0 || len(out.Plans) != 0 {
+		t.Fatalf("while the victim's claims are allocated: evictions %+v, plans %+v; want none", out.Evictions, out.Plans)
+	}
+	for _, c := range young {
+		e.RemoveObject(c)
+	}
+	now = now.Add(time.Second)
+	if out := e.Step(now); len(out.Plans) != 1 || out.Plans[0].Group != vip {
+		t.Fatalf("once the claims are gone: plans %+v, want vip's", out.Plans)
+	}
+}
+
 // runClaimGroup admits a group of one member whose claim asks for gpus devices at now,
 // writes the claim's allocation and makes the member Running and Ready on its node.
 func runClaimGroup(t *testing.T, e *engine.Engine, name string, gpus int64, now time.Time) {

@@ -15,8 +15,8 @@ import (
 )
 
 // claimRelease tells which DRA ResourceClaims a set of preemption victims gives back:
-// the allocated claims of their members that are reserved for none but those members,
-// or their PodGroups (a native PodGroup's own claims, which muster releases when it
+// the allocated claims of their members (those made for their extended resources
+// too) that are reserved for none but those members, or their PodGroups (a native PodGroup's own claims, which muster releases when it
 // evicts the group). Once the members are gone, the resourceclaim controller takes them
 // out of the claims' reservations and deallocates a claim reserved for no one, so a
 // preemptor that needs devices counts on those of such claims.
@@ -37,11 +37,10 @@ func (e *Engine) claimRelease(candidates []*group) *claimRelease {
 	for _, g := range candidates {
 		for _, key := range g.memberKeys() {
 			p := g.members[key]
-			if !kubefit.HasResourceClaims(p) {
+			if !kubefit.HoldsDevices(p) {
 				continue
 			}
-			claims, _ := kubefit.ClaimsOf(e.snap, p)
-			for _, c := range claims {
+			for _, c := range kubefit.HeldClaims(e.snap, p) {
 				if c.Status.Allocation == nil || len(c.Status.ReservedFor) == 0 {
 					continue
 				}

@@ -185,12 +185,7 @@ func OwnDevices(snap *cluster.Snapshot, pod *corev1.Pod) cluster.Resources {
 	if !HoldsDevices(pod) {
 		return nil
 	}
-	claims, _ := ClaimsOf(snap, pod)
-	if s := pod.Status.ExtendedResourceClaimStatus; s != nil {
-		if c := snap.ResourceClaim(pod.Namespace + "/" + s.ResourceClaimName); c != nil && IsExtendedClaimOf(c, pod) {
-			claims = append(claims, c)
-		}
-	}
+	claims := HeldClaims(snap, pod)
 	var out cluster.Resources
 	tainted := taintedDevices(snap.Objects())
 	for _, c := range claims {

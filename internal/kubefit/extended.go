@@ -36,7 +36,12 @@ func (h *Host) registerExtendedResources() error {
 	if !ok || erc == nil {
 		return nil // DRAExtendedResource off (it is locked on in v1.37)
 	}
-	_, err := h.informers[reflect.TypeOf(&resourcev1.DeviceClass{})].AddEventHandler(erc)
+	// The map keeps the newer of two classes naming one resource, and a class older
+	// than the one it loses to gets no implicit name: the classes come in name order,
+	// as kube-scheduler's informer lists them.
+	inf := h.informers[reflect.TypeOf(&resourcev1.DeviceClass{})]
+	inf.ordered = true
+	_, err := inf.AddEventHandler(erc)
 	return err
 }
 
@@ -76,9 +81,54 @@ func HoldsDevices(pod *corev1.Pod) bool {
 	return HasResourceClaims(pod) || pod.Status.ExtendedResourceClaimStatus != nil
 }
 
+// ExtendedResources returns every extended resource a DeviceClass of snap provides
+// through DRA (each class's spec.extendedResourceName and its implicit
+// deviceclass.resource.kubernetes.io/ name), with the class kube-scheduler takes for it
+// when several name it; nil when there is none.
+func (h *Host) ExtendedResources(snap *cluster.Snapshot) (map[corev1.ResourceName]string, error) {
+	objs := snap.Objects()
+	if len(objs.DeviceClasses) == 0 {
+		return nil, nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.load(snap); err != nil {
+		return nil, err
+	}
+	resolver := h.dra.DeviceClassResolver()
+	out := map[corev1.ResourceName]string{}
+	for _, c := range objs.DeviceClasses {
+		for _, name := range []corev1.ResourceName{corev1.ResourceName(ptr.Deref(c.Spec.ExtendedResourceName, "")),
+			corev1.ResourceName(resourcev1.ResourceDeviceClassPrefix + c.Name)} {
+			if name == "" {
+				continue
+			}
+			if class := resolver.GetDeviceClass(name); class != nil {
+				out[name] = class.Name
+			}
+		}
+	}
+	return out, nil
+}
+
+// HeldClaims returns the ResourceClaims of snap that pod refers to (ClaimsOf), with the
+// claim made for its extended resources backed by DRA that its status names.
+func HeldClaims(snap *cluster.Snapshot, pod *corev1.Pod) []*resourcev1.ResourceClaim {
+	claims, _ := ClaimsOf(snap, pod)
+	if s := pod.Status.ExtendedResourceClaimStatus; s != nil {
+		if c := snap.ResourceClaim(pod.Namespace + "/" + s.ResourceClaimName); c != nil && IsExtendedClaimOf(c, pod) {
+			claims = append(claims, c)
+		}
+	}
+	return claims
+}
+
 // asksExtendedByDRA reports whether pod requests an extended resource a DeviceClass
 // provides through DRA. The host is locked and loaded.
 func (h *Host) asksExtendedByDRA(pod *corev1.Pod) bool {
+	if len(h.objects.DeviceClasses) == 0 {
+		return false // most clusters: no pod's requests are read
+	}
 	resolver := h.dra.DeviceClassResolver()
 	for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
 		if !q.IsZero() && schedutil.IsDRAExtendedResourceName(name) && resolver.GetDeviceClass(name) != nil {

@@ -2,9 +2,12 @@ package kubefit_test
 
 import (
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/muster-sched/muster/internal/cluster"
@@ -88,5 +91,34 @@ func TestExtendedResourceAllocated(t *testing.T) {
 	undo()
 	if c, _ = h.Begin(snap, w1); !c.Filter(n0).OK() {
 		t.Fatalf("after the undo, w1 on n0: %+v", c.Filter(n0))
+	}
+}
+
+// TestExtendedResourcesTakeTheNewerClass: two DeviceClasses name example.com/gpu; as in
+// kube-scheduler, the newer provides it (a migration from one class to another), and
+// each class provides its implicit name.
+func TestExtendedResourcesTakeTheNewerClass(t *testing.T) {
+	h, err := kubefit.New(kubefit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := cluster.New([]*corev1.Node{gt.Node("n0").Obj()}, nil)
+	for i, name := range []string{"b-new", "a-old"} {
+		c := gt.DeviceClass()
+		c.Name, c.Spec.ExtendedResourceName = name, ptr.To("example.com/gpu")
+		c.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 2-i, 0, 0, 0, 0, time.UTC))
+		snap.SetObject(c)
+	}
+	got, err := h.ExtendedResources(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[corev1.ResourceName]string{
+		"example.com/gpu":                          "b-new",
+		"deviceclass.resource.kubernetes.io/a-old": "a-old",
+		"deviceclass.resource.kubernetes.io/b-new": "b-new",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ExtendedResources (-want +got):\n%s", diff)
 	}
 }

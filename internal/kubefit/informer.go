@@ -2,6 +2,8 @@ package kubefit
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	resourcev1 "k8s.io/api/resource/v1"
@@ -16,6 +18,10 @@ import (
 type memInformer struct {
 	indexer  cache.Indexer
 	handlers []cache.ResourceEventHandler
+	// ordered makes replace tell the handlers of new and changed objects in key order,
+	// as an informer's list from the API server comes: a handler whose result depends
+	// on the order (the extended resources' map of DeviceClasses) gets a real one.
+	ordered bool
 }
 
 func newMemInformer() *memInformer {
@@ -47,8 +53,13 @@ func (m *memInformer) replace(objs []runtime.Object, release func(runtime.Object
 			h.OnDelete(old)
 		}
 	}
+	keys := maps.Keys(want)
+	if m.ordered {
+		keys = slices.Values(slices.Sorted(keys))
+	}
 	for _, releases := range []bool{true, false} {
-		for key, o := range want {
+		for key := range keys {
+			o := want[key]
 			if release != nil && release(o) != releases {
 				continue
 			}

@@ -185,8 +185,8 @@ func (p *placer) shortfall(s *shape) *Shortfall {
 	var worst *Shortfall
 	for _, name := range s.req.Names() {
 		need := s.req[name]
-		if largest[name] >= need {
-			continue
+		if largest[name] >= need || s.backedByDRA(name) {
+			continue // a node without the resource provides it as devices (shape.dra)
 		}
 		if worst == nil || need-largest[name] > worst.Need-worst.Largest {
 			worst = &Shortfall{Resource: name, Need: need, Largest: largest[name], Eligible: eligible}

@@ -291,3 +291,45 @@ func TestNarrowClaimsAllocatedFirst(t *testing.T) {
 		t.Fatalf("devices %v, want gpu-0 for zero and the others for any-0 and any-1", got)
 	}
 }
+
+// TestExtendedResourceOnMixedNodes: the GPU DeviceClass provides nvidia.com/gpu through
+// DRA; n0 and n1 publish 2 DRA GPUs each, n2 has 2 nvidia.com/gpu in its allocatable
+// (a device plugin). A gang of 3 asking for 2 each fits, one member per node, as
+// kube-scheduler places them: on n2 by counting, with no claim, on n0 and n1 with a
+// claim of 2 devices of the member's node. A fourth member does not fit, and the
+// reason says the devices are short, not that nodes have no nvidia.com/gpu.
+func TestExtendedResourceOnMixedNodes(t *testing.T) {
+	snap := draCluster(2, 2)
+	class := gt.DeviceClass()
+	class.Spec.ExtendedResourceName = ptr.To(string(gt.GPU))
+	snap.SetObject(class)
+	snap.SetNode(gt.Node("n2").GPU(2).Obj())
+	pods := func(i int) *corev1.Pod {
+		return gt.Pod(fmt.Sprintf("w-%d", i)).UID(fmt.Sprintf("uid-w-%d", i)).GPU(2).Obj()
+	}
+	plan, diag := placement.Place(snap, gang("w", 3, pods), placement.Options{})
+	if plan == nil {
+		t.Fatalf("3 members of 2 GPUs on 2 DRA nodes and a device plugin node: %v", diag)
+	}
+	nodes := map[string]bool{}
+	for _, as := range plan.Assignments {
+		nodes[as.Node] = true
+		switch {
+		case as.Node == "n2" && len(as.Claims) != 0:
+			t.Errorf("%s on n2 (device plugin): claims %+v, want none", as.Member, as.Claims)
+		case as.Node != "n2" && (len(as.Claims) != 1 || as.Claims[0].Extended == nil || len(as.Claims[0].Allocation.Devices.Results) != 2 ||
+			as.Claims[0].Allocation.Devices.Results[0].Pool != as.Node):
+			t.Errorf("%s on %s: claims %+v, want one extended claim of 2 devices of the node", as.Member, as.Node, as.Claims)
+		}
+	}
+	if len(nodes) != 3 {
+		t.Errorf("members on %v, want one per node", nodes)
+	}
+	plan.Revert()
+	if plan, diag = placement.Place(snap, gang("w", 4, pods), placement.Options{}); plan != nil {
+		t.Fatalf("4 members of 2 GPUs placed on 6 GPUs: %+v", plan.Assignments)
+	}
+	if text := diag.String(); !strings.Contains(text, "cannot allocate all claims") || strings.Contains(text, "largest eligible node") {
+		t.Errorf("diagnosis %q: want the devices short, not the nodes' nvidia.com/gpu", text)
+	}
+}

@@ -258,18 +258,18 @@ func (p *placer) markDRA() bool {
 	if err != nil {
 		return false // the filters fail too, and the diagnosis says why
 	}
-	any := false
+	marked := false
 	for _, s := range p.shapes {
 		classes, err := h.ExtendedClasses(p.snap, s.req)
 		if err != nil {
 			continue
 		}
 		if s.markDRA(classes) {
-			any = true
+			marked = true
 			if _, ok := classes[p.scarce]; ok {
 				p.scarce = corev1.ResourceCPU
 			}
 		}
 	}
-	return any
+	return marked
 }

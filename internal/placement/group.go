@@ -175,6 +175,12 @@ func (s *shape) markDRA(classes map[corev1.ResourceName]string) bool {
 	return s.dra != nil
 }
 
+// backedByDRA reports whether s's resource name is provided through DRA (shape.dra).
+func (s *shape) backedByDRA(name corev1.ResourceName) bool {
+	i := slices.Index(s.names, name)
+	return i >= 0 && s.dra != nil && s.dra[i]
+}
+
 // delegated reports whether s's i-th resource is left to the DynamicResources plugin
 // on n: backed by DRA, and not in n's allocatable.
 func (s *shape) delegated(n *cluster.NodeInfo, i int) bool {

@@ -272,29 +272,36 @@ func TestDRACrashBetweenClaimsAndBinds(t *testing.T) {
 		t.Run(fmt.Sprintf("%d bound", held), func(t *testing.T) {
 			ns := env.Namespace(t)
 			createTemplate(t, env, ns)
-			proxy := env.StartProxy(t)
-			var binds, claimWrites atomic.Int32
-			proxy.SetHook(func(w http.ResponseWriter, r *http.Request, forward http.Handler) {
-				if _, _, _, ok := sandboxtest.BindingOf(r); ok && binds.Add(1) > held {
-					proxy.Hold(w, r)
-					return
-				}
-				if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/status") && strings.Contains(r.URL.Path, "/resourceclaims/") {
-					claimWrites.Add(1)
-				}
-				forward.ServeHTTP(w, r)
-			})
-			first := startMuster(t, env, musterOptions{proxy: proxy})
-			job := pytorchJob{ns: ns, name: "gang", workers: 3, plain: true, mutate: draWorker}
-			job.create(t, env, c)
-			env.WaitFor(t, "claims written and binds held", func(context.Context) (bool, error) {
-				return claimWrites.Load() > held && binds.Load() > held, nil
-			})
-			first.kill(t)
+			killAfterClaims(t, env, c, held, pytorchJob{ns: ns, name: "gang", workers: 3, plain: true, mutate: draWorker})
 			startMuster(t, env, musterOptions{})
 			checkAllocated(t, env, waitRunning(t, env, ns, "gang", 4))
 		})
 	}
+}
+
+// killAfterClaims starts muster through a proxy that lets held Bindings through and
+// holds the rest, creates job, and kills muster once it has written a claim's status
+// more than held times and asked for more than held Bindings.
+func killAfterClaims(t *testing.T, env *sandboxtest.Env, c client.Client, held int32, job pytorchJob) {
+	t.Helper()
+	proxy := env.StartProxy(t)
+	var binds, claimWrites atomic.Int32
+	proxy.SetHook(func(w http.ResponseWriter, r *http.Request, forward http.Handler) {
+		if _, _, _, ok := sandboxtest.BindingOf(r); ok && binds.Add(1) > held {
+			proxy.Hold(w, r)
+			return
+		}
+		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/status") && strings.Contains(r.URL.Path, "/resourceclaims/") {
+			claimWrites.Add(1)
+		}
+		forward.ServeHTTP(w, r)
+	})
+	first := startMuster(t, env, musterOptions{proxy: proxy})
+	job.create(t, env, c)
+	env.WaitFor(t, "claims written and binds held", func(context.Context) (bool, error) {
+		return claimWrites.Load() > held && binds.Load() > held, nil
+	})
+	first.kill(t)
 }
 
 // TestDRAQuotaByDeviceClass: a Queue whose quota names 4 devices of class

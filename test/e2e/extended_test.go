@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/muster-sched/muster/internal/kubefit"
@@ -19,16 +21,39 @@ import (
 // TestExtendedResourceBackedByDRAThroughServe: a DeviceClass names an extended resource
 // that no node has, example.com/<namespace>-gpu, as the one its DRA devices provide
 // (KEP-5004, GA in Kubernetes 1.37). On a node with two such devices, a job of two
-// pods (master and worker) asking for one each runs: muster serve made each worker a claim for it, as
-// kube-scheduler does (annotated, controlled by the pod), allocated one device of the
-// pod's node, no device twice, reserved for the pod, and named it in the pod's
-// status.extendedResourceClaimStatus, which the kubelet admits the pod with. A job
+// pods (master and worker) asking for one each runs: muster serve made each pod a claim
+// for it, as kube-scheduler does (annotated, controlled by the pod), allocated one
+// device of the pod's node, no device twice, reserved for the pod, and named it in the
+// pod's status.extendedResourceClaimStatus, which the kubelet admits the pod with. A job
 // asking for three per pod can never fit, and its condition names the resource and
 // the class.
 func TestExtendedResourceBackedByDRAThroughServe(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	ns := env.Namespace(t)
 	env.CreateNodes(t, sandbox.NodePool{Name: "dra-ext", Count: 1, CPU: "32", Memory: "128Gi", DRAGPUs: 2, Clique: "clique-x"})
+	res, class := createExtendedClass(t, env, ns)
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	logPodsOnFailure(t, env, ns)
+
+	(pytorchJob{ns: ns, name: "ext", workers: 1, mutate: asks(res, "1")}).create(t, env, c)
+	checkExtendedClaims(t, env, res, waitRunning(t, env, ns, "ext", 2))
+
+	(pytorchJob{ns: ns, name: "big", mutate: asks(res, "3")}).create(t, env, c)
+	want := string(res) + " is provided through DRA by DeviceClass " + class.Name
+	env.WaitFor(t, "the big job's condition to name the DRA-backed resource", func(context.Context) (bool, error) {
+		cond, ok := groupCondition(t, c, ns, "big", "Impossible")
+		return ok && cond.Status == metav1.ConditionTrue && strings.Contains(cond.Message, want), nil
+	})
+	if got := stateOf(t, env, ns, "big").holding; got != 0 {
+		t.Fatalf("the waiting job holds %d pods", got)
+	}
+}
+
+// createExtendedClass creates a DeviceClass of the sandbox's DRA GPUs that names
+// example.com/<ns>-gpu as the extended resource it provides, deleted at the test's end.
+func createExtendedClass(t *testing.T, env *sandboxtest.Env, ns string) (corev1.ResourceName, *resourcev1.DeviceClass) {
+	t.Helper()
 	res := corev1.ResourceName("example.com/" + ns + "-gpu")
 	classes := env.Kube.ResourceV1().DeviceClasses()
 	class := &resourcev1.DeviceClass{
@@ -42,8 +67,12 @@ func TestExtendedResourceBackedByDRAThroughServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = classes.Delete(context.Background(), class.Name, metav1.DeleteOptions{}) })
-	c := newClient(t, env.Config)
-	startMuster(t, env, musterOptions{})
+	return res, class
+}
+
+// logPodsOnFailure logs, when t fails, the Events of namespace ns and its pods' nodes,
+// phases, conditions and claims for extended resources.
+func logPodsOnFailure(t *testing.T, env *sandboxtest.Env, ns string) {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
@@ -52,22 +81,29 @@ func TestExtendedResourceBackedByDRAThroughServe(t *testing.T) {
 		for _, e := range evs.Items {
 			t.Logf("event %s %s %s: %s", e.InvolvedObject.Name, e.Type, e.Reason, e.Message)
 		}
-		ps, _ := env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
-		for _, p := range ps.Items {
-			t.Logf("pod %s node %q phase %s ext %+v conds %+v", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.ExtendedResourceClaimStatus, p.Status.Conditions)
+		pods, _ := env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+		for _, p := range pods.Items {
+			t.Logf("pod %s on %q, %s, extendedResourceClaimStatus %+v, conditions %+v", p.Name, p.Spec.NodeName,
+				p.Status.Phase, p.Status.ExtendedResourceClaimStatus, p.Status.Conditions)
 		}
 	})
+}
 
-	asks := func(n string) func(p *corev1.Pod) {
-		return func(p *corev1.Pod) {
-			r := &p.Spec.Containers[0].Resources
-			delete(r.Requests, sandbox.ResourceGPU)
-			delete(r.Limits, sandbox.ResourceGPU)
-			r.Requests[res], r.Limits[res] = resource.MustParse(n), resource.MustParse(n)
-		}
+// asks makes a job's pod ask for n of res instead of its GPU.
+func asks(res corev1.ResourceName, n string) func(p *corev1.Pod) {
+	return func(p *corev1.Pod) {
+		r := &p.Spec.Containers[0].Resources
+		delete(r.Requests, sandbox.ResourceGPU)
+		delete(r.Limits, sandbox.ResourceGPU)
+		r.Requests[res], r.Limits[res] = resource.MustParse(n), resource.MustParse(n)
 	}
-	(pytorchJob{ns: ns, name: "ext", workers: 1, mutate: asks("1")}).create(t, env, c)
-	pods := waitRunning(t, env, ns, "ext", 2)
+}
+
+// checkExtendedClaims checks that each pod runs with the claim muster made for its
+// extended resource res: named in its status, annotated and controlled by it, allocated
+// one device of its node, reserved for it; and that no device is given twice.
+func checkExtendedClaims(t *testing.T, env *sandboxtest.Env, res corev1.ResourceName, pods []corev1.Pod) {
+	t.Helper()
 	seen := map[string]string{}
 	for _, p := range pods {
 		s := p.Status.ExtendedResourceClaimStatus
@@ -75,7 +111,7 @@ func TestExtendedResourceBackedByDRAThroughServe(t *testing.T) {
 			s.RequestMappings[0].ResourceName != string(res) {
 			t.Fatalf("pod %s: extendedResourceClaimStatus %+v", p.Name, s)
 		}
-		claim, err := env.Kube.ResourceV1().ResourceClaims(ns).Get(context.Background(), s.ResourceClaimName, metav1.GetOptions{})
+		claim, err := env.Kube.ResourceV1().ResourceClaims(p.Namespace).Get(context.Background(), s.ResourceClaimName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,19 +123,50 @@ func TestExtendedResourceBackedByDRAThroughServe(t *testing.T) {
 			t.Fatalf("claim %s: allocation %+v, reserved for %+v; want one device, reserved for %s", claim.Name, a, claim.Status.ReservedFor, p.Name)
 		}
 		d := a.Devices.Results[0]
-		if d.Pool != p.Spec.NodeName || seen[d.Device] != "" {
-			t.Errorf("pod %s on %s has device %s/%s (already %q's)", p.Name, p.Spec.NodeName, d.Pool, d.Device, seen[d.Device])
+		if d.Pool != p.Spec.NodeName || seen[d.Pool+"/"+d.Device] != "" {
+			t.Errorf("pod %s on %s has device %s/%s (already %q's)", p.Name, p.Spec.NodeName, d.Pool, d.Device, seen[d.Pool+"/"+d.Device])
 		}
-		seen[d.Device] = p.Name
+		seen[d.Pool+"/"+d.Device] = p.Name
 	}
+}
 
-	(pytorchJob{ns: ns, name: "big", mutate: asks("3")}).create(t, env, c)
-	want := string(res) + " is provided through DRA by DeviceClass " + class.Name
-	env.WaitFor(t, "the big job's condition to name the DRA-backed resource", func(context.Context) (bool, error) {
-		cond, ok := groupCondition(t, c, ns, "big", "Impossible")
-		return ok && cond.Status == metav1.ConditionTrue && strings.Contains(cond.Message, want), nil
-	})
-	if got := stateOf(t, env, ns, "big").holding; got != 0 {
-		t.Fatalf("the waiting job holds %d pods", got)
+// TestExtendedClaimsCrashBetweenClaimsAndBinds: muster is killed after it made some
+// members' claims for their extended resource backed by DRA: with 2 members bound (the
+// restarted muster deletes the claims of the members it did not bind and completes the
+// plan, allocating theirs anew on their planned nodes), and with none bound (it deletes
+// those claims and places the gang anew). Either way every pod runs with its own claim,
+// and no device is given twice.
+func TestExtendedClaimsCrashBetweenClaimsAndBinds(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "extcrash", Count: 2, CPU: "32", Memory: "128Gi", DRAGPUs: 2, Clique: "clique-e"})
+	c := newClient(t, env.Config)
+	for _, held := range []int32{2, 0} {
+		t.Run(fmt.Sprintf("%d bound", held), func(t *testing.T) {
+			ns := env.Namespace(t)
+			res, _ := createExtendedClass(t, env, ns)
+			logPodsOnFailure(t, env, ns)
+			job := pytorchJob{ns: ns, name: "gang", workers: 3, plain: true, mutate: asks(res, "1")}
+			killAfterClaims(t, env, c, held, job)
+			list, err := env.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			boundBefore := map[types.UID]string{}
+			for _, p := range list.Items {
+				if p.Spec.NodeName != "" {
+					boundBefore[p.UID] = p.Name
+				}
+			}
+			startMuster(t, env, musterOptions{})
+			pods := waitRunning(t, env, ns, "gang", 4)
+			checkExtendedClaims(t, env, res, pods)
+			// The plan was completed, not undone: the members bound before the kill run.
+			for _, p := range pods {
+				delete(boundBefore, p.UID)
+			}
+			if len(boundBefore) != 0 {
+				t.Errorf("members bound before the kill and not running after: %v", boundBefore)
+			}
+		})
 	}
 }
