@@ -111,7 +111,7 @@ func (c *Cycle) Reserve(pod *corev1.Pod, n *cluster.NodeInfo) ([]ClaimAllocation
 	if err := c.h.load(c.snap); err != nil {
 		return nil, err
 	}
-	if !HasResourceClaims(pod) && !c.h.asksExtendedByDRA(pod) {
+	if !HasResourceClaims(pod) && !c.extended { // pod is of c's shape: the same requests
 		return nil, nil
 	}
 	// Filter again on n: its allocation for n is the one Reserve takes, and it may have

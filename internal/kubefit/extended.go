@@ -59,19 +59,27 @@ func (h *Host) ExtendedClasses(snap *cluster.Snapshot, req cluster.Resources) (m
 		return nil, err
 	}
 	var out map[corev1.ResourceName]string
-	resolver := h.dra.DeviceClassResolver()
 	for name, n := range req {
-		if n <= 0 || !schedutil.IsDRAExtendedResourceName(name) {
-			continue
-		}
-		if c := resolver.GetDeviceClass(name); c != nil {
+		if class := h.extendedClass(name); n > 0 && class != "" {
 			if out == nil {
 				out = map[corev1.ResourceName]string{}
 			}
-			out[name] = c.Name
+			out[name] = class
 		}
 	}
 	return out, nil
+}
+
+// extendedClass is the DeviceClass that provides extended resource name through DRA,
+// "" if none does. The host is locked and loaded.
+func (h *Host) extendedClass(name corev1.ResourceName) string {
+	if !schedutil.IsDRAExtendedResourceName(name) {
+		return ""
+	}
+	if c := h.dra.DeviceClassResolver().GetDeviceClass(name); c != nil {
+		return c.Name
+	}
+	return ""
 }
 
 // HoldsDevices reports whether pod asks for DRA devices through ResourceClaims, or
@@ -129,9 +137,8 @@ func (h *Host) asksExtendedByDRA(pod *corev1.Pod) bool {
 	if len(h.objects.DeviceClasses) == 0 {
 		return false // most clusters: no pod's requests are read
 	}
-	resolver := h.dra.DeviceClassResolver()
 	for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
-		if !q.IsZero() && schedutil.IsDRAExtendedResourceName(name) && resolver.GetDeviceClass(name) != nil {
+		if !q.IsZero() && h.extendedClass(name) != "" {
 			return true
 		}
 	}

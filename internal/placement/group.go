@@ -232,18 +232,15 @@ func (s *shape) fits(n *cluster.NodeInfo) int {
 	if s.dra == nil {
 		return n.FitsIDs(s.ids, s.needs)
 	}
-	count := int64(1<<31 - 1)
+	var idBuf [8]cluster.ResourceID
+	var needBuf [8]int64
+	ids, needs := idBuf[:0], needBuf[:0]
 	for i, id := range s.ids {
-		if s.delegated(n, i) {
-			continue
+		if !s.delegated(n, i) {
+			ids, needs = append(ids, id), append(needs, s.needs[i])
 		}
-		free := n.FreeOf(id)
-		if free < s.needs[i] {
-			return 0
-		}
-		count = min(count, free/s.needs[i])
 	}
-	return int(count)
+	return n.FitsIDs(ids, needs)
 }
 
 // name describes a shape for diagnoses: its first member and how many it stands for.
