@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/lifecycle"
@@ -283,103 +281,6 @@ func withDevices(r, d cluster.Resources) cluster.Resources {
 	}
 	out.Add(d)
 	return out
-}
-
-// extendedByDRA says, for a group whose members request an extended resource that no
-// node has in its allocatable but a DeviceClass provides through DRA (its
-// spec.extendedResourceName, or the implicit name deviceclass.resource.kubernetes.io/
-// and the class's name), which resource and class: the request is allocated as devices
-// of the class (kubefit's extended claims), and a group that waits for it waits for
-// them. nil when there is none.
-func (e *Engine) extendedByDRA(g *group) *musterv1alpha1.ExtendedByDRA {
-	classOf := e.draExtendedClasses()
-	if len(classOf) == 0 {
-		return nil
-	}
-	// The first such request by member key, then by resource name, without sorting:
-	// with a class's implicit name no node has, every waiting group is read here.
-	var member string
-	var found *musterv1alpha1.ExtendedByDRA
-	for key := range g.members {
-		for name, n := range g.requests[key] {
-			class, ok := classOf[name]
-			if !ok || n <= 0 || found != nil && (key > member || key == member && name > found.Resource) {
-				continue
-			}
-			member, found = key, &musterv1alpha1.ExtendedByDRA{Resource: name, DeviceClass: class}
-		}
-	}
-	return found
-}
-
-// draExtended is, by extended resource name, the DeviceClass that provides the resource
-// through DRA (kube-scheduler's choice, kubefit Host.ExtendedResources) among those no
-// node has in its allocatable, as read on
-// snapshot snap at its node layout and devices' generation.
-type draExtended struct {
-	snap               *cluster.Snapshot
-	layout, devicesGen uint64
-	classOf            map[corev1.ResourceName]string
-}
-
-// draExtendedClasses returns the extended resources DeviceClasses provide where no node
-// has them, with the class of each (see draExtended), found again only when a node or a
-// device changed: every status read of every waiting group asks (in a deep queue, the
-// classes sorted and matched for each group, every second, were an eighth of the loop).
-func (e *Engine) draExtendedClasses() map[corev1.ResourceName]string {
-	m := &e.draExtended
-	objs := e.snap.Objects()
-	if m.snap == e.snap && m.layout == e.snap.Layout() && m.devicesGen == objs.DevicesGeneration() {
-		return m.classOf
-	}
-	*m = draExtended{snap: e.snap, layout: e.snap.Layout(), devicesGen: objs.DevicesGeneration()}
-	h, err := kubefit.HostOf(e.snap)
-	if err != nil {
-		return nil
-	}
-	all, err := h.ExtendedResources(e.snap)
-	if err != nil {
-		return nil
-	}
-	total := e.snap.Allocatable()
-	for name, class := range all {
-		if !cluster.IsExtended(name) || total[name] > 0 {
-			continue
-		}
-		if m.classOf == nil {
-			m.classOf = map[corev1.ResourceName]string{}
-		}
-		m.classOf[name] = class
-	}
-	return m.classOf
-}
-
-// asDevices is req with each extended resource that classOf says a DeviceClass provides
-// through DRA counted as devices of that class, as the forecast counts the nodes'
-// devices (see withDevices); req itself when it asks for none.
-func asDevices(req cluster.Resources, classOf map[corev1.ResourceName]string) cluster.Resources {
-	var out cluster.Resources
-	for name, n := range req {
-		class, ok := classOf[name]
-		if !ok || n <= 0 {
-			continue
-		}
-		if out == nil {
-			out = req.Clone()
-		}
-		delete(out, name)
-		out[corev1.ResourceName(class)] += n
-	}
-	if out == nil {
-		return req
-	}
-	return out
-}
-
-// extendedByDRANote is the text of x in a group's reason.
-func extendedByDRANote(x musterv1alpha1.ExtendedByDRA) string {
-	return fmt.Sprintf("%s is provided through DRA by DeviceClass %s and no node has it as an extended resource: its devices serve it",
-		x.Resource, x.DeviceClass)
 }
 
 // claimsNotMade names the member of g (the first by key) whose pod refers to a

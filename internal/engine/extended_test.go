@@ -201,18 +201,41 @@ func extendedGang(e *engine.Engine, name string, n int, runtime string) (string,
 func runExtendedGang(t *testing.T, e *engine.Engine, name string, n int, runtime string, now time.Time) {
 	t.Helper()
 	key, pods := extendedGang(e, name, n, runtime)
-	for _, st := range onePlan(t, e.Step(now), n) {
+	out := e.Step(now)
+	if len(out.Plans) != 1 || len(out.Plans[0].Steps) != n {
+		t.Fatalf("plans %+v, want one of %d members", out.Plans, n)
+	}
+	for _, st := range out.Plans[0].Steps {
 		i := slices.IndexFunc(pods, func(p *corev1.Pod) bool { return "default/"+p.Name == st.Pod })
 		running := pods[i].DeepCopy()
 		running.Spec.NodeName = st.Node
 		running.Status.Phase = corev1.PodRunning
 		running.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-		ca := st.Claims[0]
-		running.Status.ExtendedResourceClaimStatus = kubefit.ExtendedStatus(ca)
-		claim := kubefit.ExtendedClaimObject(running, ca)
-		claim.UID, claim.Status = types.UID("claim-"+running.Name), kubefit.ExtendedReservation(running, ca)
-		e.SetObject(claim)
+		if len(st.Claims) > 0 { // none on a node with the resource in its allocatable
+			ca := st.Claims[0]
+			running.Status.ExtendedResourceClaimStatus = kubefit.ExtendedStatus(ca)
+			claim := kubefit.ExtendedClaimObject(running, ca)
+			claim.UID, claim.Status = types.UID("claim-"+running.Name), kubefit.ExtendedReservation(running, ca)
+			e.SetObject(claim)
+		}
 		e.SetPod(running, key)
 	}
 	e.Step(now)
+}
+
+// TestExpectedStartOfExtendedResourceOnMixedNodes: while a cluster moves from the
+// device plugin to DRA, one node has nvidia.com/gpu in its allocatable and two publish
+// their GPUs through DRA, which a DeviceClass names nvidia.com/gpu for. A gang of 6
+// holds every GPU for an hour; a gang of 5 behind it needs the GPUs of both kinds of
+// node, and is expected to start when the first gang ends.
+func TestExpectedStartOfExtendedResourceOnMixedNodes(t *testing.T) {
+	e := draEngine()
+	e.SetObject(gpuExtendedClass())
+	e.SetNode(gt.Node("p0").GPU(2).Obj())
+	runExtendedGang(t, e, "run", 6, "1h", sim.Epoch)
+	next, _ := extendedGang(e, "next", 5, "30m")
+	st := stepQueued(t, e, sim.Epoch.Add(sim.SimForecastEvery), next, "next admitted while run holds every GPU")
+	if want := sim.Epoch.Add(time.Hour); !st.ExpectedStart.Equal(want) {
+		t.Errorf("next: expected start %v (%q), want %v", st.ExpectedStart, st.ExpectedStartUnknown, want)
+	}
 }

@@ -328,7 +328,7 @@ func (e *Engine) appendRequests(out []cluster.Resources, members []placement.Mem
 			req = withDevices(req, kubefit.PendingDevices(e.snap, m.Pod, seen, fewest, alt))
 			alts = max(alts, kubefit.Alternatives(e.snap, m.Pod))
 		}
-		out = append(out, asDevices(req, e.draExtendedClasses())) // the forecast ignores its pods count
+		out = append(out, asDevices(req, e.extendedClasses().classOf)) // the forecast ignores its pods count
 	}
 	return out, alts
 }
@@ -343,6 +343,7 @@ func (e *Engine) releases(now time.Time) ([]forecast.Node, []forecast.Release) {
 	f.pass++
 	nodes, releases := f.nodesBuf[:0], f.releasesBuf[:0]
 	devices := f.devices.count(e.snap.Objects())
+	classOf := e.extendedClasses().classOf
 	for _, n := range e.snap.Nodes() {
 		if !n.Ready() || n.Node.Spec.Unschedulable {
 			continue
@@ -357,9 +358,13 @@ func (e *Engine) releases(now time.Time) ([]forecast.Node, []forecast.Release) {
 			node.Free, node.Used, node.Gen = withDevices(n.Allocatable, devices.total[n.Name()]),
 				withDevices(n.Requested, devices.claimed[n.Name()]), 0
 		}
+		served := servedNode(&node, n.Allocatable, classOf, hasDevices)
 		nodes = append(nodes, node)
-		if c.fresh || hasDevices || f.holdsChanged(c) {
+		if c.fresh || hasDevices || served || f.holdsChanged(c) {
 			e.readReleases(c, n.Name(), now)
+			if served {
+				servedReleases(c.releases, n.Allocatable, classOf)
+			}
 		} else {
 			e.readMoving(c, now)
 		}
