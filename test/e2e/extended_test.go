@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/sandbox"
 	"github.com/muster-sched/muster/internal/sandbox/sandboxtest"
@@ -50,14 +52,61 @@ func TestExtendedResourceBackedByDRAThroughServe(t *testing.T) {
 	}
 }
 
+// TestExtendedResourceOnMixedNodesThroughServe: a cluster moving its GPUs from the
+// device plugin to DRA. One node has 2 nvidia.com/gpu in its allocatable, one
+// publishes 2 GPUs through DRA, and a DeviceClass names nvidia.com/gpu as the resource
+// its devices provide. A job of four one-GPU pods that declares an hour runs on both:
+// the pods on the device plugin's node have no claim, those on the DRA node one device
+// each. A job of three behind it needs GPUs of both nodes, and muster serve, as
+// deployed, writes in its record that it is expected to start in an hour, when the
+// first job ends (before, the forecast counted the device plugin's node only, and the
+// start was unknown).
+func TestExtendedResourceOnMixedNodesThroughServe(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	plugin := env.CreateNodes(t, sandbox.NodePool{Name: "mixed-dp", Count: 1, CPU: "32", Memory: "128Gi", GPUs: 2})[0]
+	env.CreateNodes(t, sandbox.NodePool{Name: "mixed-dra", Count: 1, CPU: "32", Memory: "128Gi", DRAGPUs: 2, Clique: "clique-m"})
+	createClassProviding(t, env, ns+"-gpu", sandbox.ResourceGPU)
+	c := newClient(t, env.Config)
+	m := startMuster(t, env, musterOptions{clock: true})
+	logPodsOnFailure(t, env, ns)
+
+	created := time.Now()
+	hour := map[string]string{engine.AnnotationExpectedRuntime: "1h"}
+	(pytorchJob{ns: ns, name: "running", workers: 3, annotations: hour}).create(t, env, c)
+	var onDRA []corev1.Pod
+	for _, p := range waitRunning(t, env, ns, "running", 4) {
+		if p.Spec.NodeName != plugin {
+			onDRA = append(onDRA, p)
+		} else if p.Status.ExtendedResourceClaimStatus != nil {
+			t.Errorf("pod %s on the device plugin's node %s: extendedResourceClaimStatus %+v, want none", p.Name, plugin, p.Status.ExtendedResourceClaimStatus)
+		}
+	}
+	if len(onDRA) != 2 {
+		t.Fatalf("%d pods of 4 on the DRA node, want 2", len(onDRA))
+	}
+	checkExtendedClaims(t, env, sandbox.ResourceGPU, onDRA)
+	waitCondition(t, env, c, ns, "running", "PodsReady", metav1.ConditionTrue)
+	(pytorchJob{ns: ns, name: "queued", workers: 2, annotations: map[string]string{engine.AnnotationExpectedRuntime: "30m"}}).create(t, env, c)
+
+	expectQueuedToStartAt(t, env, m, c, ns, "queued", created.Add(time.Hour))
+}
+
 // createExtendedClass creates a DeviceClass of the sandbox's DRA GPUs that names
 // example.com/<ns>-gpu as the extended resource it provides, deleted at the test's end.
 func createExtendedClass(t *testing.T, env *sandboxtest.Env, ns string) (corev1.ResourceName, *resourcev1.DeviceClass) {
 	t.Helper()
 	res := corev1.ResourceName("example.com/" + ns + "-gpu")
+	return res, createClassProviding(t, env, ns+"-gpu", res)
+}
+
+// createClassProviding creates DeviceClass name of the sandbox's DRA GPUs that names
+// res as the extended resource it provides, deleted at the test's end.
+func createClassProviding(t *testing.T, env *sandboxtest.Env, name string, res corev1.ResourceName) *resourcev1.DeviceClass {
+	t.Helper()
 	classes := env.Kube.ResourceV1().DeviceClasses()
 	class := &resourcev1.DeviceClass{
-		ObjectMeta: metav1.ObjectMeta{Name: ns + "-gpu"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: resourcev1.DeviceClassSpec{
 			Selectors:            []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: `device.driver == "` + sandbox.DRADriver + `"`}}},
 			ExtendedResourceName: ptr.To(string(res)),
@@ -67,7 +116,7 @@ func createExtendedClass(t *testing.T, env *sandboxtest.Env, ns string) (corev1.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = classes.Delete(context.Background(), class.Name, metav1.DeleteOptions{}) })
-	return res, class
+	return class
 }
 
 // logPodsOnFailure logs, when t fails, the Events of namespace ns and its pods' nodes,
