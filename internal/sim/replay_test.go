@@ -140,7 +140,19 @@ func TestShortfall(t *testing.T) {
 	WriteDominance(&out, []Summary{other, same, fewer, m})
 	want := "muster's queueing-delay CDF falls below other's by up to 25.00% of jobs, 1 of 4 (at 2.0m), and is at or above it from 3m0s on\n" +
 		"muster's queueing-delay CDF is at or above same's over its whole range\n" +
-		"muster's queueing-delay CDF falls below fewer's by up to 75.00% of jobs (at 2.0m), and is at or above it from 4m0s on\n"
+		"muster's queueing-delay CDF falls below fewer's by up to 75.00% of jobs (at 2.0m), and is at or above it from 4m0s on\n" +
+		"other's queueing-delay CDF is at or above same's over its whole range\n" +
+		"fewer's queueing-delay CDF is at or above other's over its whole range\n" +
+		"fewer's queueing-delay CDF is at or above same's over its whole range\n"
+	if out.String() != want {
+		t.Errorf("WriteDominance wrote\n%s\nwant\n%s", out.String(), want)
+	}
+	// late starts half its jobs sooner than other and the rest later: the CDFs cross.
+	late := d(1, 1, 5, 5)
+	late.Policy = "late"
+	out.Reset()
+	WriteDominance(&out, []Summary{other, late})
+	want = "other's and late's queueing-delay CDFs cross: other's falls below by up to 25.00% of jobs, 1 of 4 (at 1.0m), late's by up to 50.00% of jobs, 2 of 4 (at 4.0m)\n"
 	if out.String() != want {
 		t.Errorf("WriteDominance wrote\n%s\nwant\n%s", out.String(), want)
 	}

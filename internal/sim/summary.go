@@ -257,8 +257,34 @@ func cdfGaps(a, b Summary) iter.Seq2[time.Duration, float64] {
 
 // WriteDominance writes, for each policy but muster, whether muster's queueing-delay
 // CDF is at or above that policy's over the whole range, and where it falls furthest
-// below when it is not.
+// below when it is not; then, for each two other policies, whether either's CDF is at
+// or above the other's, or where each falls furthest below the other's: how far apart
+// the policies muster is compared with are.
 func WriteDominance(out io.Writer, sums []Summary) {
+	writeMusterDominance(out, sums)
+	for i, a := range sums {
+		for _, b := range sums[i+1:] {
+			if a.Policy == "muster" || b.Policy == "muster" {
+				continue
+			}
+			fa, atA := Shortfall(a, b)
+			fb, atB := Shortfall(b, a)
+			switch {
+			case fa == 0:
+				fmt.Fprintf(out, "%s's queueing-delay CDF is at or above %s's over its whole range\n", a.Policy, b.Policy)
+			case fb == 0:
+				fmt.Fprintf(out, "%s's queueing-delay CDF is at or above %s's over its whole range\n", b.Policy, a.Policy)
+			default:
+				fmt.Fprintf(out, "%s's and %s's queueing-delay CDFs cross: %s's falls below by up to %.2f%% of jobs%s (at %s), %s's by up to %.2f%% of jobs%s (at %s)\n",
+					a.Policy, b.Policy, a.Policy, 100*fa, jobsOf(fa, a, b), human(atA), b.Policy, 100*fb, jobsOf(fb, b, a), human(atB))
+			}
+		}
+	}
+}
+
+// writeMusterDominance writes WriteDominance's lines of muster against each other
+// policy.
+func writeMusterDominance(out io.Writer, sums []Summary) {
 	var m *Summary
 	for i := range sums {
 		if sums[i].Policy == "muster" {
