@@ -15,13 +15,22 @@ import (
 	"github.com/muster-sched/muster/internal/placement"
 )
 
-// deviceCharges are what the members' DRA claims charge to quota, by member (nil when
-// none has claims); a claim shared by members is charged to the first.
+// deviceCharges are what the members' DRA claims charge to quota, by member, with what
+// their extended resources backed by DRA charge beyond their requests
+// (draExtended.charges); nil when none charges any. A claim shared by members is charged
+// to the first.
 func (e *Engine) deviceCharges(members []placement.Member) map[string]cluster.Resources {
 	var out map[string]cluster.Resources
 	seen := map[string]bool{}
+	x := e.extendedClasses()
 	for _, m := range members {
-		if d := kubefit.DeviceCounts(e.snap, m.Pod, seen); d != nil {
+		var req cluster.Resources
+		if len(x.onlyDRA) > 0 {
+			if req = m.Requests; req == nil {
+				req = cluster.PodRequests(m.Pod)
+			}
+		}
+		if d := x.charges(req, kubefit.DeviceCounts(e.snap, m.Pod, seen)); d != nil {
 			if out == nil {
 				out = map[string]cluster.Resources{}
 			}
@@ -31,19 +40,21 @@ func (e *Engine) deviceCharges(members []placement.Member) map[string]cluster.Re
 	return out
 }
 
-// devicesHeld is what the claims of g's members that hold a node charge to quota.
+// devicesHeld is what the claims of g's members that hold a node charge to quota, with
+// what their extended resources backed by DRA charge beyond their requests.
 func (e *Engine) devicesHeld(g *group) cluster.Resources {
-	if !g.hasResourceClaims() {
+	x := e.extendedClasses()
+	if !g.hasResourceClaims() && len(x.onlyDRA) == 0 {
 		return nil // most groups: nothing to list or sort
 	}
 	var out cluster.Resources
 	seen := map[string]bool{}
 	for _, key := range g.memberKeys() {
 		p := g.members[key]
-		if terminal(p) || g.nodeOf(key, p) == "" || !kubefit.HasResourceClaims(p) {
+		if terminal(p) || g.nodeOf(key, p) == "" {
 			continue
 		}
-		if d := kubefit.DeviceCounts(e.snap, p, seen); d != nil {
+		if d := x.charges(g.requests[key], kubefit.DeviceCounts(e.snap, p, seen)); d != nil {
 			if out == nil {
 				out = cluster.Resources{}
 			}

@@ -47,11 +47,13 @@ func (e *Engine) extendedByDRA(g *group) *musterv1alpha1.ExtendedByDRA {
 // draExtended is, by extended resource name, the DeviceClass that provides the resource
 // through DRA (kube-scheduler's choice, kubefit Host.ExtendedResources), as read on
 // snapshot snap at its node layout and devices' generation: all of them (classOf), and
-// those no node has in its allocatable (onlyDRA).
+// those no node has in its allocatable (onlyDRA); and, by DeviceClass, the extended
+// resource it names in its spec.extendedResourceName (named).
 type draExtended struct {
 	snap               *cluster.Snapshot
 	layout, devicesGen uint64
 	classOf, onlyDRA   map[corev1.ResourceName]string
+	named              map[corev1.ResourceName]corev1.ResourceName
 }
 
 // extendedClasses returns the extended resources DeviceClasses provide (see
@@ -65,6 +67,14 @@ func (e *Engine) extendedClasses() *draExtended {
 		return m
 	}
 	*m = draExtended{snap: e.snap, layout: e.snap.Layout(), devicesGen: objs.DevicesGeneration()}
+	for name, class := range objs.DeviceClasses {
+		if x := class.Spec.ExtendedResourceName; x != nil && cluster.IsExtended(corev1.ResourceName(*x)) {
+			if m.named == nil {
+				m.named = map[corev1.ResourceName]corev1.ResourceName{}
+			}
+			m.named[corev1.ResourceName(name)] = corev1.ResourceName(*x)
+		}
+	}
 	h, err := kubefit.HostOf(e.snap)
 	if err != nil {
 		return m
@@ -91,6 +101,44 @@ func (e *Engine) extendedClasses() *draExtended {
 		m.onlyDRA[name] = class
 	}
 	return m
+}
+
+// charges is what a member asking for req, whose claims charge d (kubefit.DeviceCounts,
+// by DeviceClass), charges to a Queue's quota beyond req, as Kubernetes' ResourceQuota
+// counts extended resources backed by DRA (kubernetes#134210): the devices of a class
+// that names an extended resource charge that resource too, so a quota of
+// nvidia.com/gpu written for the device plugin holds for claims of the class that now
+// provides it; and a request of an extended resource that only DRA provides (no node
+// has it in its allocatable) charges the devices of its class too, so a quota of the
+// class holds for such requests. d itself when neither applies.
+func (x *draExtended) charges(req, d cluster.Resources) cluster.Resources {
+	if len(x.named) == 0 && len(x.onlyDRA) == 0 {
+		return d
+	}
+	var out cluster.Resources
+	add := func(name corev1.ResourceName, n int64) {
+		if out == nil {
+			out = d.Clone()
+			if out == nil {
+				out = cluster.Resources{}
+			}
+		}
+		out[name] += n
+	}
+	for class, n := range d {
+		if name, ok := x.named[class]; ok && n > 0 {
+			add(name, n)
+		}
+	}
+	for name, class := range x.onlyDRA {
+		if n := req[name]; n > 0 {
+			add(corev1.ResourceName(class), n)
+		}
+	}
+	if out == nil {
+		return d
+	}
+	return out
 }
 
 // asDevices is req with each extended resource that classOf says a DeviceClass provides

@@ -13,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
+	"github.com/muster-sched/muster/internal/cluster"
 	"github.com/muster-sched/muster/internal/engine"
 	gt "github.com/muster-sched/muster/internal/gangtest"
 	"github.com/muster-sched/muster/internal/kubefit"
+	"github.com/muster-sched/muster/internal/queue"
 	"github.com/muster-sched/muster/internal/sim"
 )
 
@@ -237,5 +239,41 @@ func TestExpectedStartOfExtendedResourceOnMixedNodes(t *testing.T) {
 	st := stepQueued(t, e, sim.Epoch.Add(sim.SimForecastEvery), next, "next admitted while run holds every GPU")
 	if want := sim.Epoch.Add(time.Hour); !st.ExpectedStart.Equal(want) {
 		t.Errorf("next: expected start %v (%q), want %v", st.ExpectedStart, st.ExpectedStartUnknown, want)
+	}
+}
+
+// TestQuotaOfExtendedResourceCountsClaims: a DeviceClass names nvidia.com/gpu as the
+// extended resource it provides, and a queue's quota of 3 nvidia.com/gpu was written for
+// the device plugin. Claims of the class's devices charge nvidia.com/gpu too, as
+// Kubernetes' ResourceQuota counts them: a gang of two one-device claims is admitted, a
+// second one waits QuotaExceeded on a cluster with room for both.
+func TestQuotaOfExtendedResourceCountsClaims(t *testing.T) {
+	e := draEngine()
+	e.SetObject(gpuExtendedClass())
+	e.SetQueue(engine.Queue{Queue: queue.Queue{Name: "default", Quota: cluster.Resources{gt.GPU: 3}}})
+	draGroup(e, "a", 2)
+	if out := e.Step(sim.Epoch); len(out.Plans) != 1 {
+		t.Fatalf("a: plans %+v", out.Plans)
+	}
+	b, _ := draGroup(e, "b", 2)
+	st := stepQueued(t, e, sim.Epoch.Add(time.Second), b, "b admitted past the quota of nvidia.com/gpu")
+	if st.Wait == nil || st.Wait.Kind != queue.QuotaExceeded || !strings.Contains(st.Waiting, string(gt.GPU)) {
+		t.Fatalf("b waits for %+v (%q), want %s naming %s", st.Wait, st.Waiting, queue.QuotaExceeded, gt.GPU)
+	}
+}
+
+// TestQuotaOfDeviceClassCountsExtendedResources: on nodes that publish their GPUs only
+// through DRA, a queue's quota of 3 devices of the GPU class holds for pods asking for
+// the nvidia.com/gpu the class provides: a gang of two is admitted and runs, and a
+// second one waits QuotaExceeded on a cluster with room for both.
+func TestQuotaOfDeviceClassCountsExtendedResources(t *testing.T) {
+	e := draEngine()
+	e.SetObject(gpuExtendedClass())
+	e.SetQueue(engine.Queue{Queue: queue.Queue{Name: "default", Quota: cluster.Resources{gt.GPUClass: 3}}})
+	runExtendedGang(t, e, "a", 2, "", sim.Epoch)
+	b, _ := extendedGang(e, "b", 2, "")
+	st := stepQueued(t, e, sim.Epoch.Add(time.Second), b, "b admitted past the quota of "+gt.GPUClass)
+	if st.Wait == nil || st.Wait.Kind != queue.QuotaExceeded || !strings.Contains(st.Waiting, gt.GPUClass) {
+		t.Fatalf("b waits for %+v (%q), want %s naming %s", st.Wait, st.Waiting, queue.QuotaExceeded, gt.GPUClass)
 	}
 }
