@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/kubefit"
 	"github.com/muster-sched/muster/internal/sandbox"
@@ -90,6 +91,41 @@ func TestExtendedResourceOnMixedNodesThroughServe(t *testing.T) {
 	(pytorchJob{ns: ns, name: "queued", workers: 2, annotations: map[string]string{engine.AnnotationExpectedRuntime: "30m"}}).create(t, env, c)
 
 	expectQueuedToStartAt(t, env, m, c, ns, "queued", created.Add(time.Hour))
+}
+
+// TestQuotaOfDeviceClassHoldsForExtendedResources: a Queue's quota names 2 devices of
+// a DeviceClass that provides example.com/<namespace>-gpu, which no node has, through
+// DRA. On a node of four such devices, of two jobs of two pods asking for one each, one
+// runs and the other waits for the quota: muster serve charges the requests as devices
+// of the class (before, they went past the quota of the class).
+func TestQuotaOfDeviceClassHoldsForExtendedResources(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "ext-quota", Count: 1, CPU: "32", Memory: "128Gi", DRAGPUs: 4, Clique: "clique-xq"})
+	res, class := createExtendedClass(t, env, ns)
+	c := newClient(t, env.Config)
+	createQueue(t, c, ns, 0, nil, func(q *musterv1alpha1.Queue) {
+		q.Spec.Quota = corev1.ResourceList{corev1.ResourceName(class.Name): resourceQuantity(2)}
+	})
+	startMuster(t, env, musterOptions{})
+	logPodsOnFailure(t, env, ns)
+
+	inQueue := map[string]string{musterv1alpha1.QueueAnnotation: ns}
+	for _, name := range []string{"a", "b"} {
+		(pytorchJob{ns: ns, name: name, workers: 1, groupAnnotations: inQueue, mutate: asks(res, "1")}).create(t, env, c)
+	}
+	env.WaitFor(t, "one job running, one waiting for quota", func(context.Context) (bool, error) {
+		a, b := stateOf(t, env, ns, "a").holding, stateOf(t, env, ns, "b").holding
+		return a+b == 2 && (a == 0 || b == 0), nil
+	})
+	waiting := "b"
+	if stateOf(t, env, ns, "b").holding == 2 {
+		waiting = "a"
+	}
+	cond := waitCondition(t, env, c, ns, waiting, "Unschedulable", metav1.ConditionTrue)
+	if !strings.Contains(cond.Message, "quota") || !strings.Contains(cond.Message, class.Name) {
+		t.Fatalf("the waiting job's condition %+v does not name the quota of %s", cond, class.Name)
+	}
 }
 
 // createExtendedClass creates a DeviceClass of the sandbox's DRA GPUs that names
