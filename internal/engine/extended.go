@@ -17,7 +17,8 @@ import (
 // such a resource against a node's allocatable where the node has the resource there
 // (a device plugin serves it), and allocates devices of the class on a node that does
 // not. Placement runs kube-scheduler's plugins, which do both; what the engine adds is
-// the forecast's count of such requests and the note in a waiting group's reason.
+// the forecast's count of such requests, what they charge to a Queue's quota, and the
+// note in a waiting group's reason.
 
 // extendedByDRA says, for a group whose members request an extended resource that no
 // node has in its allocatable but a DeviceClass provides through DRA, which resource and
