@@ -333,3 +333,44 @@ func TestExtendedResourceOnMixedNodes(t *testing.T) {
 		t.Errorf("diagnosis %q: want the devices short, not the nodes' nvidia.com/gpu", text)
 	}
 }
+
+// TestMembersWithDevicesPackTheirNodes: two nodes of four DRA GPUs; a member holds one
+// GPU of n1, and a pod that asks for no GPU takes most of n0's cpu. A gang of two
+// one-GPU members, by claims or by nvidia.com/gpu that a DeviceClass provides, goes to
+// n1, whose GPUs are already in use, and leaves n0's four whole for a gang that needs a
+// node's four, though n0 has less cpu free.
+func TestMembersWithDevicesPackTheirNodes(t *testing.T) {
+	for _, extended := range []bool{false, true} {
+		t.Run(fmt.Sprintf("extended=%v", extended), func(t *testing.T) {
+			snap := draCluster(2, 4)
+			if extended {
+				class := gt.DeviceClass()
+				class.Spec.ExtendedResourceName = ptr.To(string(gt.GPU))
+				snap.SetObject(class)
+			}
+			member := func(name string) *corev1.Pod {
+				b := gt.Pod(name).UID("uid-"+name).Req(corev1.ResourceCPU, "1")
+				if extended {
+					return b.GPU(1).Obj()
+				}
+				snap.SetObject(gt.GPUClaim("default", name+"-gpu", 1))
+				return b.DeviceClaim("gpu", name+"-gpu").Obj()
+			}
+			first := member("first")
+			first.Spec.NodeSelector = map[string]string{"clique": "clique-b"}
+			if plan, diag := placement.Place(snap, gang("first", 1, func(int) *corev1.Pod { return first }), placement.Options{}); plan == nil || plan.Assignments[0].Node != "n1" {
+				t.Fatalf("first: plan %+v (%v), want it on n1", plan, diag)
+			}
+			snap.AddPod(gt.Pod("hog").UID("uid-hog").Node("n0").Req(corev1.ResourceCPU, "24").Obj())
+			plan, diag := placement.Place(snap, gang("w", 2, func(i int) *corev1.Pod { return member(fmt.Sprintf("w-%d", i)) }), placement.Options{})
+			if plan == nil {
+				t.Fatal(diag)
+			}
+			for _, as := range plan.Assignments {
+				if as.Node != "n1" {
+					t.Errorf("%s on %s, want n1, whose GPUs are in use, not n0's whole four", as.Member, as.Node)
+				}
+			}
+		})
+	}
+}

@@ -432,7 +432,7 @@ func (p *placer) assume(a *attempt, n *cluster.NodeInfo, m Member, s *shape) {
 // can take wanted members (with one member wanted, only the best is returned): callers
 // take the candidates in order. The slice is reused by the next call.
 func (p *placer) candidates(tier []*cluster.NodeInfo, s *shape, wanted int) []candidate {
-	if need := s.req[p.scarce]; need > 0 && len(tier) == p.snap.Len() {
+	if need := s.req[p.scarce]; need > 0 && len(tier) == p.snap.Len() && !p.byDevices(s) {
 		return p.tightest(s, need, wanted)
 	}
 	if cap(p.buf) < len(tier) && wanted > 1 {
@@ -487,15 +487,39 @@ func (p *placer) tightest(s *shape, need int64, wanted int) []candidate {
 
 // rank sets the amounts that order c for shape s: the free scarce resource when s asks
 // for it, so that the most allocated node comes first and whole nodes stay free for
-// big gangs; otherwise the node's allocatable scarce resource, then its free cpu, so that
-// members that do not need the scarce resource go where there is none of it.
+// big gangs; for members that ask for DRA devices, the node's free devices (what they
+// ask for, where a device plugin serves it), then its free cpu, for the same reason;
+// otherwise the node's allocatable scarce resource, then its free cpu, so that members
+// that do not need the scarce resource go where there is none of it.
 func (p *placer) rank(s *shape, c candidate) candidate {
-	if s.req[p.scarce] > 0 {
+	switch {
+	case p.byDevices(s):
+		c.first, c.second = p.freeDevices(s, c.node), c.node.FreeOf(p.cpuID)
+	case s.req[p.scarce] > 0:
 		c.first = c.node.FreeOf(p.scarceID)
-	} else {
+	default:
 		c.first, c.second = c.node.Allocatable[p.scarce], c.node.FreeOf(p.cpuID)
 	}
 	return c
+}
+
+// byDevices reports whether s's members are ranked by the nodes' free devices: they ask
+// for DRA devices, and the group packs no extended resource a device plugin serves
+// (placement's scarce resource is cpu then).
+func (p *placer) byDevices(s *shape) bool {
+	return (s.devices || s.dra != nil) && p.scarce == corev1.ResourceCPU
+}
+
+// freeDevices is what of n's devices is free for members of s: its free amount of an
+// extended resource s asks for that n has in its allocatable (a device plugin serves
+// it), else the devices of n's own no claim has allocated (cluster.FreeDevicesOn).
+func (p *placer) freeDevices(s *shape, n *cluster.NodeInfo) int64 {
+	for i, name := range s.names {
+		if s.dra != nil && s.dra[i] && !s.delegated(n, i) {
+			return n.Free(name)
+		}
+	}
+	return p.snap.Objects().FreeDevicesOn(n.Name())
 }
 
 // better orders ranked candidates: negative when a is the better node.
