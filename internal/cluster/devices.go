@@ -61,7 +61,7 @@ func (st *Objects) devicesIndex() *deviceIndex {
 			continue
 		}
 		for i := range s.Spec.Devices {
-			if n := deviceNode(s, &s.Spec.Devices[i]); n != "" {
+			if n := DeviceNode(s, &s.Spec.Devices[i]); n != "" {
 				idx.node[deviceID{s.Spec.Driver, s.Spec.Pool.Name, s.Spec.Devices[i].Name}] = n
 				idx.total[n]++
 			}
@@ -71,9 +71,9 @@ func (st *Objects) devicesIndex() *deviceIndex {
 	return idx
 }
 
-// deviceNode is the node device d of slice s is on, or "" when it is not a single
-// node's.
-func deviceNode(s *resourcev1.ResourceSlice, d *resourcev1.Device) string {
+// DeviceNode is the node device d of slice s is on, or "" when it is not a single
+// node's (network-attached devices, selected by a node selector or for all nodes).
+func DeviceNode(s *resourcev1.ResourceSlice, d *resourcev1.Device) string {
 	switch {
 	case s.Spec.NodeName != nil:
 		return *s.Spec.NodeName

@@ -59,7 +59,7 @@ func eachNodeDevice(objs *cluster.Objects, fn func(node string, d dracel.Device)
 			if tainted[deviceKey{s.Spec.Driver, s.Spec.Pool.Name, d.Name}] {
 				continue
 			}
-			if node := nodeOfDevice(s, d); node != "" {
+			if node := cluster.DeviceNode(s, d); node != "" {
 				fn(node, dracel.Device{Driver: s.Spec.Driver, AllowMultipleAllocations: d.AllowMultipleAllocations,
 					Attributes: d.Attributes, Capacity: d.Capacity})
 			}
@@ -95,18 +95,6 @@ func newestPools(objs *cluster.Objects) map[poolKey]int64 {
 		out[k] = max(out[k], s.Spec.Pool.Generation)
 	}
 	return out
-}
-
-// nodeOfDevice is the node device d of slice s is on, or "" when it is not a single
-// node's (network-attached devices, selected by a node selector or for all nodes).
-func nodeOfDevice(s *resourcev1.ResourceSlice, d *resourcev1.Device) string {
-	switch {
-	case s.Spec.NodeName != nil:
-		return *s.Spec.NodeName
-	case d.NodeName != nil:
-		return *d.NodeName
-	}
-	return ""
 }
 
 // ClaimedDevices returns, for each node, how many of its devices are allocated to
@@ -151,7 +139,7 @@ func devicesNodes(objs *cluster.Objects) map[deviceKey]string {
 			if tainted[deviceKey{s.Spec.Driver, s.Spec.Pool.Name, d.Name}] {
 				continue
 			}
-			if node := nodeOfDevice(s, d); node != "" {
+			if node := cluster.DeviceNode(s, d); node != "" {
 				out[deviceKey{s.Spec.Driver, s.Spec.Pool.Name, d.Name}] = node
 			}
 		}

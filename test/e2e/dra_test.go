@@ -317,23 +317,32 @@ func TestDRAQuotaByDeviceClass(t *testing.T) {
 		q.Spec.Quota = corev1.ResourceList{sandbox.DeviceClassGPU: resourceQuantity(4)}
 	})
 	startMuster(t, env, musterOptions{})
-	inQueue := map[string]string{musterv1alpha1.QueueAnnotation: ns}
-	for _, name := range []string{"a", "b"} {
-		job := pytorchJob{ns: ns, name: name, workers: 3, groupAnnotations: inQueue, mutate: draWorker}
-		job.create(t, env, c)
-	}
-	env.WaitFor(t, "one gang running, one waiting for quota", func(context.Context) (bool, error) {
-		a, b := stateOf(t, env, ns, "a").holding, stateOf(t, env, ns, "b").holding
-		return a+b == 4 && (a == 0 || b == 0), nil
-	})
-	waiting := "b"
-	if stateOf(t, env, ns, "b").holding == 4 {
-		waiting = "a"
-	}
-	cond := waitCondition(t, env, c, ns, waiting, "Unschedulable", metav1.ConditionTrue)
+	cond := oneRunsOneWaitsForQuota(t, env, c, pytorchJob{ns: ns, workers: 3, mutate: draWorker})
 	if !strings.Contains(cond.Reason+cond.Message, "Quota") && !strings.Contains(cond.Message, "quota") {
 		t.Fatalf("the waiting gang's condition %+v does not name the quota", cond)
 	}
+}
+
+// oneRunsOneWaitsForQuota creates two jobs, a and b, like job in the Queue named after
+// its namespace, waits until one holds all its pods and the other none, and returns the
+// waiting one's Unschedulable condition.
+func oneRunsOneWaitsForQuota(t *testing.T, env *sandboxtest.Env, c client.Client, job pytorchJob) metav1.Condition {
+	t.Helper()
+	ns, pods := job.ns, job.workers+1
+	job.groupAnnotations = map[string]string{musterv1alpha1.QueueAnnotation: ns}
+	for _, name := range []string{"a", "b"} {
+		job.name = name
+		job.create(t, env, c)
+	}
+	env.WaitFor(t, "one job running, one waiting for quota", func(context.Context) (bool, error) {
+		a, b := stateOf(t, env, ns, "a").holding, stateOf(t, env, ns, "b").holding
+		return a+b == pods && (a == 0 || b == 0), nil
+	})
+	waiting := "b"
+	if stateOf(t, env, ns, "b").holding == pods {
+		waiting = "a"
+	}
+	return waitCondition(t, env, c, ns, waiting, "Unschedulable", metav1.ConditionTrue)
 }
 
 // TestDRAPodGroupClaim: a native PodGroup's own claim of 2 GPUs (spec.resourceClaims,

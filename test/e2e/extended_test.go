@@ -110,19 +110,7 @@ func TestQuotaOfDeviceClassHoldsForExtendedResources(t *testing.T) {
 	startMuster(t, env, musterOptions{})
 	logPodsOnFailure(t, env, ns)
 
-	inQueue := map[string]string{musterv1alpha1.QueueAnnotation: ns}
-	for _, name := range []string{"a", "b"} {
-		(pytorchJob{ns: ns, name: name, workers: 1, groupAnnotations: inQueue, mutate: asks(res, "1")}).create(t, env, c)
-	}
-	env.WaitFor(t, "one job running, one waiting for quota", func(context.Context) (bool, error) {
-		a, b := stateOf(t, env, ns, "a").holding, stateOf(t, env, ns, "b").holding
-		return a+b == 2 && (a == 0 || b == 0), nil
-	})
-	waiting := "b"
-	if stateOf(t, env, ns, "b").holding == 2 {
-		waiting = "a"
-	}
-	cond := waitCondition(t, env, c, ns, waiting, "Unschedulable", metav1.ConditionTrue)
+	cond := oneRunsOneWaitsForQuota(t, env, c, pytorchJob{ns: ns, workers: 1, mutate: asks(res, "1")})
 	if !strings.Contains(cond.Message, "quota") || !strings.Contains(cond.Message, class.Name) {
 		t.Fatalf("the waiting job's condition %+v does not name the quota of %s", cond, class.Name)
 	}
