@@ -498,3 +498,32 @@ func TestDRANarrowClaimFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestDRAMembersPackTheirNodes: two nodes of two DRA GPUs. A job's pod holds a GPU of
+// the second node, and a pod that asks for no GPU most of the first node's cpu. A job
+// of one pod asking for one GPU runs beside the first job on the second node, whose
+// GPUs are in use, and leaves the first node's two whole, though it has less cpu free.
+func TestDRAMembersPackTheirNodes(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	nodes := env.CreateNodes(t, sandbox.NodePool{Name: "drapack", Count: 2, CPU: "16", Memory: "64Gi", DRAGPUs: 2, Clique: "clique-p"})
+	createTemplate(t, env, ns)
+	hog := sandboxtest.Pod(ns, "cpu-hog").Obj()
+	hog.Spec.NodeName = nodes[0]
+	hog.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resourceQuantity(12)
+	env.CreatePod(t, hog)
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	logPodsOnFailure(t, env, ns)
+
+	onSecond := func(p *corev1.Pod) {
+		draWorker(p)
+		p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: nodes[1]}
+	}
+	(pytorchJob{ns: ns, name: "first", mutate: onSecond}).create(t, env, c)
+	waitRunning(t, env, ns, "first", 1)
+	(pytorchJob{ns: ns, name: "second", mutate: draWorker}).create(t, env, c)
+	if p := waitRunning(t, env, ns, "second", 1)[0]; p.Spec.NodeName != nodes[1] {
+		t.Errorf("pod %s on %s, want %s, whose GPUs are in use, not %s's two whole ones", p.Name, p.Spec.NodeName, nodes[1], nodes[0])
+	}
+}
