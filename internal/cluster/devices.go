@@ -50,14 +50,10 @@ func (st *Objects) devicesIndex() *deviceIndex {
 	if st.index != nil && st.index.gen == st.devices {
 		return st.index
 	}
-	newest := map[[2]string]int64{}
-	for _, s := range st.Slices {
-		k := [2]string{s.Spec.Driver, s.Spec.Pool.Name}
-		newest[k] = max(newest[k], s.Spec.Pool.Generation)
-	}
+	newest := NewestPools(st.Slices)
 	idx := &deviceIndex{gen: st.devices, node: map[deviceID]string{}, total: map[string]int64{}}
 	for _, s := range st.Slices {
-		if s.Spec.Pool.Generation != newest[[2]string{s.Spec.Driver, s.Spec.Pool.Name}] {
+		if s.Spec.Pool.Generation != newest[PoolOf(s)] {
 			continue
 		}
 		for i := range s.Spec.Devices {
@@ -69,6 +65,23 @@ func (st *Objects) devicesIndex() *deviceIndex {
 	}
 	st.index = idx
 	return idx
+}
+
+// PoolKey names a pool of ResourceSlices: its driver and pool name.
+type PoolKey struct{ Driver, Pool string }
+
+// PoolOf is the pool slice s belongs to.
+func PoolOf(s *resourcev1.ResourceSlice) PoolKey { return PoolKey{s.Spec.Driver, s.Spec.Pool.Name} }
+
+// NewestPools returns each pool's newest generation among slices: only the slices of
+// that generation say what the pool's devices are.
+func NewestPools(slices map[string]*resourcev1.ResourceSlice) map[PoolKey]int64 {
+	out := map[PoolKey]int64{}
+	for _, s := range slices {
+		k := PoolOf(s)
+		out[k] = max(out[k], s.Spec.Pool.Generation)
+	}
+	return out
 }
 
 // DeviceNode is the node device d of slice s is on, or "" when it is not a single

@@ -131,8 +131,8 @@ func (x *draExtended) charges(req, d cluster.Resources) cluster.Resources {
 			add(name, n)
 		}
 	}
-	for name, class := range x.onlyDRA {
-		if n := req[name]; n > 0 {
+	for name, n := range req { // a few names, where every class has an implicit one
+		if class, ok := x.onlyDRA[name]; ok && n > 0 {
 			add(corev1.ResourceName(class), n)
 		}
 	}

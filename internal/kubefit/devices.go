@@ -48,10 +48,10 @@ func NodeDevices(objs *cluster.Objects) map[string]cluster.Resources {
 // eachNodeDevice calls fn with each device of a single node, in the newest generation of
 // its pool, that no taint keeps new claims off (see taintedDevices).
 func eachNodeDevice(objs *cluster.Objects, fn func(node string, d dracel.Device)) {
-	newest := newestPools(objs)
+	newest := cluster.NewestPools(objs.Slices)
 	tainted := taintedDevices(objs)
 	for _, s := range objs.Slices {
-		if s.Spec.Pool.Generation != newest[poolKey{s.Spec.Driver, s.Spec.Pool.Name}] {
+		if s.Spec.Pool.Generation != newest[cluster.PoolOf(s)] {
 			continue
 		}
 		for i := range s.Spec.Devices {
@@ -83,18 +83,6 @@ func selectsAll(ctx context.Context, sels []resourcev1.DeviceSelector, d dracel.
 		}
 	}
 	return true
-}
-
-type poolKey struct{ driver, pool string }
-
-// newestPools returns each pool's newest generation among its slices.
-func newestPools(objs *cluster.Objects) map[poolKey]int64 {
-	out := map[poolKey]int64{}
-	for _, s := range objs.Slices {
-		k := poolKey{s.Spec.Driver, s.Spec.Pool.Name}
-		out[k] = max(out[k], s.Spec.Pool.Generation)
-	}
-	return out
 }
 
 // ClaimedDevices returns, for each node, how many of its devices are allocated to
