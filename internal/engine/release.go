@@ -17,9 +17,10 @@ import (
 // claimRelease tells which DRA ResourceClaims a set of preemption victims gives back:
 // the allocated claims of their members (those made for their extended resources
 // too) that are reserved for none but those members, or their PodGroups (a native
-// PodGroup's own claims, which muster releases when it evicts the group). Once the members are gone, the resourceclaim controller takes them
-// out of the claims' reservations and deallocates a claim reserved for no one, so a
-// preemptor that needs devices counts on those of such claims.
+// PodGroup's own claims, which muster releases when it evicts the group). Once the
+// members are gone, the resourceclaim controller takes them out of the claims'
+// reservations and deallocates a claim reserved for no one, so a preemptor that needs
+// devices counts on those of such claims.
 type claimRelease struct {
 	// claims are, by candidate, the allocated claims its members refer to.
 	claims map[*group][]*resourcev1.ResourceClaim
