@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/engine"
@@ -113,9 +114,9 @@ type suspension struct {
 	resumeAt time.Time
 }
 
-// cleanup is the eviction of a suspended Job's pods: when it began and how many of them
-// are left. When the last is gone, muster_group_cleanup_seconds observes it, as it does
-// for the groups the engine evicts.
+// cleanup is the eviction of a suspended Job's pods: when it began (zero: before muster
+// started) and how many of them are left. When the last is gone,
+// muster_group_cleanup_seconds observes it, as it does for the groups the engine evicts.
 type cleanup struct {
 	since time.Time
 	left  int
@@ -128,7 +129,7 @@ func (u *suspender) gone(uid types.UID) {
 		return
 	}
 	delete(u.leaving, uid)
-	if c.left--; c.left == 0 {
+	if c.left--; c.left == 0 && !c.since.IsZero() {
 		u.metrics.Cleanup.Observe(u.clock.Since(c.since).Seconds())
 	}
 }
@@ -322,7 +323,8 @@ func (u *suspender) sendNext(ctx context.Context) bool {
 
 // findSuspended reads back, when muster starts, the Jobs an earlier muster suspended:
 // each is resumed at the end of the backoff its lifecycle record names, or left
-// suspended if its group Failed.
+// suspended if its group Failed. The pods such a Job still has are on their way out, as
+// those of a Job this muster suspends are (leaveAll).
 func (u *suspender) findSuspended(ctx context.Context) error {
 	jobs, err := u.kube.BatchV1().Jobs("").List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -334,6 +336,9 @@ func (u *suspender) findSuspended(ctx context.Context) error {
 		if _, ours := j.Annotations[musterv1alpha1.SuspendedAnnotation]; !ours || j.Spec.Suspend == nil || !*j.Spec.Suspend {
 			continue
 		}
+		if err := u.leaveAll(ctx, j); err != nil {
+			return err
+		}
 		sp := &suspension{resumeAt: now}
 		if rec, ok, err := musterv1alpha1.RecordIn(j.Annotations); ok && err == nil {
 			switch {
@@ -344,6 +349,26 @@ func (u *suspender) findSuspended(ctx context.Context) error {
 			}
 		}
 		u.suspended[types.NamespacedName{Namespace: j.Namespace, Name: j.Name}] = sp
+	}
+	return nil
+}
+
+// leaveAll marks the pods that Job j, which an earlier muster suspended, still has as on
+// their way out: no members of any group, so that its group starts from the record on
+// the Job when the Job is resumed, never from them or from the record one of them
+// carries, which may lag the Job's. Their cleanup began before this muster and is not
+// measured.
+func (u *suspender) leaveAll(ctx context.Context, j *batchv1.Job) error {
+	pods := &corev1.PodList{}
+	if err := u.cache.List(ctx, pods, client.InNamespace(j.Namespace)); err != nil {
+		return fmt.Errorf("listing the pods of Job %s/%s, which muster suspended: %w", j.Namespace, j.Name, err)
+	}
+	c := &cleanup{}
+	for i := range pods.Items {
+		if ref := metav1.GetControllerOf(&pods.Items[i]); ref != nil && ref.UID == j.UID {
+			u.leaving[pods.Items[i].UID] = c
+			c.left++
+		}
 	}
 	return nil
 }

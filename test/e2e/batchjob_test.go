@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
@@ -103,19 +106,56 @@ func TestBatchJobSuspendedBetweenAttempts(t *testing.T) {
 }
 
 // TestSuspendedJobResumesAfterRestart: muster stops while a Job it suspended waits out
-// its group's backoff; the muster started after it finds the Job, resumes it at the
-// backoff's end, and resumes the group from the record on the Job: the second failed
-// attempt is its last (max-retries 1), with the first in its history.
+// its group's backoff, its pods still terminating (they take their time, as workers
+// that checkpoint on SIGTERM do: a finalizer holds them); the muster started after it
+// finds the Job, takes its pods for pods on their way out rather than members, resumes
+// the Job at the backoff's end, and resumes the group from the record on the Job: the
+// second failed attempt is its last (max-retries 1), with the first in its history.
+// (The old pods were taken for members: the group started anew from them, and its
+// history lost the attempt from before the restart.)
 func TestSuspendedJobResumesAfterRestart(t *testing.T) {
 	env := sandboxtest.Shared(t)
 	ns := env.Namespace(t)
-	env.CreateNodes(t, sandbox.NodePool{Name: "resume", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	env.CreateNodes(t, sandbox.NodePool{Name: "resume", Count: 4, CPU: "16", Memory: "64Gi", GPUs: 1})
 	first := startMuster(t, env, musterOptions{})
-	if _, err := env.Kube.BatchV1().Jobs(ns).Create(context.Background(), trainingJob(ns, "again", "6s"), metav1.CreateOptions{}); err != nil {
+	const hold = "e2e.muster.dev/hold"
+	job := trainingJob(ns, "again", "6s")
+	job.Spec.Template.Finalizers = []string{hold}
+	t.Cleanup(func() { releasePods(env, ns, hold) })
+	if _, err := env.Kube.BatchV1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	before := waitJobRecord(t, env, ns, "again", "Backoff", nil)
 	first.stop(t)
+	var old []corev1.Pod
+	env.WaitFor(t, "the pods of Job again terminating", func(ctx context.Context) (bool, error) {
+		pods, err := env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=again"})
+		if err != nil || len(pods.Items) != 2 {
+			return false, err
+		}
+		old = pods.Items
+		return !slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return p.DeletionTimestamp == nil }), nil
+	})
+	// The record a plain group's pod carries may lag the one on the Job: muster writes it
+	// off the loop, and once the Job is suspended its pods are no members to write it to.
+	// The old pods get the record as it stood during the first attempt, as in the CI run
+	// that found the bug.
+	stale := before
+	stale.Phase, stale.Reason, stale.Message, stale.Failures, stale.WakeAt, stale.Attempts = string(lifecycle.Starting), "", "", 0, nil, nil
+	record, err := json.Marshal(stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		musterv1alpha1.LifecycleAnnotation: string(record)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range old {
+		if _, err := env.Kube.CoreV1().Pods(ns).Patch(context.Background(), p.Name, types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	startMuster(t, env, musterOptions{})
 
 	after := waitJobRecord(t, env, ns, "again", "Failed", nil)
@@ -127,6 +167,21 @@ func TestSuspendedJobResumesAfterRestart(t *testing.T) {
 	}
 	if second := after.Attempts[1].AdmittedAt.Time; second.Before(before.WakeAt.Add(-time.Second)) {
 		t.Errorf("expected the second attempt admitted at the backoff's end %s or later, found %s", before.WakeAt, second)
+	}
+}
+
+// releasePods removes finalizer from every pod in ns that has it.
+func releasePods(env *sandboxtest.Env, ns, finalizer string) {
+	ctx := context.Background()
+	pods, err := env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, p := range pods.Items {
+		if i := slices.Index(p.Finalizers, finalizer); i >= 0 {
+			patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/finalizers/%d","value":%q},{"op":"remove","path":"/metadata/finalizers/%d"}]`, i, finalizer, i)
+			_, _ = env.Kube.CoreV1().Pods(ns).Patch(ctx, p.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+		}
 	}
 }
 
