@@ -2,69 +2,38 @@ package cluster
 
 import resourcev1 "k8s.io/api/resource/v1"
 
-// deviceIndex is what the ResourceSlices say of the nodes' devices, as of one
-// DevicesGeneration: the node of each device of a single node, and how many such devices
-// each node has, in the newest generation of each pool.
-type deviceIndex struct {
+// memo is a value another package derived from the objects, and the generation it was
+// derived at.
+type memo struct {
 	gen   uint64
-	node  map[deviceID]string
-	total map[string]int64
+	value any
 }
 
-// deviceID names a device as an allocation result does.
-type deviceID struct{ driver, pool, device string }
-
-// allocatedIndex counts, by node, the devices allocated to the ResourceClaims shown, as
-// of one Generation.
-type allocatedIndex struct {
-	gen   uint64
-	count map[string]int64
+// memoOf returns what derive derives, kept in memos under key while gen stays.
+func memoOf(memos *map[string]memo, key string, gen uint64, derive func() any) any {
+	if m, ok := (*memos)[key]; ok && m.gen == gen {
+		return m.value
+	}
+	if *memos == nil {
+		*memos = map[string]memo{}
+	}
+	v := derive()
+	(*memos)[key] = memo{gen: gen, value: v}
+	return v
 }
 
-// FreeDevicesOn is how many devices of node's own that no ResourceClaim shown has
-// allocated (an assumed allocation counts) the ResourceSlices publish, whatever their
-// class; placement ranks nodes by it for members that ask for devices, the tightest
-// first. Tainted devices count as free.
-func (st *Objects) FreeDevicesOn(node string) int64 {
-	idx := st.devicesIndex()
-	if idx.total[node] == 0 {
-		return 0
-	}
-	if st.allocated.count == nil || st.allocated.gen != st.generation {
-		st.allocated = allocatedIndex{gen: st.generation, count: map[string]int64{}}
-		for _, c := range st.ResourceClaims {
-			if a := c.Status.Allocation; a != nil {
-				for _, r := range a.Devices.Results {
-					if n := idx.node[deviceID{r.Driver, r.Pool, r.Device}]; n != "" {
-						st.allocated.count[n]++
-					}
-				}
-			}
-		}
-	}
-	return idx.total[node] - st.allocated.count[node]
+// OfDevices returns what derive derives from the ResourceSlices, DeviceClasses and
+// DeviceTaintRules, kept under key while DevicesGeneration stays: for what another
+// package derives from them alone (kubefit's devices of each class per node, which
+// take the classes' CEL selectors). key names the value: one key, one kind of value.
+func (st *Objects) OfDevices(key string, derive func() any) any {
+	return memoOf(&st.ofDevices, key, st.devices, derive)
 }
 
-// devicesIndex returns the index of the devices of the slices as they are now.
-func (st *Objects) devicesIndex() *deviceIndex {
-	if st.index != nil && st.index.gen == st.devices {
-		return st.index
-	}
-	newest := NewestPools(st.Slices)
-	idx := &deviceIndex{gen: st.devices, node: map[deviceID]string{}, total: map[string]int64{}}
-	for _, s := range st.Slices {
-		if s.Spec.Pool.Generation != newest[PoolOf(s)] {
-			continue
-		}
-		for i := range s.Spec.Devices {
-			if n := DeviceNode(s, &s.Spec.Devices[i]); n != "" {
-				idx.node[deviceID{s.Spec.Driver, s.Spec.Pool.Name, s.Spec.Devices[i].Name}] = n
-				idx.total[n]++
-			}
-		}
-	}
-	st.index = idx
-	return idx
+// OfObjects is OfDevices for what is derived from any of the objects (kubefit's
+// devices that ResourceClaims hold), kept while Generation stays.
+func (st *Objects) OfObjects(key string, derive func() any) any {
+	return memoOf(&st.ofObjects, key, st.generation, derive)
 }
 
 // PoolKey names a pool of ResourceSlices: its driver and pool name.

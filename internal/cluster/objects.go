@@ -48,9 +48,9 @@ type Objects struct {
 	generation uint64
 	// devices counts the changes of ResourceSlices, DeviceClasses and DeviceTaintRules.
 	devices uint64
-	// index and allocated are what FreeDevicesOn reads, kept while the objects stay.
-	index     *deviceIndex
-	allocated allocatedIndex
+	// ofDevices and ofObjects hold what other packages derived from the objects (see
+	// OfDevices and OfObjects).
+	ofDevices, ofObjects map[string]memo
 }
 
 // Generation changes with every change of the objects.
@@ -225,7 +225,7 @@ func (st *Objects) unallocated() *Objects {
 	}
 	cp := *st
 	cp.observed, cp.empty, cp.DeviceTaintRules = nil, nil, nil
-	cp.allocated = allocatedIndex{}
+	cp.ofDevices, cp.ofObjects = nil, nil // its devices are untainted, its claims unallocated
 	cp.Slices = untainted(st.Slices)
 	cp.ResourceClaims = make(map[string]*resourcev1.ResourceClaim, len(st.ResourceClaims))
 	for key, c := range st.ResourceClaims {

@@ -77,7 +77,7 @@ func requestNodes(objs *cluster.Objects, r *resourcev1.ExactDeviceRequest, memo 
 	nodes := []string{} // none, unless found
 	if class := objs.DeviceClasses[r.DeviceClassName]; class != nil {
 		ctx, count := context.Background(), map[string]int64{}
-		eachNodeDevice(objs, func(node string, d dracel.Device) {
+		eachNodeDevice(objs, func(node string, _ deviceKey, d dracel.Device) {
 			if selectsAll(ctx, class.Spec.Selectors, d) && selectsAll(ctx, r.Selectors, d) {
 				count[node]++
 			}

@@ -30,24 +30,12 @@ func NodeDevices(objs *cluster.Objects) map[string]cluster.Resources {
 	if len(objs.Slices) == 0 || len(objs.DeviceClasses) == 0 {
 		return nil
 	}
-	out := map[string]cluster.Resources{}
-	ctx := context.Background()
-	eachNodeDevice(objs, func(node string, d dracel.Device) {
-		for name, class := range objs.DeviceClasses {
-			if selectsAll(ctx, class.Spec.Selectors, d) {
-				if out[node] == nil {
-					out[node] = cluster.Resources{}
-				}
-				out[node][corev1.ResourceName(name)]++
-			}
-		}
-	})
-	return out
+	return indexClasses(objs).total
 }
 
 // eachNodeDevice calls fn with each device of a single node, in the newest generation of
 // its pool, that no taint keeps new claims off (see taintedDevices).
-func eachNodeDevice(objs *cluster.Objects, fn func(node string, d dracel.Device)) {
+func eachNodeDevice(objs *cluster.Objects, fn func(node string, key deviceKey, d dracel.Device)) {
 	newest := cluster.NewestPools(objs.Slices)
 	tainted := taintedDevices(objs)
 	for _, s := range objs.Slices {
@@ -56,11 +44,12 @@ func eachNodeDevice(objs *cluster.Objects, fn func(node string, d dracel.Device)
 		}
 		for i := range s.Spec.Devices {
 			d := &s.Spec.Devices[i]
-			if tainted[deviceKey{s.Spec.Driver, s.Spec.Pool.Name, d.Name}] {
+			key := deviceKey{s.Spec.Driver, s.Spec.Pool.Name, d.Name}
+			if tainted[key] {
 				continue
 			}
 			if node := cluster.DeviceNode(s, d); node != "" {
-				fn(node, dracel.Device{Driver: s.Spec.Driver, AllowMultipleAllocations: d.AllowMultipleAllocations,
+				fn(node, key, dracel.Device{Driver: s.Spec.Driver, AllowMultipleAllocations: d.AllowMultipleAllocations,
 					Attributes: d.Attributes, Capacity: d.Capacity})
 			}
 		}

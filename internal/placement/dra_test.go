@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/muster-sched/muster/internal/cluster"
@@ -370,6 +371,55 @@ func TestMembersWithDevicesPackTheirNodes(t *testing.T) {
 				if as.Node != "n1" {
 					t.Errorf("%s on %s, want n1, whose GPUs are in use, not n0's whole four", as.Member, as.Node)
 				}
+			}
+		})
+	}
+}
+
+// TestMembersPackByFreeDevicesOfTheirClass: the free devices that rank nodes for
+// a one-GPU member are the GPUs it can be given: n0, with one GPU of two left, comes
+// before n1's two whole ones, whatever else n0 has (eight NICs of another driver) or
+// has lost (a GPU tainted NoSchedule). (All of a node's devices counted, of any class
+// and tainted or not: n1 came first, and a member that needs both of a node's GPUs
+// later found none.)
+func TestMembersPackByFreeDevicesOfTheirClass(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(snap *cluster.Snapshot)
+	}{
+		{"other class", func(snap *cluster.Snapshot) {
+			// Eight NICs on n0, of a class of their own; one of n0's GPUs in use.
+			nics := gt.GPUSlice("n0", 8, "clique-a")
+			nics.Name, nics.Spec.Driver, nics.Spec.Pool.Name = "n0-nics", "nic.example.com", "n0-nics"
+			snap.SetObject(nics)
+			snap.SetObject(&resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "nic", ResourceVersion: "1"},
+				Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{
+					CEL: &resourcev1.CELDeviceSelector{Expression: `device.driver == "nic.example.com"`}}}}})
+			first := gt.Pod("first").UID("uid-first").DeviceClaim("gpu", "first-gpu").Obj()
+			first.Spec.NodeSelector = map[string]string{"clique": "clique-a"}
+			snap.SetObject(gt.GPUClaim("default", "first-gpu", 1))
+			if plan, diag := placement.Place(snap, gang("first", 1, func(int) *corev1.Pod { return first }), placement.Options{}); plan == nil || plan.Assignments[0].Node != "n0" {
+				t.Fatalf("first: plan %+v (%v), want it on n0", plan, diag)
+			}
+		}},
+		{"tainted", func(snap *cluster.Snapshot) {
+			// One of n0's GPUs drained; n1's cpu mostly taken, which would put n1 first
+			// were the nodes' free devices the same.
+			snap.SetObject(gt.DeviceTaintRule("drain", "n0", "gpu-0", resourcev1.DeviceTaintEffectNoSchedule))
+			snap.AddPod(gt.Pod("hog").UID("uid-hog").Node("n1").Req(corev1.ResourceCPU, "24").Obj())
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := draCluster(2, 2)
+			tc.setup(snap)
+			snap.SetObject(gt.GPUClaim("default", "w-gpu", 1))
+			w := gt.Pod("w").UID("uid-w").DeviceClaim("gpu", "w-gpu").Obj()
+			plan, diag := placement.Place(snap, gang("w", 1, func(int) *corev1.Pod { return w }), placement.Options{})
+			if plan == nil {
+				t.Fatal(diag)
+			}
+			if got := plan.Assignments[0].Node; got != "n0" {
+				t.Errorf("w on %s, want n0, whose one GPU left is the fewest a node can give it", got)
 			}
 		})
 	}

@@ -158,18 +158,24 @@ type shape struct {
 	// allocatable is judged for it by the DynamicResources plugin, which allocates its
 	// devices, and not by counting (as kube-scheduler's NodeResourcesFit delegates it).
 	dra []bool
+	// classes are the DeviceClasses s asks for devices of, which rank nodes (see
+	// freeDevices): those that provide its DRA-backed resources (markDRA), and once
+	// classesRead those its members' claims name.
+	classes     []corev1.ResourceName
+	classesRead bool
 }
 
 // markDRA sets s.dra from classes, the DRA-backed resources of s's requests; it reports
 // whether s has any.
 func (s *shape) markDRA(classes map[corev1.ResourceName]string) bool {
-	s.dra = nil
+	s.dra, s.classes, s.classesRead = nil, nil, false
 	for i, name := range s.names {
-		if _, ok := classes[name]; ok {
+		if class, ok := classes[name]; ok {
 			if s.dra == nil {
 				s.dra = make([]bool, len(s.names))
 			}
 			s.dra[i] = true
+			s.classes = append(s.classes, corev1.ResourceName(class))
 		}
 	}
 	return s.dra != nil

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/muster-sched/muster/internal/cluster"
+	"github.com/muster-sched/muster/internal/kubefit"
 )
 
 // rank sets the amounts that order c for shape s: for members that ask for DRA devices
@@ -36,14 +37,21 @@ func (p *placer) byDevices(s *shape) bool {
 
 // freeDevices is what of n's devices is free for members of s: its free amount of an
 // extended resource s asks for that n has in its allocatable (a device plugin serves
-// it), else the devices of n's own no claim has allocated (cluster.FreeDevicesOn).
+// it), else n's devices of the classes s asks for that no taint keeps off and no claim
+// has allocated (kubefit.FreeDevices).
 func (p *placer) freeDevices(s *shape, n *cluster.NodeInfo) int64 {
 	for i, name := range s.names {
 		if s.dra != nil && s.dra[i] && !s.delegated(n, i) {
 			return n.Free(name)
 		}
 	}
-	return p.snap.Objects().FreeDevicesOn(n.Name())
+	if !s.classesRead {
+		if s.devices {
+			s.classes = append(s.classes, kubefit.DeviceClassesOf(p.snap, s.pod)...)
+		}
+		s.classesRead = true
+	}
+	return kubefit.FreeDevices(p.snap.Objects(), n.Name(), s.classes)
 }
 
 // better orders ranked candidates: negative when a is the better node.
