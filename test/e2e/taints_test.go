@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -51,4 +52,41 @@ func TestDeviceTaintRuleThroughServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAllocated(t, env, waitRunning(t, env, ns, "train", 3))
+}
+
+// TestDrainedDevicesDoNotMakeANodeEmptier: on 2 nodes of 2 DRA GPUs each, an
+// administrator drains one GPU of the first with a DeviceTaintRule, and a cpu-heavy pod
+// runs on the second. A one-GPU job runs on the first node, whose one GPU left is the
+// fewest a node can give it, and leaves the second's two for a job that needs both.
+// (Drained devices counted as free: the two nodes looked alike, and the job went to the
+// second, which had less cpu free.)
+func TestDrainedDevicesDoNotMakeANodeEmptier(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	nodes := env.CreateNodes(t, sandbox.NodePool{Name: "drainpack", Count: 2, CPU: "16", Memory: "64Gi", DRAGPUs: 2, Clique: "clique-d"})
+	createTemplate(t, env, ns)
+	rules := env.Kube.ResourceV1().DeviceTaintRules()
+	rule := &resourcev1.DeviceTaintRule{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-drain-one"},
+		Spec: resourcev1.DeviceTaintRuleSpec{
+			DeviceSelector: &resourcev1.DeviceTaintSelector{Driver: ptr.To(sandbox.DRADriver), Pool: ptr.To(nodes[0]), Device: ptr.To("gpu-0")},
+			Taint:          resourcev1.DeviceTaint{Key: "example.com/maintenance", Effect: resourcev1.DeviceTaintEffectNoSchedule},
+		},
+	}
+	if _, err := rules.Create(context.Background(), rule, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rules.Delete(context.Background(), rule.Name, metav1.DeleteOptions{}) })
+	hog := sandboxtest.Pod(ns, "cpu-hog").Obj()
+	hog.Spec.NodeName = nodes[1]
+	hog.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resourceQuantity(12)
+	env.CreatePod(t, hog)
+	c := newClient(t, env.Config)
+	startMuster(t, env, musterOptions{})
+	logPodsOnFailure(t, env, ns)
+
+	(pytorchJob{ns: ns, name: "one", mutate: draWorker}).create(t, env, c)
+	if p := waitRunning(t, env, ns, "one", 1)[0]; p.Spec.NodeName != nodes[0] {
+		t.Errorf("pod %s on %s, want %s, whose one GPU left is the fewest a node can give it, not %s's two", p.Name, p.Spec.NodeName, nodes[0], nodes[1])
+	}
 }
