@@ -225,8 +225,14 @@ func (st *Objects) unallocated() *Objects {
 	}
 	cp := *st
 	cp.observed, cp.empty, cp.DeviceTaintRules = nil, nil, nil
-	cp.ofDevices, cp.ofObjects = nil, nil // its devices are untainted, its claims unallocated
-	cp.Slices = untainted(st.Slices)
+	var tainted bool
+	cp.Slices, tainted = untainted(st.Slices)
+	// What was derived from the devices holds for the copy when no device is tainted;
+	// nothing derived from the claims does.
+	cp.ofDevices, cp.ofObjects = nil, nil
+	if !tainted && len(st.DeviceTaintRules) == 0 {
+		cp.ofDevices = maps.Clone(st.ofDevices)
+	}
 	cp.ResourceClaims = make(map[string]*resourcev1.ResourceClaim, len(st.ResourceClaims))
 	for key, c := range st.ResourceClaims {
 		if c.Status.Allocation != nil || len(c.Status.ReservedFor) > 0 {
@@ -241,8 +247,8 @@ func (st *Objects) unallocated() *Objects {
 }
 
 // untainted returns all with their devices' taints removed: the same map when no
-// device has any, else a new one whose tainted slices are copies.
-func untainted(all map[string]*resourcev1.ResourceSlice) map[string]*resourcev1.ResourceSlice {
+// device has any, else (tainted) a new one whose tainted slices are copies.
+func untainted(all map[string]*resourcev1.ResourceSlice) (_ map[string]*resourcev1.ResourceSlice, tainted bool) {
 	var out map[string]*resourcev1.ResourceSlice
 	for name, s := range all {
 		if !slices.ContainsFunc(s.Spec.Devices, func(d resourcev1.Device) bool { return len(d.Taints) > 0 }) {
@@ -258,9 +264,9 @@ func untainted(all map[string]*resourcev1.ResourceSlice) map[string]*resourcev1.
 		out[name] = cp
 	}
 	if out == nil {
-		return all
+		return all, false
 	}
-	return out
+	return out, true
 }
 
 // extendedClaim reports whether c is a claim for a pod's extended resources backed by

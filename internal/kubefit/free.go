@@ -50,11 +50,17 @@ func indexClasses(objs *cluster.Objects) *classIndex {
 	return idx
 }
 
+// nodeClass is a node and a DeviceClass.
+type nodeClass struct {
+	node  string
+	class corev1.ResourceName
+}
+
 // claimed counts, per node and class, the devices of idx that the ResourceClaims of
 // objs have allocated: a device counts for every class that selects it, whatever the
 // class of the request it was allocated for.
-func (idx *classIndex) claimed(objs *cluster.Objects) map[string]cluster.Resources {
-	out := map[string]cluster.Resources{}
+func (idx *classIndex) claimed(objs *cluster.Objects) map[nodeClass]int64 {
+	out := map[nodeClass]int64{}
 	for _, c := range objs.ResourceClaims {
 		a := c.Status.Allocation
 		if a == nil {
@@ -65,11 +71,8 @@ func (idx *classIndex) claimed(objs *cluster.Objects) map[string]cluster.Resourc
 			if !ok {
 				continue
 			}
-			if out[d.node] == nil {
-				out[d.node] = cluster.Resources{}
-			}
 			for _, class := range d.classes {
-				out[d.node][class]++
+				out[nodeClass{d.node, class}]++
 			}
 		}
 	}
@@ -90,10 +93,10 @@ func FreeDevices(objs *cluster.Objects, node string, classes []corev1.ResourceNa
 	if len(total) == 0 {
 		return 0
 	}
-	claimed := objs.OfObjects("kubefit.claimed", func() any { return idx.claimed(objs) }).(map[string]cluster.Resources)
+	claimed := objs.OfObjects("kubefit.claimed", func() any { return idx.claimed(objs) }).(map[nodeClass]int64)
 	var n int64
 	for _, c := range classes {
-		n += total[c] - claimed[node][c]
+		n += total[c] - claimed[nodeClass{node, c}]
 	}
 	return n
 }
