@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/engine"
 	"github.com/muster-sched/muster/internal/source"
 )
@@ -263,17 +262,6 @@ func (m *mirror) byName(key string) []*corev1.Pod {
 	pods := m.memberList(key)
 	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	return pods
-}
-
-// recordCarrier returns the member pod that carries a plain group's lifecycle record,
-// the lowest-named that has one, or nil.
-func (m *mirror) recordCarrier(key string) *corev1.Pod {
-	for _, p := range m.byName(key) {
-		if _, ok := p.Annotations[musterv1alpha1.LifecycleAnnotation]; ok {
-			return p
-		}
-	}
-	return nil
 }
 
 // isOurs reports whether pod is muster's to schedule.

@@ -104,31 +104,37 @@ func stopped(obj client.Object, pods []*corev1.Pod) bool {
 }
 
 // pastOf reads the lifecycle record an earlier muster wrote for a group (on its object,
-// or on its lowest-named member pod for a group without one), so that a restarted muster,
-// or a new leader, resumes the group's retries rather than starting them over. A record
+// or on its member pods for a group without one), so that a restarted muster, or a new
+// leader, resumes the group's retries rather than starting them over. The pods of a Job
+// muster suspended come back without the record, which the Job carries (see
+// suspend.go). Of the copies found, the latest is resumed (engine.Later): a pod's copy
+// may lag the Job's, and a pod that is going away may still carry an old one. A record
 // that does not decode is logged and ignored.
 func (t *translator) pastOf(key string) *lifecycle.Past {
-	var annotations map[string]string
-	holder := ""
+	var latest *musterv1alpha1.GroupLifecycle
+	consider := func(annotations map[string]string, holder string) {
+		rec, ok, err := musterv1alpha1.RecordIn(annotations)
+		if err != nil {
+			t.log.Error(err, "ignoring a lifecycle record that does not decode", "group", key, "on", holder)
+		}
+		if ok && err == nil && (latest == nil || engine.Later(rec, *latest)) {
+			latest = &rec
+		}
+	}
 	if obj := t.mirror.object(key); obj != nil {
-		annotations, holder = obj.GetAnnotations(), key
-	} else if p := t.mirror.recordCarrier(key); p != nil {
-		annotations, holder = p.Annotations, podKey(p)
+		consider(obj.GetAnnotations(), key)
+	} else {
+		for _, p := range t.mirror.byName(key) {
+			consider(p.Annotations, podKey(p))
+		}
 	}
-	if owner := t.owners.objectOf(key); annotations[musterv1alpha1.LifecycleAnnotation] == "" && owner != nil &&
-		owner.GetAPIVersion() == "batch/v1" && owner.GetKind() == "Job" {
-		// The pods of a Job muster suspended came back without the record: the Job
-		// carries it (see suspend.go).
-		annotations, holder = owner.GetAnnotations(), "Job "+owner.GetNamespace()+"/"+owner.GetName()
+	if owner := t.owners.objectOf(key); owner != nil && owner.GetAPIVersion() == "batch/v1" && owner.GetKind() == "Job" {
+		consider(owner.GetAnnotations(), "Job "+owner.GetNamespace()+"/"+owner.GetName())
 	}
-	rec, ok, err := musterv1alpha1.RecordIn(annotations)
-	if err != nil {
-		t.log.Error(err, "ignoring a lifecycle record that does not decode", "group", key, "on", holder)
-	}
-	if !ok {
+	if latest == nil {
 		return nil
 	}
-	past := engine.PastOf(rec)
+	past := engine.PastOf(*latest)
 	return &past
 }
 

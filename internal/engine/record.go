@@ -55,6 +55,21 @@ func RecordOf(st Status) musterv1alpha1.GroupLifecycle {
 	return r
 }
 
+// Later reports whether lifecycle record a is further along than b: it has begun more
+// attempts, or as many with more of them failed, or more of them ended. A group's record
+// only moves forward, and muster writes copies of it on more than one object (a plain
+// group's member pods, the batch Job it suspended), not all at once: of two copies, the
+// later is the one to resume from.
+func Later(a, b musterv1alpha1.GroupLifecycle) bool {
+	if a.Attempt != b.Attempt {
+		return a.Attempt > b.Attempt
+	}
+	if a.Failures != b.Failures {
+		return a.Failures > b.Failures
+	}
+	return len(a.Attempts) > len(b.Attempts)
+}
+
 // PastOf reads back, from a lifecycle record, what the engine needs to resume the group
 // (lifecycle.Resume): its phase, attempts, failures and the end of its backoff.
 func PastOf(r musterv1alpha1.GroupLifecycle) lifecycle.Past {

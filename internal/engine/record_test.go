@@ -41,3 +41,30 @@ func TestPastOfReadsBackTheRecord(t *testing.T) {
 		t.Errorf("PastOf(RecordOf(status)) (-want +got):\n%s", d)
 	}
 }
+
+// TestLaterRecord: of two copies of a group's record, the one with more attempts begun,
+// then more failed, then more ended is the later; neither of two equal ones is.
+func TestLaterRecord(t *testing.T) {
+	ended := []musterv1alpha1.AttemptRecord{{Number: 1}}
+	starting := musterv1alpha1.GroupLifecycle{Phase: "Starting", Attempt: 1}
+	backoff := musterv1alpha1.GroupLifecycle{Phase: "Backoff", Attempt: 1, Failures: 1, Attempts: ended}
+	preempted := musterv1alpha1.GroupLifecycle{Phase: "Queued", Attempt: 1, Attempts: ended}
+	second := musterv1alpha1.GroupLifecycle{Phase: "Starting", Attempt: 2, Failures: 1, Attempts: ended}
+	for _, tc := range []struct {
+		name        string
+		later, than musterv1alpha1.GroupLifecycle
+	}{
+		{"failed after starting", backoff, starting},
+		{"a second attempt after the backoff", second, backoff},
+		{"a second attempt after a preemption", second, preempted},
+		{"an ended attempt after it began", preempted, starting},
+	} {
+		if !engine.Later(tc.later, tc.than) || engine.Later(tc.than, tc.later) {
+			t.Errorf("%s: expected %s (attempt %d) later than %s (attempt %d), and not the other way", tc.name,
+				tc.later.Phase, tc.later.Attempt, tc.than.Phase, tc.than.Attempt)
+		}
+	}
+	if engine.Later(backoff, backoff) {
+		t.Errorf("a record later than itself")
+	}
+}

@@ -145,14 +145,17 @@ func (e *Engine) advance(g *group, now time.Time, out *Output) {
 	obs, held := g.observe()
 	held.Add(e.devicesHeld(g))
 	e.step(g, obs, now, out)
-	if g.state.Phase() == lifecycle.Queued && g.boundLive() >= g.spec.MinMember {
-		e.adopt(g, obs, now, out)
-	}
 	if g.state.Phase() == lifecycle.Impossible && e.nodesChanged {
 		e.step(g, lifecycle.NodesChanged{}, now, out)
 	}
 	if w := g.state.WakeAt(); !w.IsZero() && !w.After(now) {
 		e.step(g, lifecycle.Tick{}, now, out)
+	}
+	// Queued, by its members' change or at the end of a backoff, with enough members
+	// bound already (a restarted muster finds the attempt the one before it admitted,
+	// even when its record did not say so yet): they are its attempt.
+	if g.state.Phase() == lifecycle.Queued && g.boundLive() >= g.spec.MinMember {
+		e.adopt(g, obs, now, out)
 	}
 	if held.IsZero() {
 		e.queue.Release(g.key)

@@ -140,25 +140,93 @@ func TestSuspendedJobResumesAfterRestart(t *testing.T) {
 	// off the loop, and once the Job is suspended its pods are no members to write it to.
 	// The old pods get the record as it stood during the first attempt, as in the CI run
 	// that found the bug.
+	setRecord(t, env, old, staleRecord(before))
+	startMuster(t, env, musterOptions{})
+	checkHistoryKept(t, before, waitJobRecord(t, env, ns, "again", "Failed", nil))
+}
+
+// TestResumedJobKeepsItsHistoryAfterRestart: muster resumes a Job it suspended at the
+// end of its group's backoff, binds the new pods as the group's second attempt, and
+// stops before it writes the group's record on them: the record on the Job still says
+// Backoff. The muster started after it takes the bound pods over as the second attempt,
+// which fails at its start timeout and is the group's last (max-retries 1), with the
+// first in its history. (It queued the group at the end of the recorded backoff with
+// no member left to place: Impossible, "minMember 1 is larger than the group's 0
+// members", its pods running.)
+func TestResumedJobKeepsItsHistoryAfterRestart(t *testing.T) {
+	env := sandboxtest.Shared(t)
+	ns := env.Namespace(t)
+	env.CreateNodes(t, sandbox.NodePool{Name: "resumed", Count: 2, CPU: "16", Memory: "64Gi", GPUs: 1})
+	first := startMuster(t, env, musterOptions{})
+	job := trainingJob(ns, "again", "2s")
+	job.Spec.Template.Annotations[musterv1alpha1.StartTimeoutAnnotation] = "8s"
+	ctx := context.Background()
+	if _, err := env.Kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := waitJobRecord(t, env, ns, "again", "Backoff", nil)
+	var old []string
+	pods, err := env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=again"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		old = append(old, p.Name)
+	}
+	var fresh []corev1.Pod
+	env.WaitFor(t, "Job again resumed, its new pods bound", func(ctx context.Context) (bool, error) {
+		pods, err := env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=again"})
+		if err != nil {
+			return false, err
+		}
+		fresh = slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool {
+			return slices.Contains(old, p.Name) || p.DeletionTimestamp != nil || p.Spec.NodeName == ""
+		})
+		return len(fresh) == 2, nil
+	})
+	first.stop(t)
+	setRecord(t, env, fresh, nil)
+	startMuster(t, env, musterOptions{})
+	checkHistoryKept(t, before, waitJobRecord(t, env, ns, "again", "Failed", nil))
+}
+
+// staleRecord is before, a record of a group in Backoff after its first attempt, as it
+// stood during that attempt.
+func staleRecord(before musterv1alpha1.GroupLifecycle) *musterv1alpha1.GroupLifecycle {
 	stale := before
 	stale.Phase, stale.Reason, stale.Message, stale.Failures, stale.WakeAt, stale.Attempts = string(lifecycle.Starting), "", "", 0, nil, nil
-	record, err := json.Marshal(stale)
+	return &stale
+}
+
+// setRecord writes rec as the lifecycle record of each of pods, or removes theirs when
+// rec is nil.
+func setRecord(t *testing.T, env *sandboxtest.Env, pods []corev1.Pod, rec *musterv1alpha1.GroupLifecycle) {
+	t.Helper()
+	var value any // null removes the annotation
+	if rec != nil {
+		data, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		value = string(data)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+		musterv1alpha1.LifecycleAnnotation: value}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		musterv1alpha1.LifecycleAnnotation: string(record)}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range old {
-		if _, err := env.Kube.CoreV1().Pods(ns).Patch(context.Background(), p.Name, types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
+	for _, p := range pods {
+		if _, err := env.Kube.CoreV1().Pods(p.Namespace).Patch(context.Background(), p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	startMuster(t, env, musterOptions{})
+}
 
-	after := waitJobRecord(t, env, ns, "again", "Failed", nil)
+// checkHistoryKept checks that after, the record of a group Failed at its second
+// attempt, kept the first attempt of before (the record of its Backoff after it), and
+// that the second began at the backoff's end.
+func checkHistoryKept(t *testing.T, before, after musterv1alpha1.GroupLifecycle) {
+	t.Helper()
 	if after.Failures != 2 || len(after.Attempts) != 2 {
 		t.Fatalf("expected 2 failed attempts in all, found %d failures and attempts %+v", after.Failures, after.Attempts)
 	}
