@@ -39,6 +39,15 @@ func draWorker(p *corev1.Pod) {
 	c.Resources.Claims = append(c.Resources.Claims, corev1.ResourceClaim{Name: "gpu"})
 }
 
+// cpuHog runs pod cpu-hog, of cpus cpus and no GPU, on node.
+func cpuHog(t *testing.T, env *sandboxtest.Env, ns, node string, cpus int64) {
+	t.Helper()
+	hog := sandboxtest.Pod(ns, "cpu-hog").Obj()
+	hog.Spec.NodeName = node
+	hog.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resourceQuantity(cpus)
+	env.CreatePod(t, hog)
+}
+
 // createTemplate creates template oneGPU in ns.
 func createTemplate(t *testing.T, env *sandboxtest.Env, ns string) {
 	t.Helper()
@@ -508,10 +517,7 @@ func TestDRAMembersPackTheirNodes(t *testing.T) {
 	ns := env.Namespace(t)
 	nodes := env.CreateNodes(t, sandbox.NodePool{Name: "drapack", Count: 2, CPU: "16", Memory: "64Gi", DRAGPUs: 2, Clique: "clique-p"})
 	createTemplate(t, env, ns)
-	hog := sandboxtest.Pod(ns, "cpu-hog").Obj()
-	hog.Spec.NodeName = nodes[0]
-	hog.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resourceQuantity(12)
-	env.CreatePod(t, hog)
+	cpuHog(t, env, ns, nodes[0], 12)
 	c := newClient(t, env.Config)
 	startMuster(t, env, musterOptions{})
 	logPodsOnFailure(t, env, ns)

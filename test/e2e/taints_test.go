@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -25,17 +24,7 @@ func TestDeviceTaintRuleThroughServe(t *testing.T) {
 	nodes := env.CreateNodes(t, sandbox.NodePool{Name: "dra-taint", Count: 2, CPU: "32", Memory: "128Gi", DRAGPUs: 2, Clique: "clique-t"})
 	createTemplate(t, env, ns)
 	rules := env.Kube.ResourceV1().DeviceTaintRules()
-	rule := &resourcev1.DeviceTaintRule{
-		ObjectMeta: metav1.ObjectMeta{Name: ns + "-drain"},
-		Spec: resourcev1.DeviceTaintRuleSpec{
-			DeviceSelector: &resourcev1.DeviceTaintSelector{Driver: ptr.To(sandbox.DRADriver), Pool: ptr.To(nodes[0])},
-			Taint:          resourcev1.DeviceTaint{Key: "example.com/maintenance", Effect: resourcev1.DeviceTaintEffectNoSchedule},
-		},
-	}
-	if _, err := rules.Create(context.Background(), rule, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rules.Delete(context.Background(), rule.Name, metav1.DeleteOptions{}) })
+	rule := drain(t, env, ns+"-drain", resourcev1.DeviceTaintSelector{Driver: ptr.To(sandbox.DRADriver), Pool: ptr.To(nodes[0])})
 	c := newClient(t, env.Config)
 	startMuster(t, env, musterOptions{})
 
@@ -65,22 +54,8 @@ func TestDrainedDevicesDoNotMakeANodeEmptier(t *testing.T) {
 	ns := env.Namespace(t)
 	nodes := env.CreateNodes(t, sandbox.NodePool{Name: "drainpack", Count: 2, CPU: "16", Memory: "64Gi", DRAGPUs: 2, Clique: "clique-d"})
 	createTemplate(t, env, ns)
-	rules := env.Kube.ResourceV1().DeviceTaintRules()
-	rule := &resourcev1.DeviceTaintRule{
-		ObjectMeta: metav1.ObjectMeta{Name: ns + "-drain-one"},
-		Spec: resourcev1.DeviceTaintRuleSpec{
-			DeviceSelector: &resourcev1.DeviceTaintSelector{Driver: ptr.To(sandbox.DRADriver), Pool: ptr.To(nodes[0]), Device: ptr.To("gpu-0")},
-			Taint:          resourcev1.DeviceTaint{Key: "example.com/maintenance", Effect: resourcev1.DeviceTaintEffectNoSchedule},
-		},
-	}
-	if _, err := rules.Create(context.Background(), rule, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rules.Delete(context.Background(), rule.Name, metav1.DeleteOptions{}) })
-	hog := sandboxtest.Pod(ns, "cpu-hog").Obj()
-	hog.Spec.NodeName = nodes[1]
-	hog.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resourceQuantity(12)
-	env.CreatePod(t, hog)
+	drain(t, env, ns+"-drain-one", resourcev1.DeviceTaintSelector{Driver: ptr.To(sandbox.DRADriver), Pool: ptr.To(nodes[0]), Device: ptr.To("gpu-0")})
+	cpuHog(t, env, ns, nodes[1], 12)
 	c := newClient(t, env.Config)
 	startMuster(t, env, musterOptions{})
 	logPodsOnFailure(t, env, ns)
@@ -89,4 +64,23 @@ func TestDrainedDevicesDoNotMakeANodeEmptier(t *testing.T) {
 	if p := waitRunning(t, env, ns, "one", 1)[0]; p.Spec.NodeName != nodes[0] {
 		t.Errorf("pod %s on %s, want %s, whose one GPU left is the fewest a node can give it, not %s's two", p.Name, p.Spec.NodeName, nodes[0], nodes[1])
 	}
+}
+
+// drain creates DeviceTaintRule name, which taints the devices sel selects NoSchedule
+// (an administrator's maintenance), deleted when the test ends.
+func drain(t *testing.T, env *sandboxtest.Env, name string, sel resourcev1.DeviceTaintSelector) *resourcev1.DeviceTaintRule {
+	t.Helper()
+	rules := env.Kube.ResourceV1().DeviceTaintRules()
+	rule := &resourcev1.DeviceTaintRule{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: resourcev1.DeviceTaintRuleSpec{
+			DeviceSelector: &sel,
+			Taint:          resourcev1.DeviceTaint{Key: "example.com/maintenance", Effect: resourcev1.DeviceTaintEffectNoSchedule},
+		},
+	}
+	if _, err := rules.Create(context.Background(), rule, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rules.Delete(context.Background(), rule.Name, metav1.DeleteOptions{}) })
+	return rule
 }
