@@ -165,14 +165,7 @@ func TestResumedJobKeepsItsHistoryAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := waitJobRecord(t, env, ns, "again", "Backoff", nil)
-	var old []string
-	pods, err := env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=again"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		old = append(old, p.Name)
-	}
+	ended := before.Attempts[0].EndedAt.Time // the old pods were made before, the new ones after
 	var fresh []corev1.Pod
 	env.WaitFor(t, "Job again resumed, its new pods bound", func(ctx context.Context) (bool, error) {
 		pods, err := env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=again"})
@@ -180,7 +173,7 @@ func TestResumedJobKeepsItsHistoryAfterRestart(t *testing.T) {
 			return false, err
 		}
 		fresh = slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool {
-			return slices.Contains(old, p.Name) || p.DeletionTimestamp != nil || p.Spec.NodeName == ""
+			return !p.CreationTimestamp.After(ended) || p.DeletionTimestamp != nil || p.Spec.NodeName == ""
 		})
 		return len(fresh) == 2, nil
 	})
