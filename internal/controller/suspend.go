@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	musterv1alpha1 "github.com/muster-sched/muster/api/v1alpha1"
 	"github.com/muster-sched/muster/internal/engine"
@@ -331,14 +330,13 @@ func (u *suspender) findSuspended(ctx context.Context) error {
 		return fmt.Errorf("listing Jobs to find those muster suspended: %w", err)
 	}
 	now := u.clock.Now()
+	found := map[types.UID]bool{}
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		if _, ours := j.Annotations[musterv1alpha1.SuspendedAnnotation]; !ours || j.Spec.Suspend == nil || !*j.Spec.Suspend {
 			continue
 		}
-		if err := u.leaveAll(ctx, j); err != nil {
-			return err
-		}
+		found[j.UID] = true
 		sp := &suspension{resumeAt: now}
 		if rec, ok, err := musterv1alpha1.RecordIn(j.Annotations); ok && err == nil {
 			switch {
@@ -350,22 +348,25 @@ func (u *suspender) findSuspended(ctx context.Context) error {
 		}
 		u.suspended[types.NamespacedName{Namespace: j.Namespace, Name: j.Name}] = sp
 	}
-	return nil
+	return u.leaveAll(ctx, found)
 }
 
-// leaveAll marks the pods that Job j, which an earlier muster suspended, still has as on
-// their way out: no members of any group, so that its group starts from the record on
-// the Job when the Job is resumed, never from them or from the record one of them
-// carries, which may lag the Job's. Their cleanup began before this muster and is not
-// measured.
-func (u *suspender) leaveAll(ctx context.Context, j *batchv1.Job) error {
-	pods := &corev1.PodList{}
-	if err := u.cache.List(ctx, pods, client.InNamespace(j.Namespace)); err != nil {
-		return fmt.Errorf("listing the pods of Job %s/%s, which muster suspended: %w", j.Namespace, j.Name, err)
+// leaveAll marks the pods that the Jobs of jobs (by UID), which an earlier muster
+// suspended, still have as on their way out: no members of any group, so that a Job's
+// group starts from the record on the Job when the Job is resumed, never from them or
+// from the record one of them carries, which may lag the Job's. Their cleanup began
+// before this muster and is not measured.
+func (u *suspender) leaveAll(ctx context.Context, jobs map[types.UID]bool) error {
+	if len(jobs) == 0 {
+		return nil
 	}
-	c := &cleanup{}
+	pods := &corev1.PodList{}
+	if err := u.cache.List(ctx, pods); err != nil {
+		return fmt.Errorf("listing the pods of the Jobs muster suspended: %w", err)
+	}
+	c := &cleanup{} // one for all: none is measured
 	for i := range pods.Items {
-		if ref := metav1.GetControllerOf(&pods.Items[i]); ref != nil && ref.UID == j.UID {
+		if ref := metav1.GetControllerOf(&pods.Items[i]); ref != nil && jobs[ref.UID] {
 			u.leaving[pods.Items[i].UID] = c
 			c.left++
 		}

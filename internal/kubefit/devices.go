@@ -25,12 +25,13 @@ var selectors = dracel.NewCache(256, dracel.Features{EnableConsumableCapacity: t
 // generation of each pool counts. A selector that fails on a device does not select it.
 // A device that consumes counters shared with others (a partition of a GPU) or allows
 // several allocations is counted as one device: for classes that select such devices
-// the count is an upper bound.
+// the count is an upper bound. The counts are made once per version of the devices and
+// shared (FreeDevices reads them too): callers do not modify them.
 func NodeDevices(objs *cluster.Objects) map[string]cluster.Resources {
 	if len(objs.Slices) == 0 || len(objs.DeviceClasses) == 0 {
 		return nil
 	}
-	return indexClasses(objs).total
+	return classIndexOf(objs).total
 }
 
 // eachNodeDevice calls fn with each device of a single node, in the newest generation of

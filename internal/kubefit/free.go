@@ -25,6 +25,11 @@ type classedDevice struct {
 	classes []corev1.ResourceName
 }
 
+// classIndexOf returns the classIndex of objs's devices, made once per version of them.
+func classIndexOf(objs *cluster.Objects) *classIndex {
+	return objs.OfDevices("kubefit.classIndex", func() any { return indexClasses(objs) }).(*classIndex)
+}
+
 // indexClasses makes the classIndex of objs's devices.
 func indexClasses(objs *cluster.Objects) *classIndex {
 	idx := &classIndex{devices: map[deviceKey]classedDevice{}, total: map[string]cluster.Resources{}}
@@ -88,7 +93,7 @@ func FreeDevices(objs *cluster.Objects, node string, classes []corev1.ResourceNa
 	if len(classes) == 0 || len(objs.Slices) == 0 || len(objs.DeviceClasses) == 0 {
 		return 0
 	}
-	idx := objs.OfDevices("kubefit.classIndex", func() any { return indexClasses(objs) }).(*classIndex)
+	idx := classIndexOf(objs)
 	total := idx.total[node]
 	if len(total) == 0 {
 		return 0
