@@ -11,6 +11,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -140,8 +141,21 @@ func TestSuspendedJobResumesAfterRestart(t *testing.T) {
 	// off the loop, and once the Job is suspended its pods are no members to write it to.
 	// The old pods get the record as it stood during the first attempt, as in the CI run
 	// that found the bug.
-	setRecord(t, env, old, staleRecord(before))
+	stale := staleRecord(before)
+	setRecord(t, env, old, stale)
 	startMuster(t, env, musterOptions{})
+	// Pods on their way out are no members: muster writes no record on them.
+	env.WaitFor(t, "Job again resumed", func(ctx context.Context) (bool, error) {
+		j, err := env.Kube.BatchV1().Jobs(ns).Get(ctx, "again", metav1.GetOptions{})
+		return err == nil && j.Spec.Suspend != nil && !*j.Spec.Suspend, err
+	})
+	for _, p := range old {
+		rec, err := recordOn(getPod(t, env, ns, p.Name).Annotations, "pod "+p.Name)
+		if err != nil || !equality.Semantic.DeepEqual(rec, *stale) {
+			t.Errorf("pod %s, on its way out: expected its record left as it was (phase %s), found phase %s, attempt %d, %d failures (%v)",
+				p.Name, stale.Phase, rec.Phase, rec.Attempt, rec.Failures, err)
+		}
+	}
 	checkHistoryKept(t, before, waitJobRecord(t, env, ns, "again", "Failed", nil))
 }
 
