@@ -23,10 +23,11 @@ var selectors = dracel.NewCache(256, dracel.Features{EnableConsumableCapacity: t
 // spec.nodeName, or a device's nodeName), how many of its devices each DeviceClass
 // selects: every CEL selector of the class matches the device. Only the newest
 // generation of each pool counts. A selector that fails on a device does not select it.
-// A device that consumes counters shared with others (a partition of a GPU) or allows
-// several allocations is counted as one device: for classes that select such devices
-// the count is an upper bound. The counts are made once per version of the devices and
-// shared (FreeDevices reads them too): callers do not modify them.
+// Partitions that consume counters their pool shares (the MIG partitions of a GPU)
+// count only as many as the counters take together (mostTogether: exact for a class
+// whose partitions consume alike, an upper bound otherwise); a device that allows
+// several allocations counts as one. The counts are made once per version of the
+// devices and shared (FreeDevices reads them too): callers do not modify them.
 func NodeDevices(objs *cluster.Objects) map[string]cluster.Resources {
 	if len(objs.Slices) == 0 || len(objs.DeviceClasses) == 0 {
 		return nil

@@ -1,0 +1,100 @@
+package kubefit
+
+import (
+	"slices"
+
+	resourcev1 "k8s.io/api/resource/v1"
+
+	"github.com/muster-sched/muster/internal/cluster"
+)
+
+// A partitionable device (a MIG partition of a GPU) consumes counters that its pool
+// shares among its devices (a ResourceSlice's sharedCounters: the GPU's memory slices).
+// The allocator gives a claim such a device only if what the devices already allocated
+// consumed leaves enough of each counter it consumes; so of a GPU's seven 1g partitions,
+// none is free once its 7g partition is allocated. Counting such devices one by one, as
+// the others are, counts partitions that cannot be allocated together: the counts below
+// bound them by their counters.
+
+// counter is one counter of a pool's shared counter set.
+type counter struct {
+	pool cluster.PoolKey
+	set  string
+	name string
+}
+
+// consumption is what a device consumes of its pool's counters.
+type consumption map[counter]int64
+
+// consumptionOf returns what device d of slice s consumes, nil when it consumes no
+// counter.
+func consumptionOf(s *resourcev1.ResourceSlice, d *resourcev1.Device) consumption {
+	var out consumption
+	for _, c := range d.ConsumesCounters {
+		for name, v := range c.Counters {
+			if out == nil {
+				out = consumption{}
+			}
+			out[counter{cluster.PoolOf(s), c.CounterSet, name}] += v.Value.Value()
+		}
+	}
+	return out
+}
+
+// sharedCounters returns every counter of the pools' shared counter sets, in the newest
+// generation of each pool, with its value.
+func sharedCounters(objs *cluster.Objects, newest map[cluster.PoolKey]int64) map[counter]int64 {
+	var out map[counter]int64
+	for _, s := range objs.Slices {
+		if len(s.Spec.SharedCounters) == 0 || s.Spec.Pool.Generation != newest[cluster.PoolOf(s)] {
+			continue
+		}
+		for _, set := range s.Spec.SharedCounters {
+			for name, v := range set.Counters {
+				if out == nil {
+					out = map[counter]int64{}
+				}
+				out[counter{cluster.PoolOf(s), set.Name, name}] = v.Value.Value()
+			}
+		}
+	}
+	return out
+}
+
+// mostTogether bounds how many of devices may be allocated together when left is what
+// is left of each counter: for each counter, as many of the devices that consume it as
+// fit in what is left of it, the smallest first, with all the others; the fewest of
+// those over the counters. It is exact when the devices consume alike (the partitions
+// of one profile); otherwise it may count more than fit, never fewer. A counter no
+// shared set defines has nothing left.
+func mostTogether(devices []consumption, left map[counter]int64) int64 {
+	most := int64(len(devices))
+	var counters []counter
+	for _, d := range devices {
+		for c := range d {
+			if !slices.Contains(counters, c) {
+				counters = append(counters, c)
+			}
+		}
+	}
+	var sizes []int64
+	for _, c := range counters {
+		sizes = sizes[:0]
+		for _, d := range devices {
+			if v, ok := d[c]; ok {
+				sizes = append(sizes, v)
+			}
+		}
+		slices.Sort(sizes)
+		n, room := int64(len(devices)-len(sizes)), left[c]
+		for _, v := range sizes {
+			if v > room {
+				break
+			}
+			room -= v
+			n++
+		}
+		most = min(most, n)
+	}
+	return most
+}
