@@ -62,12 +62,59 @@ func sharedCounters(objs *cluster.Objects, newest map[cluster.PoolKey]int64) map
 }
 
 // mostTogether bounds how many of devices may be allocated together when left is what
-// is left of each counter: for each counter, as many of the devices that consume it as
-// fit in what is left of it, the smallest first, with all the others; the fewest of
-// those over the counters. It is exact when the devices consume alike (the partitions
-// of one profile); otherwise it may count more than fit, never fewer. A counter no
-// shared set defines has nothing left.
+// is left of each counter. Devices that share no counter, even through others (the
+// partitions of two GPUs), are counted apart and the counts added; among those that do,
+// for each counter, as many of the devices that consume it as fit in what is left of it,
+// the smallest first, with all the others; the fewest of those over the counters. It is
+// exact when the devices that share counters consume alike (the partitions of one
+// profile); otherwise it may count more than fit, never fewer. A counter no shared set
+// defines has nothing left.
 func mostTogether(devices []consumption, left map[counter]int64) int64 {
+	var n int64
+	for _, part := range apart(devices) {
+		n += mostSharing(part, left)
+	}
+	return n
+}
+
+// apart splits devices into the parts that share counters, through one another.
+func apart(devices []consumption) [][]consumption {
+	root := make([]int, len(devices))
+	var find func(int) int
+	find = func(i int) int {
+		if root[i] != i {
+			root[i] = find(root[i])
+		}
+		return root[i]
+	}
+	first := map[counter]int{} // the first device that consumes each counter
+	for i, d := range devices {
+		root[i] = i
+		for c := range d {
+			if j, ok := first[c]; ok {
+				root[find(i)] = find(j)
+			} else {
+				first[c] = i
+			}
+		}
+	}
+	byRoot := map[int]int{}
+	var out [][]consumption
+	for i, d := range devices {
+		r := find(i)
+		k, ok := byRoot[r]
+		if !ok {
+			k = len(out)
+			byRoot[r] = k
+			out = append(out, nil)
+		}
+		out[k] = append(out[k], d)
+	}
+	return out
+}
+
+// mostSharing is mostTogether of devices that share counters.
+func mostSharing(devices []consumption, left map[counter]int64) int64 {
 	most := int64(len(devices))
 	var counters []counter
 	for _, d := range devices {

@@ -1,6 +1,7 @@
 package kubefit
 
 import (
+	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -33,24 +34,22 @@ func bruteMost(devices []consumption, left map[counter]int64) int64 {
 	return best
 }
 
-// TestMostTogetherBoundsWhatFits: over small pools of two counter sets of two counters
-// each, mostTogether never counts fewer devices than fit together, and counts exactly
-// as many when the devices consume alike (the partitions of one profile).
+// TestMostTogetherBoundsWhatFits: over small pools of two counter sets (two GPUs) of
+// two counters each, mostTogether never counts fewer devices than fit together, and
+// counts exactly as many when the devices consume alike (the partitions of one
+// profile), or consume alike within each set they consume from alone (one profile's
+// partitions of two GPUs, which share no counter).
 func TestMostTogetherBoundsWhatFits(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		pool := cluster.PoolKey{Driver: "mig.example.com", Pool: "n0"}
-		counters := []counter{{pool, "gpu-0", "slices"}, {pool, "gpu-0", "memory"}, {pool, "gpu-1", "slices"}, {pool, "gpu-1", "memory"}}
+		sets := [][]counter{{{pool, "gpu-0", "slices"}, {pool, "gpu-0", "memory"}}, {{pool, "gpu-1", "slices"}, {pool, "gpu-1", "memory"}}}
 		left := map[counter]int64{}
-		for _, c := range counters {
-			left[c] = rapid.Int64Range(0, 8).Draw(t, "left")
-		}
-		alike := rapid.Bool().Draw(t, "alike")
-		var devices []consumption
-		for i := range rapid.IntRange(0, 8).Draw(t, "devices") {
-			if alike && i > 0 {
-				devices = append(devices, devices[0])
-				continue
+		for _, set := range sets {
+			for _, c := range set {
+				left[c] = rapid.Int64Range(0, 8).Draw(t, "left")
 			}
+		}
+		draw := func(counters []counter) consumption {
 			var d consumption
 			for _, c := range counters {
 				if v := rapid.Int64Range(0, 4).Draw(t, "consumes"); v > 0 {
@@ -60,11 +59,29 @@ func TestMostTogetherBoundsWhatFits(t *testing.T) {
 					d[c] = v
 				}
 			}
-			devices = append(devices, d)
+			return d
+		}
+		const (
+			anyHow = iota
+			alike
+			alikePerSet
+		)
+		mode := rapid.IntRange(anyHow, alikePerSet).Draw(t, "mode")
+		perSet := []consumption{draw(sets[0]), draw(sets[1])}
+		var devices []consumption
+		for i := range rapid.IntRange(0, 8).Draw(t, "devices") {
+			switch {
+			case mode == alike && i > 0:
+				devices = append(devices, devices[0])
+			case mode == alikePerSet:
+				devices = append(devices, perSet[rapid.IntRange(0, 1).Draw(t, "set")])
+			default:
+				devices = append(devices, draw(append(slices.Clone(sets[0]), sets[1]...)))
+			}
 		}
 		got, want := mostTogether(devices, left), bruteMost(devices, left)
-		if got < want || alike && got != want {
-			t.Fatalf("mostTogether(%v, %v) = %d; %d fit together (alike: %v)", devices, left, got, want, alike)
+		if got < want || mode != anyHow && got != want {
+			t.Fatalf("mostTogether(%v, %v) = %d; %d fit together (mode %d)", devices, left, got, want, mode)
 		}
 	})
 }
