@@ -77,10 +77,17 @@ func selectsAll(ctx context.Context, sels []resourcev1.DeviceSelector, d dracel.
 }
 
 // ClaimedDevices returns, for each node, how many of its devices are allocated to
-// ResourceClaims, per DeviceClass of the request each was allocated for.
+// ResourceClaims, per DeviceClass of the request each was allocated for; and of the
+// partitions that consume shared counters (MIG), per class that selects them, how many
+// the claims keep from being allocated, allocated or shut out by the counters the
+// allocated ones consume (a 3g partition in use holds three 1g).
 func ClaimedDevices(objs *cluster.Objects) map[string]cluster.Resources {
 	if len(objs.ResourceClaims) == 0 || len(objs.Slices) == 0 {
 		return nil
+	}
+	var idx *classIndex
+	if len(objs.DeviceClasses) > 0 {
+		idx = classIndexOf(objs)
 	}
 	nodeOf := devicesNodes(objs)
 	out := map[string]cluster.Resources{}
@@ -91,6 +98,9 @@ func ClaimedDevices(objs *cluster.Objects) map[string]cluster.Resources {
 		}
 		classOf := requestClasses(c)
 		for _, res := range a.Devices.Results {
+			if idx != nil && idx.consumes[deviceKey{res.Driver, res.Pool, res.Device}] != nil {
+				continue // counted below, by the counters
+			}
 			node := nodeOf[deviceKey{res.Driver, res.Pool, res.Device}]
 			class := classOf[res.Request]
 			if node == "" || class == "" {
@@ -101,6 +111,9 @@ func ClaimedDevices(objs *cluster.Objects) map[string]cluster.Resources {
 			}
 			out[node][corev1.ResourceName(class)]++
 		}
+	}
+	if idx != nil && len(idx.partitions) > 0 {
+		idx.partitionsHeld(objs, out)
 	}
 	return out
 }
@@ -147,14 +160,23 @@ func requestClasses(c *resourcev1.ResourceClaim) map[string]string {
 // hold, per DeviceClass, with the claim made for its extended resources backed by DRA:
 // the devices that come back when it ends. A claim shared with other consumers comes
 // back only when the last of them ends, and is not counted; nor is a tainted device,
-// which does not come back for new claims (see taintedDevices).
+// which does not come back for new claims (see taintedDevices). Partitions that
+// consume shared counters (MIG) give back, to every class whose partitions share them,
+// as many as the counters they free take (see ClaimedDevices): a 3g partition, one 3g
+// and three 1g.
 func OwnDevices(snap *cluster.Snapshot, pod *corev1.Pod) cluster.Resources {
 	if !HoldsDevices(pod) {
 		return nil
 	}
 	claims := HeldClaims(snap, pod)
 	var out cluster.Resources
-	tainted := taintedDevices(snap.Objects())
+	objs := snap.Objects()
+	tainted := taintedDevices(objs)
+	var idx *classIndex
+	if len(objs.DeviceClasses) > 0 && len(objs.Slices) > 0 {
+		idx = classIndexOf(objs)
+	}
+	var parts []deviceKey
 	for _, c := range claims {
 		a := c.Status.Allocation
 		if a == nil || !reservedForOnly(c, pod) {
@@ -162,7 +184,12 @@ func OwnDevices(snap *cluster.Snapshot, pod *corev1.Pod) cluster.Resources {
 		}
 		classOf := requestClasses(c)
 		for _, res := range a.Devices.Results {
-			if tainted[deviceKey{res.Driver, res.Pool, res.Device}] {
+			key := deviceKey{res.Driver, res.Pool, res.Device}
+			if idx != nil && idx.consumes[key] != nil {
+				parts = append(parts, key) // a tainted one's counters come back too
+				continue
+			}
+			if tainted[key] {
 				continue
 			}
 			if class := classOf[res.Request]; class != "" {
@@ -172,6 +199,13 @@ func OwnDevices(snap *cluster.Snapshot, pod *corev1.Pod) cluster.Resources {
 				out[corev1.ResourceName(class)]++
 			}
 		}
+	}
+	if len(parts) > 0 {
+		freed := idx.freedBy(objs, parts)
+		if out == nil && len(freed) > 0 {
+			out = cluster.Resources{}
+		}
+		out.Add(freed)
 	}
 	return out
 }

@@ -20,9 +20,14 @@ type classIndex struct {
 	devices map[deviceKey]classedDevice
 	total   map[string]cluster.Resources
 	// plain counts, per node and class, the devices that consume no counter; partitions
-	// lists those that do.
-	plain      map[nodeClass]int64
-	partitions map[nodeClass][]deviceKey
+	// lists those that do, partsTotal counts as many of them as the counters take
+	// together, and partClasses names, per node, the classes with partitions there.
+	plain       map[nodeClass]int64
+	partitions  map[nodeClass][]deviceKey
+	partsTotal  map[nodeClass]int64
+	partClasses map[string][]corev1.ResourceName
+	// partNode is the node of each device that consumes counters, a tainted one's too.
+	partNode map[deviceKey]string
 	// consumes holds what each device of the pools' newest generations consumes of the
 	// shared counters, a tainted one's too (allocated, it still consumes them), and
 	// counters the counters' values.
@@ -44,7 +49,8 @@ func classIndexOf(objs *cluster.Objects) *classIndex {
 // indexClasses makes the classIndex of objs's devices.
 func indexClasses(objs *cluster.Objects) *classIndex {
 	idx := &classIndex{devices: map[deviceKey]classedDevice{}, total: map[string]cluster.Resources{},
-		plain: map[nodeClass]int64{}, partitions: map[nodeClass][]deviceKey{}, consumes: map[deviceKey]consumption{}}
+		plain: map[nodeClass]int64{}, partitions: map[nodeClass][]deviceKey{}, partsTotal: map[nodeClass]int64{},
+		partClasses: map[string][]corev1.ResourceName{}, partNode: map[deviceKey]string{}, consumes: map[deviceKey]consumption{}}
 	newest := cluster.NewestPools(objs.Slices)
 	idx.counters = sharedCounters(objs, newest)
 	for _, s := range objs.Slices {
@@ -52,8 +58,10 @@ func indexClasses(objs *cluster.Objects) *classIndex {
 			continue
 		}
 		for i := range s.Spec.Devices {
-			if c := consumptionOf(s, &s.Spec.Devices[i]); c != nil {
-				idx.consumes[deviceKey{s.Spec.Driver, s.Spec.Pool.Name, s.Spec.Devices[i].Name}] = c
+			d := &s.Spec.Devices[i]
+			if c := consumptionOf(s, d); c != nil {
+				key := deviceKey{s.Spec.Driver, s.Spec.Pool.Name, d.Name}
+				idx.consumes[key], idx.partNode[key] = c, cluster.DeviceNode(s, d)
 			}
 		}
 	}
@@ -91,7 +99,10 @@ func indexClasses(objs *cluster.Objects) *classIndex {
 		add(nc, n)
 	}
 	for nc, keys := range idx.partitions {
-		add(nc, mostTogether(idx.consumptions(keys, nil), idx.counters))
+		n := mostTogether(idx.consumptions(keys, nil), idx.counters)
+		idx.partsTotal[nc] = n
+		idx.partClasses[nc.node] = append(idx.partClasses[nc.node], nc.class)
+		add(nc, n)
 	}
 	return idx
 }
@@ -113,16 +124,30 @@ type nodeClass struct {
 	class corev1.ResourceName
 }
 
-// free counts, per node and class, the devices of idx that the ResourceClaims of objs
-// have not allocated: a device counts for every class that selects it, whatever the
-// class of the request it was allocated for; and of the partitions, only as many as
-// the counters that the allocated devices left can take (mostTogether).
-func (idx *classIndex) free(objs *cluster.Objects) map[nodeClass]int64 {
-	out := make(map[nodeClass]int64, len(idx.plain)+len(idx.partitions))
+// freeCount is what the ResourceClaims leave of a classIndex's devices: per node and
+// class, the devices no claim has allocated, and of the partitions only as many as the
+// counters left take together (mostTogether); parts counts those partitions; allocated
+// are the partitions allocated, and left what they leave of the counters. A device
+// counts for every class that selects it, whatever the class of the request it was
+// allocated for.
+type freeCount struct {
+	byClass, parts map[nodeClass]int64
+	allocated      map[deviceKey]bool
+	left           map[counter]int64
+}
+
+// freeOf returns the freeCount of objs's claims, made once per version of the objects.
+func (idx *classIndex) freeOf(objs *cluster.Objects) *freeCount {
+	return objs.OfObjects("kubefit.free", func() any { return idx.count(objs) }).(*freeCount)
+}
+
+// count makes the freeCount of objs's claims.
+func (idx *classIndex) count(objs *cluster.Objects) *freeCount {
+	fc := &freeCount{byClass: make(map[nodeClass]int64, len(idx.plain)+len(idx.partitions)),
+		parts: make(map[nodeClass]int64, len(idx.partitions)), allocated: map[deviceKey]bool{}}
 	for nc, n := range idx.plain {
-		out[nc] = n
+		fc.byClass[nc] = n
 	}
-	var allocated map[deviceKey]bool
 	for _, c := range objs.ResourceClaims {
 		a := c.Status.Allocation
 		if a == nil {
@@ -131,32 +156,79 @@ func (idx *classIndex) free(objs *cluster.Objects) map[nodeClass]int64 {
 		for _, res := range a.Devices.Results {
 			key := deviceKey{res.Driver, res.Pool, res.Device}
 			if idx.consumes[key] != nil {
-				if allocated == nil {
-					allocated = map[deviceKey]bool{}
-				}
-				allocated[key] = true
+				fc.allocated[key] = true
 				continue
 			}
 			if d, ok := idx.devices[key]; ok {
 				for _, class := range d.classes {
-					out[nodeClass{d.node, class}]--
+					fc.byClass[nodeClass{d.node, class}]--
 				}
 			}
 		}
 	}
 	if len(idx.partitions) == 0 {
-		return out
+		return fc
 	}
-	left := maps.Clone(idx.counters)
-	for key := range allocated {
+	fc.left = maps.Clone(idx.counters)
+	for key := range fc.allocated {
 		for c, v := range idx.consumes[key] {
-			left[c] -= v
+			fc.left[c] -= v
 		}
 	}
 	for nc, keys := range idx.partitions {
-		out[nc] += mostTogether(idx.consumptions(keys, allocated), left)
+		n := mostTogether(idx.consumptions(keys, fc.allocated), fc.left)
+		fc.parts[nc] = n
+		fc.byClass[nc] += n
+	}
+	return fc
+}
+
+// freedBy is, per class, how many more partitions the counters take once partitions
+// keys, allocated, are not: what a member that holds them gives back to every class
+// whose partitions share their counters (a 3g partition, three 1g).
+func (idx *classIndex) freedBy(objs *cluster.Objects, keys []deviceKey) cluster.Resources {
+	fc := idx.freeOf(objs)
+	left, allocated := maps.Clone(fc.left), maps.Clone(fc.allocated)
+	var nodes []string
+	for _, k := range keys {
+		if !allocated[k] {
+			continue
+		}
+		delete(allocated, k)
+		for c, v := range idx.consumes[k] {
+			left[c] += v
+		}
+		if n := idx.partNode[k]; n != "" && !slices.Contains(nodes, n) {
+			nodes = append(nodes, n)
+		}
+	}
+	var out cluster.Resources
+	for _, node := range nodes {
+		for _, class := range idx.partClasses[node] {
+			nc := nodeClass{node, class}
+			if d := mostTogether(idx.consumptions(idx.partitions[nc], allocated), left) - fc.parts[nc]; d > 0 {
+				if out == nil {
+					out = cluster.Resources{}
+				}
+				out[class] += d
+			}
+		}
 	}
 	return out
+}
+
+// partitionsHeld adds to held, per node and class, the partitions that the claims of
+// objs keep from being allocated: those allocated and those their counters shut out.
+func (idx *classIndex) partitionsHeld(objs *cluster.Objects, held map[string]cluster.Resources) {
+	fc := idx.freeOf(objs)
+	for nc, total := range idx.partsTotal {
+		if n := total - fc.parts[nc]; n > 0 {
+			if held[nc.node] == nil {
+				held[nc.node] = cluster.Resources{}
+			}
+			held[nc.node][nc.class] += n
+		}
+	}
 }
 
 // FreeDevices is how many devices of node's own, of the classes named, no taint keeps
@@ -174,7 +246,7 @@ func FreeDevices(objs *cluster.Objects, node string, classes []corev1.ResourceNa
 	if len(idx.total[node]) == 0 {
 		return 0
 	}
-	free := objs.OfObjects("kubefit.free", func() any { return idx.free(objs) }).(map[nodeClass]int64)
+	free := idx.freeOf(objs).byClass
 	var n int64
 	for _, c := range classes {
 		n += free[nodeClass{node, c}]

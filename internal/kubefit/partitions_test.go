@@ -30,13 +30,41 @@ func migObjects() (*cluster.Snapshot, *cluster.Objects) {
 	return snap, snap.Objects()
 }
 
-// allocatedMIG is a claim of one partition of profile, allocated device.
-func allocatedMIG(name, profile, device string) *resourcev1.ResourceClaim {
+// allocatedMIG is a claim of one partition of profile, allocated device and reserved
+// for the pods given.
+func allocatedMIG(name, profile, device string, pods ...*corev1.Pod) *resourcev1.ResourceClaim {
 	c := gt.MIGClaim("default", name, profile)
 	c.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{
 		Results: []resourcev1.DeviceRequestAllocationResult{{Request: "gpus", Driver: gt.MIGDriver, Pool: "n0", Device: device}},
 	}}
+	for _, p := range pods {
+		c.Status.ReservedFor = append(c.Status.ReservedFor, resourcev1.ResourceClaimConsumerReference{Resource: "pods", Name: p.Name, UID: p.UID})
+	}
 	return c
+}
+
+// TestPartitionsHeldAndGivenBack: what the forecast counts of partitions in use. A 3g
+// partition in use, with a 1g, holds per class what it keeps from being allocated:
+// four 1g (itself and three its slices shut out), one 3g (the other still fits in
+// the three slices left), the 7g, and four of any profile. Its pod gives back, when it
+// ends, three 1g, one 3g, three of any profile, and no 7g (the 1g still in use keeps
+// the 7g out).
+func TestPartitionsHeldAndGivenBack(t *testing.T) {
+	snap, objs := migObjects()
+	big := gt.Pod("big").UID("uid-big").DeviceClaim("mig", "big").Node("n0").Obj()
+	small := gt.Pod("small").UID("uid-small").DeviceClaim("mig", "small").Node("n0").Obj()
+	snap.SetObject(allocatedMIG("big", "3g", "gpu-0-3g-0", big))
+	snap.SetObject(allocatedMIG("small", "1g", "gpu-0-1g-0", small))
+	held := map[string]cluster.Resources{"n0": {"mig-1g": 4, "mig-3g": 1, "mig-7g": 1, "mig-any": 4}}
+	if d := cmp.Diff(held, kubefit.ClaimedDevices(objs)); d != "" {
+		t.Errorf("ClaimedDevices (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(cluster.Resources{"mig-1g": 3, "mig-3g": 1, "mig-any": 3}, kubefit.OwnDevices(snap, big)); d != "" {
+		t.Errorf("OwnDevices(big) (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(cluster.Resources{"mig-1g": 1, "mig-any": 1}, kubefit.OwnDevices(snap, small)); d != "" {
+		t.Errorf("OwnDevices(small) (-want +got):\n%s", d)
+	}
 }
 
 // TestPartitionsCountByTheirCounters: a GPU's partitions count as many as its seven
