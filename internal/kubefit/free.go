@@ -11,11 +11,11 @@ import (
 	"github.com/muster-sched/muster/internal/cluster"
 )
 
-// classIndex is what FreeDevices reads of the devices: each device of a single node
-// that no taint keeps new claims off, with its node and the DeviceClasses that select
-// it, and each node's count of them per class, partitions bounded by their counters
-// (counters.go). It is kept on the objects while the devices stay
-// (cluster.Objects.OfDevices).
+// classIndex is what FreeDevices, ClaimedDevices and OwnDevices read of the devices:
+// each device of a single node that no taint keeps new claims off, with its node and
+// the DeviceClasses that select it, and each node's count of them per class,
+// partitions bounded by their counters (counters.go). It is kept on the objects while
+// the devices stay (cluster.Objects.OfDevices).
 type classIndex struct {
 	devices map[deviceKey]classedDevice
 	total   map[string]cluster.Resources
@@ -185,28 +185,49 @@ func (idx *classIndex) count(objs *cluster.Objects) *freeCount {
 
 // freedBy is, per class, how many more partitions the counters take once partitions
 // keys, allocated, are not: what a member that holds them gives back to every class
-// whose partitions share their counters (a 3g partition, three 1g).
+// whose partitions share their counters (a 3g partition, three 1g). It reads only the
+// partitions and counters of the keys' nodes.
 func (idx *classIndex) freedBy(objs *cluster.Objects, keys []deviceKey) cluster.Resources {
 	fc := idx.freeOf(objs)
-	left, allocated := maps.Clone(fc.left), maps.Clone(fc.allocated)
+	freed := map[deviceKey]bool{}
 	var nodes []string
 	for _, k := range keys {
-		if !allocated[k] {
+		if !fc.allocated[k] || freed[k] {
 			continue
 		}
-		delete(allocated, k)
-		for c, v := range idx.consumes[k] {
-			left[c] += v
-		}
+		freed[k] = true
 		if n := idx.partNode[k]; n != "" && !slices.Contains(nodes, n) {
 			nodes = append(nodes, n)
 		}
 	}
 	var out cluster.Resources
 	for _, node := range nodes {
+		// What is left of the counters the node's partitions consume, with what the
+		// freed ones give back.
+		left := map[counter]int64{}
+		for _, class := range idx.partClasses[node] {
+			for _, k := range idx.partitions[nodeClass{node, class}] {
+				for c := range idx.consumes[k] {
+					left[c] = fc.left[c]
+				}
+			}
+		}
+		for k := range freed {
+			for c, v := range idx.consumes[k] {
+				if _, ok := left[c]; ok {
+					left[c] += v
+				}
+			}
+		}
 		for _, class := range idx.partClasses[node] {
 			nc := nodeClass{node, class}
-			if d := mostTogether(idx.consumptions(idx.partitions[nc], allocated), left) - fc.parts[nc]; d > 0 {
+			var devices []consumption
+			for _, k := range idx.partitions[nc] {
+				if !fc.allocated[k] || freed[k] {
+					devices = append(devices, idx.consumes[k])
+				}
+			}
+			if d := mostTogether(devices, left) - fc.parts[nc]; d > 0 {
 				if out == nil {
 					out = cluster.Resources{}
 				}
