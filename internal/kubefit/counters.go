@@ -1,8 +1,11 @@
 package kubefit
 
 import (
+	"maps"
 	"slices"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 
 	"github.com/muster-sched/muster/internal/cluster"
@@ -144,4 +147,115 @@ func mostSharing(devices []consumption, left map[counter]int64) int64 {
 		most = min(most, n)
 	}
 	return most
+}
+
+// nodeCount is what the partitions allocated on one node leave of its partitions: per
+// class, as many as what is left of the counters takes together, and what is left of
+// the counters its partitions consume. allocated names the partitions allocated, which
+// the count was made for.
+type nodeCount struct {
+	allocated string
+	parts     map[corev1.ResourceName]int64
+	left      map[counter]int64
+}
+
+// nodeCountOf returns the count of node's partitions with allocated (of that node)
+// allocated, the last one made if it was made for the same partitions.
+func (idx *classIndex) nodeCountOf(node string, allocated []deviceKey) *nodeCount {
+	names := make([]string, len(allocated))
+	for i, k := range allocated {
+		names[i] = k.driver + "/" + k.pool + "/" + k.device
+	}
+	slices.Sort(names)
+	sig := strings.Join(names, ",")
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	if c := idx.counts[node]; c != nil && c.allocated == sig {
+		return c
+	}
+	c := &nodeCount{allocated: sig, parts: map[corev1.ResourceName]int64{}, left: map[counter]int64{}}
+	for _, class := range idx.partClasses[node] {
+		for _, k := range idx.partitions[nodeClass{node, class}] {
+			for ctr := range idx.consumes[k] {
+				c.left[ctr] = idx.counters[ctr]
+			}
+		}
+	}
+	isAllocated := make(map[deviceKey]bool, len(allocated))
+	for _, k := range allocated {
+		isAllocated[k] = true
+		for ctr, v := range idx.consumes[k] {
+			if _, ok := c.left[ctr]; ok {
+				c.left[ctr] -= v
+			}
+		}
+	}
+	for _, class := range idx.partClasses[node] {
+		c.parts[class] = mostTogether(idx.consumptions(idx.partitions[nodeClass{node, class}], isAllocated), c.left)
+	}
+	if idx.counts == nil {
+		idx.counts = map[string]*nodeCount{}
+	}
+	idx.counts[node] = c
+	return c
+}
+
+// freedBy is, per class, how many more partitions the counters take once partitions
+// keys, allocated, are not: what a member that holds them gives back to every class
+// whose partitions share their counters (a 3g partition, three 1g). It reads only the
+// partitions and counters of the keys' nodes.
+func (idx *classIndex) freedBy(objs *cluster.Objects, keys []deviceKey) cluster.Resources {
+	fc := idx.freeOf(objs)
+	freed := map[deviceKey]bool{}
+	var nodes []string
+	for _, k := range keys {
+		if !fc.allocated[k] || freed[k] {
+			continue
+		}
+		freed[k] = true
+		if n := idx.partNode[k]; fc.nodes[n] != nil && !slices.Contains(nodes, n) {
+			nodes = append(nodes, n)
+		}
+	}
+	var out cluster.Resources
+	for _, node := range nodes {
+		base := fc.nodes[node]
+		left := maps.Clone(base.left)
+		for k := range freed {
+			for c, v := range idx.consumes[k] {
+				if _, ok := left[c]; ok {
+					left[c] += v
+				}
+			}
+		}
+		for _, class := range idx.partClasses[node] {
+			var devices []consumption
+			for _, k := range idx.partitions[nodeClass{node, class}] {
+				if !fc.allocated[k] || freed[k] {
+					devices = append(devices, idx.consumes[k])
+				}
+			}
+			if d := mostTogether(devices, left) - base.parts[class]; d > 0 {
+				if out == nil {
+					out = cluster.Resources{}
+				}
+				out[class] += d
+			}
+		}
+	}
+	return out
+}
+
+// partitionsHeld adds to held, per node and class, the partitions that the claims of
+// objs keep from being allocated: those allocated and those their counters shut out.
+func (idx *classIndex) partitionsHeld(objs *cluster.Objects, held map[string]cluster.Resources) {
+	fc := idx.freeOf(objs)
+	for nc, total := range idx.partsTotal {
+		if n := total - fc.nodes[nc.node].parts[nc.class]; n > 0 {
+			if held[nc.node] == nil {
+				held[nc.node] = cluster.Resources{}
+			}
+			held[nc.node][nc.class] += n
+		}
+	}
 }

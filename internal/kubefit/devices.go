@@ -122,7 +122,13 @@ type deviceKey struct{ driver, pool, device string }
 
 // devicesNodes maps each device of a single node that no taint keeps new claims off to
 // the node: a tainted device is left out of the forecast's counts, allocated or not.
+// The map is made once per version of the devices and shared: callers do not modify it.
 func devicesNodes(objs *cluster.Objects) map[deviceKey]string {
+	return objs.OfDevices("kubefit.devicesNodes", func() any { return mapDevicesNodes(objs) }).(map[deviceKey]string)
+}
+
+// mapDevicesNodes makes the map devicesNodes returns.
+func mapDevicesNodes(objs *cluster.Objects) map[deviceKey]string {
 	out := map[deviceKey]string{}
 	tainted := taintedDevices(objs)
 	for _, s := range objs.Slices {

@@ -2,8 +2,8 @@ package kubefit
 
 import (
 	"context"
-	"maps"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	dracel "k8s.io/dynamic-resource-allocation/cel"
@@ -28,6 +28,10 @@ type classIndex struct {
 	partClasses map[string][]corev1.ResourceName
 	// partNode is the node of each device that consumes counters, a tainted one's too.
 	partNode map[deviceKey]string
+	// counts keeps the last count of each node's partitions (nodeCountOf): most
+	// versions of the claims change the allocations of a few nodes.
+	mu     sync.Mutex
+	counts map[string]*nodeCount
 	// consumes holds what each device of the pools' newest generations consumes of the
 	// shared counters, a tainted one's too (allocated, it still consumes them), and
 	// counters the counters' values.
@@ -126,14 +130,13 @@ type nodeClass struct {
 
 // freeCount is what the ResourceClaims leave of a classIndex's devices: per node and
 // class, the devices no claim has allocated, and of the partitions only as many as the
-// counters left take together (mostTogether); parts counts those partitions; allocated
-// are the partitions allocated, and left what they leave of the counters. A device
-// counts for every class that selects it, whatever the class of the request it was
-// allocated for.
+// counters left take together (mostTogether). A device counts for every class that
+// selects it, whatever the class of the request it was allocated for. allocated are
+// the partitions allocated, and nodes the count of each node with partitions.
 type freeCount struct {
-	byClass, parts map[nodeClass]int64
-	allocated      map[deviceKey]bool
-	left           map[counter]int64
+	byClass   map[nodeClass]int64
+	allocated map[deviceKey]bool
+	nodes     map[string]*nodeCount
 }
 
 // freeOf returns the freeCount of objs's claims, made once per version of the objects.
@@ -143,11 +146,11 @@ func (idx *classIndex) freeOf(objs *cluster.Objects) *freeCount {
 
 // count makes the freeCount of objs's claims.
 func (idx *classIndex) count(objs *cluster.Objects) *freeCount {
-	fc := &freeCount{byClass: make(map[nodeClass]int64, len(idx.plain)+len(idx.partitions)),
-		parts: make(map[nodeClass]int64, len(idx.partitions)), allocated: map[deviceKey]bool{}}
+	fc := &freeCount{byClass: make(map[nodeClass]int64, len(idx.plain)+len(idx.partitions)), allocated: map[deviceKey]bool{}}
 	for nc, n := range idx.plain {
 		fc.byClass[nc] = n
 	}
+	var onNode map[string][]deviceKey // the partitions allocated, by node
 	for _, c := range objs.ResourceClaims {
 		a := c.Status.Allocation
 		if a == nil {
@@ -156,7 +159,13 @@ func (idx *classIndex) count(objs *cluster.Objects) *freeCount {
 		for _, res := range a.Devices.Results {
 			key := deviceKey{res.Driver, res.Pool, res.Device}
 			if idx.consumes[key] != nil {
-				fc.allocated[key] = true
+				if !fc.allocated[key] {
+					fc.allocated[key] = true
+					if onNode == nil {
+						onNode = map[string][]deviceKey{}
+					}
+					onNode[idx.partNode[key]] = append(onNode[idx.partNode[key]], key)
+				}
 				continue
 			}
 			if d, ok := idx.devices[key]; ok {
@@ -166,90 +175,18 @@ func (idx *classIndex) count(objs *cluster.Objects) *freeCount {
 			}
 		}
 	}
-	if len(idx.partitions) == 0 {
+	if len(idx.partClasses) == 0 {
 		return fc
 	}
-	fc.left = maps.Clone(idx.counters)
-	for key := range fc.allocated {
-		for c, v := range idx.consumes[key] {
-			fc.left[c] -= v
+	fc.nodes = make(map[string]*nodeCount, len(idx.partClasses))
+	for node := range idx.partClasses {
+		nc := idx.nodeCountOf(node, onNode[node])
+		fc.nodes[node] = nc
+		for class, n := range nc.parts {
+			fc.byClass[nodeClass{node, class}] += n
 		}
-	}
-	for nc, keys := range idx.partitions {
-		n := mostTogether(idx.consumptions(keys, fc.allocated), fc.left)
-		fc.parts[nc] = n
-		fc.byClass[nc] += n
 	}
 	return fc
-}
-
-// freedBy is, per class, how many more partitions the counters take once partitions
-// keys, allocated, are not: what a member that holds them gives back to every class
-// whose partitions share their counters (a 3g partition, three 1g). It reads only the
-// partitions and counters of the keys' nodes.
-func (idx *classIndex) freedBy(objs *cluster.Objects, keys []deviceKey) cluster.Resources {
-	fc := idx.freeOf(objs)
-	freed := map[deviceKey]bool{}
-	var nodes []string
-	for _, k := range keys {
-		if !fc.allocated[k] || freed[k] {
-			continue
-		}
-		freed[k] = true
-		if n := idx.partNode[k]; n != "" && !slices.Contains(nodes, n) {
-			nodes = append(nodes, n)
-		}
-	}
-	var out cluster.Resources
-	for _, node := range nodes {
-		// What is left of the counters the node's partitions consume, with what the
-		// freed ones give back.
-		left := map[counter]int64{}
-		for _, class := range idx.partClasses[node] {
-			for _, k := range idx.partitions[nodeClass{node, class}] {
-				for c := range idx.consumes[k] {
-					left[c] = fc.left[c]
-				}
-			}
-		}
-		for k := range freed {
-			for c, v := range idx.consumes[k] {
-				if _, ok := left[c]; ok {
-					left[c] += v
-				}
-			}
-		}
-		for _, class := range idx.partClasses[node] {
-			nc := nodeClass{node, class}
-			var devices []consumption
-			for _, k := range idx.partitions[nc] {
-				if !fc.allocated[k] || freed[k] {
-					devices = append(devices, idx.consumes[k])
-				}
-			}
-			if d := mostTogether(devices, left) - fc.parts[nc]; d > 0 {
-				if out == nil {
-					out = cluster.Resources{}
-				}
-				out[class] += d
-			}
-		}
-	}
-	return out
-}
-
-// partitionsHeld adds to held, per node and class, the partitions that the claims of
-// objs keep from being allocated: those allocated and those their counters shut out.
-func (idx *classIndex) partitionsHeld(objs *cluster.Objects, held map[string]cluster.Resources) {
-	fc := idx.freeOf(objs)
-	for nc, total := range idx.partsTotal {
-		if n := total - fc.parts[nc]; n > 0 {
-			if held[nc.node] == nil {
-				held[nc.node] = cluster.Resources{}
-			}
-			held[nc.node][nc.class] += n
-		}
-	}
 }
 
 // FreeDevices is how many devices of node's own, of the classes named, no taint keeps
