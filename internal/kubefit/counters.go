@@ -26,7 +26,8 @@ type counter struct {
 	name string
 }
 
-// consumption is what a device consumes of its pool's counters.
+// consumption is what a device consumes of its pool's counters, in thousandths (a
+// counter is a quantity, and may be fractional).
 type consumption map[counter]int64
 
 // consumptionOf returns what device d of slice s consumes, nil when it consumes no
@@ -38,7 +39,7 @@ func consumptionOf(s *resourcev1.ResourceSlice, d *resourcev1.Device) consumptio
 			if out == nil {
 				out = consumption{}
 			}
-			out[counter{cluster.PoolOf(s), c.CounterSet, name}] += v.Value.Value()
+			out[counter{cluster.PoolOf(s), c.CounterSet, name}] += v.Value.MilliValue()
 		}
 	}
 	return out
@@ -57,7 +58,7 @@ func sharedCounters(objs *cluster.Objects, newest map[cluster.PoolKey]int64) map
 				if out == nil {
 					out = map[counter]int64{}
 				}
-				out[counter{cluster.PoolOf(s), set.Name, name}] = v.Value.Value()
+				out[counter{cluster.PoolOf(s), set.Name, name}] = v.Value.MilliValue()
 			}
 		}
 	}

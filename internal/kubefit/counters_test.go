@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"pgregory.net/rapid"
 
 	"github.com/muster-sched/muster/internal/cluster"
@@ -84,4 +86,19 @@ func TestMostTogetherBoundsWhatFits(t *testing.T) {
 			t.Fatalf("mostTogether(%v, %v) = %d; %d fit together (mode %d)", devices, left, got, want, mode)
 		}
 	})
+}
+
+// TestFractionalCounters: counters are quantities; two devices that each consume half of
+// a counter of one fit together.
+func TestFractionalCounters(t *testing.T) {
+	s := &resourcev1.ResourceSlice{Spec: resourcev1.ResourceSliceSpec{Driver: "d", Pool: resourcev1.ResourcePool{Name: "p"},
+		SharedCounters: []resourcev1.CounterSet{{Name: "set", Counters: map[string]resourcev1.Counter{"c": {Value: resource.MustParse("1")}}}}}}
+	half := resourcev1.Device{Name: "half", ConsumesCounters: []resourcev1.DeviceCounterConsumption{{CounterSet: "set",
+		Counters: map[string]resourcev1.Counter{"c": {Value: resource.MustParse("500m")}}}}}
+	objs := &cluster.Objects{Slices: map[string]*resourcev1.ResourceSlice{"s": s}}
+	left := sharedCounters(objs, cluster.NewestPools(objs.Slices))
+	d := consumptionOf(s, &half)
+	if got := mostTogether([]consumption{d, d, d}, left); got != 2 {
+		t.Errorf("devices of 500m of a counter of 1 that fit together: %d, want 2", got)
+	}
 }
