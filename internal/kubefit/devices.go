@@ -38,6 +38,14 @@ func NodeDevices(objs *cluster.Objects) map[string]cluster.Resources {
 // eachNodeDevice calls fn with each device of a single node, in the newest generation of
 // its pool, that no taint keeps new claims off (see taintedDevices).
 func eachNodeDevice(objs *cluster.Objects, fn func(node string, key deviceKey, d dracel.Device)) {
+	eachNodeDeviceTainted(objs, false, func(node string, key deviceKey, d dracel.Device, _ []resourcev1.DeviceTaint) {
+		fn(node, key, d)
+	})
+}
+
+// eachNodeDeviceTainted is eachNodeDevice with, if withTainted, the tainted devices
+// too, each with its taints that keep new claims off.
+func eachNodeDeviceTainted(objs *cluster.Objects, withTainted bool, fn func(node string, key deviceKey, d dracel.Device, taints []resourcev1.DeviceTaint)) {
 	newest := cluster.NewestPools(objs.Slices)
 	tainted := taintedDevices(objs)
 	for _, s := range objs.Slices {
@@ -47,12 +55,12 @@ func eachNodeDevice(objs *cluster.Objects, fn func(node string, key deviceKey, d
 		for i := range s.Spec.Devices {
 			d := &s.Spec.Devices[i]
 			key := deviceKey{s.Spec.Driver, s.Spec.Pool.Name, d.Name}
-			if tainted[key] {
+			if len(tainted[key]) > 0 && !withTainted {
 				continue
 			}
 			if node := cluster.DeviceNode(s, d); node != "" {
 				fn(node, key, dracel.Device{Driver: s.Spec.Driver, AllowMultipleAllocations: d.AllowMultipleAllocations,
-					Attributes: d.Attributes, Capacity: d.Capacity})
+					Attributes: d.Attributes, Capacity: d.Capacity}, tainted[key])
 			}
 		}
 	}
@@ -134,7 +142,7 @@ func mapDevicesNodes(objs *cluster.Objects) map[deviceKey]string {
 	for _, s := range objs.Slices {
 		for i := range s.Spec.Devices {
 			d := &s.Spec.Devices[i]
-			if tainted[deviceKey{s.Spec.Driver, s.Spec.Pool.Name, d.Name}] {
+			if len(tainted[deviceKey{s.Spec.Driver, s.Spec.Pool.Name, d.Name}]) > 0 {
 				continue
 			}
 			if node := cluster.DeviceNode(s, d); node != "" {
@@ -195,7 +203,7 @@ func OwnDevices(snap *cluster.Snapshot, pod *corev1.Pod) cluster.Resources {
 				parts = append(parts, key) // a tainted one's counters come back too
 				continue
 			}
-			if tainted[key] {
+			if len(tainted[key]) > 0 {
 				continue
 			}
 			if class := classOf[res.Request]; class != "" {

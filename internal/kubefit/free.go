@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	dracel "k8s.io/dynamic-resource-allocation/cel"
 
 	"github.com/muster-sched/muster/internal/cluster"
@@ -26,6 +27,9 @@ type classIndex struct {
 	partitions  map[nodeClass][]deviceKey
 	partsTotal  map[nodeClass]int64
 	partClasses map[string][]corev1.ResourceName
+	// tainted lists, per node and class, the devices that consume no counter and that a
+	// taint keeps claims off unless they tolerate it, with those taints.
+	tainted map[nodeClass][]taintedDevice
 	// partNode is the node of each device that consumes counters, a tainted one's too.
 	partNode map[deviceKey]string
 	// counts keeps the last count of each node's partitions (nodeCountOf): most
@@ -37,6 +41,12 @@ type classIndex struct {
 	// counters the counters' values.
 	consumes map[deviceKey]consumption
 	counters map[counter]int64
+}
+
+// taintedDevice is a tainted device and its taints that keep new claims off.
+type taintedDevice struct {
+	key    deviceKey
+	taints []resourcev1.DeviceTaint
 }
 
 // classedDevice is a device's node and the classes that select it.
@@ -54,7 +64,8 @@ func classIndexOf(objs *cluster.Objects) *classIndex {
 func indexClasses(objs *cluster.Objects) *classIndex {
 	idx := &classIndex{devices: map[deviceKey]classedDevice{}, total: map[string]cluster.Resources{},
 		plain: map[nodeClass]int64{}, partitions: map[nodeClass][]deviceKey{}, partsTotal: map[nodeClass]int64{},
-		partClasses: map[string][]corev1.ResourceName{}, partNode: map[deviceKey]string{}, consumes: map[deviceKey]consumption{}}
+		partClasses: map[string][]corev1.ResourceName{}, partNode: map[deviceKey]string{}, consumes: map[deviceKey]consumption{},
+		tainted: map[nodeClass][]taintedDevice{}}
 	newest := cluster.NewestPools(objs.Slices)
 	idx.counters = sharedCounters(objs, newest)
 	for _, s := range objs.Slices {
@@ -70,7 +81,10 @@ func indexClasses(objs *cluster.Objects) *classIndex {
 		}
 	}
 	ctx := context.Background()
-	eachNodeDevice(objs, func(node string, key deviceKey, d dracel.Device) {
+	eachNodeDeviceTainted(objs, true, func(node string, key deviceKey, d dracel.Device, taints []resourcev1.DeviceTaint) {
+		if len(taints) > 0 && idx.consumes[key] != nil {
+			return // a tainted partition counts for no claim
+		}
 		var classes []corev1.ResourceName
 		for name, class := range objs.DeviceClasses {
 			if selectsAll(ctx, class.Spec.Selectors, d) {
@@ -78,6 +92,13 @@ func indexClasses(objs *cluster.Objects) *classIndex {
 			}
 		}
 		if len(classes) == 0 {
+			return
+		}
+		if len(taints) > 0 {
+			for _, c := range classes {
+				nc := nodeClass{node, c}
+				idx.tainted[nc] = append(idx.tainted[nc], taintedDevice{key, taints})
+			}
 			return
 		}
 		idx.devices[key] = classedDevice{node: node, classes: classes}
@@ -137,6 +158,9 @@ type freeCount struct {
 	byClass   map[nodeClass]int64
 	allocated map[deviceKey]bool
 	nodes     map[string]*nodeCount
+	// taintedAllocated are the tainted devices allocated (to claims that tolerate their
+	// taints, or before they were tainted).
+	taintedAllocated map[deviceKey]bool
 }
 
 // freeOf returns the freeCount of objs's claims, made once per version of the objects.
@@ -172,6 +196,11 @@ func (idx *classIndex) count(objs *cluster.Objects) *freeCount {
 				for _, class := range d.classes {
 					fc.byClass[nodeClass{d.node, class}]--
 				}
+			} else if len(idx.tainted) > 0 {
+				if fc.taintedAllocated == nil {
+					fc.taintedAllocated = map[deviceKey]bool{}
+				}
+				fc.taintedAllocated[key] = true
 			}
 		}
 	}
@@ -191,25 +220,66 @@ func (idx *classIndex) count(objs *cluster.Objects) *freeCount {
 
 // FreeDevices is how many devices of node's own, of the classes named, no taint keeps
 // new claims off and no ResourceClaim shown has allocated (an assumed allocation
-// counts); partitions of a device (MIG) only as many as its counters leave room for.
-// Placement ranks nodes by it for members that ask for devices, the tightest first: the
-// devices of other classes a node has (another driver's NICs), the ones drained or the
-// partitions a larger one allocated shuts out make it no emptier. A device of two of
-// the classes counts for each.
-func FreeDevices(objs *cluster.Objects, node string, classes []corev1.ResourceName) int64 {
+// counts); partitions of a device (MIG) only as many as its counters leave room for;
+// and the tainted devices of a class whose taints tol, the tolerations of the member's
+// requests of that class, tolerate. Placement ranks nodes by it for members that ask
+// for devices, the tightest first: the devices of other classes a node has (another
+// driver's NICs), the ones drained or the partitions a larger one allocated shuts out
+// make it no emptier, unless the member tolerates the drain. A device of two of the
+// classes counts for each.
+func FreeDevices(objs *cluster.Objects, node string, classes []corev1.ResourceName, tol Tolerations) int64 {
 	if len(classes) == 0 || len(objs.Slices) == 0 || len(objs.DeviceClasses) == 0 {
 		return 0
 	}
 	idx := classIndexOf(objs)
-	if len(idx.total[node]) == 0 {
+	if len(idx.total[node]) == 0 && len(tol) == 0 {
 		return 0
 	}
-	free := idx.freeOf(objs).byClass
+	fc := idx.freeOf(objs)
 	var n int64
 	for _, c := range classes {
-		n += free[nodeClass{node, c}]
+		n += fc.byClass[nodeClass{node, c}]
+		if len(tol[c]) == 0 {
+			continue
+		}
+		for _, d := range idx.tainted[nodeClass{node, c}] {
+			if !fc.taintedAllocated[d.key] && tolerated(tol[c], d.taints) {
+				n++
+			}
+		}
 	}
 	return n
+}
+
+// Tolerations are, per DeviceClass, the device tolerations of each request (or
+// subrequest) of a pod's claims that names the class and tolerates some taint.
+type Tolerations map[corev1.ResourceName][][]resourcev1.DeviceToleration
+
+// DeviceTolerationsOf returns the tolerations of the requests of pod's ResourceClaims
+// (those that exist), nil when none tolerates a taint.
+func DeviceTolerationsOf(snap *cluster.Snapshot, pod *corev1.Pod) Tolerations {
+	claims, _ := ClaimsOf(snap, pod)
+	var out Tolerations
+	add := func(class string, tols []resourcev1.DeviceToleration) {
+		if len(tols) == 0 {
+			return
+		}
+		if out == nil {
+			out = Tolerations{}
+		}
+		out[corev1.ResourceName(class)] = append(out[corev1.ResourceName(class)], tols)
+	}
+	for _, c := range claims {
+		for _, r := range c.Spec.Devices.Requests {
+			if r.Exactly != nil {
+				add(r.Exactly.DeviceClassName, r.Exactly.Tolerations)
+			}
+			for _, sr := range r.FirstAvailable {
+				add(sr.DeviceClassName, sr.Tolerations)
+			}
+		}
+	}
+	return out
 }
 
 // DeviceClassesOf names, sorted, the DeviceClasses the requests of pod's

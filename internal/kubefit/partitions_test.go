@@ -90,7 +90,7 @@ func TestFreePartitionsAreWhatTheCountersLeave(t *testing.T) {
 	free := func(objs *cluster.Objects) map[string]int64 {
 		out := map[string]int64{}
 		for _, class := range []string{"mig-1g", "mig-3g", "mig-7g", "mig-any"} {
-			out[class] = kubefit.FreeDevices(objs, "n0", []corev1.ResourceName{corev1.ResourceName(class)})
+			out[class] = kubefit.FreeDevices(objs, "n0", []corev1.ResourceName{corev1.ResourceName(class)}, nil)
 		}
 		return out
 	}

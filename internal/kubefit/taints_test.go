@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 
 	"github.com/muster-sched/muster/internal/cluster"
@@ -106,5 +107,38 @@ func TestTaintedDevicesNotCounted(t *testing.T) {
 	}
 	if got := kubefit.OwnDevices(snap, w0); len(got) != 0 {
 		t.Errorf("w0 gives back %v, want nothing: its gpu-0 is tainted", got)
+	}
+}
+
+// TestTaintedDevicesCountForTheClaimsThatTolerateThem: of n0's two GPUs, gpu-0 is
+// drained. It counts as free only for a member whose request tolerates the drain's
+// taint (a claim with a toleration of another key does not), and, allocated, for none;
+// DeviceTolerationsOf reads the tolerations of the pod's claims.
+func TestTaintedDevicesCountForTheClaimsThatTolerateThem(t *testing.T) {
+	snap, _ := draSnapshot(0)
+	snap.SetObject(gt.DeviceTaintRule("drain", "n0", "gpu-0", resourcev1.DeviceTaintEffectNoSchedule))
+	objs := snap.Objects()
+	claim := func(name, key string) *corev1.Pod {
+		c := gt.GPUClaim("default", name, 1)
+		if key != "" {
+			c.Spec.Devices.Requests[0].Exactly.Tolerations = []resourcev1.DeviceToleration{{Key: key, Operator: resourcev1.DeviceTolerationOpExists}}
+		}
+		snap.SetObject(c)
+		return gt.Pod(name).UID("uid-"+name).DeviceClaim("gpu", name).Obj()
+	}
+	gpus := []corev1.ResourceName{gt.GPUClass}
+	for _, c := range []struct {
+		name, key string
+		want      int64
+	}{{"plain", "", 1}, {"tolerant", "example.com/unhealthy", 2}, {"other", "example.com/other", 1}} {
+		tol := kubefit.DeviceTolerationsOf(snap, claim(c.name, c.key))
+		if got := kubefit.FreeDevices(objs, "n0", gpus, tol); got != c.want {
+			t.Errorf("%s (tolerations %v): %d free GPUs on n0, want %d", c.name, tol, got, c.want)
+		}
+	}
+	snap.SetObject(allocated(gt.GPUClaim("default", "running", 1), "n0", 0))
+	tol := kubefit.DeviceTolerationsOf(snap, claim("late", "example.com/unhealthy"))
+	if got := kubefit.FreeDevices(objs, "n0", gpus, tol); got != 1 {
+		t.Errorf("with the drained GPU allocated: %d free GPUs on n0 for a tolerant member, want 1", got)
 	}
 }

@@ -424,3 +424,38 @@ func TestMembersPackByFreeDevicesOfTheirClass(t *testing.T) {
 		})
 	}
 }
+
+// TestMembersThatTolerateADrainCountItsDevices: n0's gpu-0 is drained, and n0 has less
+// cpu free; one of n1's GPUs is in use. A member whose claim tolerates the drain can
+// have both of n0's GPUs, so n1, with one left, is the tightest for it; for a member
+// that does not, both nodes have one GPU, and n0, with less cpu free, is.
+func TestMembersThatTolerateADrainCountItsDevices(t *testing.T) {
+	for _, tc := range []struct {
+		name, key, want string
+	}{{"tolerant", "example.com/unhealthy", "n1"}, {"plain", "", "n0"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := draCluster(2, 2)
+			snap.SetObject(gt.DeviceTaintRule("drain", "n0", "gpu-0", resourcev1.DeviceTaintEffectNoSchedule))
+			snap.AddPod(gt.Pod("hog").UID("uid-hog").Node("n0").Req(corev1.ResourceCPU, "24").Obj())
+			first := gt.Pod("first").UID("uid-first").DeviceClaim("gpu", "first-gpu").Obj()
+			first.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "n1"}
+			snap.SetObject(gt.GPUClaim("default", "first-gpu", 1))
+			if plan, diag := placement.Place(snap, gang("first", 1, func(int) *corev1.Pod { return first }), placement.Options{}); plan == nil || plan.Assignments[0].Node != "n1" {
+				t.Fatalf("first: plan %+v (%v), want it on n1", plan, diag)
+			}
+			claim := gt.GPUClaim("default", "w-gpu", 1)
+			if tc.key != "" {
+				claim.Spec.Devices.Requests[0].Exactly.Tolerations = []resourcev1.DeviceToleration{{Key: tc.key, Operator: resourcev1.DeviceTolerationOpExists}}
+			}
+			snap.SetObject(claim)
+			w := gt.Pod("w").UID("uid-w").DeviceClaim("gpu", "w-gpu").Obj()
+			plan, diag := placement.Place(snap, gang("w", 1, func(int) *corev1.Pod { return w }), placement.Options{})
+			if plan == nil {
+				t.Fatal(diag)
+			}
+			if got := plan.Assignments[0].Node; got != tc.want {
+				t.Errorf("w on %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -160,15 +160,17 @@ type shape struct {
 	dra []bool
 	// classes are the DeviceClasses s asks for devices of, which rank nodes (see
 	// freeDevices): those that provide its DRA-backed resources (markDRA), and once
-	// classesRead those its members' claims name.
+	// classesRead those its members' claims name, with tolerations their requests'
+	// device tolerations.
 	classes     []corev1.ResourceName
+	tolerations kubefit.Tolerations
 	classesRead bool
 }
 
 // markDRA sets s.dra from classes, the DRA-backed resources of s's requests; it reports
 // whether s has any.
 func (s *shape) markDRA(classes map[corev1.ResourceName]string) bool {
-	s.dra, s.classes, s.classesRead = nil, nil, false
+	s.dra, s.classes, s.tolerations, s.classesRead = nil, nil, nil, false
 	for i, name := range s.names {
 		if class, ok := classes[name]; ok {
 			if s.dra == nil {

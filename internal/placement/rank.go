@@ -37,8 +37,8 @@ func (p *placer) byDevices(s *shape) bool {
 
 // freeDevices is what of n's devices is free for members of s: its free amount of an
 // extended resource s asks for that n has in its allocatable (a device plugin serves
-// it), else n's devices of the classes s asks for that no taint keeps off and no claim
-// has allocated (kubefit.FreeDevices).
+// it), else n's devices of the classes s asks for that no taint keeps off (but those
+// its claims tolerate) and no claim has allocated (kubefit.FreeDevices).
 func (p *placer) freeDevices(s *shape, n *cluster.NodeInfo) int64 {
 	for i, name := range s.names {
 		if s.dra != nil && s.dra[i] && !s.delegated(n, i) {
@@ -48,10 +48,11 @@ func (p *placer) freeDevices(s *shape, n *cluster.NodeInfo) int64 {
 	if !s.classesRead {
 		if s.devices {
 			s.classes = append(s.classes, kubefit.DeviceClassesOf(p.snap, s.pod)...)
+			s.tolerations = kubefit.DeviceTolerationsOf(p.snap, s.pod)
 		}
 		s.classesRead = true
 	}
-	return kubefit.FreeDevices(p.snap.Objects(), n.Name(), s.classes)
+	return kubefit.FreeDevices(p.snap.Objects(), n.Name(), s.classes, s.tolerations)
 }
 
 // better orders ranked candidates: negative when a is the better node.

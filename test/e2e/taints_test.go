@@ -48,23 +48,42 @@ func TestDeviceTaintRuleThroughServe(t *testing.T) {
 // runs on the second. A one-GPU job runs on the first node, whose one GPU left is the
 // fewest a node can give it, and leaves the second's two for a job that needs both.
 // (Drained devices counted as free: the two nodes looked alike, and the job went to the
-// second, which had less cpu free.)
+// second, which had less cpu free.) A job whose claim tolerates the drain can have both
+// GPUs of either node, and runs on the second, with less cpu free. (Drained devices
+// counted for no claim: it went to the first.)
 func TestDrainedDevicesDoNotMakeANodeEmptier(t *testing.T) {
-	env := sandboxtest.Shared(t)
-	ns := env.Namespace(t)
-	nodes := env.CreateNodes(t, sandbox.NodePool{Name: "drainpack", Count: 2, CPU: "16", Memory: "64Gi", DRAGPUs: 2, Clique: "clique-d"})
-	createTemplate(t, env, ns)
-	drain(t, env, ns+"-drain-one", resourcev1.DeviceTaintSelector{Driver: ptr.To(sandbox.DRADriver), Pool: ptr.To(nodes[0]), Device: ptr.To("gpu-0")})
-	cpuHog(t, env, ns, nodes[1], 12)
-	c := newClient(t, env.Config)
-	startMuster(t, env, musterOptions{})
-	logPodsOnFailure(t, env, ns)
+	for _, tc := range []struct {
+		name     string
+		tolerant bool
+		want     int
+	}{{"one", false, 0}, {"tolerant", true, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := sandboxtest.Shared(t)
+			ns := env.Namespace(t)
+			nodes := env.CreateNodes(t, sandbox.NodePool{Name: "drainpack-" + tc.name, Count: 2, CPU: "16", Memory: "64Gi", DRAGPUs: 2, Clique: "clique-d"})
+			tmpl := sandboxtest.GPUClaimTemplate(ns, oneGPU, 1)
+			if tc.tolerant {
+				tmpl.Spec.Spec.Devices.Requests[0].Exactly.Tolerations = []resourcev1.DeviceToleration{{Key: maintenanceTaint, Operator: resourcev1.DeviceTolerationOpExists}}
+			}
+			if _, err := env.Kube.ResourceV1().ResourceClaimTemplates(ns).Create(context.Background(), tmpl, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			drain(t, env, ns+"-drain-one", resourcev1.DeviceTaintSelector{Driver: ptr.To(sandbox.DRADriver), Pool: ptr.To(nodes[0]), Device: ptr.To("gpu-0")})
+			cpuHog(t, env, ns, nodes[1], 12)
+			c := newClient(t, env.Config)
+			startMuster(t, env, musterOptions{})
+			logPodsOnFailure(t, env, ns)
 
-	(pytorchJob{ns: ns, name: "one", mutate: draWorker}).create(t, env, c)
-	if p := waitRunning(t, env, ns, "one", 1)[0]; p.Spec.NodeName != nodes[0] {
-		t.Errorf("pod %s on %s, want %s, whose one GPU left is the fewest a node can give it, not %s's two", p.Name, p.Spec.NodeName, nodes[0], nodes[1])
+			(pytorchJob{ns: ns, name: "one", mutate: draWorker}).create(t, env, c)
+			if p := waitRunning(t, env, ns, "one", 1)[0]; p.Spec.NodeName != nodes[tc.want] {
+				t.Errorf("pod %s on %s, want %s", p.Name, p.Spec.NodeName, nodes[tc.want])
+			}
+		})
 	}
 }
+
+// maintenanceTaint is the key of the taint drain puts on devices.
+const maintenanceTaint = "example.com/maintenance"
 
 // drain creates DeviceTaintRule name, which taints the devices sel selects NoSchedule
 // (an administrator's maintenance), deleted when the test ends.
@@ -75,7 +94,7 @@ func drain(t *testing.T, env *sandboxtest.Env, name string, sel resourcev1.Devic
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: resourcev1.DeviceTaintRuleSpec{
 			DeviceSelector: &sel,
-			Taint:          resourcev1.DeviceTaint{Key: "example.com/maintenance", Effect: resourcev1.DeviceTaintEffectNoSchedule},
+			Taint:          resourcev1.DeviceTaint{Key: maintenanceTaint, Effect: resourcev1.DeviceTaintEffectNoSchedule},
 		},
 	}
 	if _, err := rules.Create(context.Background(), rule, metav1.CreateOptions{}); err != nil {
