@@ -3,10 +3,13 @@ package gangtest
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/muster-sched/muster/internal/cluster"
 )
 
 // MIGDriver is the DRA driver of the test's partitionable GPUs: one GPU per node,
@@ -76,4 +79,23 @@ func MIGClaim(ns, name, profile string) *resourcev1.ResourceClaim {
 	c := GPUClaim(ns, name, 1)
 	c.Spec.Devices.Requests[0].Exactly.DeviceClassName = "mig-" + profile
 	return c
+}
+
+// MIGCluster is a snapshot of nodes nodes n0, n1, … with one GPU each, partitioned
+// MIG-style (MIGSlices), and the classes of its profiles (MIGClass).
+func MIGCluster(nodes int) *cluster.Snapshot {
+	var ns []*corev1.Node
+	for i := range nodes {
+		ns = append(ns, Node(fmt.Sprintf("n%d", i)).Obj())
+	}
+	snap := cluster.New(ns, nil)
+	for _, p := range MIGProfiles {
+		snap.SetObject(MIGClass(p.Profile))
+	}
+	for _, n := range ns {
+		for _, s := range MIGSlices(n.Name) {
+			snap.SetObject(s)
+		}
+	}
+	return snap
 }

@@ -15,20 +15,10 @@ import (
 // migFleet is nodes nodes of one MIG-partitioned GPU each (gt.MIGSlices), each with a
 // 3g partition allocated to a pod of its own, and those pods.
 func migFleet(nodes int) (*cluster.Snapshot, []*corev1.Pod) {
-	var ns []*corev1.Node
-	for i := range nodes {
-		ns = append(ns, gt.Node(fmt.Sprintf("n%d", i)).Obj())
-	}
-	snap := cluster.New(ns, nil)
-	for _, p := range gt.MIGProfiles {
-		snap.SetObject(gt.MIGClass(p.Profile))
-	}
+	snap := gt.MIGCluster(nodes)
 	var pods []*corev1.Pod
 	for i := range nodes {
 		node := fmt.Sprintf("n%d", i)
-		for _, s := range gt.MIGSlices(node) {
-			snap.SetObject(s)
-		}
 		name := "p" + node
 		pod := gt.Pod(name).UID("uid-"+name).DeviceClaim("mig", name).Node(node).Obj()
 		c := gt.MIGClaim("default", name, "3g")

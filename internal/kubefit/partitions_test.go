@@ -17,16 +17,10 @@ import (
 // migObjects is node n0 with one GPU partitioned MIG-style (gt.MIGSlices), the classes
 // of its profiles, and class mig-any, which selects every partition.
 func migObjects() (*cluster.Snapshot, *cluster.Objects) {
-	snap := cluster.New([]*corev1.Node{gt.Node("n0").Obj()}, nil)
-	for _, p := range gt.MIGProfiles {
-		snap.SetObject(gt.MIGClass(p.Profile))
-	}
+	snap := gt.MIGCluster(1)
 	snap.SetObject(&resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "mig-any", ResourceVersion: "1"},
 		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{
 			CEL: &resourcev1.CELDeviceSelector{Expression: `device.driver == "` + gt.MIGDriver + `"`}}}}})
-	for _, s := range gt.MIGSlices("n0") {
-		snap.SetObject(s)
-	}
 	return snap, snap.Objects()
 }
 

@@ -1,7 +1,6 @@
 package placement_test
 
 import (
-	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,25 +9,6 @@ import (
 	gt "github.com/muster-sched/muster/internal/gangtest"
 	"github.com/muster-sched/muster/internal/placement"
 )
-
-// migCluster is nodes nodes with one GPU each, partitioned MIG-style (gt.MIGSlices),
-// and the classes of its profiles.
-func migCluster(nodes int) *cluster.Snapshot {
-	var ns []*corev1.Node
-	for i := range nodes {
-		ns = append(ns, gt.Node(fmt.Sprintf("n%d", i)).Obj())
-	}
-	snap := cluster.New(ns, nil)
-	for _, p := range gt.MIGProfiles {
-		snap.SetObject(gt.MIGClass(p.Profile))
-	}
-	for i := range nodes {
-		for _, s := range gt.MIGSlices(fmt.Sprintf("n%d", i)) {
-			snap.SetObject(s)
-		}
-	}
-	return snap
-}
 
 // placeMIG places a pod of one partition of profile on node, its claim allocated there.
 func placeMIG(t *testing.T, snap *cluster.Snapshot, name, profile, node string) {
@@ -48,7 +28,7 @@ func placeMIG(t *testing.T, snap *cluster.Snapshot, name, profile, node string) 
 // n0, the node with the fewest it can use, though n0 has none of its 1g partitions
 // allocated (counted by device, n0 had seven free and n1 five).
 func TestPartitionsCountWhatTheirCountersLeave(t *testing.T) {
-	snap := migCluster(2)
+	snap := gt.MIGCluster(2)
 	placeMIG(t, snap, "big", "3g", "n0")
 	placeMIG(t, snap, "small-0", "1g", "n1")
 	placeMIG(t, snap, "small-1", "1g", "n1")
@@ -67,7 +47,7 @@ func TestPartitionsCountWhatTheirCountersLeave(t *testing.T) {
 // no memory slice left, and a member asking for a 1g partition, pinned there, does not
 // fit, though six 1g partitions are unallocated.
 func TestPartitionsBeyondTheCountersDoNotFit(t *testing.T) {
-	snap := migCluster(1)
+	snap := gt.MIGCluster(1)
 	placeMIG(t, snap, "whole", "7g", "n0")
 	snap.SetObject(gt.MIGClaim("default", "w-mig", "1g"))
 	w := gt.Pod("w").UID("uid-w").DeviceClaim("mig", "w-mig").Obj()
