@@ -158,8 +158,10 @@ type freeCount struct {
 	byClass   map[nodeClass]int64
 	allocated map[deviceKey]bool
 	nodes     map[string]*nodeCount
-	// taintedAllocated are the tainted devices allocated (to claims that tolerate their
-	// taints, or before they were tainted).
+	// taintedAllocated holds the allocated devices the index does not count as free:
+	// the tainted ones (allocated to claims that tolerate their taints, or before they
+	// were tainted), and any of no class or of no single node, which FreeDevices never
+	// reads.
 	taintedAllocated map[deviceKey]bool
 }
 
